@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine with Python 3.11, git and make:
+#   make demo   set up .venv, build the bundled demo graph, print its summary
+#   make test   set up .venv with the test extras, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test install clean bench
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/kg build --odata data/demo/odata --bpmn data/demo/bpmn \
+	    --mapping data/demo/mapping.yaml --codes data/demo/codes \
+	    --store build/demo --out build/demo.ttl
+	$(BIN)/kg stats --store build/demo
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/bench_build.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,197 @@
+"""``kg build``: read every input, lift it, and write the store and Turtle atomically.
+
+The same function is the library API: :func:`build` takes :class:`BuildOptions` and
+returns a :class:`BuildReport`; the CLI only wires options and prints the report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import bpmn, csdl, edm
+from .codes import codes_for, read_code_lists
+from .errors import ProcessKGError
+from .lift import ServiceLifter
+from .lift_bpmn import DefinitionsLifter, element_iri
+from .mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
+from .store import canonical, staged_dir, to_turtle, write_atomic, write_store
+from .vocab import KGT, RDF_TYPE
+
+ODATA_SUFFIXES = (".xml", ".edmx")
+BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
+ON_ERROR = ("fail", "warn", "skip")
+
+
+@dataclass
+class BuildOptions:
+    odata: list = field(default_factory=list)
+    bpmn: list = field(default_factory=list)
+    store: Path | None = None
+    out: Path | None = None
+    mapping: Path | None = None
+    codes: list = field(default_factory=list)
+    on_error: str = "fail"
+
+
+@dataclass
+class BuildReport:
+    files: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (file, message)
+    warnings: list = field(default_factory=list)
+    classes: dict = field(default_factory=dict)
+    services: dict = field(default_factory=dict)  # name -> entity sets
+    processes: dict = field(default_factory=dict)  # "file#id" -> activities
+    mapping_edges: int = 0
+    triples: int = 0
+    seconds: float = 0.0
+    turtle: bytes = b""
+
+    def as_meta(self) -> dict:
+        return {
+            "files": self.files, "skipped": [list(s) for s in self.skipped], "warnings": self.warnings,
+            "classes": self.classes, "services": self.services, "processes": self.processes,
+            "mapping_edges": self.mapping_edges, "triples": self.triples,
+        }
+
+
+def discover(roots: list, suffixes: tuple) -> list[tuple[Path, str]]:
+    """Files under each root (recursively), with a display path relative to the root's parent."""
+    found = []
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            found.append((root, root.name))
+        elif root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."):
+                    found.append((p, f"{root.name}/{p.relative_to(root).as_posix()}"))
+        else:
+            raise ProcessKGError(f"{root}: no such file or directory")
+    return found
+
+
+class Builder:
+    def __init__(self, options: BuildOptions, progress=None) -> None:
+        if options.on_error not in ON_ERROR:
+            raise ProcessKGError(f"--on-error must be one of {', '.join(ON_ERROR)}")
+        self.opt = options
+        self.report = BuildReport()
+        self.progress = progress or (lambda item: None)
+        self.triples: list = []
+        self.entity_sets: dict = {}  # service name -> {set name: [IRI]}
+        self.activities: list = []
+
+    def _failed(self, display: str, exc: ProcessKGError) -> None:
+        if self.opt.on_error == "fail":
+            raise exc
+        self.report.skipped.append((display, str(exc)))
+
+    def run(self) -> BuildReport:
+        start = time.perf_counter()
+        codes = read_code_lists([p for p, _ in discover(self.opt.codes, (".csv",))])
+        self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
+        self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
+        if self.opt.mapping:
+            self._mapping(Path(self.opt.mapping))
+        triples = canonical(self.triples)
+        self.report.triples = len(triples)
+        self.report.classes = _class_counts(triples)
+        self.report.turtle = to_turtle(triples)
+        self._write(triples)
+        self.report.seconds = time.perf_counter() - start
+        return self.report
+
+    # ---------------------------------------------------------------- OData
+    def _odata(self, files: list, codes: dict) -> None:
+        docs = []
+        for path, display in files:
+            self.progress(display)
+            try:
+                docs.append(csdl.read_document(path, display))
+            except ProcessKGError as exc:
+                self._failed(display, exc)
+        services = [d for d in docs if d.is_service]
+        attached, unmatched = edm.attach_annotation_docs(services, [d for d in docs if not d.is_service])
+        for doc in unmatched:
+            self.report.warnings.append(f"{doc.file}: annotations-only document targets no service in this build")
+        names = Counter(d.name for d in services)
+        for doc in services:
+            self._service(doc, attached.get(doc.file, []), names[doc.name] > 1, codes)
+
+    def _service(self, doc, annotation_docs: list, ambiguous: bool, codes: dict) -> None:
+        try:
+            service = edm.resolve(doc, annotation_docs)
+        except ProcessKGError as exc:
+            self._failed(doc.file, exc)
+            return
+        key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
+        lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
+        self.triples.extend(lifter.lift())
+        self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
+        sets = self.entity_sets.setdefault(doc.name, {})
+        for name, iri in lifter.set_iris.items():
+            sets.setdefault(name, []).append(iri)
+        self.report.services[key] = len(lifter.set_iris)
+
+    # ---------------------------------------------------------------- BPMN
+    def _bpmn(self, files: list) -> None:
+        for path, display in files:
+            self.progress(display)
+            try:
+                defs = bpmn.read_definitions(path, display)
+            except ProcessKGError as exc:
+                self._failed(display, exc)
+                continue
+            self.triples.extend(DefinitionsLifter(defs, display).lift())
+            self.report.files.append(display)
+            self._index_activities(defs, display)
+
+    def _index_activities(self, defs, slug: str) -> None:
+        for node in defs.nodes.values():
+            if node.category == "activity":
+                self.activities.append(ActivityRef(slug, node.process, node.id, node.name, element_iri(slug, node.id)))
+        for pid, process in defs.processes.items():
+            count = sum(1 for n in defs.nodes.values() if n.process == pid and n.category == "activity")
+            self.report.processes[f"{slug}#{pid}"] = count
+
+    # ---------------------------------------------------------------- mapping
+    def _mapping(self, path: Path) -> None:
+        display = path.name
+        entries = read_mapping(path, display)
+        good = []
+        for entry in entries:
+            try:
+                resolve_entry(entry, self.activities, self.entity_sets, display)
+                good.append(entry)
+            except ProcessKGError as exc:
+                self._failed(f"{display}:{entry.line}", exc)
+        self.triples.extend(lift_mapping(good, self.activities, self.entity_sets, display))
+        self.report.mapping_edges = len(good)
+        self.report.files.append(display)
+
+    # ---------------------------------------------------------------- output
+    def _write(self, triples: list) -> None:
+        meta = self.report.as_meta()
+        if self.opt.store:
+            with staged_dir(Path(self.opt.store)) as tmp:
+                write_store(tmp, triples, meta)
+                if self.opt.out:
+                    write_atomic(Path(self.opt.out), self.report.turtle)
+        elif self.opt.out:
+            write_atomic(Path(self.opt.out), self.report.turtle)
+
+
+def _class_counts(triples: list) -> dict:
+    counts = Counter(t.object.value.rsplit("#", 1)[-1] for t in triples if t.predicate == RDF_TYPE)
+    return dict(sorted(counts.items()))
+
+
+def build(options: BuildOptions, progress=None) -> BuildReport:
+    """Build the graph described by ``options``; the library entry point of ``kg build``."""
+    return Builder(options, progress).run()
+
+
+__all__ = ["BuildOptions", "BuildReport", "build", "discover", "KGT"]

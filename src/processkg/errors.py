@@ -1,0 +1,59 @@
+"""Typed errors. Each carries what a user needs to find the problem: file, line, element."""
+
+from __future__ import annotations
+
+
+class ProcessKGError(Exception):
+    """Base class: a problem with the user's input, reported without a traceback."""
+
+
+class InputError(ProcessKGError):
+    """A problem located in an input file."""
+
+    def __init__(self, message: str, file: str, line: int | None = None, column: int | None = None):
+        self.file = str(file)
+        self.line = line
+        self.column = column
+        self.message = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}"
+
+
+class MalformedXMLError(InputError):
+    """The file is not well-formed XML, or uses DTD entities (rejected for safety)."""
+
+
+class NotODataError(InputError):
+    """The document is XML, but not an OData CSDL service metadata document."""
+
+
+class NotBPMNError(InputError):
+    """The document is XML, but not a BPMN 2.0 definitions document."""
+
+
+class UnresolvedReferenceError(InputError):
+    """A reference (type, association, entity set, flow node) names nothing declared."""
+
+    def __init__(self, file: str, line: int | None, tag: str, element_id: str, ref: str, spec: str = ""):
+        self.tag = tag
+        self.element_id = element_id
+        self.ref = ref
+        message = f"{tag} {element_id!r} refers to {ref!r}, which is not declared"
+        if spec:
+            message += f" (see {spec})"
+        super().__init__(message, file, line)
+
+
+class MappingError(InputError):
+    """A mapping-file entry that does not resolve to a process activity or an entity set."""
+
+
+class CodeListError(InputError):
+    """A code-list CSV row that cannot be read."""

@@ -1,0 +1,167 @@
+"""The Oxigraph store: atomic writes, Turtle export, and SPARQL with bound values.
+
+A store directory holds ``oxigraph/`` (the database) and ``build.json`` (what was
+built from what). It is always written to a temporary sibling and renamed into
+place, so a failed build leaves the previous store untouched.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from pyoxigraph import (
+    DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
+)
+
+from .errors import ProcessKGError
+from .vocab import PREFIXES
+
+DB = "oxigraph"
+META = "build.json"
+ONTOLOGY_GRAPH = NamedNode("https://w3id.org/processkg/ontology")
+
+
+def sort_key(triple) -> tuple:
+    return (str(triple.subject), str(triple.predicate), str(triple.object))
+
+
+def canonical(triples) -> list:
+    """Distinct triples in a fixed order, so two builds of one input are byte-identical."""
+    return sorted(set(triples), key=sort_key)
+
+
+def to_turtle(triples: list) -> bytes:
+    return serialize(triples, format=RdfFormat.TURTLE, prefixes=PREFIXES)
+
+
+def ontology_path() -> Path:
+    """``ontology/processkg.ttl``: from the source tree, or the copy installed with the package."""
+    here = Path(__file__).resolve().parents[2] / "ontology" / "processkg.ttl"
+    if here.exists():
+        return here
+    return Path(str(resources.files("processkg") / "resources" / "processkg.ttl"))
+
+
+def write_store(path: Path, triples: list, meta: dict) -> None:
+    """Write triples (default graph) and the ontology (named graph) into a new store at ``path``."""
+    store = Store(str(path / DB))
+    store.bulk_extend(Quad(t.subject, t.predicate, t.object, DefaultGraph()) for t in triples)
+    onto = ontology_path()
+    if onto.exists():
+        store.bulk_extend(
+            Quad(t.subject, t.predicate, t.object, ONTOLOGY_GRAPH)
+            for t in parse(path=str(onto), format=RdfFormat.TURTLE)
+        )
+    store.flush()
+    del store
+    gc.collect()
+    (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@contextmanager
+def staged_dir(target: Path):
+    """Yield a temporary sibling of ``target``; on success, swap it into place atomically."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _swap(tmp, target)
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- reading
+
+class StoreNotFoundError(ProcessKGError):
+    pass
+
+
+def open_store(path: Path) -> Store:
+    db = Path(path) / DB
+    if not db.is_dir():
+        raise StoreNotFoundError(f"{path}: no processkg store here (run `kg build --store {path}` first)")
+    return Store.read_only(str(db))
+
+
+def read_meta(path: Path) -> dict:
+    meta = Path(path) / META
+    return json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else {}
+
+
+def queries_dir() -> Path:
+    here = Path(__file__).resolve().parents[2] / "queries"
+    if here.is_dir():
+        return here
+    return Path(str(resources.files("processkg") / "resources" / "queries"))
+
+
+def load_query(name: str) -> str:
+    """A query of the library by name (``queries/NAME.rq``)."""
+    path = queries_dir() / f"{name}.rq"
+    if not path.exists():
+        raise ProcessKGError(f"no query named {name!r} in {queries_dir()}")
+    return path.read_text(encoding="utf-8")
+
+
+def term(value) -> object:
+    """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
+    if isinstance(value, (NamedNode, Literal)):
+        return value
+    text = str(value)
+    if text.startswith(("http://", "https://", "urn:")):
+        return NamedNode(text)
+    return Literal(text)
+
+
+def select(store: Store, query: str, bindings: dict | None = None) -> tuple[list, list]:
+    """Run a SELECT with values bound by substitution (never spliced into the text)."""
+    subs = {Variable(k): term(v) for k, v in (bindings or {}).items()}
+    try:
+        result = store.query(query, prefixes=PREFIXES, substitutions=subs or None)
+    except SyntaxError as exc:
+        raise ProcessKGError(f"SPARQL syntax error: {exc}") from None
+    if not isinstance(result, QuerySolutions):
+        raise ProcessKGError("only SELECT queries return tables; this query is ASK or CONSTRUCT")
+    names = [v.value for v in result.variables]
+    rows = [[row[v] for v in names] for row in result]
+    return names, rows
+
+
+def plain(value) -> object:
+    """An RDF term as a plain Python value for tables, CSV and JSON."""
+    if value is None:
+        return None
+    if isinstance(value, Literal):
+        dt = value.datatype.value
+        if dt.endswith("#integer"):
+            return int(value.value)
+        if dt.endswith("#boolean"):
+            return value.value == "true"
+        return value.value
+    return value.value

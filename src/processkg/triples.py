@@ -1,0 +1,51 @@
+"""A small triple collector with IRI minting; everything stays pyoxigraph terms."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from pyoxigraph import Literal, NamedNode, Triple
+
+from .vocab import ID, KGT, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER
+
+_SAFE = "-._~()!$'*+,;=:@"
+
+
+def mint(*segments: str) -> NamedNode:
+    """An instance IRI from readable name segments: ``id/odata/API_X/set/A_SalesOrder``."""
+    return NamedNode(ID + "/".join(quote(str(s), safe=_SAFE) for s in segments))
+
+
+def child(parent: NamedNode, *segments: str) -> NamedNode:
+    return NamedNode(parent.value + "/" + "/".join(quote(str(s), safe=_SAFE) for s in segments))
+
+
+class Triples:
+    """Collects triples for one source document, with provenance helpers."""
+
+    def __init__(self, source_file: str) -> None:
+        self.items: list[Triple] = []
+        self._file = Literal(source_file)
+
+    def add(self, s: NamedNode, p: NamedNode, o) -> None:
+        self.items.append(Triple(s, p, o))
+
+    def text(self, s: NamedNode, p: NamedNode, value: str | None) -> None:
+        if value is not None and value != "":
+            self.items.append(Triple(s, p, Literal(str(value))))
+
+    def boolean(self, s: NamedNode, p: NamedNode, value: bool | None) -> None:
+        if value is not None:
+            self.items.append(Triple(s, p, Literal("true" if value else "false", datatype=XSD_BOOLEAN)))
+
+    def integer(self, s: NamedNode, p: NamedNode, value: int | None) -> None:
+        if value is not None:
+            self.items.append(Triple(s, p, Literal(str(int(value)), datatype=XSD_INTEGER)))
+
+    def node(self, s: NamedNode, cls: NamedNode, line: int | None, label: str | None = None) -> NamedNode:
+        """Declare a node: its class, its label and where it came from."""
+        self.add(s, RDF_TYPE, cls)
+        self.items.append(Triple(s, KGT.sourceFile, self._file))
+        self.integer(s, KGT.sourceLine, line)
+        self.text(s, RDFS_LABEL, label)
+        return s

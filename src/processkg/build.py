@@ -17,7 +17,7 @@ from .errors import ProcessKGError
 from .lift import ServiceLifter
 from .lift_bpmn import DefinitionsLifter, element_iri
 from .mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
-from .store import canonical, staged_dir, to_turtle, write_atomic, write_store
+from .store import canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
 from .vocab import KGT, RDF_TYPE
 
 ODATA_SUFFIXES = (".xml", ".edmx")
@@ -96,11 +96,11 @@ class Builder:
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
             self._mapping(Path(self.opt.mapping))
-        triples = canonical(self.triples)
-        self.report.triples = len(triples)
-        self.report.classes = _class_counts(triples)
-        self.report.turtle = to_turtle(triples)
-        self._write(triples)
+        ntriples = canonical_ntriples(self.triples)
+        self.report.triples = ntriples.count(b"\n")
+        self.report.classes = _class_counts(self.triples)
+        self.report.turtle = to_turtle(ntriples)
+        self._write(ntriples)
         self.report.seconds = time.perf_counter() - start
         return self.report
 
@@ -173,11 +173,11 @@ class Builder:
         self.report.files.append(display)
 
     # ---------------------------------------------------------------- output
-    def _write(self, triples: list) -> None:
+    def _write(self, ntriples: bytes) -> None:
         meta = self.report.as_meta()
         if self.opt.store:
             with staged_dir(Path(self.opt.store)) as tmp:
-                write_store(tmp, triples, meta)
+                write_store(tmp, ntriples, meta)
                 if self.opt.out:
                     write_atomic(Path(self.opt.out), self.report.turtle)
         elif self.opt.out:
@@ -185,7 +185,8 @@ class Builder:
 
 
 def _class_counts(triples: list) -> dict:
-    counts = Counter(t.object.value.rsplit("#", 1)[-1] for t in triples if t.predicate == RDF_TYPE)
+    typed = {(t.subject.value, t.object.value) for t in triples if t.predicate == RDF_TYPE}
+    counts = Counter(cls.rsplit("#", 1)[-1] for _node, cls in typed)
     return dict(sorted(counts.items()))
 
 

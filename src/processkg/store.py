@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from pyoxigraph import (
-    DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
+    DefaultGraph, Literal, NamedNode, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
 )
 
 from .errors import ProcessKGError
@@ -27,17 +27,17 @@ META = "build.json"
 ONTOLOGY_GRAPH = NamedNode("https://w3id.org/processkg/ontology")
 
 
-def sort_key(triple) -> tuple:
-    return (str(triple.subject), str(triple.predicate), str(triple.object))
+def canonical_ntriples(triples) -> bytes:
+    """Distinct triples as sorted N-Triples lines: a fixed order, so builds are byte-identical.
+
+    Serializing and sorting lines runs in native code, far faster than sorting term tuples.
+    """
+    lines = serialize(triples, format=RdfFormat.N_TRIPLES).splitlines()
+    return b"\n".join(sorted(set(lines))) + b"\n" if lines else b""
 
 
-def canonical(triples) -> list:
-    """Distinct triples in a fixed order, so two builds of one input are byte-identical."""
-    return sorted(set(triples), key=sort_key)
-
-
-def to_turtle(triples: list) -> bytes:
-    return serialize(triples, format=RdfFormat.TURTLE, prefixes=PREFIXES)
+def to_turtle(ntriples: bytes) -> bytes:
+    return serialize(parse(ntriples, format=RdfFormat.N_TRIPLES), format=RdfFormat.TURTLE, prefixes=PREFIXES)
 
 
 def ontology_path() -> Path:
@@ -48,16 +48,13 @@ def ontology_path() -> Path:
     return Path(str(resources.files("processkg") / "resources" / "processkg.ttl"))
 
 
-def write_store(path: Path, triples: list, meta: dict) -> None:
-    """Write triples (default graph) and the ontology (named graph) into a new store at ``path``."""
+def write_store(path: Path, ntriples: bytes, meta: dict) -> None:
+    """Write the data (default graph) and the ontology (named graph) into a new store at ``path``."""
     store = Store(str(path / DB))
-    store.bulk_extend(Quad(t.subject, t.predicate, t.object, DefaultGraph()) for t in triples)
+    store.bulk_load(ntriples, format=RdfFormat.N_TRIPLES, to_graph=DefaultGraph())
     onto = ontology_path()
     if onto.exists():
-        store.bulk_extend(
-            Quad(t.subject, t.predicate, t.object, ONTOLOGY_GRAPH)
-            for t in parse(path=str(onto), format=RdfFormat.TURTLE)
-        )
+        store.bulk_load(path=str(onto), format=RdfFormat.TURTLE, to_graph=ONTOLOGY_GRAPH)
     store.flush()
     del store
     gc.collect()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import quote
 
 from pyoxigraph import Literal, NamedNode, Triple
@@ -11,13 +12,18 @@ from .vocab import ID, KGT, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER
 _SAFE = "-._~()!$'*+,;=:@"
 
 
+@lru_cache(maxsize=65536)
+def _segment(text: str) -> str:
+    return quote(text, safe=_SAFE)
+
+
 def mint(*segments: str) -> NamedNode:
     """An instance IRI from readable name segments: ``id/odata/API_X/set/A_SalesOrder``."""
-    return NamedNode(ID + "/".join(quote(str(s), safe=_SAFE) for s in segments))
+    return NamedNode(ID + "/".join(_segment(str(s)) for s in segments))
 
 
 def child(parent: NamedNode, *segments: str) -> NamedNode:
-    return NamedNode(parent.value + "/" + "/".join(quote(str(s), safe=_SAFE) for s in segments))
+    return NamedNode(parent.value + "/" + "/".join(_segment(str(s)) for s in segments))
 
 
 class Triples:

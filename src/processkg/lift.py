@@ -208,6 +208,7 @@ class ServiceLifter:
         t = self.t
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         t.text(vl, KGT.annotationTerm, ann.term)
+        t.text(vl, KGT.sourceFile, ann.file)
         record = ann.value if isinstance(ann.value, dict) else {}
         path = record.get("CollectionPath")
         if isinstance(path, str):
@@ -239,11 +240,13 @@ class ServiceLifter:
     def _lift_fixed_values(self, st, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, "", ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
         self.t.boolean(vl, KGT.fixedValues, _truthy(ann.value))
 
     def _lift_references(self, st, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, "", ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
         for url in ann.value if isinstance(ann.value, list) else [ann.value]:
             if isinstance(url, str):
                 self.t.text(vl, KGT.valueListReference, url)
@@ -251,6 +254,7 @@ class ServiceLifter:
     def _lift_allowed_values(self, st, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
         self.t.boolean(vl, KGT.fixedValues, True)
         for rec in ann.value if isinstance(ann.value, list) else []:
             value = rec.get("Value") if isinstance(rec, dict) else rec

@@ -130,6 +130,7 @@ class Builder:
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
         self.triples.extend(lifter.lift())
+        self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
         sets = self.entity_sets.setdefault(doc.name, {})
         for name, iri in lifter.set_iris.items():

@@ -132,7 +132,7 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
     from .audit import audit, render_audit
 
-    result = audit(open_store(store), list(odata), list(bpmn_paths))
+    result = audit(store, list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))
     if any(row["source"] != row["graph"] for row in result["classes"]):
         sys.exit(1)

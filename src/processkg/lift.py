@@ -30,7 +30,9 @@ class ServiceLifter:
         self.base = mint("odata", iri_key)
         self.codes = codes or {}
         self.value_lists: dict = {}
+        self.value_list_terms: dict = {}
         self.set_iris: dict = {}
+        self.warnings: list = []
 
     # ---------------------------------------------------------------- IRIs
     def type_iri(self, qname: str) -> NamedNode:
@@ -167,11 +169,11 @@ class ServiceLifter:
     def _value_list_node(self, prop_iri: NamedNode, qualifier: str, line: int) -> NamedNode:
         key = (prop_iri.value, qualifier)
         if key not in self.value_lists:
-            vl = child(prop_iri, "valuelist", qualifier) if qualifier else child(prop_iri, "valuelist")
+            vl = child(prop_iri, "valuelist", *[seg for seg in qualifier.split("#") if seg])
             self.t.node(vl, KGT.ValueList, line)
             self.t.add(prop_iri, KGT.valueList, vl)
             self.t.add(vl, KGT.valueListProperty, prop_iri)
-            self.t.text(vl, KGT.qualifier, qualifier)
+            self.t.text(vl, KGT.qualifier, qualifier.split("#", 1)[0])
             self.value_lists[key] = {"iri": vl, "collection": "", "codes": {}}
         return self.value_lists[key]["iri"]
 
@@ -206,14 +208,15 @@ class ServiceLifter:
 
     def _lift_value_list(self, st, s: NamedNode, ann: Annotation) -> None:
         t = self.t
-        vl = self._value_list_node(s, ann.qualifier, ann.line)
+        qualifier = self._fresh_qualifier(s, ann)
+        vl = self._value_list_node(s, qualifier, ann.line)
         t.text(vl, KGT.annotationTerm, ann.term)
         t.text(vl, KGT.sourceFile, ann.file)
         record = ann.value if isinstance(ann.value, dict) else {}
         path = record.get("CollectionPath")
         if isinstance(path, str):
             t.text(vl, KGT.collectionPath, path)
-            self.value_lists[(s.value, ann.qualifier)]["collection"] = path
+            self.value_lists[(s.value, qualifier)]["collection"] = path
         t.text(vl, KGT.label, record.get("Label") if isinstance(record.get("Label"), str) else None)
         if isinstance(record.get("SearchSupported"), str):
             t.boolean(vl, KGT.searchSupported, record["SearchSupported"].lower() == "true")
@@ -221,6 +224,23 @@ class ServiceLifter:
         for i, param in enumerate(params if isinstance(params, list) else []):
             if isinstance(param, dict):
                 self._parameter(st, vl, i, param)
+
+    def _fresh_qualifier(self, s: NamedNode, ann: Annotation) -> str:
+        """The qualifier of this Common.ValueList's node; a repeated one gets ``#2``, ``#3``, ...
+
+        CSDL allows one annotation per term and qualifier on a target, but SAP services carry
+        two unqualified value lists on some properties (CDS view and DDIC search help): both
+        are kept as separate nodes, and the build warns.
+        """
+        seen = self.value_list_terms.setdefault((s.value, ann.qualifier), 0)
+        self.value_list_terms[(s.value, ann.qualifier)] = seen + 1
+        if not seen:
+            return ann.qualifier
+        self.warnings.append(
+            f"{ann.file}:{ann.line}: a second {ann.term} with qualifier {ann.qualifier!r} on the same "
+            f"property; kept as value list #{seen + 1}"
+        )
+        return f"{ann.qualifier}#{seen + 1}"
 
     def _parameter(self, st, vl: NamedNode, i: int, param: dict) -> None:
         t = self.t
@@ -238,13 +258,13 @@ class ServiceLifter:
         t.text(p, KGT.constant, param.get("Constant") if isinstance(param.get("Constant"), str) else None)
 
     def _lift_fixed_values(self, st, s: NamedNode, ann: Annotation) -> None:
-        vl = self._value_list_node(s, "", ann.line)
+        vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
         self.t.boolean(vl, KGT.fixedValues, _truthy(ann.value))
 
     def _lift_references(self, st, s: NamedNode, ann: Annotation) -> None:
-        vl = self._value_list_node(s, "", ann.line)
+        vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
         for url in ann.value if isinstance(ann.value, list) else [ann.value]:

@@ -53,6 +53,13 @@ class FlowNode:
     attached_to: str = ""
     called_element: str = ""
     default_flow: str = ""
+    for_compensation: bool = False  # isForCompensation="true": runs only when compensated
+    triggered_by_event: bool = False  # an event sub-process (triggeredByEvent="true")
+
+    @property
+    def in_normal_flow(self) -> bool:
+        """False for compensation handlers and event sub-processes: no sequence flow enters them."""
+        return not (self.for_compensation or self.triggered_by_event)
 
     @property
     def category(self) -> str:
@@ -80,6 +87,7 @@ class MessageFlow:
     source: str
     target: str
     line: int
+    collaboration: str = ""
 
 
 @dataclass
@@ -106,6 +114,7 @@ class Participant:
     name: str
     line: int
     process: str = ""
+    collaboration: str = ""
 
 
 @dataclass
@@ -147,15 +156,17 @@ def _documentation(el: etree._Element) -> str:
 
 
 def _collaboration(el: etree._Element, defs: Definitions) -> None:
-    defs.collaborations.append((el.get("id", ""), el.get("name", ""), el.sourceline))
+    cid = el.get("id", "")
+    defs.collaborations.append((cid, el.get("name", ""), el.sourceline))
     for child in el:
         if child.tag == _Q + "participant":
-            p = Participant(child.get("id", ""), child.get("name", ""), child.sourceline, child.get("processRef", ""))
+            p = Participant(child.get("id", ""), child.get("name", ""), child.sourceline,
+                            child.get("processRef", ""), cid)
             defs.participants[p.id] = p
         elif child.tag == _Q + "messageFlow":
             defs.message_flows.append(MessageFlow(
                 child.get("id", ""), child.get("name", ""), child.get("sourceRef", ""),
-                child.get("targetRef", ""), child.sourceline,
+                child.get("targetRef", ""), child.sourceline, cid,
             ))
 
 
@@ -189,6 +200,8 @@ def _flow_node(el: etree._Element, tag: str, defs: Definitions, pid: str, parent
         attached_to=el.get("attachedToRef", ""),
         called_element=el.get("calledElement", ""),
         default_flow=el.get("default", ""),
+        for_compensation=el.get("isForCompensation", "").strip().lower() == "true",
+        triggered_by_event=el.get("triggeredByEvent", "").strip().lower() == "true",
     )
     node.event_definitions = sorted(
         local(c.tag) for c in el if c.tag.startswith(_Q) and local(c.tag).endswith("EventDefinition")
@@ -217,14 +230,18 @@ def _lanes(lane_set: etree._Element, defs: Definitions, pid: str) -> None:
 def _resolve(defs: Definitions) -> None:
     nodes = defs.nodes
     for flow in defs.flows.values():
-        for ref in (flow.source, flow.target):
+        for attribute, ref in (("sourceRef", flow.source), ("targetRef", flow.target)):
             if ref not in nodes:
-                raise UnresolvedReferenceError(defs.file, flow.line, "sequenceFlow", flow.id, ref, f"{SPEC} §10.2")
+                raise UnresolvedReferenceError(
+                    defs.file, flow.line, "sequenceFlow", flow.id, ref, f"{SPEC} §10.2", attribute
+                )
     targets = set(nodes) | set(defs.participants)
     for mf in defs.message_flows:
-        for ref in (mf.source, mf.target):
+        for attribute, ref in (("sourceRef", mf.source), ("targetRef", mf.target)):
             if ref not in targets:
-                raise UnresolvedReferenceError(defs.file, mf.line, "messageFlow", mf.id, ref, f"{SPEC} §9.3")
+                raise UnresolvedReferenceError(
+                    defs.file, mf.line, "messageFlow", mf.id, ref, f"{SPEC} §9.3", attribute
+                )
     for node in nodes.values():
         if node.attached_to and node.attached_to not in nodes:
             raise UnresolvedReferenceError(
@@ -246,54 +263,78 @@ def next_activities(defs: Definitions) -> list[tuple[str, str]]:
     """Pairs (activity, next activity): through gateways and events, into and out of sub-processes.
 
     A sub-process is followed by its first inner activities and by its own successors; its
-    last inner activities are followed by the sub-process's successors. An activity with a
-    boundary event is followed by what the boundary event leads to.
+    last inner activities are followed by the successors of the sub-process (or, when it has
+    none, of the sub-process around it). An activity with a boundary event is followed by what
+    the boundary event leads to. Compensation handlers and event sub-processes are outside the
+    normal flow: they are never entered from their sub-process and never leave it; their own
+    inner activities are still chained.
     """
-    out = defaultdict(list)
+    flows = defaultdict(list)
     for flow in defs.flows.values():
-        out[flow.source].append(flow.target)
+        flows[flow.source].append(flow.target)
+    out = defaultdict(list, {k: list(v) for k, v in flows.items()})
     for node in defs.nodes.values():
         if node.attached_to:
             out[node.attached_to].append(node.id)
+    incoming = {flow.target for flow in defs.flows.values()}
     pairs = set()
     for node in defs.nodes.values():
         if node.category == "activity":
-            for nxt in _reach(defs, out, node.id):
+            for nxt in _reach(defs, out, flows, incoming, node.id):
                 pairs.add((node.id, nxt))
     return sorted(pairs)
 
 
-def _reach(defs: Definitions, out: dict, start: str) -> set:
-    """Activities reached from ``start`` without passing through another activity."""
+def _reach(defs: Definitions, out: dict, flows: dict, incoming: set, start: str) -> set:
+    """Activities reached from ``start`` without passing through another activity.
+
+    ``out`` holds sequence-flow successors plus boundary events; ``flows`` only the former.
+    """
     node = defs.nodes[start]
     stack = list(out.get(start, ()))
     if node.tag in SUBPROCESSES:
-        stack += _entry_nodes(defs, out, node.id)
-    if not out.get(start) and node.parent:
-        stack += out.get(node.parent, ())  # a last inner activity leaves its sub-process
+        stack += _entry_nodes(defs, incoming, node.id)
+    if not flows.get(start):
+        stack += _exits(defs, flows, node)  # a last inner activity leaves its sub-process
     found, seen = set(), set()
     while stack:
         current = stack.pop()
         if current in seen:
             continue
         seen.add(current)
-        if defs.nodes[current].category == "activity":
+        cur = defs.nodes[current]
+        if cur.category == "activity":
             found.add(current)
             continue
         successors = out.get(current, ())
         stack.extend(successors)
-        parent = defs.nodes[current].parent
-        if not successors and parent:
-            stack.extend(out.get(parent, ()))  # an inner end leaves the sub-process
+        if not successors and not cur.attached_to:
+            stack.extend(_exits(defs, flows, cur))  # an inner end leaves the sub-process
     return found
 
 
-def _entry_nodes(defs: Definitions, out: dict, sub: str) -> list:
-    """Inner nodes of a sub-process with no incoming sequence flow (start events and the like)."""
-    incoming = {t for src, targets in out.items() for t in targets if src in defs.nodes}
+def _exits(defs: Definitions, flows: dict, node: FlowNode) -> list:
+    """Where the flow goes when ``node`` (with no outgoing flow) completes its sub-process:
+    the sub-process's outgoing sequence flows (its boundary events do not fire on completion).
+
+    Climbs through enclosing sub-processes that have no outgoing flow themselves; stops at
+    the process level and at compensation handlers and event sub-processes.
+    """
+    seen = set()
+    while node.in_normal_flow and node.parent and node.parent not in seen:
+        seen.add(node.parent)
+        node = defs.nodes[node.parent]
+        if flows.get(node.id):
+            return list(flows[node.id])
+    return []
+
+
+def _entry_nodes(defs: Definitions, incoming: set, sub: str) -> list:
+    """Inner nodes of a sub-process where its flow starts: no incoming sequence flow, not a
+    boundary event, not a compensation handler or event sub-process."""
     return sorted(
         n.id for n in defs.nodes.values()
-        if n.parent == sub and n.id not in incoming and not n.attached_to
+        if n.parent == sub and n.id not in incoming and not n.attached_to and n.in_normal_flow
     )
 
 

@@ -26,9 +26,13 @@ def read_code_lists(paths: list[Path]) -> dict:
 
 
 def codes_for(codes: dict, service: str) -> dict:
-    merged = dict(codes.get("", {}))
-    merged.update(codes.get(service, {}))
-    return merged
+    """{collection path: [(code, description)]} for one service: the rows without a service
+    plus the service's own rows (whose description wins for a code in both)."""
+    merged: dict = defaultdict(dict)
+    for scope in ("", service):
+        for value_list, rows in codes.get(scope, {}).items():
+            merged[value_list].update(rows)
+    return {vl: sorted(rows.items()) for vl, rows in merged.items()}
 
 
 def _rows(path: Path):

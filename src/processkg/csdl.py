@@ -270,10 +270,12 @@ def _detect_version(root: etree._Element, name: str) -> tuple[str, str, str]:
             name, root.sourceline,
         )
     edmx_version = root.get("Version", "")
-    if ns == EDMX_V1:
+    if ns == EDMX_V1 and not edmx_version.startswith("4"):
         dsv = ds.get(f"{{{METADATA_NS}}}DataServiceVersion", "1.0")
         return ("3.0" if dsv.startswith("3") else "2.0"), edmx_version, dsv
-    return (edmx_version or "4.0"), edmx_version, ""
+    # EDMX 4.0 proper; or Version="4.0" in the EDMX 1.0 namespace with V4 content (SAP Cloud
+    # SDK's v4 test service), whose DataServiceVersion is kept as written.
+    return (edmx_version or "4.0"), edmx_version, ds.get(f"{{{METADATA_NS}}}DataServiceVersion", "")
 
 
 def _schemas(root: etree._Element, name: str) -> list:
@@ -290,7 +292,9 @@ def _schemas(root: etree._Element, name: str) -> list:
 
 
 def _collect_references(root: etree._Element, doc: ServiceDocument) -> None:
-    for inc in root.iter(f"{{{namespace(root.tag)}}}Include"):
+    # SAP's V2 documents declare edmx:Reference/edmx:Include in the V4 EDMX namespace inside an
+    # EDMX 1.0 root, so includes are looked up in both namespaces.
+    for inc in root.iter(f"{{{EDMX_V1}}}Include", f"{{{EDMX_V4}}}Include"):
         ns, alias = inc.get("Namespace", ""), inc.get("Alias", "")
         doc.includes[ns] = alias
         if alias:
@@ -491,10 +495,16 @@ def _expression_item(el: etree._Element) -> object:
 
 
 def _record(el: etree._Element) -> dict:
+    """A Record as a dict: property values by name; annotations of the record (CSDL 14.4.12,
+    e.g. a label on a ``Validation.AllowedValues`` value) by ``@`` + term as written, which
+    pass 2 replaces by the term's full name (:func:`processkg.edm.qualify_record_terms`)."""
     record = {"$Type": el.get("Type", ""), "$line": el.sourceline}
     for pv in el:
-        if local(pv.tag) == "PropertyValue":
+        tag = local(pv.tag)
+        if tag == "PropertyValue":
             record[pv.get("Property", "")] = _expression(pv)
+        elif tag == "Annotation":
+            record["@" + pv.get("Term", "")] = _expression(pv)
     return record
 
 

@@ -169,13 +169,30 @@ def _resolve_v2_navigation(doc: ServiceDocument, st, nav) -> None:
         raise UnresolvedReferenceError(
             doc.file, nav.line, "NavigationProperty", where, f"{nav.relationship} role {missing}", SPEC_V2
         )
-    if end.type not in doc.types:
+    target = end.type if end.type in doc.types else _v2_type_from_sets(doc, nav)
+    if not target:
         raise UnresolvedReferenceError(doc.file, assoc.line, "Association", assoc.qname, end.type, SPEC_V2)
-    nav.target_type = end.type
+    nav.target_type = target
     nav.cardinality = _V2_MULTIPLICITY.get(end.multiplicity, end.multiplicity)
     nav.partner = nav.partner or _v2_partner(doc, nav)
     nav.constraints = nav.constraints or _v2_constraints(assoc, nav)
     nav.target_sets = sorted(_v2_target_sets(doc, nav))
+
+
+def _v2_type_from_sets(doc: ServiceDocument, nav) -> str:
+    """The entity type of the set that an AssociationSet binds to the target role, if unique.
+
+    Some documents (SAP Cloud SDK's API_TEST_SRV) name an End ``Type`` that is not declared
+    while the AssociationSet maps the role to an entity set of a declared type; SAP's own
+    clients resolve navigation through the AssociationSet, and so does this reader then.
+    """
+    types = {
+        es.entity_type
+        for container in doc.containers
+        for es in container.entity_sets
+        if es.name in _v2_target_sets(doc, nav) and es.entity_type in doc.types
+    }
+    return types.pop() if len(types) == 1 else ""
 
 
 def _v2_partner(doc: ServiceDocument, nav) -> str:
@@ -259,7 +276,20 @@ def _index_annotations(service: Service) -> None:
 def _add(service: Service, source: ServiceDocument, target: str, annotations: list) -> None:
     for ann in annotations:
         ann.term = qualify(source, ann.term)
+        ann.value = qualify_record_terms(source, ann.value)
         service.annotations[target].append(ann)
+
+
+def qualify_record_terms(doc: ServiceDocument, value: object) -> object:
+    """Annotations inside records (``@SAP__common.Label``) keyed by full term name instead."""
+    if isinstance(value, list):
+        return [qualify_record_terms(doc, v) for v in value]
+    if isinstance(value, dict):
+        return {
+            (qualify(doc, k[1:]) if k.startswith("@") else k): qualify_record_terms(doc, v)
+            for k, v in value.items()
+        }
+    return value
 
 
 def _container_target(service: Service, target: str) -> str:

@@ -41,11 +41,15 @@ class NotBPMNError(InputError):
 class UnresolvedReferenceError(InputError):
     """A reference (type, association, entity set, flow node) names nothing declared."""
 
-    def __init__(self, file: str, line: int | None, tag: str, element_id: str, ref: str, spec: str = ""):
+    def __init__(self, file: str, line: int | None, tag: str, element_id: str, ref: str, spec: str = "",
+                 attribute: str = ""):
         self.tag = tag
         self.element_id = element_id
         self.ref = ref
-        message = f"{tag} {element_id!r} refers to {ref!r}, which is not declared"
+        if ref:
+            message = f"{tag} {element_id!r} refers to {ref!r}, which is not declared"
+        else:
+            message = f"{tag} {element_id!r} has no {attribute or 'reference'}, which is required"
         if spec:
             message += f" (see {spec})"
         super().__init__(message, file, line)

@@ -98,6 +98,7 @@ class ServiceLifter:
         t.text(s, KGT.namespace, st.namespace)
         t.text(s, KGT.qualifiedName, st.qname)
         t.text(s, KGT.label, _label(st.sap, labels))
+        t.text(s, KGT.description, _description(st.sap, labels))
         t.add(self._schema_iri(st.namespace), KGT.complexType if st.kind == "ComplexType" else KGT.entityType, s)
         if st.base_type:
             t.add(s, KGT.baseType, self.type_iri(st.base_type))
@@ -325,6 +326,7 @@ class ServiceLifter:
         t.add(c, KGT.singleton if es.singleton else KGT.entitySet, s)
         t.text(s, KGT.name, es.name)
         t.text(s, KGT.label, label)
+        t.text(s, KGT.description, _description(es.sap, anns))
         t.add(s, KGT.entityType, self.type_iri(es.entity_type))
         for attr, pred in (("creatable", KGT.creatable), ("updatable", KGT.updatable),
                            ("deletable", KGT.deletable), ("addressable", KGT.addressable),

@@ -38,8 +38,8 @@ class DefinitionsLifter:
         root = self.t.node(definitions_iri(self.slug), BPMNT.Definitions, d.line, self.slug)
         self.t.text(root, BPMNT.exporter, d.exporter)
         for cid, name, line in d.collaborations:
-            self.t.node(self.iri(cid), BPMNT.Collaboration, line, name or None)
-            self.t.text(self.iri(cid), KGT.name, name)
+            s = self._named(self.iri(cid), BPMNT.Collaboration, line, name, cid)
+            self.t.add(s, BPMNT.definitions, root)
         for process in d.processes.values():
             self._process(root, process)
         for participant in d.participants.values():
@@ -70,6 +70,8 @@ class DefinitionsLifter:
 
     def _participant(self, p: bpmn.Participant) -> None:
         s = self._named(self.iri(p.id), BPMNT.Participant, p.line, p.name, p.id)
+        if p.collaboration:
+            self.t.add(self.iri(p.collaboration), BPMNT.participant, s)
         if p.process:
             self.t.add(s, BPMNT.process, self.iri(p.process))
 
@@ -107,5 +109,7 @@ class DefinitionsLifter:
 
     def _message_flow(self, mf: bpmn.MessageFlow) -> None:
         s = self._named(self.iri(mf.id), BPMNT.MessageFlow, mf.line, mf.name, mf.id)
+        if mf.collaboration:
+            self.t.add(self.iri(mf.collaboration), BPMNT.messageFlow, s)
         self.t.add(s, BPMNT.sourceRef, self.iri(mf.source))
         self.t.add(s, BPMNT.targetRef, self.iri(mf.target))

@@ -77,13 +77,15 @@ def _entry(node, name: str) -> MappingEntry:
     line = node.start_mark.line + 1
     if not isinstance(node, yaml.MappingNode):
         raise MappingError("a mapping entry must be a key: value map", name, line)
-    values = {k.value: v.value for k, v in node.value if isinstance(v, yaml.ScalarNode)}
+    scalars = {k.value: v for k, v in node.value if isinstance(v, yaml.ScalarNode)}
+    values = {k: v.value for k, v in scalars.items()}
     missing = [k for k in _REQUIRED if not str(values.get(k, "")).strip()]
     if missing:
         raise MappingError(f"mapping entry lacks {', '.join(missing)}", name, line)
     mode = str(values["mode"]).strip().lower()
     if mode not in MODES:
-        raise MappingError(f"mode must be read or write, not {values['mode']!r}", name, line)
+        raise MappingError(f"mode must be read or write, not {values['mode']!r}", name,
+                           scalars["mode"].start_mark.line + 1)
     return MappingEntry(
         str(values["process"]), str(values["activity"]), str(values["service"]),
         str(values["entity_set"]), mode, line, str(values.get("file", "")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from importlib import resources
@@ -126,23 +127,47 @@ def load_query(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+_FEDERATED = re.compile(r"(?<![?$\w])SERVICE\s+(SILENT\s+)?[<?$]", re.IGNORECASE)
+
+
 def term(value) -> object:
     """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
     if isinstance(value, (NamedNode, Literal)):
         return value
     text = str(value)
     if text.startswith(("http://", "https://", "urn:")):
-        return NamedNode(text)
+        try:
+            return NamedNode(text)
+        except ValueError as exc:
+            raise ProcessKGError(f"parameter value {text!r} is not a valid IRI: {exc}") from None
     return Literal(text)
 
 
+def _variable(name: str) -> Variable:
+    try:
+        return Variable(name)
+    except ValueError:
+        raise ProcessKGError(f"{name!r} is not a SPARQL variable name") from None
+
+
 def select(store: Store, query: str, bindings: dict | None = None) -> tuple[list, list]:
-    """Run a SELECT with values bound by substitution (never spliced into the text)."""
-    subs = {Variable(k): term(v) for k, v in (bindings or {}).items()}
+    """Run a SELECT with values bound by substitution (never spliced into the text).
+
+    Substitution (SEP-0007) binds only variables the query projects, so library queries
+    list their parameters in the SELECT clause. Federated ``SERVICE`` calls are refused:
+    nothing is fetched from a network.
+    """
+    if _FEDERATED.search(query):
+        raise ProcessKGError("federated SERVICE queries are not supported: processkg never reaches a network")
+    subs = {_variable(k): term(v) for k, v in (bindings or {}).items()}
     try:
         result = store.query(query, prefixes=PREFIXES, substitutions=subs or None)
     except SyntaxError as exc:
         raise ProcessKGError(f"SPARQL syntax error: {exc}") from None
+    except RuntimeError as exc:
+        raise ProcessKGError(f"cannot bind parameters: {exc} (library queries SELECT their parameters)") from None
+    except OSError as exc:
+        raise ProcessKGError(f"query failed: {exc}") from None
     if not isinstance(result, QuerySolutions):
         raise ProcessKGError("only SELECT queries return tables; this query is ASK or CONSTRUCT")
     names = [v.value for v in result.variables]

@@ -89,7 +89,7 @@ BPMNT = _Namespace(
     SequenceFlow MessageFlow EventDefinition
     definitions process participant lane laneOf flowElement subProcessOf calledElement
     elementId kind eventKind gatewayKind eventDefinition documentation conditionExpression
-    sourceRef targetRef isDefault next attachedTo exporter isExecutable
+    sourceRef targetRef isDefault next attachedTo exporter isExecutable messageFlow
     """,
 )
 

@@ -1,0 +1,171 @@
+"""Shared fixtures for the ``kg build`` tests.
+
+Real third-party data lives beside the repository in ``../shared/data`` (see its
+README.md); it is used in place, never copied, and every test that needs it skips with
+a clear reason when it is absent. Hand-made documents live in ``tests/data`` (valid
+edge cases) and ``tests/invalid`` (each broken in one documented way).
+
+Expensive builds are session-scoped: each real corpus is built once per test run,
+into a temporary store plus Turtle file, and the tests query that graph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyoxigraph import Literal, RdfFormat, Store
+
+from processkg.build import BuildOptions, BuildReport, build
+from processkg.vocab import PREFIXES
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = ROOT / "tests" / "data"
+INVALID = ROOT / "tests" / "invalid"
+DEMO = ROOT / "data" / "demo"
+
+
+def shared(*parts: str) -> Path:
+    """A path below ``../shared/data``; skips the test when the real data is not there."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data {path} is absent: ../shared/data is not checked out beside the repository")
+    return path
+
+
+# ------------------------------------------------------------------ graph helpers
+
+def graph_of(turtle: bytes) -> Store:
+    """An in-memory store holding exactly the built triples (default graph)."""
+    store = Store()
+    store.bulk_load(turtle, format=RdfFormat.TURTLE)
+    return store
+
+
+def _plain(term):
+    if term is None:
+        return None
+    if isinstance(term, Literal):
+        dt = term.datatype.value
+        if dt.endswith("#integer"):
+            return int(term.value)
+        if dt.endswith("#boolean"):
+            return term.value == "true"
+    return term.value
+
+
+def rows(store: Store, query: str) -> list[tuple]:
+    """SELECT rows as tuples of plain Python values (IRIs as strings)."""
+    result = store.query(query, prefixes=PREFIXES)
+    names = [v.value for v in result.variables]
+    return [tuple(_plain(row[n]) for n in names) for row in result]
+
+
+def values(store: Store, query: str) -> list:
+    """The single column of a one-variable SELECT, sorted."""
+    return sorted(r[0] for r in rows(store, query))
+
+
+def ask(store: Store, query: str) -> bool:
+    return bool(store.query(query, prefixes=PREFIXES))
+
+
+def tree_digest(path: Path) -> dict:
+    """{relative path: sha256} of every file below ``path`` (store directories)."""
+    return {
+        p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+@dataclass
+class Built:
+    """One finished build: its report, store directory, Turtle file and a queryable graph."""
+
+    report: BuildReport
+    store_dir: Path
+    ttl: Path
+    graph: Store
+
+    def rows(self, query: str) -> list[tuple]:
+        return rows(self.graph, query)
+
+    def values(self, query: str) -> list:
+        return values(self.graph, query)
+
+    def ask(self, query: str) -> bool:
+        return ask(self.graph, query)
+
+
+def run_build(tmp: Path, **options) -> Built:
+    store_dir, ttl = tmp / "store", tmp / "graph.ttl"
+    report = build(BuildOptions(store=store_dir, out=ttl, **options))
+    return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
+
+
+# ------------------------------------------------------------------ session builds
+
+@pytest.fixture(scope="session")
+def a2x(tmp_path_factory) -> Built:
+    """The 45 SAP S/4HANA A2X services (39 V2, 6 V4)."""
+    return run_build(tmp_path_factory.mktemp("a2x"), odata=[shared("odata", "s4-a2x")])
+
+
+@pytest.fixture(scope="session")
+def samples(tmp_path_factory) -> Built:
+    """All of ``odata/samples``: Northwind V2/V3/V4, TripPin, OASIS examples, SAP SDK and pyodata."""
+    return run_build(tmp_path_factory.mktemp("samples"), odata=[shared("odata", "samples")])
+
+
+#: A few Fiori service folders: V2 with separate annotation files, and both V4 services.
+FIORI_SERVICES = (
+    "BILLOFMATERIALV2_SRV", "MD_BUSINESSPARTNER_SRV", "SD_F1814_SO_FS_SRV",
+    "C_SALESORDERMANAGE_SD_V4", "UI_PPS_PURCHASEORDER_MANAGE_2_V4",
+)
+
+
+@pytest.fixture(scope="session")
+def fiori(tmp_path_factory) -> Built:
+    folders = [shared("odata", "s4-fiori", name) for name in FIORI_SERVICES]
+    return run_build(tmp_path_factory.mktemp("fiori"), odata=folders)
+
+
+@pytest.fixture(scope="session")
+def miwg(tmp_path_factory) -> Built:
+    """All MIWG models of all tools; three Signavio exports are broken and skipped (warn)."""
+    return run_build(tmp_path_factory.mktemp("miwg"), bpmn=[shared("bpmn", "miwg")], on_error="warn")
+
+
+def handmade_options() -> dict:
+    return dict(
+        odata=[DATA / "odata"], bpmn=[DATA / "bpmn"],
+        mapping=DATA / "mapping.yaml", codes=[DATA / "codes"],
+    )
+
+
+@pytest.fixture(scope="session")
+def handmade(tmp_path_factory) -> Built:
+    """Everything in tests/data: hand-made OData, BPMN, mapping and code lists."""
+    return run_build(tmp_path_factory.mktemp("handmade"), **handmade_options())
+
+
+def demo_options() -> dict:
+    if not (DEMO / "odata").is_dir() or not any((DEMO / "odata").iterdir()):
+        pytest.skip("data/demo/odata is not there yet")
+    options = dict(odata=[DEMO / "odata"])
+    if (DEMO / "bpmn").is_dir() and any((DEMO / "bpmn").iterdir()):
+        options["bpmn"] = [DEMO / "bpmn"]
+    if (DEMO / "codes").is_dir():
+        options["codes"] = [DEMO / "codes"]
+    if (DEMO / "mapping.yaml").is_file() and "bpmn" in options:
+        options["mapping"] = DEMO / "mapping.yaml"
+    return options
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory) -> Built:
+    """The bundled demo (data/demo), with whatever parts of it exist."""
+    return run_build(tmp_path_factory.mktemp("demo"), **demo_options())

@@ -91,7 +91,7 @@ class Builder:
 
     def run(self) -> BuildReport:
         start = time.perf_counter()
-        codes = read_code_lists([p for p, _ in discover(self.opt.codes, (".csv",))])
+        codes = read_code_lists(discover(self.opt.codes, (".csv",)))
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:

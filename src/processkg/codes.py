@@ -16,23 +16,27 @@ from .errors import CodeListError
 REQUIRED = ("value_list", "code")
 
 
-def read_code_lists(paths: list[Path]) -> dict:
-    """{service or '': {collection path: [(code, description)]}}, sorted and de-duplicated."""
+def read_code_lists(paths: list) -> dict:
+    """{service or '': {collection path: {code: (description, file, line)}}}; first row wins.
+
+    ``paths`` holds Paths, or (Path, display name) pairs as ``build.discover`` returns them.
+    """
     codes: dict = defaultdict(lambda: defaultdict(dict))
-    for path in paths:
-        for service, value_list, code, description in _rows(Path(path)):
-            codes[service][value_list].setdefault(code, description)
-    return {svc: {vl: sorted(c.items()) for vl, c in by_vl.items()} for svc, by_vl in codes.items()}
+    for item in paths:
+        path, display = item if isinstance(item, tuple) else (Path(item), str(item))
+        for service, value_list, code, description, line in _rows(Path(path)):
+            codes[service][value_list].setdefault(code, (description, display, line))
+    return {svc: dict(by_vl) for svc, by_vl in codes.items()}
 
 
 def codes_for(codes: dict, service: str) -> dict:
-    """{collection path: [(code, description)]} for one service: the rows without a service
-    plus the service's own rows (whose description wins for a code in both)."""
+    """{collection path: [(code, description, file, line)]} for one service, sorted by code:
+    the rows without a service plus the service's own rows (which win for a code in both)."""
     merged: dict = defaultdict(dict)
     for scope in ("", service):
         for value_list, rows in codes.get(scope, {}).items():
             merged[value_list].update(rows)
-    return {vl: sorted(rows.items()) for vl, rows in merged.items()}
+    return {vl: [(code, *rows[code]) for code in sorted(rows)] for vl, rows in merged.items()}
 
 
 def _rows(path: Path):
@@ -48,6 +52,6 @@ def _rows(path: Path):
                 value_list, code = (row.get("value_list") or "").strip(), (row.get("code") or "").strip()
                 if not value_list or not code:
                     raise CodeListError("row has an empty value_list or code", str(path), line)
-                yield (row.get("service") or "").strip(), value_list, code, (row.get("description") or "").strip()
+                yield (row.get("service") or "").strip(), value_list, code, (row.get("description") or "").strip(), line
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise CodeListError(f"cannot read code list: {exc}", str(path)) from None

@@ -193,16 +193,17 @@ class ServiceLifter:
         if enum is not None:
             vl = self._value_list_node(s, "", prop.line)
             self.t.boolean(vl, KGT.fixedValues, True)
-            for name, _value, _line in enum.members:
-                self._code(vl, s, "", name, name, "metadata")
+            for name, _value, line in enum.members:
+                self._code(vl, s, "", name, name, "metadata", line)
 
-    def _code(self, vl: NamedNode, prop_iri: NamedNode, qualifier: str, value: str, label: str, source: str) -> None:
+    def _code(self, vl: NamedNode, prop_iri: NamedNode, qualifier: str, value: str, label: str, source: str,
+              line: int | None = None, file: str | None = None) -> None:
         entry = self.value_lists[(prop_iri.value, qualifier)]
         if value in entry["codes"]:
             return
         code = child(vl, "code", value)
         entry["codes"][value] = code
-        self.t.node(code, KGT.Code, None, label or value)
+        self.t.node(code, KGT.Code, line, label or value, file=file)
         self.t.text(code, KGT.codeValue, value)
         self.t.text(code, KGT.codeSource, source)
         self.t.add(vl, KGT.code, code)
@@ -281,7 +282,9 @@ class ServiceLifter:
             value = rec.get("Value") if isinstance(rec, dict) else rec
             if isinstance(value, str):
                 label = rec.get(f"{COMMON}.Label") if isinstance(rec, dict) else None
-                self._code(vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata")
+                line = rec.get("$line", ann.line) if isinstance(rec, dict) else ann.line
+                self._code(vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata",
+                           line, ann.file)
 
     def _value_list_targets(self) -> None:
         """Resolve collection paths to entity sets of this service and attach code-list codes."""
@@ -289,8 +292,8 @@ class ServiceLifter:
             path = entry["collection"]
             if path in self.set_iris:
                 self.t.add(entry["iri"], KGT.valueListEntitySet, self.set_iris[path])
-            for value, label in self.codes.get(path, ()) if path else ():
-                self._code(entry["iri"], NamedNode(prop_value), qualifier, value, label, "codelist")
+            for value, label, file, line in self.codes.get(path, ()) if path else ():
+                self._code(entry["iri"], NamedNode(prop_value), qualifier, value, label, "codelist", line, file)
 
     # ---------------------------------------------------------------- enums, sets, navs
     def _enum(self, enum) -> None:

@@ -48,10 +48,11 @@ class Triples:
         if value is not None:
             self.items.append(Triple(s, p, Literal(str(int(value)), datatype=XSD_INTEGER)))
 
-    def node(self, s: NamedNode, cls: NamedNode, line: int | None, label: str | None = None) -> NamedNode:
-        """Declare a node: its class, its label and where it came from."""
+    def node(self, s: NamedNode, cls: NamedNode, line: int | None, label: str | None = None,
+             file: str | None = None) -> NamedNode:
+        """Declare a node: its class, its label and where it came from (this document, or ``file``)."""
         self.add(s, RDF_TYPE, cls)
-        self.items.append(Triple(s, KGT.sourceFile, self._file))
+        self.items.append(Triple(s, KGT.sourceFile, Literal(file) if file else self._file))
         self.integer(s, KGT.sourceLine, line)
         self.text(s, RDFS_LABEL, label)
         return s

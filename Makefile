@@ -22,6 +22,8 @@ demo: $(VENV)/.installed
 	    --mapping data/demo/mapping.yaml --codes data/demo/codes \
 	    --store build/demo --out build/demo.ttl
 	$(BIN)/kg stats --store build/demo
+	@echo "--- validating the recorded agent calls in data/demo/calls.jsonl (some are invalid on purpose)"
+	$(BIN)/kg validate --store build/demo data/demo/calls.jsonl; test $$? -le 1
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q

@@ -17,7 +17,7 @@ from .errors import ProcessKGError
 from .lift import ServiceLifter
 from .lift_bpmn import DefinitionsLifter, element_iri
 from .mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
-from .store import canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
+from .store import add_graph, canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
 from .vocab import KGT, RDF_TYPE
 
 ODATA_SUFFIXES = (".xml", ".edmx")
@@ -34,6 +34,8 @@ class BuildOptions:
     mapping: Path | None = None
     codes: list = field(default_factory=list)
     on_error: str = "fail"
+    shapes: bool = True  # write the generated SHACL payload shapes into the store
+    check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
 
 
 @dataclass
@@ -47,6 +49,7 @@ class BuildReport:
     mapping_edges: int = 0
     triples: int = 0
     seconds: float = 0.0
+    shapes_seconds: float = 0.0
     turtle: bytes = b""
 
     def as_meta(self) -> dict:
@@ -174,15 +177,41 @@ class Builder:
         self.report.files.append(display)
 
     # ---------------------------------------------------------------- output
+    def _shapes_and_check(self, tmp: Path) -> None:
+        start = time.perf_counter()
+        if self.opt.shapes:
+            from .shapes import SHAPES_GRAPH, generate_shapes
+
+            add_graph(tmp, SHAPES_GRAPH, generate_shapes)
+        if self.opt.check:
+            from .shapes import check_graph
+
+            violations = check_graph(tmp)
+            if violations:
+                raise GraphCheckError(violations)
+        self.report.shapes_seconds = time.perf_counter() - start
+
     def _write(self, ntriples: bytes) -> None:
         meta = self.report.as_meta()
         if self.opt.store:
             with staged_dir(Path(self.opt.store)) as tmp:
                 write_store(tmp, ntriples, meta)
+                self._shapes_and_check(tmp)
                 if self.opt.out:
                     write_atomic(Path(self.opt.out), self.report.turtle)
         elif self.opt.out:
             write_atomic(Path(self.opt.out), self.report.turtle)
+
+
+class GraphCheckError(ProcessKGError):
+    """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
+
+    def __init__(self, violations: list) -> None:
+        self.violations = violations
+        lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
+        more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
+        super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
+                         "the previous store is unchanged:\n" + "\n".join(lines) + more)
 
 
 def _class_counts(triples: list) -> dict:

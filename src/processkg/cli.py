@@ -52,7 +52,9 @@ def _progress(files_hint: int):
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the graph as Turtle here.")
 @click.option("--on-error", type=click.Choice(["fail", "warn", "skip"]), default="fail", show_default=True,
               help="fail: stop at the first bad file; warn: skip it and say so; skip: skip it quietly.")
-def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error) -> None:
+@click.option("--check", is_flag=True, help="Run shapes/graph.ttl on the new graph; fail (keeping the old store) on violations.")
+@click.option("--no-shapes", is_flag=True, help="Do not write the generated SHACL payload shapes into the store.")
+def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no_shapes) -> None:
     """Lift OData CSDL (V2, V4) and BPMN 2.0 into one graph; write the store and Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
@@ -60,7 +62,10 @@ def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error) -> None:
 
     total = len(discover(odata, ODATA_SUFFIXES)) + len(discover(bpmn_paths, BPMN_SUFFIXES))
     bar, progress = _progress(total)
-    opts = BuildOptions(list(odata), list(bpmn_paths), store, out, mapping, list(codes), on_error)
+    if check and not store:
+        raise click.UsageError("--check needs --store")
+    opts = BuildOptions(list(odata), list(bpmn_paths), store, out, mapping, list(codes), on_error,
+                        shapes=not no_shapes, check=check)
     if bar is not None:
         with bar:
             report = build(opts, progress)
@@ -137,6 +142,16 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
     if any(row["source"] != row["graph"] for row in result["classes"]):
         sys.exit(1)
 
+
+def _register() -> None:
+    """Commands of the later pipeline stages, each defined in its own module."""
+    from .cli_validate import shapes_cmd, validate_cmd
+
+    main.add_command(validate_cmd)
+    main.add_command(shapes_cmd)
+
+
+_register()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from pyoxigraph import (
-    DefaultGraph, Literal, NamedNode, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
+    DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
 )
 
 from .errors import ProcessKGError
@@ -60,6 +60,16 @@ def write_store(path: Path, ntriples: bytes, meta: dict) -> None:
     del store
     gc.collect()
     (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def add_graph(path: Path, graph: NamedNode, make_triples) -> None:
+    """Add ``make_triples(store)`` to the store at ``path`` as the named graph ``graph``."""
+    store = Store(str(Path(path) / DB))
+    triples = make_triples(store)
+    store.bulk_extend(Quad(t.subject, t.predicate, t.object, graph) for t in triples)
+    store.flush()
+    del store
+    gc.collect()
 
 
 @contextmanager

@@ -1,0 +1,334 @@
+"""OData request URLs: find service, entity set and keys; check GET query options.
+
+Understands SAP service roots (``/sap/opu/odata/sap/API_X_SRV/...`` for V2 and
+``/sap/opu/odata4/sap/api_x/srvd_a2x/sap/x/0001/...`` for V4 RAP services), key
+predicates (``('1')``, ``(SalesOrder='1',SalesOrderItem='10')``) and the system query
+options ``$filter``, ``$select``, ``$orderby`` and ``$expand`` (V2 paths and V4 nested
+options). Problems are returned as ``(kind, path, message, value)`` tuples; ``path`` is a
+JSON pointer into ``{"key": ..., "$select": [...], ...}``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from urllib.parse import unquote, urlsplit
+
+KEYWORDS = frozenset("eq ne gt ge lt le and or not has in add sub mul div divby mod null true false "
+                     "asc desc".split())
+TOKEN = re.compile(r"""
+    (?P<string>'(?:[^']|'')*')
+  | (?P<typed>[A-Za-z][\w.]*'(?:[^']|'')*')
+  | (?P<number>-?\d[\w.:+-]*)
+  | (?P<path>[A-Za-z_$][\w.]*(?:/[A-Za-z_$][\w.]*)*)
+  | (?P<symbol>[(),:;*/@])
+  | (?P<space>\s+)
+""", re.VERBOSE)
+RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """``"; did you mean A, B?"`` with up to three close names, or ``""``.
+
+    Only names of about the same length are compared: a typo rarely changes the length
+    much, and difflib over hundreds of property names would dominate a batch's run time.
+    """
+    slack = max(3, len(word) // 3)
+    pool = sorted(c for c in candidates if abs(len(c) - len(word)) <= slack)
+    close = difflib.get_close_matches(word, pool, n=3)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+# ---------------------------------------------------------------- parsing
+
+def parse_call_url(url: str, service: str | None = None) -> dict:
+    """Split a request URL into path segments ``[(name, key text or None)]`` and query options."""
+    parts = urlsplit(url.strip())
+    path, query = parts.path, parts.query
+    segments = [_segment(unquote(s)) for s in split_top(path, "/") if s]
+    return {"service": service, "url_segments": segments, "segments": None, "query": parse_query(query)}
+
+
+def _segment(text: str) -> tuple:
+    if text.endswith(")") and "(" in text:
+        name, _, rest = text.partition("(")
+        return name, rest[:-1]
+    return text, None
+
+
+def parse_query(query: str) -> dict:
+    options: dict = {}
+    for item in split_top(query, "&"):
+        name, _, value = item.partition("=")
+        if name:
+            options[unquote(name)] = unquote(value)
+    return options
+
+
+def split_top(text: str, sep: str) -> list:
+    """Split on ``sep`` outside quotes and parentheses."""
+    out, depth, quoted, cur = [], 0, False, []
+    for ch in text:
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and ch in "()":
+            depth += 1 if ch == "(" else -1
+        if ch == sep and not quoted and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [s.strip() for s in out if s.strip()]
+
+
+# ---------------------------------------------------------------- service and resource
+
+def service_aliases(svc) -> set:
+    """Lower-case names that identify ``svc`` in a URL: its name, and a RAP service's short name."""
+    names = {svc.name.lower()}
+    for ns in svc.namespaces:
+        m = RAP_SERVICE.match(ns)
+        if m:
+            names.add(m.group(1).lower())
+    return names
+
+
+def resolve_service(model, target: dict) -> None:
+    """Set ``service``, ``segments``, ``type``, ``set``... on ``target``; append violations."""
+    bad = target["violations"]
+    svc, segments = _find_service(model, target)
+    if svc is None:
+        bad.append(_unknown_service(model, target.get("service") or _guess_service(target["url_segments"])))
+        return
+    target["service"], target["service_version"] = svc.name, svc.version
+    target["segments"] = segments
+    if not segments:
+        bad.append(("malformed", "", f"the URL names service {svc.name} but no entity set", None))
+        return
+    set_name, _key = segments[0]
+    if set_name not in svc.sets:
+        hint = did_you_mean(set_name, svc.sets)
+        bad.append(("unknown-entity-set", "", f"{svc.name} has no entity set {set_name}{hint}", set_name))
+        return
+    target["set"] = set_name
+    target["type"], target["creatable"] = svc.sets[set_name]
+    _walk(model, target, bad)
+
+
+def _find_service(model, target: dict) -> tuple:
+    if target.get("url_segments") is None:
+        svc = _service_named(model, target.get("service") or "")
+        return svc, target["segments"]
+    segs = target["url_segments"]
+    hint = (target.get("service") or "").lower()
+    for i, (name, key) in enumerate(segs):
+        svc = _service_named(model, name) if key is None else None
+        if svc is not None and (not hint or hint in service_aliases(svc)):
+            return svc, _after_service_root(svc, segs[i + 1:])
+    svc = _service_named(model, hint) if hint else None
+    return (svc, segs) if svc is not None else (None, [])  # a URL relative to the service root
+
+
+def _after_service_root(svc, rest: list) -> list:
+    """A RAP V4 root goes on after the short name: ``.../srvd_a2x/sap/salesorder/0001/``."""
+    version_at = next((j for j, (n, _) in enumerate(rest) if re.fullmatch(r"\d{4}", n)), None)
+    return rest[version_at + 1:] if version_at is not None and svc.version != "2.0" else rest
+
+
+def _guess_service(segs: list) -> str:
+    """The segment that names the service in an SAP URL (after ``odata/sap/``), else the first one."""
+    names = [n for n, _ in segs]
+    for i in range(len(names) - 2):
+        if names[i].lower() in ("odata", "odata4") and names[i + 1].lower() == "sap":
+            return names[i + 2]
+    return names[0] if names else ""
+
+
+def _service_named(model, name: str):
+    if not model.aliases:
+        for svc_name in sorted(model.services):
+            for alias in service_aliases(model.services[svc_name]):
+                model.aliases.setdefault(alias, model.services[svc_name])
+    return model.aliases.get(name.lower().split(";", 1)[0])
+
+
+def _unknown_service(model, name: str) -> tuple:
+    hint = did_you_mean(name, model.services)
+    return ("unknown-service", "", f"no service {name or '(none given)'} in this graph{hint}", name or None)
+
+
+def _walk(model, target: dict, bad: list) -> None:
+    """Follow navigation segments after the entity set; the last entity type is the target."""
+    t = model.types.get(target["type"])
+    for i, (name, _key) in enumerate(target["segments"][1:], start=1):
+        if name.startswith("$") or t is None:
+            break
+        if name in t.navs and t.navs[name].target in model.types:
+            t = model.types[t.navs[name].target]
+            target["type"] = t.iri
+            target["creatable"] = True
+        elif name in t.props and i == len(target["segments"]) - 1 and target["method"] == "GET":
+            break
+        else:
+            bad.append(_unknown_member(t, name, f"/segments/{i}", nav=True))
+            return
+
+
+# ---------------------------------------------------------------- GET checks
+
+def check_get(model, target: dict) -> list:
+    svc = model.services[target["service"]]
+    t = model.types.get(svc.sets[target["set"]][0])
+    out = []
+    out.extend(_check_key(t, target["segments"][0][1], "/key"))
+    last = model.types.get(target["type"]) or t
+    q = target.get("query") or {}
+    if "$filter" in q:
+        out.extend(check_filter(model, last, q["$filter"], "/$filter"))
+    for i, item in enumerate(split_top(q.get("$select", ""), ",")):
+        out.extend(_check_path(model, last, item, f"/$select/{i}", select=True))
+    for i, item in enumerate(split_top(q.get("$orderby", ""), ",")):
+        out.extend(_check_path(model, last, re.sub(r"\s+(asc|desc)$", "", item), f"/$orderby/{i}"))
+    for i, item in enumerate(split_top(q.get("$expand", ""), ",")):
+        out.extend(check_expand(model, last, item, f"/$expand/{i}"))
+    return out
+
+
+def _check_key(t, text: str | None, pointer: str) -> list:
+    if text is None or t is None:
+        return []
+    keys = [p for p in t.props.values() if p.key]
+    names = sorted(p.name for p in keys)
+    parts = split_top(text, ",")
+    if len(parts) == 1 and "=" not in parts[0].split("'")[0]:
+        if len(keys) == 1:
+            return _check_key_value(keys[0], parts[0], pointer)
+        return [("missing-required", pointer, f"{_tn(t)} has a key of {len(keys)} properties "
+                 f"({', '.join(names)}): name each one, e.g. ({names[0]}='...',...)", text)]
+    return _check_named_key(t, keys, parts, pointer)
+
+
+def _check_named_key(t, keys: list, parts: list, pointer: str) -> list:
+    out, given = [], {}
+    for part in parts:
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep:
+            return [("malformed", pointer, f"key predicate part {part!r} is not Name=value", part)]
+        given[name] = value.strip()
+    by_name = {p.name: p for p in keys}
+    for name, value in given.items():
+        if name not in by_name:
+            what = "a property" if name not in t.props else "a key property"
+            out.append(("unknown-property", f"{pointer}/{name}", f"{name} is not {what} of {_tn(t)}; "
+                        f"key: {', '.join(sorted(by_name))}", name))
+        else:
+            out.extend(_check_key_value(by_name[name], value, f"{pointer}/{name}"))
+    for name in sorted(set(by_name) - set(given)):
+        out.append(("missing-required", f"{pointer}/{name}", f"key property {name} of {_tn(t)} is missing", None))
+    return out
+
+
+def _check_key_value(p, value: str, pointer: str) -> list:
+    quoted = len(value) >= 2 and value[0] == "'" and value[-1] == "'"
+    if p.item_type == "Edm.String" and not quoted:
+        return [("datatype", pointer, f"{p.name} is Edm.String: quote the key value, e.g. '{value}'", value)]
+    if p.item_type == "Edm.String" and p.max_length and len(value[1:-1].replace("''", "'")) > p.max_length:
+        return [("max-length", pointer, f"{p.name} is at most {p.max_length} characters", value)]
+    numeric = p.item_type in ("Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Byte", "Edm.SByte", "Edm.Decimal")
+    if numeric and quoted:
+        return [("datatype", pointer, f"{p.name} is {p.item_type}: do not quote the key value", value)]
+    return []
+
+
+def check_filter(model, t, text: str, pointer: str) -> list:
+    """Every property path in a ``$filter`` expression, lambda variables (``d:d/Material``) included."""
+    tokens = [(m.lastgroup, m.group()) for m in TOKEN.finditer(text) if m.lastgroup != "space"]
+    out, scope = [], {}
+    for i, (kind, value) in enumerate(tokens):
+        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if kind != "path" or value.lower() in KEYWORDS or (nxt == "(" and "/" not in value):
+            continue  # literals, operators, function names
+        if nxt == ":":
+            scope[value] = scope.get("$lambda")  # the variable of the lambda just opened
+            continue
+        base, path = _in_scope(scope, t, value)
+        if nxt == "(" and path.rsplit("/", 1)[-1] in ("any", "all"):
+            path = path.rpartition("/")[0]
+            scope["$lambda"] = _resolve(model, base, path) if path else base
+        if path:
+            out.extend(_check_path(model, base, path, pointer))
+    return out
+
+
+def _in_scope(scope: dict, t, value: str) -> tuple:
+    """(type, path): a path starting with a lambda variable is resolved on the variable's type."""
+    head, _, rest = value.partition("/")
+    return (scope[head], rest) if head in scope and rest else (t, value)
+
+
+def _resolve(model, t, path: str):
+    for seg in path.split("/"):
+        if t is None:
+            return None
+        if seg in t.navs:
+            t = model.types.get(t.navs[seg].target)
+        elif seg in t.props and t.props[seg].complex_type:
+            t = model.types.get(t.props[seg].complex_type)
+        else:
+            return None
+    return t
+
+
+def _check_path(model, t, path: str, pointer: str, select: bool = False) -> list:
+    segs = [s for s in path.strip().split("/") if s]
+    for k, seg in enumerate(segs):
+        if t is None or (select and seg == "*") or seg.startswith(("$", "@")) or "." in seg:
+            return []
+        last = k == len(segs) - 1
+        if seg in t.navs:
+            t = model.types.get(t.navs[seg].target)
+        elif seg in t.props:
+            p = t.props[seg]
+            t = model.types.get(p.complex_type) if p.complex_type else None
+        else:
+            return [_unknown_member(t, seg, pointer, nav=not last)]
+    return []
+
+
+def check_expand(model, t, item: str, pointer: str) -> list:
+    path, _, nested = item.partition("(")
+    out, cur = [], t
+    for seg in [s for s in path.strip().split("/") if s]:
+        if cur is None or seg == "*" or seg.startswith("$"):
+            return out
+        if seg not in cur.navs:
+            return out + [_unknown_member(cur, seg, pointer, nav=True)]
+        cur = model.types.get(cur.navs[seg].target)
+    for option in split_top(nested[:-1] if nested.endswith(")") else nested, ";"):
+        name, _, value = option.partition("=")
+        if name == "$select":
+            for i, sel in enumerate(split_top(value, ",")):
+                out.extend(_check_path(model, cur, sel, f"{pointer}/$select/{i}", select=True))
+        elif name == "$expand":
+            for i, sub in enumerate(split_top(value, ",")):
+                out.extend(check_expand(model, cur, sub, f"{pointer}/$expand/{i}"))
+        elif name == "$filter":
+            out.extend(check_filter(model, cur, value, f"{pointer}/$filter"))
+    return out
+
+
+def _unknown_member(t, name: str, pointer: str, nav: bool) -> tuple:
+    hint = did_you_mean(name, t.navs if nav else set(t.props) | set(t.navs))
+    if nav:
+        return ("unknown-navigation", pointer, f"{_tn(t)} has no navigation property {name}{hint}", name)
+    return ("unknown-property", pointer, f"{_tn(t)} has no property {name}{hint}", name)
+
+
+def _tn(t) -> str:
+    return t.qname.rsplit(".", 1)[-1]
+
+
+__all__ = ["parse_call_url", "parse_query", "resolve_service", "check_get", "check_filter", "check_expand",
+           "split_top", "service_aliases", "did_you_mean"]

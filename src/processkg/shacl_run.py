@@ -1,0 +1,99 @@
+"""Running pySHACL: the one place where pyoxigraph terms become rdflib terms.
+
+pySHACL validates rdflib graphs (it accepts a pyoxigraph store too, but term-by-term
+lookups across the binding make that ~100x slower), so shapes and graph data are
+converted here, once. :class:`ShaclEngine` keeps the parsed shapes between runs, so
+validating one call costs only the shapes that the call's data graph can reach.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyoxigraph import BlankNode, Literal, NamedNode
+from pyshacl import Validator as _PyShacl
+from pyshacl.graph_abstraction import DataGraph
+from pyshacl.shapes_graph import ShapesGraph
+from rdflib import BNode, Graph, URIRef
+from rdflib import Literal as RLiteral
+
+SH = "http://www.w3.org/ns/shacl#"
+XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_QUIET = logging.getLogger("processkg.shacl")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def to_rdflib_term(term):
+    """A pyoxigraph term as the equal rdflib term; xsd:string literals become simple literals.
+
+    rdflib tells ``"a"`` from ``"a"^^xsd:string`` (RDF 1.1 does not), so strings are always
+    simple literals: in shapes, in Turtle shapes files and in payload graphs alike.
+    """
+    if isinstance(term, NamedNode):
+        return URIRef(term.value)
+    if isinstance(term, BlankNode):
+        return BNode(term.value)
+    if isinstance(term, Literal):
+        if term.language:
+            return RLiteral(term.value, lang=term.language)
+        if term.datatype.value == XSD_STRING:
+            return RLiteral(term.value)
+        return RLiteral(term.value, datatype=URIRef(term.datatype.value))
+    raise TypeError(f"not an RDF term: {term!r}")
+
+
+def to_rdflib(triples, graph: Graph | None = None) -> Graph:
+    """pyoxigraph triples (or quads) into an rdflib graph."""
+    graph = Graph() if graph is None else graph
+    memo: dict = {}
+
+    def conv(term):
+        found = memo.get(term)
+        if found is None:
+            found = memo[term] = to_rdflib_term(term)
+        return found
+
+    graph.addN((conv(t.subject), conv(t.predicate), conv(t.object), graph) for t in triples)
+    return graph
+
+
+class ShaclEngine:
+    """A shapes graph parsed once; :meth:`run` validates a data graph with the shapes it names."""
+
+    def __init__(self, shape_triples, graph: Graph | None = None) -> None:
+        self.graph = graph if graph is not None else to_rdflib(shape_triples)
+        self.shapes = ShapesGraph(self.graph, logger=_QUIET)
+        self.shapes.shapes  # noqa: B018 - harvest every shape now, not on each run
+        self.known = {str(s.node) for s in self.shapes.shapes}
+
+    def run(self, data: Graph, use_shapes: set | None = None) -> tuple[bool, Graph]:
+        """Validate ``data`` with ``use_shapes`` (IRIs; ``None``: all shapes with targets)."""
+        options = {"inplace": True, "logger": _QUIET}
+        if use_shapes is not None:
+            options["use_shapes"] = sorted(s for s in use_shapes if s in self.known)
+            if not options["use_shapes"]:
+                return True, _PyShacl.create_validation_report(self.shapes, True, [])[0]
+        validator = _PyShacl(DataGraph.from_rdflib(data), shacl_graph=self.graph, options=options)
+        validator.shacl_graph = self.shapes
+        conforms, report, _text = validator.run()
+        return conforms, report
+
+    @staticmethod
+    def results(report: Graph):
+        """Each leaf ``sh:ValidationResult`` as (focus, path, component, value, shape); ``sh:detail`` unfolded."""
+        sh = {n: URIRef(SH + n) for n in ("result", "detail", "focusNode", "resultPath", "value",
+                                          "sourceConstraintComponent", "sourceShape")}
+        stack = list(report.objects(None, sh["result"]))
+        while stack:
+            r = stack.pop()
+            details = list(report.objects(r, sh["detail"]))
+            if details:
+                stack.extend(details)
+                continue
+            yield (report.value(r, sh["focusNode"]), report.value(r, sh["resultPath"]),
+                   report.value(r, sh["sourceConstraintComponent"]), report.value(r, sh["value"]),
+                   report.value(r, sh["sourceShape"]))
+
+
+__all__ = ["ShaclEngine", "to_rdflib", "to_rdflib_term"]

@@ -1,0 +1,451 @@
+"""kg validate: every violation kind on real SAP metadata (A2X, Fiori with annotation files),
+deep insert, SAP's documented payloads, GET URLs, malformed lines, the CLI and batch/single agreement."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from processkg.build import BuildOptions, build
+from processkg.cli_validate import shapes_cmd, validate_cmd
+from processkg.errors import ProcessKGError
+from processkg.validate import KINDS, Validator, read_calls
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "odata"
+A2X = SHARED / "s4-a2x"
+FIORI = SHARED / "s4-fiori"
+FIORI_SERVICES = ("MM_PUR_PO_MAINT_V2_SRV", "C_SALESORDERMANAGE_SD_V4", "SD_F1814_SO_FS_SRV")
+DEMO = ROOT / "data" / "demo"
+needs_a2x = pytest.mark.skipif(not A2X.is_dir(), reason=f"real A2X metadata not present at {A2X}")
+needs_fiori = pytest.mark.skipif(not FIORI.is_dir(), reason=f"real Fiori metadata not present at {FIORI}")
+
+
+@pytest.fixture(scope="session")
+def a2x_store(tmp_path_factory):
+    if not A2X.is_dir():
+        pytest.skip(f"real A2X metadata not present at {A2X}")
+    store = tmp_path_factory.mktemp("a2x") / "store"
+    build(BuildOptions(odata=[A2X], store=store))
+    return store
+
+
+@pytest.fixture(scope="session")
+def a2x(a2x_store):
+    return Validator(a2x_store)
+
+
+@pytest.fixture(scope="session")
+def fiori(tmp_path_factory):
+    if not FIORI.is_dir():
+        pytest.skip(f"real Fiori metadata not present at {FIORI}")
+    tmp = tmp_path_factory.mktemp("fiori")
+    codes = tmp / "po-types.csv"
+    codes.write_text("value_list,code,description\nC_POMntnDocumentTypeValueHelp,NB,Standard PO\n"
+                     "C_POMntnDocumentTypeValueHelp,FO,Framework Order\n", encoding="utf-8")
+    build(BuildOptions(odata=[FIORI / s for s in FIORI_SERVICES], codes=[codes], store=tmp / "store"))
+    return Validator(tmp / "store")
+
+
+def post(service, entity_set, payload, **extra):
+    return {"id": "t", "method": "POST", "service": service, "entity_set": entity_set, "payload": payload, **extra}
+
+
+def kinds(result):
+    return sorted({(v.kind, v.path) for v in result.violations})
+
+
+SO = "API_SALES_ORDER_SRV"
+# SAP's documented create payload for API_SALES_ORDER_SRV (deep insert of partners, items
+# and item pricing elements; document numbers are assigned by the server).
+SAP_SALES_ORDER = {
+    "SalesOrderType": "OR", "SalesOrganization": "1710", "DistributionChannel": "10",
+    "OrganizationDivision": "00", "SoldToParty": "17100001", "PurchaseOrderByCustomer": "TEST",
+    "TransactionCurrency": "USD",
+    "to_Partner": [{"PartnerFunction": "SH", "Customer": "17100001"}],
+    "to_Item": [{"Material": "TG11", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC",
+                 "to_PricingElement": [{"ConditionType": "PPR0", "ConditionRateValue": "100"}]}],
+}
+
+
+# ---------------------------------------------------------------- documented payloads pass
+
+@needs_a2x
+@pytest.mark.parametrize("call", [
+    {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": SAP_SALES_ORDER},
+    post("API_BUSINESS_PARTNER", "A_BusinessPartner", {
+        "BusinessPartnerCategory": "1", "FirstName": "John", "LastName": "Doe", "BusinessPartnerGrouping": "BP02",
+        "to_BusinessPartnerAddress": [{"Country": "US", "CityName": "Palo Alto", "PostalCode": "94304",
+                                       "StreetName": "Hillview Ave", "HouseNumber": "3410", "Language": "EN"}],
+        "to_BusinessPartnerRole": [{"BusinessPartnerRole": "FLCU00"}]}),
+    post("API_PRODUCT_SRV", "A_Product", {
+        "Product": "TEST_PRODUCT", "ProductType": "FERT", "BaseUnit": "PC", "IndustrySector": "M",
+        "to_Description": [{"Language": "EN", "ProductDescription": "Test product"}]}),
+    post("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder", {
+        "CompanyCode": "1710", "PurchaseOrderType": "NB", "Supplier": "17300001", "PurchasingOrganization": "1710",
+        "PurchasingGroup": "001", "DocumentCurrency": "USD",
+        "to_PurchaseOrderItem": [{"PurchaseOrderItem": "10", "Plant": "1710", "Material": "TG11",
+                                  "OrderQuantity": "10", "PurchaseOrderQuantityUnit": "PC", "NetPriceAmount": "12.50"}]}),
+    {"method": "POST", "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder",
+     "body": {"SalesOrderType": "OR", "SalesOrganization": "1710", "DistributionChannel": "10",
+              "OrganizationDivision": "00", "SoldToParty": "17100001", "RequestedDeliveryDate": "2025-03-01",
+              "_Item": [{"Product": "TG11", "RequestedQuantity": 2, "RequestedQuantityISOUnit": "PCE"}]}},
+], ids=["sales-order-v2", "business-partner", "product", "purchase-order", "sales-order-v4"])
+def test_sap_documented_payloads_are_valid(a2x, call):
+    result = a2x.validate_call(call)
+    assert result.valid, result.as_dict()
+
+
+# ---------------------------------------------------------------- every kind on A2X
+
+A2X_CASES = [
+    ("unknown-service", post("API_SALES_ORDER_SERVICE", "A_SalesOrder", {}), ""),
+    ("unknown-entity-set", post(SO, "A_SalesOrders", {}), ""),
+    ("unknown-property", post(SO, "A_SalesOrder", {"SalesOrderTyp": "OR"}), "/SalesOrderTyp"),
+    ("missing-required", post("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeaderText", {"Language": "EN"}),
+     "/TextElementText"),
+    ("read-only", post(SO, "A_SalesOrder", {"TotalNetAmount": "10.00"}), "/TotalNetAmount"),
+    ("invalid-code", post(SO, "A_SalesOrder", {"TransactionCurrency": "EURO"}), "/TransactionCurrency"),
+    ("datatype", post(SO, "A_SalesOrder", {"CompleteDeliveryIsDefined": "yes"}), "/CompleteDeliveryIsDefined"),
+    ("max-length", post(SO, "A_SalesOrder", {"SalesOrganization": "17100"}), "/SalesOrganization"),
+    ("cardinality", post(SO, "A_SalesOrder", {"to_Item": {"Material": "TG11"}}), "/to_Item"),
+    ("unknown-navigation", post(SO, "A_SalesOrder", {"to_Items": [{"Material": "TG11"}]}), "/to_Items"),
+    ("malformed", {"id": "t", "service": SO, "entity_set": "A_SalesOrder", "payload": {}}, ""),
+]
+
+
+@needs_a2x
+@pytest.mark.parametrize("kind,call,path", A2X_CASES, ids=[c[0] for c in A2X_CASES])
+def test_each_kind_on_a2x(a2x, kind, call, path):
+    result = a2x.validate_call(call)
+    assert (kind, path) in kinds(result), result.as_dict()
+    assert all(v.kind == kind for v in result.violations), result.as_dict()
+
+
+def test_every_kind_is_covered_on_a2x_and_fiori():
+    assert {c[0] for c in A2X_CASES} == set(KINDS)
+    assert {c[0] for c in FIORI_CASES} == set(KINDS)
+
+
+@needs_a2x
+def test_messages_name_the_repair(a2x):
+    result = a2x.validate_call(post(SO, "A_SalesOrder", {
+        "SalesOrderTyp": "OR", "TransactionCurrency": "EURO", "to_Items": [], "TotalNetAmount": "1",
+        "RequestedDeliveryDate": "tomorrow", "SalesOrganization": "17100"}))
+    by_kind = {v.kind: v for v in result.violations}
+    assert "did you mean SalesOrderType" in by_kind["unknown-property"].message
+    assert "did you mean EUR" in by_kind["invalid-code"].message
+    assert "did you mean to_Item" in by_kind["unknown-navigation"].message
+    assert "remove it" in by_kind["read-only"].message
+    assert "/Date(ms)/ or ISO 8601" in by_kind["datatype"].message
+    assert by_kind["max-length"].message == "SalesOrganization is at most 4 characters; got 5"
+    assert by_kind["datatype"].value == "tomorrow"
+
+
+@needs_a2x
+@pytest.mark.parametrize("value,ok", [
+    ("12.50", True), (12.5, False), ("1e3", False), ("abc", False),
+])
+def test_v2_decimal_is_a_json_string(a2x, value, ok):
+    item = {"Material": "TG11", "RequestedQuantity": value}
+    assert a2x.validate_call(post(SO, "A_SalesOrderItem", item)).valid is ok
+
+
+@needs_a2x
+@pytest.mark.parametrize("value,ok", [
+    ("/Date(1735689600000)/", True), ("2025-01-01T00:00:00", True), ("2025-01-01", False), (1735689600000, False),
+])
+def test_v2_datetime_forms(a2x, value, ok):
+    assert a2x.validate_call(post(SO, "A_SalesOrder", {"RequestedDeliveryDate": value})).valid is ok
+
+
+@needs_a2x
+@pytest.mark.parametrize("value,ok", [(2, True), (2.5, True), ("2.5", True), (True, False), ("two", False)])
+def test_v4_decimal_is_a_json_number(a2x, value, ok):
+    call = {"method": "POST", "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem",
+            "body": {"Product": "TG11", "RequestedQuantity": value}}
+    assert a2x.validate_call(call).valid is ok
+
+
+# ---------------------------------------------------------------- deep insert
+
+@needs_a2x
+def test_deep_insert_to_many_reports_nested_paths(a2x):
+    payload = json.loads(json.dumps(SAP_SALES_ORDER))
+    payload["to_Item"].append({"Material": "TG12", "RequestedQuantity": 3, "Plantt": "1710",
+                               "to_PricingElement": [{"ConditionType": "PPR0"}, {"ConditionRateValue": 5}]})
+    result = a2x.validate_call(post(SO, "A_SalesOrder", payload))
+    assert kinds(result) == [
+        ("datatype", "/to_Item/1/RequestedQuantity"),
+        ("datatype", "/to_Item/1/to_PricingElement/1/ConditionRateValue"),
+        ("unknown-property", "/to_Item/1/Plantt"),
+    ]
+
+
+@needs_a2x
+def test_deep_insert_to_one_object_and_array(a2x):
+    bp = {"BusinessPartnerCategory": "1", "LastName": "Doe",
+          "to_Customer": {"OrderIsBlockedForCustomer": "XYZ",
+                          "to_CustomerSalesArea": [{"SalesOrganization": "1710", "Currency": "EURO"}]}}
+    result = a2x.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
+    assert kinds(result) == [("invalid-code", "/to_Customer/to_CustomerSalesArea/0/Currency"),
+                             ("max-length", "/to_Customer/OrderIsBlockedForCustomer")]
+    bp["to_Customer"] = [{"OrderIsBlockedForCustomer": "X"}, {"OrderIsBlockedForCustomer": "Y"}]
+    result = a2x.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
+    assert ("cardinality", "/to_Customer") in kinds(result)
+    assert "to-one" in next(v.message for v in result.violations if v.kind == "cardinality")
+
+
+@needs_a2x
+def test_v2_verbose_results_wrapper_and_links_are_accepted(a2x):
+    payload = {"SalesOrderType": "OR", "to_Item": {"results": [{"Material": "TG11"}]},
+               "__metadata": {"type": "API_SALES_ORDER_SRV.A_SalesOrderType"}}
+    assert a2x.validate_call(post(SO, "A_SalesOrder", payload)).valid
+
+
+@needs_a2x
+def test_null_and_v4_binding(a2x):
+    text = post("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeaderText", {"TextElementText": None, "Language": "EN"})
+    result = a2x.validate_call(text)
+    assert kinds(result) == [("datatype", "/TextElementText")]
+    assert "not nullable" in result.violations[0].message
+    assert a2x.validate_call(post(SO, "A_SalesOrder", {"SalesOrderType": None, "TotalNetAmount": None})).valid
+    root = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem"
+    bound = a2x.validate_call({"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}})
+    assert bound.valid, bound.as_dict()
+    unbound = a2x.validate_call({"method": "POST", "url": root, "body": {"_Order@odata.bind": "SalesOrder('1')"}})
+    assert kinds(unbound) == [("unknown-navigation", "/_Order@odata.bind")]
+
+
+@needs_a2x
+def test_post_to_a_navigation_path_uses_the_target_type(a2x):
+    call = {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder('1')/to_Item",
+            "body": {"Material": "TG11", "Foo": 1}}
+    assert kinds(a2x.validate_call(call)) == [("unknown-property", "/Foo")]
+
+
+@needs_a2x
+def test_not_creatable_entity_set_is_read_only(a2x):
+    result = a2x.validate_call(post("API_ENTERPRISE_PROJECT_0002", "A_EntProjElmntWorkItem", {}))
+    assert kinds(result) == [("read-only", "")]
+
+
+# ---------------------------------------------------------------- GET
+
+GET_ROOT = "/sap/opu/odata/sap/API_SALES_ORDER_SRV"
+GET_CASES = [
+    ("/A_SalesOrder('1')?$filter=SalesOrderType eq 'OR'&$select=SalesOrder,SoldToParty&$orderby=SalesOrder desc"
+     "&$expand=to_Item/to_PricingElement", []),
+    ("/A_SalesOrderItem(SalesOrder='1',SalesOrderItem='10')", []),
+    ("/A_SalesOrder?$filter=to_Item/any(d:d/Material eq 'TG11') and startswith(SoldToParty,'17')", []),
+    ("/A_SalesOrders", [("unknown-entity-set", "")]),
+    ("/A_SalesOrderItem('1')", [("missing-required", "/key")]),
+    ("/A_SalesOrderItem(SalesOrder='1',Item='10')", [("missing-required", "/key/SalesOrderItem"),
+                                                     ("unknown-property", "/key/Item")]),
+    ("/A_SalesOrder(1)", [("datatype", "/key")]),
+    ("/A_SalesOrder?$filter=SoldToPrty eq '1'", [("unknown-property", "/$filter")]),
+    ("/A_SalesOrder?$filter=to_Item/any(d:d/Materiall eq 'X')", [("unknown-property", "/$filter")]),
+    ("/A_SalesOrder?$select=SalesOrder,Foo", [("unknown-property", "/$select/1")]),
+    ("/A_SalesOrder?$orderby=Foo asc", [("unknown-property", "/$orderby/0")]),
+    ("/A_SalesOrder?$expand=to_Item,to_Bar", [("unknown-navigation", "/$expand/1")]),
+    ("/A_SalesOrder?$select=to_Itemz/Material", [("unknown-navigation", "/$select/0")]),
+]
+
+
+@needs_a2x
+@pytest.mark.parametrize("url,expected", GET_CASES, ids=[c[0][:40] for c in GET_CASES])
+def test_get_urls_on_a2x(a2x, url, expected):
+    result = a2x.validate_call({"id": "g", "method": "GET", "url": GET_ROOT + url})
+    assert kinds(result) == expected, result.as_dict()
+
+
+@needs_a2x
+def test_service_is_found_in_the_url_or_by_name(a2x):
+    unknown = a2x.validate_call({"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDERS_SRV/A_SalesOrder"})
+    assert kinds(unknown) == [("unknown-service", "")]
+    assert unknown.violations[0].value == "API_SALES_ORDERS_SRV"
+    assert "did you mean API_SALES_ORDER_SRV" in unknown.violations[0].message
+    relative = a2x.validate_call({"method": "GET", "service": SO, "url": "A_SalesOrder?$select=Foo"})
+    assert kinds(relative) == [("unknown-property", "/$select/0")]
+
+
+@needs_a2x
+def test_get_v4_nested_expand(a2x):
+    base = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')"
+    ok = a2x.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Product;$expand=_ScheduleLine)"})
+    assert ok.valid, ok.as_dict()
+    bad = a2x.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Prodct;$expand=_Nope)"})
+    assert kinds(bad) == [("unknown-navigation", "/$expand/0/$expand/0"), ("unknown-property", "/$expand/0/$select/0")]
+
+
+# ---------------------------------------------------------------- Fiori (value lists from annotation files)
+
+PO = "MM_PUR_PO_MAINT_V2_SRV"
+FIORI_CASES = [
+    ("unknown-service", post("MM_PUR_PO_MAINTAIN_SRV", "C_PurchaseOrderTP", {}), ""),
+    ("unknown-entity-set", post(PO, "C_PurchaseOrder", {}), ""),
+    ("unknown-property", post(PO, "C_PurchaseOrderTP", {"Suplier": "17300001"}), "/Suplier"),
+    ("missing-required", {"method": "POST", "body": {"Assigned": [{}]},
+                          "url": "/sap/opu/odata/sap/SD_F1814_SO_FS_SRV/ClassificationContextSet"},
+     "/Assigned/0/Status"),
+    ("read-only", post(PO, "C_PurchaseOrderTP", {"PurchaseOrderStatus": "01"}), "/PurchaseOrderStatus"),
+    ("invalid-code", post(PO, "C_PurchaseOrderTP", {"DocumentCurrency": "EURO"}), "/DocumentCurrency"),
+    ("datatype", post(PO, "C_PurchaseOrderTP", {"CashDiscount1Days": 3}), "/CashDiscount1Days"),
+    ("max-length", post(PO, "C_PurchaseOrderTP", {"CompanyCode": "171000"}), "/CompanyCode"),
+    ("cardinality", post(PO, "C_PurchaseOrderTP", {"to_PurchaseOrderItemTP": {"Material": "TG11"}}),
+     "/to_PurchaseOrderItemTP"),
+    ("unknown-navigation", post(PO, "C_PurchaseOrderTP", {"to_Items": [{}]}), "/to_Items"),
+    ("malformed", {"method": "POST", "payload": {}}, ""),
+]
+
+
+@needs_fiori
+@pytest.mark.parametrize("kind,call,path", FIORI_CASES, ids=[c[0] for c in FIORI_CASES])
+def test_each_kind_on_fiori(fiori, kind, call, path):
+    result = fiori.validate_call(call)
+    assert (kind, path) in kinds(result), result.as_dict()
+    assert all(v.kind == kind for v in result.violations), result.as_dict()
+
+
+@needs_fiori
+def test_fiori_code_list_codes_and_unknown_codes(fiori):
+    ok = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "NB", "PurchasingGroup": "001"}))
+    assert ok.valid
+    assert [(n.kind, n.path) for n in ok.notes] == [("codes-unknown", "/PurchasingGroup")]
+    bad = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "ZB"}))
+    assert kinds(bad) == [("invalid-code", "/PurchaseOrderType")]
+    assert "codelist: FO, NB" in bad.violations[0].message
+    wrong_type = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": 42}))
+    assert kinds(wrong_type) == [("datatype", "/PurchaseOrderType")]  # not also invalid-code
+
+
+@needs_fiori
+def test_fiori_deep_insert_to_many_items(fiori):
+    payload = {"Supplier": "17300001", "to_PurchaseOrderItemTP": [
+        {"Material": "TG11", "OrderQuantity": "10"}, {"Material": "TG11", "OrderQuantity": 10, "Matrial": "X"}]}
+    result = fiori.validate_call(post(PO, "C_PurchaseOrderTP", payload))
+    assert kinds(result) == [("datatype", "/to_PurchaseOrderItemTP/1/OrderQuantity"),
+                             ("unknown-property", "/to_PurchaseOrderItemTP/1/Matrial")]
+
+
+@needs_fiori
+def test_fiori_v4_get_and_post(fiori):
+    root = "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd/sap/c_salesordermanage_sd/0001"
+    get = fiori.validate_call({"method": "GET", "url": root + "/SalesOrderManage?$select=SalesOrder,SoldToParty"})
+    assert get.valid, get.as_dict()
+    bad = fiori.validate_call({"method": "POST", "url": root + "/SalesOrderManage", "body": {"SalesOrderTyp": "OR"}})
+    assert kinds(bad) == [("unknown-property", "/SalesOrderTyp")]
+
+
+# ---------------------------------------------------------------- JSONL, batch, CLI
+
+def test_read_calls_reports_bad_lines(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    path.write_text('{"id": "a", "method": "GET", "url": "/x"}\nnot json\n\n[1, 2]\n', encoding="utf-8")
+    lines = read_calls(path)
+    assert [n for n, _ in lines] == [1, 2, 4]
+    assert "line 2 is not JSON" in str(lines[1][1])
+    with pytest.raises(ProcessKGError, match="cannot read recorded calls"):
+        read_calls(tmp_path / "missing.jsonl")
+
+
+@needs_a2x
+def test_malformed_lines_are_reported_and_the_rest_validated(a2x, tmp_path):
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join([
+        json.dumps(post(SO, "A_SalesOrder", {"SalesOrderType": "OR"}) | {"id": "good"}),
+        "{not json",
+        json.dumps({"id": "nomethod", "url": GET_ROOT + "/A_SalesOrder"}),
+        json.dumps({"id": "notarget", "method": "GET"}),
+        json.dumps(post(SO, "A_SalesOrder", {"Foo": 1}) | {"id": "bad"}),
+    ]) + "\n", encoding="utf-8")
+    results = a2x.validate_calls(read_calls(path))
+    assert [(r.id, r.valid) for r in results] == [("good", True), ("line 2", False), ("nomethod", False),
+                                                  ("notarget", False), ("bad", False)]
+    assert results[1].violations[0].kind == "malformed" and results[1].violations[0].message.startswith("line 2")
+    assert "lacks a method" in results[2].violations[0].message
+    assert "lacks a target" in results[3].violations[0].message
+    assert results[3].violations[0].message.startswith("line 4:")
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_validate", ROOT / "benchmarks" / "bench_validate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_a2x
+def test_batch_and_single_agree_on_generated_calls(a2x):
+    bench = _bench()
+    pairs = bench.generate_calls(a2x.model, 300, seed=11)
+    calls = [c for c, _ in pairs]
+    batch = a2x.validate_calls(calls)
+    single = [a2x.validate_call(c) for c in calls]
+    assert [bench.verdict(r) for r in batch] == [bench.verdict(r) for r in single]
+    injected = [(kind, r) for (_c, kind), r in zip(pairs, batch) if kind]
+    assert len({k for k, _ in injected}) == len(bench.INJECTED)
+    assert all(kind in {v.kind for v in r.violations} for kind, r in injected)
+    assert all(r.valid for (_c, kind), r in zip(pairs, batch) if not kind)
+
+
+def _invoke(command, args):
+    group = click.Group(commands={command.name: command})
+    return CliRunner().invoke(group, [command.name, *args])
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory):
+    if not (DEMO / "calls.jsonl").exists():
+        pytest.skip("demo data not present")
+    store = tmp_path_factory.mktemp("demo") / "store"
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
+                       codes=[DEMO / "codes"], store=store))
+    return store
+
+
+def test_cli_text_on_demo_calls(demo_store):
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(DEMO / "calls.jsonl")])
+    expected = [r.valid for r in Validator(demo_store).validate_calls(read_calls(DEMO / "calls.jsonl"))]
+    assert result.exit_code == (0 if all(expected) else 1), result.output
+    lines = result.output.strip().splitlines()
+    assert sum(": INVALID" in line for line in lines) == expected.count(False)
+    assert f"{len(expected)} calls: {expected.count(True)} valid, {expected.count(False)} invalid" in result.output
+
+
+def test_cli_json_and_ttl(demo_store, tmp_path):
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps(post("DEMO_SALES_ORDER_SRV", "A_SalesOrder", {"SalesOrderType": "ZZZ"})) + "\n")
+    out = tmp_path / "out.json"
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(calls), "--format", "json", "--out", str(out)])
+    assert result.exit_code == 1
+    data = json.loads(out.read_text())
+    assert data[0]["valid"] is False and data[0]["violations"][0]["kind"] == "invalid-code"
+    assert set(data[0]["violations"][0]) == {"kind", "path", "message", "value"}
+    ttl = _invoke(validate_cmd, ["--store", str(demo_store), str(calls), "--format", "ttl"])
+    assert "sh:ValidationReport" in ttl.output and "sh:InConstraintComponent" in ttl.output
+
+
+def test_cli_exit_codes(demo_store, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(post("DEMO_SALES_ORDER_SRV", "A_SalesOrder", {"SalesOrderType": "OR"})) + "\n")
+    assert _invoke(validate_cmd, ["--store", str(demo_store), str(good)]).exit_code == 0
+    missing = _invoke(validate_cmd, ["--store", str(demo_store), str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "cannot read recorded calls" in missing.output
+    no_store = _invoke(validate_cmd, ["--store", str(tmp_path / "nostore"), str(good)])
+    assert no_store.exit_code == 2 and "no processkg store here" in no_store.output
+
+
+def test_cli_shapes_writes_turtle(demo_store, tmp_path):
+    out = tmp_path / "shapes.ttl"
+    result = _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "sh:NodeShape" in text and "sh:closed true" in text and "sh:in" in text
+    assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(tmp_path / "again.ttl")]).exit_code == 0
+    assert (tmp_path / "again.ttl").read_text() == text

@@ -75,8 +75,9 @@ def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no
 
 
 @main.command("stats")
-@click.option("--store", required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Plain tables, or JSON with the same rows.")
 def stats_cmd(store, fmt) -> None:
     """Counts per class, per service and per process."""
     result = stats_mod.store_stats(open_store(store))
@@ -87,11 +88,12 @@ def stats_cmd(store, fmt) -> None:
 
 
 @main.command("query")
-@click.option("--store", required=True, type=click.Path(path_type=Path))
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
 @click.argument("query")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Bind ?KEY to VALUE (an IRI if it looks like one, else a literal). Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="Output format of the result rows.")
 def query_cmd(store, query, params, fmt) -> None:
     """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query."""
     text = _query_text(query)
@@ -129,10 +131,13 @@ def render_rows(names: list, rows: list, fmt: str) -> str:
 
 
 @main.command("audit")
-@click.option("--store", required=True, type=click.Path(path_type=Path))
-@click.option("--odata", multiple=True, type=click.Path(path_type=Path))
-@click.option("--bpmn", "bpmn_paths", multiple=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
+@click.option("--odata", multiple=True, type=click.Path(path_type=Path),
+              help="The OData files or directories the store was built from. Repeatable.")
+@click.option("--bpmn", "bpmn_paths", multiple=True, type=click.Path(path_type=Path),
+              help="The BPMN files or directories the store was built from. Repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="A table of classes, or JSON with per-file rows.")
 def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
     from .audit import audit, render_audit
@@ -146,9 +151,11 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
 def _register() -> None:
     """Commands of the later pipeline stages, each defined in its own module."""
     from .cli_validate import shapes_cmd, validate_cmd
+    from .docgen import docs_cmd
 
     main.add_command(validate_cmd)
     main.add_command(shapes_cmd)
+    main.add_command(docs_cmd)
 
 
 _register()

@@ -78,6 +78,8 @@ KGT = _Namespace(
     parameterKind localDataProperty valueListPropertyName parameterOrder constant
     fixedValues valueListReference annotationTerm qualifier searchSupported
     code codeValue codeSource memberValue
+    Operation operation operationParameter httpMethod path operationId parameterLocation required
+    schemaFormat openapiVersion serverUrl tag mediaType
     """,
 )
 

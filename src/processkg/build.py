@@ -35,6 +35,9 @@ class BuildOptions:
     codes: list = field(default_factory=list)
     on_error: str = "fail"
     shapes: bool = True  # write the generated SHACL payload shapes into the store
+    index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
+    model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
+    chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
 
 
@@ -50,6 +53,7 @@ class BuildReport:
     triples: int = 0
     seconds: float = 0.0
     shapes_seconds: float = 0.0
+    index: object = None  # embed.IndexReport when the index was built
     turtle: bytes = b""
 
     def as_meta(self) -> dict:
@@ -191,12 +195,23 @@ class Builder:
                 raise GraphCheckError(violations)
         self.report.shapes_seconds = time.perf_counter() - start
 
+    def _index(self, tmp: Path) -> None:
+        if not self.opt.index:
+            return
+        from .embed import build_index
+
+        store = Path(self.opt.store)
+        cache = store.parent / f".{store.name}.embeddings"  # survives the swap of the store
+        odata = self.opt.odata if self.opt.chunks else ()
+        self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
+
     def _write(self, ntriples: bytes) -> None:
         meta = self.report.as_meta()
         if self.opt.store:
             with staged_dir(Path(self.opt.store)) as tmp:
                 write_store(tmp, ntriples, meta)
                 self._shapes_and_check(tmp)
+                self._index(tmp)
                 if self.opt.out:
                     write_atomic(Path(self.opt.out), self.report.turtle)
         elif self.opt.out:

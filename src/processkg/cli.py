@@ -54,7 +54,12 @@ def _progress(files_hint: int):
               help="fail: stop at the first bad file; warn: skip it and say so; skip: skip it quietly.")
 @click.option("--check", is_flag=True, help="Run shapes/graph.ttl on the new graph; fail (keeping the old store) on violations.")
 @click.option("--no-shapes", is_flag=True, help="Do not write the generated SHACL payload shapes into the store.")
-def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no_shapes) -> None:
+@click.option("--index/--no-index", "with_index", default=True, show_default=True,
+              help="Write the retrieval index (STORE/index/) for kg retrieve.")
+@click.option("--model", help="Embedding model for the index: a name known offline or a local path.")
+@click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
+def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no_shapes, with_index, model,
+              chunks) -> None:
     """Lift OData CSDL (V2, V4) and BPMN 2.0 into one graph; write the store and Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
@@ -65,7 +70,8 @@ def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no
     if check and not store:
         raise click.UsageError("--check needs --store")
     opts = BuildOptions(list(odata), list(bpmn_paths), store, out, mapping, list(codes), on_error,
-                        shapes=not no_shapes, check=check)
+                        shapes=not no_shapes, check=check, index=with_index and bool(store), model=model,
+                        chunks=chunks)
     if bar is not None:
         with bar:
             report = build(opts, progress)
@@ -150,9 +156,12 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
 
 def _register() -> None:
     """Commands of the later pipeline stages, each defined in its own module."""
+    from .cli_retrieve import index_cmd, retrieve_cmd
     from .cli_validate import shapes_cmd, validate_cmd
     from .docgen import docs_cmd
 
+    main.add_command(retrieve_cmd)
+    main.add_command(index_cmd)
     main.add_command(validate_cmd)
     main.add_command(shapes_cmd)
     main.add_command(docs_cmd)

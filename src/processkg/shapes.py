@@ -191,9 +191,16 @@ def is_required(p: Prop, owner: TypeInfo) -> bool:
     does), collections (omitted = empty), and services generated from SAP RAP service
     definitions, whose ABAP fields are all non-nullable with an initial value as default.
     """
-    if p.read_only or p.nullable or p.key or p.collection or p.default is not None:
+    return required_on_create(p.key, p.nullable, p.read_only, p.collection, p.default is not None,
+                              owner.namespace)
+
+
+def required_on_create(key: bool, nullable: bool, read_only: bool, collection: bool, has_default: bool,
+                       namespace: str) -> bool:
+    """The one rule for "required on create", shared by the shapes and the typed context."""
+    if read_only or nullable or key or collection or has_default:
         return False
-    return not RAP_NAMESPACE.match(owner.namespace)
+    return not RAP_NAMESPACE.match(namespace or "")
 
 
 def _declared_navs(store) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .store import load_query, plain, select
 
 
@@ -66,6 +68,8 @@ def build_summary(report, show_skipped: bool = True, store=None, out=None) -> st
     ]
     if store:
         lines.append(f"store: {store}")
+    if getattr(report, "index", None) is not None:
+        lines.append("index: " + report.index.summary(Path(store) / "index").splitlines()[0])
     if out:
         lines.append(f"turtle: {out}")
     for warning in report.warnings:

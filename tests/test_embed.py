@@ -1,0 +1,229 @@
+"""The retrieval index: real all-MiniLM-L6-v2 (bundled, offline), real hnswlib, real Oxigraph.
+
+Covers the model loading, the embedding cache (a rebuild encodes only changed texts), the
+summaries (SAP abbreviations expanded with the metadata's own labels), the raw-metadata
+chunks of the ChunkRAG baseline, HNSW recall against exact search, and ``kg index``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from processkg import summaries  # noqa: E402
+from processkg.build import BuildOptions, build  # noqa: E402
+from processkg.cli_retrieve import index_cmd  # noqa: E402
+from processkg.embed import (  # noqa: E402
+    DEFAULT_MODEL, EmbeddingCache, Encoder, IndexNotFoundError, VectorIndex, build_index, bundled_model_dir,
+    exact_search, load_index, model_id,
+)
+from processkg.store import open_store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo"
+A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
+needs_a2x = pytest.mark.skipif(not A2X.is_dir(), reason=f"real SAP A2X metadata not present at {A2X}")
+
+
+@pytest.fixture(scope="session")
+def encoder() -> Encoder:
+    enc = Encoder()
+    enc.dim  # load the model once for the session
+    return enc
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the session: each text is encoded once across test modules."""
+    return tmp_path_factory.getbasetemp() / "embedding-cache"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, encoder, shared_cache) -> Path:
+    store = tmp_path_factory.mktemp("embed") / "demo"
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
+                       codes=[DEMO / "codes"], store=store))
+    build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    return store
+
+
+@pytest.fixture(scope="module")
+def a2x_store(tmp_path_factory, shared_cache) -> Path:
+    if not A2X.is_dir():
+        pytest.skip(f"real SAP A2X metadata not present at {A2X}")
+    store = tmp_path_factory.mktemp("embed") / "a2x"
+    build(BuildOptions(odata=[A2X], store=store))
+    build_index(store, cache_dir=shared_cache)
+    return store
+
+
+# ---------------------------------------------------------------- model
+
+def test_default_model_is_the_bundled_package(encoder):
+    assert (bundled_model_dir() / "model.safetensors").is_file()
+    assert model_id(None) == model_id("all-MiniLM-L6-v2") == DEFAULT_MODEL
+    vectors = encoder.encode(["create the customer invoice", "billing document header",
+                              "purchase requisition approval"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]  # invoice is nearer to billing
+
+
+def test_a_missing_model_is_a_clear_error(tmp_path):
+    from processkg.embed import ModelError
+
+    with pytest.raises(ModelError, match="cannot load embedding model"):
+        Encoder(str(tmp_path / "no-such-model")).encode(["x"])
+
+
+# ---------------------------------------------------------------- cache
+
+def test_shared_cache_survives_a_store_rebuild(demo, shared_cache, tmp_path):
+    store = tmp_path / "again"
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
+                       codes=[DEMO / "codes"], store=store))
+    report = build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    assert report.encoded == 0 and report.counts == {"set": 23, "activity": 27, "chunk": 84}
+    own = EmbeddingCache.load(store / "index")  # the index also keeps its own vectors
+    assert len(own.vectors) == 134
+
+
+def test_cache_encodes_only_new_texts(encoder, tmp_path):
+    cache = EmbeddingCache()
+    first = cache.embed(encoder, ["sales order", "outbound delivery"])
+    assert cache.encoded == 2
+    again = cache.embed(encoder, ["outbound delivery", "billing document"])
+    assert cache.encoded == 3  # only "billing document" was new
+    assert np.array_equal(first[1], again[0])
+    cache.save(tmp_path, keep=set(cache.vectors))
+    loaded = EmbeddingCache.load(tmp_path)
+    loaded.embed(encoder, ["sales order", "billing document"])
+    assert loaded.encoded == 0
+
+
+def test_rebuild_reencodes_nothing_and_is_identical(demo):
+    before = (demo / "index" / "index.json").read_bytes()
+    vectors = np.load(demo / "index" / "set.npy")
+    report = build_index(demo, odata=[DEMO / "odata"])
+    assert report.encoded == 0 and report.cached == sum(report.counts.values())
+    assert (demo / "index" / "index.json").read_bytes() == before
+    assert np.array_equal(np.load(demo / "index" / "set.npy"), vectors)
+
+
+def test_index_holds_every_entity_set_and_activity(demo):
+    index = load_index(demo)
+    assert len(index.items["set"]) == 23 and len(index.items["activity"]) == 27
+    assert index.vectors["set"].shape == (23, 384)
+    names = {(s["service"], s["name"]) for s in index.items["set"]}
+    assert ("DEMO_DELIVERY_BILLING_SRV", "A_BillingDocument") in names
+    assert ("DEMO_PROCUREMENT", "PurchaseOrder") in names
+
+
+def test_missing_index_is_a_clear_error(tmp_path):
+    with pytest.raises(IndexNotFoundError, match="kg index --store"):
+        load_index(tmp_path)
+
+
+# ---------------------------------------------------------------- summaries
+
+def test_names_are_split_and_labels_used(demo):
+    store = open_store(demo)
+    items = {i.name: i for i in summaries.set_items(store)}
+    text = items["A_OutbDeliveryHeader"].text
+    assert text.startswith("outbound delivery header (A_OutbDeliveryHeader).")
+    assert "Service: demo delivery billing." in text
+    assert "Key: Delivery (delivery document)." in text
+    assert "Links to: outbound delivery item." in text
+
+
+@needs_a2x
+def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_store):
+    lex = summaries.lexicon(open_store(a2x_store))
+    assert lex.phrase("A_SlsPrcgCndnRecd") == "sales pricing condition record"
+    assert lex.phrase("A_OutbDeliveryHeader") == "outbound delivery header"
+    assert lex.phrase("API_PURCHASEORDER_PROCESS_SRV") == "purchase order process"
+    assert lex.expand("Billg") == "billing" and lex.expand("Gds") == "goods"
+    assert lex.expand("Order") == "order"  # a dictionary word is left alone
+
+
+def test_activity_texts_carry_documentation_lane_and_process(demo):
+    acts = {a.name: a.text for a in summaries.activity_items(open_store(demo))}
+    text = acts["Create billing document"]
+    assert "customer invoice" in text and "Lane: Billing." in text and "Process: Order to Cash." in text
+
+
+def test_chunks_map_back_to_the_entity_sets_they_describe(demo):
+    index = load_index(demo)
+    chunks = index.items["chunk"]
+    assert chunks, "the demo metadata was given, so chunks exist"
+    covered = {iri for c in chunks for iri in c["sets"]}
+    assert covered == {s["iri"] for s in index.items["set"]}
+    text = (DEMO / "odata" / "DEMO_SALES_ORDER_SRV.edmx").read_text(encoding="utf-8")
+    start = text.index('<EntityType Name="A_SalesOrderType"')
+    hit = [c for c in chunks if c["file"].endswith("DEMO_SALES_ORDER_SRV.edmx") and c["start"] <= start < c["end"]]
+    assert [i.rsplit("/", 1)[-1] for i in hit[0]["sets"]] == ["A_SalesOrder"]
+
+
+def test_chunk_spans_cover_the_text_and_end_after_tags():
+    text = "<a>" + "<b x='1'/>" * 300 + "</a>"
+    spans = summaries.chunk_spans(text, 200)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(text[e - 1] == ">" for _, e in spans)
+
+
+# ---------------------------------------------------------------- HNSW
+
+@needs_a2x
+def test_hnsw_recall_against_exact_search(a2x_store, encoder):
+    loaded = load_index(a2x_store)
+    vectors, index = loaded.vectors["set"], loaded.hnsw["set"]  # the persisted index, reloaded
+    queries = encoder.encode([
+        "create a sales order for a customer", "post goods issue for an outbound delivery",
+        "supplier invoice payment block", "bill of material components", "cost centre master data",
+        "maintenance order operations", "purchase requisition release", "business partner address",
+        "product plant data", "billing document items", "sales quotation validity",
+        "material stock in a storage location", "journal entry line items", "equipment classification",
+        "customer return reason", "pricing condition scales", "inbound delivery from supplier",
+        "production order confirmation", "bank master data", "credit memo request items",
+    ])
+    hits = total = 0
+    for q in queries:
+        approx, _ = index.search(q, 10)
+        exact, _ = exact_search(vectors, q, 10)
+        hits += len(set(approx.tolist()) & set(exact.tolist()))
+        total += 10
+    assert len(vectors) == 411
+    assert hits / total >= 0.95, f"HNSW recall@10 {hits / total:.3f}"
+
+
+def test_hnsw_is_deterministic(encoder):
+    vectors = encoder.encode([f"entity set number {i} for orders and deliveries" for i in range(60)])
+    a = VectorIndex.build(vectors).search(vectors[7], 5)
+    b = VectorIndex.build(vectors).search(vectors[7], 5)
+    assert a[0].tolist() == b[0].tolist() and a[0][0] == 7
+
+
+# ---------------------------------------------------------------- CLI
+
+def test_kg_index_command(demo):
+    result = CliRunner().invoke(index_cmd, ["--store", str(demo), "--odata", str(DEMO / "odata")])
+    assert result.exit_code == 0, result.output
+    assert "indexed 23 entity sets, 27 activities, 84 metadata chunks" in result.output
+    assert "(0 encoded, 134 from cache)" in result.output  # nothing changed, nothing re-encoded
+    manifest = json.loads((demo / "index" / "index.json").read_text())
+    assert manifest["model"] == DEFAULT_MODEL and len(manifest["items"]["chunk"]) == 84
+
+
+def test_kg_index_without_store_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(index_cmd, ["--store", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "no processkg store here" in result.output

@@ -1,0 +1,308 @@
+"""``kg retrieve``: every method and ablation on the demo data and on the real A2X corpus, the
+JSON(L) interface, and the typed context. Real model, real hnswlib, real Oxigraph, no mocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from processkg.build import BuildOptions, build  # noqa: E402
+from processkg.cli_retrieve import retrieve_cmd  # noqa: E402
+from processkg.context import key_predicate, render_context, render_set  # noqa: E402
+from processkg.embed import IndexNotFoundError, build_index  # noqa: E402
+from processkg.errors import ProcessKGError  # noqa: E402
+from processkg.retrieve import METHODS, Retriever, Settings, _subgraph, tokenize  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo"
+A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
+A2X_CHUNKED = ["API_PLANT_SRV.edmx", "API_COMPANYCODE_SRV.edmx", "API_MATERIAL_STOCK_SRV.edmx"]
+#: A process-chain question asked from the business side: the goods issue happened (Pick and
+#: post goods issue), the next step is billing (Create billing document -> A_BillingDocument).
+CHAIN_QUERY = "the goods left the warehouse, now charge the customer"
+#: Another one: the three-way match passed (Perform three-way match), the next step posts the
+#: supplier invoice (Post supplier invoice -> SupplierInvoice); the query names neither.
+DOWNSTREAM_QUERY = "the bill matches the order and what we received; book what we owe"
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the session: each text is encoded once across test modules."""
+    return tmp_path_factory.getbasetemp() / "embedding-cache"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, shared_cache) -> Retriever:
+    store = tmp_path_factory.mktemp("retrieve") / "demo"
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
+                       codes=[DEMO / "codes"], store=store))
+    build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    return Retriever(store)
+
+
+@pytest.fixture(scope="module")
+def a2x(tmp_path_factory, shared_cache) -> Retriever:
+    if not A2X.is_dir():
+        pytest.skip(f"real SAP A2X metadata not present at {A2X}")
+    store = tmp_path_factory.mktemp("retrieve") / "a2x"
+    build(BuildOptions(odata=[A2X], store=store))
+    build_index(store, odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
+    return Retriever(store)
+
+
+def names(results) -> list[str]:
+    return [r.entity_set for r in results]
+
+
+# ---------------------------------------------------------------- process-aware retrieval
+
+def test_hybrid_finds_the_downstream_entity_set_that_dense_misses(demo):
+    dense = demo.retrieve(DOWNSTREAM_QUERY, 5, method="dense")
+    hybrid = demo.retrieve(DOWNSTREAM_QUERY, 5, method="hybrid")
+    assert "SupplierInvoice" not in names(dense)
+    invoice = [r for r in hybrid if r.entity_set == "SupplierInvoice"]
+    assert invoice and invoice[0].source == "expanded" and invoice[0].service == "DEMO_PROCUREMENT"
+    assert invoice[0].via == ("Perform three-way match", "Post supplier invoice")
+
+
+def test_hybrid_paper_reaches_billing_after_the_goods_issue(demo):
+    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
+    assert "A_BillingDocument" not in names(dense)
+    billing = [r for r in paper if r.entity_set == "A_BillingDocument"]
+    assert billing and billing[0].source == "expanded" and billing[0].service == "DEMO_DELIVERY_BILLING_SRV"
+    assert billing[0].via == ("Pick and post goods issue", "Create billing document")
+
+
+def test_hybrid_paper_keeps_dense_seed_order_and_inserts_after_each_seed(demo):
+    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
+    seeds = [r for r in paper if r.source == "seed"]
+    assert names(seeds) == names(dense)[:len(seeds)]
+    assert len(paper) == 5 and len(set(names(paper))) == 5
+    assert names(paper)[:3] == ["A_GoodsMovement", "A_OutbDeliveryHeader", "A_BillingDocument"]
+    for r in paper:
+        assert (r.source == "seed") == (r.via == ())
+        if r.source == "expanded":
+            assert 2 <= len(r.via) <= 3  # bpmn:next{1,2} from the seed's activity
+
+
+def test_expansion_query_follows_next_and_uses_edges(demo):
+    activity = "https://w3id.org/processkg/id/bpmn/bpmn%2Forder-to-cash.bpmn/Task_PickAndPostGoodsIssue"
+    starts, nexts, uses = _subgraph(demo.store, activity)
+    assert starts == {activity}
+    assert any(n.endswith("Task_CreateBillingDocument") for n in nexts[activity])
+    assert {u.rsplit("/", 1)[-1] for u in uses[activity]} == {"A_GoodsMovement", "A_OutbDeliveryItem"}
+    chain = demo.chain(activity, 1, 1)
+    assert sorted(demo.sets[row]["name"] for row, _ in chain) == ["A_BillingDocument", "A_OutbDeliveryHeader"]
+
+
+def test_hop_bound_is_respected(demo):
+    for hops in (1, 2, 3):
+        results = demo.retrieve(CHAIN_QUERY, 10, method="hybrid-paper", hops=hops)
+        assert max(len(r.via) for r in results) - 1 <= hops
+    with pytest.raises(ProcessKGError, match="--hops"):
+        demo.retrieve(CHAIN_QUERY, 5, method="hybrid", hops=7)
+
+
+def test_no_mapping_edges_turns_expansion_off(demo):
+    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper", mapping_edges=False)
+    hybrid = demo.retrieve(CHAIN_QUERY, 5, method="hybrid", mapping_edges=False)
+    assert paper == dense
+    assert all(r.source == "seed" and r.via == () for r in hybrid)
+
+
+def test_no_sequence_edges_keeps_only_the_seeds_own_activities(demo):
+    results = demo.retrieve(CHAIN_QUERY, 8, method="hybrid-paper", sequence_edges=False)
+    expanded = [r for r in results if r.source == "expanded"]
+    assert expanded and all(len(r.via) == 1 for r in expanded)
+    assert "A_BillingDocument" not in names(results)
+
+
+def test_verify_seeds_expands_only_supported_seeds(demo):
+    query = "the vendor invoice is booked; transfer the money"
+    dense = demo.retrieve(query, 5, method="dense")
+    status = {r.entity_set: demo.verified(query, demo.set_row[r.iri], r.score, dense[0].score) for r in dense}
+    assert any(status.values()) and not all(status.values())  # the switch matters for this query
+    verified = demo.retrieve(query, 5, method="hybrid-paper", verify_seeds=True)
+    plain = demo.retrieve(query, 5, method="hybrid-paper")
+    assert verified != plain
+    seed = None
+    for r in verified:
+        if r.source == "seed":
+            seed = r.entity_set
+            assert seed in status
+        else:
+            assert status[seed], f"{r.entity_set} expanded from unverified seed {seed}"
+
+
+# ---------------------------------------------------------------- baselines
+
+def test_tokens_is_bm25_over_the_summaries(demo):
+    results = demo.retrieve("supplier invoice payment", 3, method="tokens")
+    assert results[0].entity_set == "SupplierInvoice" and results[0].score > 0
+    assert demo.retrieve("zzzz qqqq", 3, method="tokens") == []
+    assert tokenize("SupplierInvoices of the dealers") == ["supplier", "invoice", "dealer"]
+
+
+def test_chunkrag_maps_metadata_chunks_back_to_entity_sets(demo):
+    results = demo.retrieve("purchase order item net price and order quantity", 5, method="chunkrag")
+    assert "PurchaseOrderItem" in names(results)
+    assert all(r.source == "seed" for r in results)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_every_method_answers_and_is_deterministic(demo):
+    for method in METHODS:
+        first = demo.retrieve("which currencies can we sell in", 4, method=method)
+        assert 0 < len(first) <= 4, method
+        assert demo.retrieve("which currencies can we sell in", 4, method=method) == first
+
+
+def test_batch_equals_single_queries(demo):
+    queries = [CHAIN_QUERY, "a dealer orders ten city bikes", "pay the suppliers whose invoices are due"]
+    batch = demo.retrieve_many(queries, 5, Settings("hybrid"))
+    assert batch == [demo.retrieve(q, 5) for q in queries]
+
+
+def test_index_built_with_another_model_is_refused(demo, tmp_path):
+    with pytest.raises(IndexNotFoundError, match="was built with"):
+        Retriever(demo.store_dir, model=str(tmp_path))
+
+
+# ---------------------------------------------------------------- A2X (no process layer yet)
+
+@pytest.mark.parametrize("query, expected", [
+    ("items of a sales order", "A_SalesOrderItem"),
+    ("outbound delivery header", "A_OutbDeliveryHeader"),
+    ("sales pricing condition records", "A_SlsPrcgConditionRecord"),
+])
+def test_a2x_dense_and_hybrid_find_the_entity_set(a2x, query, expected):
+    for method in ("dense", "hybrid", "hybrid-paper", "tokens"):
+        assert expected in names(a2x.retrieve(query, 5, method=method)), method
+
+
+def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x):
+    results = a2x.retrieve(CHAIN_QUERY, 5)
+    assert len(results) == 5 and all(r.source == "seed" and r.via == () for r in results)
+    pool = names(a2x.retrieve(CHAIN_QUERY, 20, method="dense")) + names(a2x.retrieve(CHAIN_QUERY, 20, method="tokens"))
+    assert set(names(results)) <= set(pool)  # no activities: dense and BM25 seeds only
+    goods_issue = a2x.retrieve("post the goods issue for the delivery", 5)
+    assert {"A_OutbDeliveryHeader", "A_OutbDeliveryItem"} <= set(names(goods_issue))
+
+
+def test_a2x_all_methods_and_ablations_run(a2x):
+    for method in METHODS:
+        for options in ({}, {"mapping_edges": False}, {"sequence_edges": False}, {"verify_seeds": True}):
+            results = a2x.retrieve("stock of a material in a plant", 5, method=method, **options)
+            assert results, (method, options)
+    stock = a2x.retrieve("stock of a material in a plant", 5, method="chunkrag")
+    assert {r.service for r in stock} <= {"API_PLANT_SRV", "API_COMPANYCODE_SRV", "API_MATERIAL_STOCK_SRV"}
+
+
+# ---------------------------------------------------------------- CLI
+
+def test_cli_json_single_query(demo):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), CHAIN_QUERY, "-k", "5", "--json",
+                                            "--method", "hybrid-paper"])
+    assert out.exit_code == 0, out.output
+    line = json.loads(out.output)
+    assert [set(r) for r in line["results"]] == [{"service", "entity_set", "score", "source", "via"}] * 5
+    assert {"service": "DEMO_DELIVERY_BILLING_SRV", "entity_set": "A_BillingDocument"}.items() <= \
+        next(r for r in line["results"] if r["entity_set"] == "A_BillingDocument").items()
+
+
+def test_cli_batch_jsonl(demo, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": CHAIN_QUERY, "gold": ["x"]}) + "\n\n"
+                       + json.dumps({"id": 7, "query": "a dealer orders ten city bikes"}) + "\n")
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries),
+                                            "-k", "3", "--method", "hybrid-paper", "--json"])
+    assert out.exit_code == 0, out.output
+    lines = [json.loads(x) for x in out.output.splitlines()]
+    assert [x["id"] for x in lines] == ["q1", 7]
+    assert [r["entity_set"] for r in lines[0]["results"]] == names(demo.retrieve(CHAIN_QUERY, 3, method="hybrid-paper"))
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"id": "a", "query": "x"}\n{"id": "b" "query": "y"}\n', ":2: not valid JSON"),
+    ('{"id": "a"}\n', ':1: "query" must be a non-empty string'),
+    ('["a", "b"]\n', ":1: expected an object"),
+])
+def test_cli_bad_jsonl_names_the_line(demo, tmp_path, content, message):
+    queries = tmp_path / "bad.jsonl"
+    queries.write_text(content)
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries), "--json"])
+    assert out.exit_code == 2
+    assert message in out.output and "Traceback" not in out.output
+
+
+def test_cli_table_and_context(demo):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), CHAIN_QUERY, "-k", "3", "--context",
+                                            "--method", "hybrid-paper"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].split() == ["rank", "score", "service", "entity_set", "source", "via"]
+    assert "## 3. DEMO_DELIVERY_BILLING_SRV/A_BillingDocument" in out.output
+
+
+def test_cli_needs_a_query_or_a_file(demo):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir)])
+    assert out.exit_code == 2 and "either a QUERY or --queries" in out.output
+
+
+# ---------------------------------------------------------------- typed context
+
+def _result(demo: Retriever, name: str):
+    row = next(i for i, s in enumerate(demo.sets) if s["name"] == name)
+    return demo.result(row, 1.0)
+
+
+def test_context_of_a_sales_order_is_complete(demo):
+    text = render_set(demo.store, _result(demo, "A_SalesOrder"))
+    assert "path: /sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder; one record: A_SalesOrder('{SalesOrder}')" in text
+    # keys are not "required on create": SAP may number the order (the rule kg validate applies)
+    assert "- SalesOrder: String(10), key\n" in text
+    assert "to_Item -> A_SalesOrderItem (many)" in text
+    assert 'SalesOrderType from VL_SalesOrderType: ' in text and 'OR "Standard Order"' in text
+    assert "- Create sales order (Order to Cash, Sales) writes this" in text
+    assert "before: Check customer credit uses DEMO_SALES_ORDER_SRV/A_Customer" in text
+    assert "after: Create outbound delivery uses DEMO_DELIVERY_BILLING_SRV/A_OutbDeliveryHeader" in text
+
+
+def test_context_says_when_codes_are_unknown_and_what_is_read_only(demo):
+    text = render_set(demo.store, _result(demo, "A_GoodsMovement"))
+    assert "- GoodsMovementType from VL_GoodsMovementType: codes unknown" in text
+    assert "- CreatedByUser: String(12), read-only" in text
+    assert "- GoodsMovementIsCancelled: Boolean, read-only" in text
+    assert "entity set does not allow: update, delete" in text
+
+
+def test_context_of_a_v4_entity_set(demo):
+    text = render_set(demo.store, _result(demo, "PurchaseOrder"))
+    assert "path: <DEMO_PROCUREMENT service root>/PurchaseOrder" in text
+    assert "_PurchaseOrderNote" in text
+
+
+def test_context_covers_every_result_and_is_compact(demo):
+    results = demo.retrieve(CHAIN_QUERY, 5)
+    text = render_context(demo.store, results)
+    assert text.count("\n## ") + text.startswith("## ") == len(results)
+    per_set = [demo.encoder.count_tokens(render_set(demo.store, r)) for r in results]
+    assert max(per_set) < 900, per_set
+
+
+def test_key_predicate_literals():
+    keys = [{"name": "SalesOrder", "type": "Edm.String"}, {"name": "Item", "type": "Edm.Int32"}]
+    assert key_predicate("A_Item", keys, "2.0") == "A_Item(SalesOrder='{SalesOrder}',Item={Item})"
+    assert key_predicate("X", [{"name": "ID", "type": "Edm.Guid"}], "2.0") == "X(guid'{ID}')"
+    assert key_predicate("X", [{"name": "ID", "type": "Edm.Guid"}], "4.0") == "X({ID})"

@@ -38,6 +38,7 @@ class BuildOptions:
     index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
     model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
     chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
+    openapi: list = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
 
 
@@ -100,6 +101,7 @@ class Builder:
         start = time.perf_counter()
         codes = read_code_lists(discover(self.opt.codes, (".csv",)))
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
+        self._openapi()
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
             self._mapping(Path(self.opt.mapping))
@@ -143,6 +145,17 @@ class Builder:
         for name, iri in lifter.set_iris.items():
             sets.setdefault(name, []).append(iri)
         self.report.services[key] = len(lifter.set_iris)
+
+    def _openapi(self) -> None:
+        if not self.opt.openapi:
+            return
+        from . import openapi
+
+        result = openapi.lift_all(self.opt.openapi, self._failed, self.progress)
+        self.triples.extend(result.triples)
+        self.report.files.extend(result.files)
+        self.report.services.update(result.services)
+        self.report.warnings.extend(result.warnings)
 
     # ---------------------------------------------------------------- BPMN
     def _bpmn(self, files: list) -> None:

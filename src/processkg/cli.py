@@ -45,6 +45,8 @@ def _progress(files_hint: int):
               help="OData $metadata file or directory (searched recursively). Repeatable.")
 @click.option("--bpmn", "bpmn_paths", multiple=True, type=click.Path(path_type=Path),
               help="BPMN 2.0 file or directory (searched recursively). Repeatable.")
+@click.option("--openapi", "openapi_paths", multiple=True, type=click.Path(path_type=Path),
+              help="OpenAPI 3 JSON file or directory (services without a process layer). Repeatable.")
 @click.option("--mapping", type=click.Path(path_type=Path), help="Activity-to-entity-set mapping (YAML).")
 @click.option("--codes", multiple=True, type=click.Path(path_type=Path),
               help="Code-list CSV file or directory (value_list,code,description). Repeatable.")
@@ -58,20 +60,22 @@ def _progress(files_hint: int):
               help="Write the retrieval index (STORE/index/) for kg retrieve.")
 @click.option("--model", help="Embedding model for the index: a name known offline or a local path.")
 @click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
-def build_cmd(odata, bpmn_paths, mapping, codes, store, out, on_error, check, no_shapes, with_index, model,
-              chunks) -> None:
+def build_cmd(odata, bpmn_paths, openapi_paths, mapping, codes, store, out, on_error, check, no_shapes,
+              with_index, model, chunks) -> None:
     """Lift OData CSDL (V2, V4) and BPMN 2.0 into one graph; write the store and Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
     from .build import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
+    from .openapi import discover as discover_openapi
 
-    total = len(discover(odata, ODATA_SUFFIXES)) + len(discover(bpmn_paths, BPMN_SUFFIXES))
+    total = (len(discover(odata, ODATA_SUFFIXES)) + len(discover(bpmn_paths, BPMN_SUFFIXES))
+             + len(discover_openapi(list(openapi_paths))))
     bar, progress = _progress(total)
     if check and not store:
         raise click.UsageError("--check needs --store")
     opts = BuildOptions(list(odata), list(bpmn_paths), store, out, mapping, list(codes), on_error,
                         shapes=not no_shapes, check=check, index=with_index and bool(store), model=model,
-                        chunks=chunks)
+                        chunks=chunks, openapi=list(openapi_paths))
     if bar is not None:
         with bar:
             report = build(opts, progress)
@@ -156,12 +160,14 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
 
 def _register() -> None:
     """Commands of the later pipeline stages, each defined in its own module."""
+    from .cli_eval import eval_group
     from .cli_retrieve import index_cmd, retrieve_cmd
     from .cli_validate import shapes_cmd, validate_cmd
     from .docgen import docs_cmd
 
     main.add_command(retrieve_cmd)
     main.add_command(index_cmd)
+    main.add_command(eval_group)
     main.add_command(validate_cmd)
     main.add_command(shapes_cmd)
     main.add_command(docs_cmd)

@@ -145,9 +145,12 @@ def paired_test(a: list, b: list) -> dict:
     if result["nonzero"] == 0:
         return {**result, "wilcoxon_p": 1.0, "permutation_p": 1.0}
     result["wilcoxon_p"] = float(stats.wilcoxon(a, b, zero_method="wilcox").pvalue)
+    import numpy as np
+
     perm = stats.permutation_test(
-        (a, b), lambda x, y: mean(x) - mean(y) if len(x) else 0.0, permutation_type="samples",
-        n_resamples=9999, alternative="two-sided", random_state=0,
+        (np.asarray(a, float), np.asarray(b, float)),
+        lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), permutation_type="samples",
+        vectorized=True, n_resamples=9999, alternative="two-sided", random_state=0,
     )
     result["permutation_p"] = float(perm.pvalue)
     return result

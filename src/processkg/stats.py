@@ -52,7 +52,7 @@ def render_stats(result: dict) -> str:
 
 
 _SUMMARY_CLASSES = (
-    "Service", "EntitySet", "EntityType", "Property", "NavigationProperty", "ValueList", "Code",
+    "Service", "EntitySet", "EntityType", "Property", "NavigationProperty", "ValueList", "Code", "Operation",
     "Process", "Activity", "Gateway", "Event", "SequenceFlow", "MessageFlow", "Usage",
 )
 
@@ -62,8 +62,9 @@ def build_summary(report, show_skipped: bool = True, store=None, out=None) -> st
     c = report.classes
     lines = [
         f"built {report.triples:,} triples from {len(report.files)} files in {report.seconds:.2f} s",
-        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[:7]),
-        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[7:13]),
+        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[:7])
+        + (f", {c['Operation']:,} Operation" if c.get("Operation") else ""),
+        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[8:14]),
         f"  {report.mapping_edges} mapping edges (uses:entitySet)",
     ]
     if store:

@@ -190,6 +190,8 @@ MOVES = {
     "hop 0": lambda c: replace(c, min_hops=0) if c.min_hops else None,
     "cap 1 per seed": lambda c: replace(c, per_seed=1) if c.per_seed != 1 else None,
     "rank expansions": lambda c: replace(c, rank_expansions=True) if not c.rank_expansions else None,
+    "+navigation (object queries)": lambda c: (replace(c, object_lists=("navigation",))
+                                               if not c.object_lists else None),
 }
 
 
@@ -204,7 +206,7 @@ def forward_selection(retriever: Retriever, items: list) -> list:
         return sum(statistics.mean(recall(R.hybrid(retriever, q["query"], vectors[q["id"]], k, settings, config),
                                           q["gold"], k) for q in train) for k in (3, 5))
 
-    current = HybridConfig(lists=("dense",), min_hops=1)
+    current = HybridConfig(lists=("dense",), min_hops=1, object_lists=())
     best, trace = score(current), []
     while True:
         tried = {name: (cfg, score(cfg)) for name, move in MOVES.items() if (cfg := move(current))}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ from processkg.cli_retrieve import retrieve_cmd  # noqa: E402
 from processkg.context import key_predicate, render_context, render_set  # noqa: E402
 from processkg.embed import IndexNotFoundError, build_index  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.retrieve import METHODS, Retriever, Settings, _subgraph, tokenize  # noqa: E402
+from processkg.retrieve import (  # noqa: E402
+    HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, Settings, _navigation_list, _object_query, _subgraph,
+    fused_seeds, tokenize)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -177,6 +180,32 @@ def test_batch_equals_single_queries(demo):
 def test_index_built_with_another_model_is_refused(demo, tmp_path):
     with pytest.raises(IndexNotFoundError, match="was built with"):
         Retriever(demo.store_dir, model=str(tmp_path))
+
+
+def test_navigations_are_the_target_entity_sets_of_each_set(demo):
+    nav = {demo.sets[s]["name"]: {demo.sets[t]["name"] for t in ts} for s, ts in demo.navigations.items()}
+    assert nav["A_SalesOrder"] == {"A_Customer", "A_SalesOrderItem"}
+    assert nav["PurchaseOrder"] == {"PurchaseOrderItem", "Supplier"}
+    assert "A_Customer" not in nav  # no navigation properties
+
+
+def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo):
+    about_object = "the schedule lines of sales order 4711"
+    v_object, v_step = demo.embed([about_object, CHAIN_QUERY])
+    assert _object_query(demo, v_object, HYBRID) and not _object_query(demo, v_step, HYBRID)
+    nearest = [row for row, _ in demo.dense_sets(v_object, NAVIGATION_SEEDS)]
+    navigation = _navigation_list(demo, about_object, v_object, 20, Settings())
+    assert {row for row, _ in navigation} == {t for row in nearest for t in demo.navigations.get(row, ())}
+    sims = [demo.similarity(v_object, row) for row, _ in navigation]
+    assert sims == sorted(sims, reverse=True) and "A_SalesOrderItem" in names(
+        [demo.result(row, 0) for row, _ in navigation])
+    without = replace(HYBRID, object_lists=())
+    plain = {s.row: s.score for s in fused_seeds(demo, about_object, v_object, Settings(), without)}
+    fused = {s.row: s.score for s in fused_seeds(demo, about_object, v_object, Settings())}
+    for rank, (row, _path) in enumerate(navigation, 1):  # one more reciprocal-rank term per target
+        assert fused[row] == pytest.approx(plain.get(row, 0.0) + 1 / (RRF_K + rank))
+    steps = [fused_seeds(demo, CHAIN_QUERY, v_step, Settings(), c) for c in (HYBRID, without)]
+    assert [(s.row, s.score) for s in steps[0]] == [(s.row, s.score) for s in steps[1]]
 
 
 # ---------------------------------------------------------------- A2X (no process layer yet)

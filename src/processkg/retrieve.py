@@ -8,9 +8,11 @@ Methods (``--method``):
   the activities after the seed's activities (``queries/expand.rq``, ``bpmn:next{1,h}``).
 * ``hybrid`` (default): seeds fused (reciprocal rank fusion) from dense over entity sets, the
   activity-chain ranking (BPMN activities A -> ... -> B matched at both ends, the entity sets
-  of B through ``uses:entitySet``), BM25, and the entity sets of the nearest activities; each
-  seed followed by its best downstream entity set. Chosen by forward selection on the train
-  split of ``data/sap/benchmark`` (``benchmarks/bench_retrieve.py --eval``).
+  of B through ``uses:entitySet``), BM25, and the entity sets of the nearest activities; for a
+  query about an object rather than a process step (its best entity set is about as near as its
+  best activity) also the navigation targets of the nearest entity sets; each seed followed by
+  its best downstream entity set. Chosen on the train split of ``data/sap/benchmark``
+  (``benchmarks/bench_retrieve.py --eval``, ``docs/retrieval.md``).
 * ``chunkrag``: the paper's baseline: raw metadata chunks, mapped back to entity sets.
 
 Expansion inserts downstream entity sets right after their seed, keeps the seeds' order,
@@ -36,6 +38,7 @@ DEFAULT_HOPS = 2
 MAX_HOPS = 6
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
 CANDIDATES = 20  # entries of each list fused by ``hybrid``
+NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid`` ranks
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
 _STOP = frozenset(
@@ -148,6 +151,7 @@ class Retriever:
         self.set_row = {s["iri"]: i for i, s in enumerate(self.sets)}
         self.activity_name = {a["iri"]: a["name"] for a in self.activities}
         self.uses = self._uses()
+        self.navigations = self._navigations()
         self._lexical: Lexical | None = None
         self._chains: dict = {}
 
@@ -157,6 +161,13 @@ class Retriever:
             if entity_set.value in self.set_row:
                 uses[activity.value].append(self.set_row[entity_set.value])
         return dict(uses)
+
+    def _navigations(self) -> dict:
+        targets = defaultdict(list)
+        for entity_set, target in select(self.store, load_query("retrieve-set-navigations"))[1]:
+            if entity_set.value in self.set_row and target.value in self.set_row:
+                targets[self.set_row[entity_set.value]].append(self.set_row[target.value])
+        return dict(targets)
 
     @property
     def lexical(self) -> Lexical:
@@ -317,6 +328,8 @@ class HybridConfig:
     selection on another query set."""
 
     lists: tuple = ("dense", "chain", "tokens", "activity")  # rankings fused into seeds
+    object_lists: tuple = ("navigation",)  # fused too when the query is about an object (below)
+    object_margin: float = 0.05  # object query: best entity set similarity >= best activity's - margin
     min_hops: int = 1  # 0: a seed's co-used entity sets (same activity) count as expansions too
     per_seed: int = 1  # at most this many expansions per seed (0: no cap)
     rank_expansions: bool = True  # order a seed's expansions by hops, then similarity to the query
@@ -339,7 +352,7 @@ def fused_seeds(r: Retriever, query: str, vector, settings: Settings, config: Hy
                 n: int = CANDIDATES) -> list[_Seed]:
     """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
     seeds: dict = {}
-    for name in config.lists:
+    for name in config.lists + (config.object_lists if _object_query(r, vector, config) else ()):
         if name in ("activity", "chain") and not settings.mapping_edges:
             continue
         for rank, (row, path) in enumerate(_LISTS[name](r, query, vector, n, settings), 1):
@@ -348,6 +361,16 @@ def fused_seeds(r: Retriever, query: str, vector, settings: Settings, config: Hy
             seed.path = seed.path or path
             seed.direct = seed.direct or not path
     return sorted(seeds.values(), key=lambda s: (-s.score, -s.dense, s.row))
+
+
+def _object_query(r: Retriever, vector, config: HybridConfig) -> bool:
+    """Does the query match an entity set about as well as a process activity ("the items of
+    sales order 4711") rather than describe a process step ("now charge the customer")? Never
+    without a process layer: the test needs activities (and was only tuned with them)."""
+    if not config.object_lists or not r.activities or not r.sets:
+        return False
+    best_set = r.dense_sets(vector, 1)[0][1]
+    return best_set >= r.dense_activities(vector, 1)[0][1] - config.object_margin
 
 
 def _dense_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
@@ -383,7 +406,16 @@ def _chain_list(r: Retriever, query: str, vector, n: int, settings: Settings) ->
     return [(row, path) for row, (_score, path) in ranked[:n]]
 
 
-_LISTS = {"dense": _dense_list, "tokens": _token_list, "activity": _activity_list, "chain": _chain_list}
+def _navigation_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    """The navigation targets (``kg:targetEntitySet``) of the nearest entity sets, most similar
+    to the query first: "the schedule lines of order 4711" finds the order, needs its lines."""
+    targets = {t for row, _sim in r.dense_sets(vector, NAVIGATION_SEEDS) for t in r.navigations.get(row, ())}
+    ranked = sorted(targets, key=lambda row: (-r.similarity(vector, row), row))
+    return [(row, ()) for row in ranked[:n]]
+
+
+_LISTS = {"dense": _dense_list, "tokens": _token_list, "activity": _activity_list, "chain": _chain_list,
+          "navigation": _navigation_list}
 
 
 def hybrid(r: Retriever, query: str, vector, k: int, settings: Settings,

@@ -243,10 +243,12 @@ def plot_recall_curves(evaluation: dict, path: Path) -> list:
     ks, written = evaluation["ks"], []
     groups = sorted({g for by_type in evaluation["summary"].values() for g in by_type})
     for group in groups:
-        fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-        for method, by_type in sorted(evaluation["summary"].items()):
+        fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+        colors = plt.get_cmap("tab20").colors
+        for i, (method, by_type) in enumerate(sorted(evaluation["summary"].items())):
             if group in by_type:
-                ax.plot(ks, [by_type[group][f"recall@{k}"] for k in ks], marker="o", label=method)
+                ax.plot(ks, [by_type[group][f"recall@{k}"] for k in ks], marker="o", label=method,
+                        color=colors[i % len(colors)], linestyle="--" if "/" in method else "-")
         ax.set(xlabel="k", ylabel="Recall@k", title=f"{group} (n={_n(evaluation, group)})", ylim=(0, 1.02))
         ax.set_xticks(ks)
         ax.grid(alpha=0.3)

@@ -177,6 +177,7 @@ def main(argv=None) -> int:
     ap.add_argument("--store", type=Path)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--single", type=int, default=None, help="validate only this many calls one at a time")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "validate.json")
     args = ap.parse_args(argv)
     from processkg.build import BuildOptions, build
     from processkg.validate import Validator
@@ -209,7 +210,22 @@ def main(argv=None) -> int:
     print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"ratio batch / one-by-one: {(len(calls) / batch_s) / (len(sample) / single_s):.1f}x")
     print(f"verdicts agree: {agree:,} of {len(sample):,}")
+    _write(args.out, {
+        "calls": len(calls), "injected": injected, "caught": caught,
+        "batch_calls_per_s": round(len(calls) / batch_s, 1), "batch_calls_per_cpu_s": round(len(calls) / batch_cpu, 1),
+        "single_calls_per_s": round(len(sample) / single_s, 1), "single_sample": len(sample),
+        "ratio": round((len(calls) / batch_s) / (len(sample) / single_s), 2), "verdicts_agree": agree,
+        "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(), "target_batch_calls_per_s": 1000,
+    })
     return 0 if agree == len(sample) else 1
+
+
+def _write(path: Path, result: dict) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 def _timed(fn):

@@ -161,6 +161,7 @@ def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
 def _register() -> None:
     """Commands of the later pipeline stages, each defined in its own module."""
     from .cli_eval import eval_group
+    from .cli_map import map_group, mapping_cmd
     from .cli_retrieve import index_cmd, retrieve_cmd
     from .cli_validate import shapes_cmd, validate_cmd
     from .docgen import docs_cmd
@@ -168,6 +169,8 @@ def _register() -> None:
     main.add_command(retrieve_cmd)
     main.add_command(index_cmd)
     main.add_command(eval_group)
+    main.add_command(map_group)
+    eval_group.add_command(mapping_cmd)
     main.add_command(validate_cmd)
     main.add_command(shapes_cmd)
     main.add_command(docs_cmd)

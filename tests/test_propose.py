@@ -1,0 +1,409 @@
+"""``kg map propose`` and ``kg eval mapping``: mapping proposals and their evaluation.
+
+Real stores (the demo data, and the 45 A2X services with the 18 SAP processes when
+``../shared/data`` is there), built WITHOUT the mapping they are compared with; the real
+embedding model, BM25 and Oxigraph; no mocks. An LLM cannot run here, so the LLM path is
+tested against a real local HTTP server written below (``FakeLLM``: 127.0.0.1, an ephemeral
+port, in a thread) that plays an OpenAI-compatible ``/v1/chat/completions`` endpoint with
+deterministic answers; nothing else is reached over a network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from processkg.build import BuildOptions, build  # noqa: E402
+from processkg.cli_map import map_group, mapping_cmd  # noqa: E402
+from processkg.embed import build_index  # noqa: E402
+from processkg.errors import ProcessKGError  # noqa: E402
+from processkg.mapping import MappingEntry, read_mapping  # noqa: E402
+from processkg.propose import (  # noqa: E402
+    Activity, EntitySet, LLMError, LLMSettings, Proposal, Settings, Signals, _duplicates, build_messages,
+    chosen, evaluate_mapping, parse_choices, propose, ranked, read_proposals, render_proposals, split_processes,
+    tune, verb_mode, write_proposals, WEIGHT_GRID)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo"
+SAP = ROOT / "data" / "sap"
+A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
+DOC = ROOT / "docs" / "mapping-proposals.md"
+
+
+# ---------------------------------------------------------------- stores
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("propose") / "embedding-cache"
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory, cache) -> Path:
+    """The demo data without its mapping: the proposals must not see the edges they are scored on."""
+    store = tmp_path_factory.mktemp("propose") / "demo"
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=store))
+    build_index(store, cache_dir=cache)
+    return store
+
+
+@pytest.fixture(scope="module")
+def demo_signals(demo_store) -> Signals:
+    return Signals(demo_store)
+
+
+@pytest.fixture(scope="module")
+def demo_gold() -> list[MappingEntry]:
+    return read_mapping(DEMO / "mapping.yaml")
+
+
+# ---------------------------------------------------------------- the fake LLM
+
+class FakeLLM:
+    """A real HTTP server on 127.0.0.1 playing ``/v1/chat/completions``: ``answer(payload)``
+    gives (status, body text); every request's JSON payload and headers are kept."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                length = int(self.headers.get("Content-Length", 0))
+                payload = json.loads(self.rfile.read(length))
+                fake.requests.append(payload)
+                fake.headers.append(dict(self.headers))
+                status, body = fake.answer(payload) if self.path == "/v1/chat/completions" else (404, "no")
+                data = body.encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeLLM":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def completion(content: str) -> str:
+    return json.dumps({"id": "x", "object": "chat.completion",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+
+
+def first_two(payload: dict) -> tuple[int, str]:
+    """The deterministic choice: candidates 1 (write) and 2 (read), in a fenced JSON block."""
+    answer = {"edges": [{"candidate": 1, "mode": "write"}, {"candidate": 2, "mode": "read"}]}
+    return 200, completion("Here you are:\n```json\n" + json.dumps(answer) + "\n```")
+
+
+# ---------------------------------------------------------------- small parts
+
+def test_verb_cues_decide_the_mode():
+    def act(name):
+        return Activity("iri", "Task_X", name, "", "", "P", "", "p.bpmn")
+
+    assert verb_mode(act("Create the sales order")) == ("write", "create")
+    assert verb_mode(act("Post the goods issue")) == ("write", "post")
+    assert verb_mode(act("Technically complete the order")) == ("write", "complete")
+    assert verb_mode(act("Check that the customer may order")) == ("read", "check")
+    assert verb_mode(act("Display the open items")) == ("read", "display")
+    assert verb_mode(act("Something unusual")) == ("read", "")
+
+
+def test_processes_split_alternately_after_sorting():
+    assert split_processes(["P_c", "P_a", "P_d", "P_b", "P_a"]) == (["P_a", "P_c"], ["P_b", "P_d"])
+
+
+def test_settings_are_checked():
+    with pytest.raises(ProcessKGError, match="top-n"):
+        Settings(top_n=0).check()
+    with pytest.raises(ProcessKGError, match="ratio"):
+        Settings(ratio=1.5).check()
+    with pytest.raises(ProcessKGError, match="weight"):
+        Settings(dense=0, dense_name=0, lexical=0, lexical_short=0, header=0).check()
+
+
+def test_llm_endpoint_from_base_url():
+    assert LLMSettings("http://h:1", "m").endpoint() == "http://h:1/v1/chat/completions"
+    assert LLMSettings("http://h:1/v1/", "m").endpoint() == "http://h:1/v1/chat/completions"
+    assert LLMSettings("http://h:1/x/chat/completions", "m").endpoint() == "http://h:1/x/chat/completions"
+    assert "secret" not in repr(LLMSettings("http://h", "m", api_key="secret"))
+    with pytest.raises(ProcessKGError, match="http"):
+        LLMSettings("file:///etc/passwd", "m").endpoint()
+
+
+def _set(service, name, version=2.0, writable=True):
+    return EntitySet(f"iri:{service}/{name}", service, name, version, writable, 1, name, name)
+
+
+def test_copies_of_a_set_count_once_as_the_preferred_copy():
+    sets = [_set("API_SALES_ORDER_SRV", "A_SalesOrder"), _set("CE_SALESORDER_0001", "SalesOrder", 4.0),
+            _set("API_JOURNALENTRYITEMBASIC_SRV", "A_CostCenter"), _set("API_COSTCENTER_SRV", "A_CostCenter"),
+            _set("OP_API_BUSINESS_PARTNER_SRV", "A_Customer"), _set("API_BUSINESS_PARTNER", "A_Customer"),
+            _set("API_BUSINESS_PARTNER", "A_Supplier"), _set("API_SALES_ORDER_SRV", "A_SalesOrderItem"),
+            _set("API_BILLING_DOCUMENT_SRV", "A_BillingDocument", writable=False),
+            _set("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocument", 4.0)]
+    # V2 first; the service named after the set; the fuller service; for a write, a writable copy
+    assert list(_duplicates(sets)) == [0, 0, 3, 3, 5, 5, 6, 7, 8, 8]
+    assert list(_duplicates(sets, writable_first=True)) == [0, 0, 3, 3, 5, 5, 6, 7, 9, 9]
+
+
+def test_parse_choices_accepts_the_usual_shapes_and_rejects_nonsense():
+    cands = [_set("S1", "A_One"), _set("S2", "A_Two"), _set("S3", "A_Three")]
+    assert parse_choices('{"edges": [{"candidate": 2, "mode": "Write"}]}', cands) == [(1, "write")]
+    assert parse_choices("```json\n[1, 3]\n```", cands) == [(0, ""), (2, "")]
+    assert parse_choices('Sure! {"choices": ["S2/A_Two", "A_Three", "A_Three"]} done', cands) == [(1, ""), (2, "")]
+    assert parse_choices('{"edges": [{"service": "S1", "entity_set": "A_One", "mode": "read"}]}', cands) == [(0, "read")]
+    assert parse_choices('{"edges": [{"index": "3", "mode": "sometimes"}]}', cands) == [(2, "")]
+    assert parse_choices('{"edges": []}', cands) == []  # "none fits" is an answer
+    for bad in ("candidate one, I think", '{"edges": [{"candidate": 9}]}', '{"answer": 1}', '"A_One"'):
+        with pytest.raises(LLMError):
+            parse_choices(bad, cands)
+
+
+def test_evaluate_mapping_by_hand():
+    def gold(p, a, s, m):
+        return MappingEntry(p, a, "SVC", s, m, 1)
+
+    golds = [gold("P_a", "T1", "X", "write"), gold("P_a", "T1", "Y", "write"), gold("P_a", "T2", "Z", "read"),
+             gold("P_b", "T3", "X", "read")]
+    props = [Proposal("P_a", "T1", "SVC", "X", "write", 0.9), Proposal("P_a", "T2", "SVC", "Z", "write", 0.8),
+             Proposal("P_a", "T2", "SVC", "Q", "read", 0.7), Proposal("P_b", "T3", "SVC", "X", "read", 0.9),
+             Proposal("P_other", "T9", "SVC", "X", "read", 0.9)]  # not in the gold: not counted
+    result = evaluate_mapping(props, golds)
+    assert result["split"]["train"] == ["P_a"] and result["split"]["test"] == ["P_b"]
+    edges = result["edges"]["all"]
+    assert (edges["tp"], edges["fp"], edges["fn"]) == (3, 1, 1)
+    assert edges["precision"] == 0.75 and edges["recall"] == 0.75 and edges["f1"] == 0.75
+    assert result["edges_with_mode"]["all"]["tp"] == 2
+    assert result["edges"]["train"]["recall"] == round(2 / 3, 4) and result["edges"]["test"]["f1"] == 1.0
+    assert result["by_mode"]["write"]["tp"] == 1 and result["by_mode"]["write"]["gold"] == 2
+    assert result["by_mode"]["read"]["precision"] == 0.5
+    assert result["by_process"]["P_b"]["split"] == "test"
+    assert result["mode_accuracy"] == round(2 / 3, 4)
+
+
+# ---------------------------------------------------------------- proposals on the demo
+
+def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_signals):
+    settings = Settings()
+    proposals = propose(demo_store, settings, signals=demo_signals)
+    assert proposals == propose(demo_store, settings, signals=Signals(demo_store))
+    ids = {(a.process, a.id) for a in demo_signals.activities}
+    per_activity: dict = {}
+    for p in proposals:
+        assert (p.process, p.activity) in ids and p.mode in ("read", "write")
+        assert p.score >= settings.threshold and "dense" in p.reason and "lexical" in p.reason
+        per_activity.setdefault((p.process, p.activity), []).append(p.score)
+    assert all(len(s) <= settings.top_n and s == sorted(s, reverse=True) for s in per_activity.values())
+    fewer = propose(demo_store, replace(settings, top_n=1, threshold=0.0), signals=demo_signals)
+    assert len(fewer) == len(demo_signals.activities)
+
+
+def test_demo_proposals_find_most_of_the_demo_mapping(demo_store, demo_signals, demo_gold):
+    result = evaluate_mapping(propose(demo_store, signals=demo_signals), demo_gold)
+    assert result["edges"]["all"]["precision"] >= 0.5 and result["edges"]["all"]["recall"] >= 0.4
+
+
+def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store, demo_signals):
+    proposals = propose(demo_store, signals=demo_signals)
+    path = tmp_path / "proposals.yaml"
+    write_proposals(path, proposals, "build/demo")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# PROPOSED") and "NOT reviewed" in text and "review" in text.splitlines()[0]
+    assert text == render_proposals(proposals, "build/demo")
+    raw = yaml.safe_load(text)["mappings"]
+    assert all({"score", "reason", "mode", "entity_set"} <= set(item) for item in raw)
+    back = read_proposals(path)
+    assert [(p.edge(), p.mode, p.score, p.reason) for p in back] == \
+           [(p.edge(), p.mode, p.score, p.reason) for p in proposals]
+    # as a mapping, the file builds (score and reason are ignored)
+    store = tmp_path / "store"
+    report = build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=path, store=store))
+    assert report.mapping_edges == len(proposals)
+
+
+# ---------------------------------------------------------------- the LLM path
+
+def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch):
+    """Against FakeLLM (a local HTTP server, not a real LLM): it always picks candidates 1 and 2."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    warnings: list = []
+    with FakeLLM(first_two) as server:
+        llm = LLMSettings(server.url, "fake-model", os.environ["OPENAI_API_KEY"], candidates=4, timeout=10)
+        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
+    activities = demo_signals.activities
+    assert not warnings and len(server.requests) == len(activities)
+    scores = demo_signals.scores(Settings())
+    for i, (payload, headers) in enumerate(zip(server.requests, server.headers)):
+        assert payload["model"] == "fake-model" and payload["temperature"] == 0 and payload["max_tokens"] > 0
+        user = payload["messages"][-1]["content"]
+        assert activities[i].name in user
+        for j in ranked(scores, i, 4):
+            assert f"{demo_signals.sets[j].service} / {demo_signals.sets[j].name}" in user
+        assert headers["Authorization"] == "Bearer sk-test-secret"
+    expected = []
+    for i, a in enumerate(activities):
+        for rank, j in enumerate(ranked(scores, i, 2)):
+            s = demo_signals.sets[j]
+            mode = "write" if rank == 0 and s.writable else "read"
+            expected.append((a.process, a.id, s.service, s.name, mode))
+    assert [p.edge() + (p.mode,) for p in proposals] == expected
+    assert all(p.reason.startswith("llm fake-model: candidate") for p in proposals)
+
+
+def test_llm_http_errors_fall_back_to_the_embedding_proposals(demo_store, demo_signals):
+    """FakeLLM answers 500 (a local HTTP server): after three failures in a row the LLM is given up."""
+    warnings: list = []
+    plain = propose(demo_store, signals=demo_signals)
+    with FakeLLM(lambda payload: (500, "boom")) as server:
+        llm = LLMSettings(server.url, "fake-model", "sk-never-shown", timeout=10, max_failures=3)
+        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
+    assert proposals == plain
+    assert len(server.requests) == 3
+    assert sum("HTTP 500" in w for w in warnings) == 3 and "failed 3 times in a row" in warnings[-1]
+    assert not any("sk-never-shown" in w for w in warnings)
+
+
+@pytest.mark.parametrize("answer, per_activity", [
+    (lambda payload: (200, completion("I would choose the first one.")), True),  # no JSON in the answer
+    (lambda payload: (200, completion('{"edges": [{"candidate": 99}]}')), True),  # no such candidate
+    (lambda payload: (200, "<html>not an API</html>"), False),  # not a chat completion: the endpoint fails
+])
+def test_unusable_llm_answers_fall_back(demo_store, demo_signals, answer, per_activity):
+    """FakeLLM (a local HTTP server) answers something unusable for every activity: a bad answer
+    costs that activity its LLM choice; a response that is no chat completion counts as a failure
+    of the endpoint, which is given up after three in a row."""
+    warnings: list = []
+    with FakeLLM(answer) as server:
+        llm = LLMSettings(server.url, "fake-model", timeout=10)
+        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
+    assert proposals == propose(demo_store, signals=demo_signals)
+    activities = len(demo_signals.activities)
+    assert len(server.requests) == (activities if per_activity else 3)
+    assert len(warnings) == (activities if per_activity else 4)
+    assert all("using the embedding proposals" in w for w in warnings[:3])
+    assert "Authorization" not in server.headers[0]
+
+
+def test_messages_name_the_step_and_the_candidates():
+    act = Activity("iri", "Task_Post", "Post the invoice", "Book it.", "Billing", "P", "Order to cash", "p.bpmn")
+    messages = build_messages(act, [_set("S1", "A_One"), _set("S2", "A_Two", writable=False)])
+    user = messages[1]["content"]
+    assert "Step: Post the invoice" in user and "Order to cash" in user and "Book it." in user
+    assert "1. S1 / A_One:" in user and "2. S2 / A_Two [read-only]:" in user
+    assert "JSON" in messages[0]["content"]
+
+
+# ---------------------------------------------------------------- command line
+
+def test_cli_propose_and_eval_mapping(tmp_path, demo_store):
+    runner = CliRunner()
+    out = tmp_path / "proposals.yaml"
+    result = runner.invoke(map_group, ["propose", "--store", str(demo_store), "--out", str(out), "--top-n", "1"])
+    assert result.exit_code == 0, result.output
+    assert "to review" in result.output and out.exists()
+    report = tmp_path / "report"
+    result = runner.invoke(mapping_cmd, ["--proposals", str(out), "--gold", str(DEMO / "mapping.yaml"),
+                                         "--out", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "ignoring mode" in result.output and "with mode" in result.output
+    data = json.loads((report / "results.json").read_text())
+    assert set(data) >= {"edges", "edges_with_mode", "by_mode", "by_process", "split", "mode_accuracy"}
+    assert "## Per process" in (report / "report.md").read_text()
+
+
+def test_cli_propose_with_an_llm_reads_the_key_from_the_environment(tmp_path, demo_store):
+    """`kg map propose --llm-url` against FakeLLM (a local HTTP server, not a real LLM)."""
+    out = tmp_path / "llm.yaml"
+    with FakeLLM(first_two) as server:
+        result = CliRunner().invoke(map_group, ["propose", "--store", str(demo_store), "--out", str(out),
+                                                "--llm-url", server.url, "--llm-model", "fake-model",
+                                                "--llm-candidates", "3", "--llm-timeout", "10"],
+                                    env={"OPENAI_API_KEY": "sk-cli-secret"})
+    assert result.exit_code == 0, result.output
+    assert server.headers and all(h["Authorization"] == "Bearer sk-cli-secret" for h in server.headers)
+    assert "sk-cli-secret" not in result.output and "sk-cli-secret" not in out.read_text()
+    assert all(p.reason.startswith("llm fake-model: candidate") for p in read_proposals(out))
+
+
+def test_cli_llm_options_go_together(tmp_path, demo_store):
+    result = CliRunner().invoke(map_group, ["propose", "--store", str(demo_store), "--out", str(tmp_path / "p.yaml"),
+                                            "--llm-url", "http://127.0.0.1:9"])
+    assert result.exit_code != 0 and "go together" in result.output
+
+
+# ---------------------------------------------------------------- the real evaluation
+
+@pytest.fixture(scope="module")
+def sap_signals(tmp_path_factory, cache) -> Signals:
+    if not A2X.is_dir():
+        pytest.skip(f"real data {A2X} is absent: ../shared/data is not checked out beside the repository")
+    store = tmp_path_factory.mktemp("propose") / "sap-nomap"
+    build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=store))  # no --mapping
+    build_index(store, cache_dir=cache)
+    return Signals(store)
+
+
+def documented(label: str) -> tuple[float, float, float]:
+    """(P, R, F1) of a row of the results table in docs/mapping-proposals.md."""
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == label:
+            return tuple(float(c) for c in cells[-3:])
+    raise AssertionError(f"no row {label!r} in {DOC}")
+
+
+def test_sap_proposals_reproduce_the_documented_numbers(sap_signals):
+    gold = read_mapping(SAP / "mapping.yaml")
+    result = evaluate_mapping(propose(Path("."), signals=sap_signals), gold)
+    for label, key, group in (("ignoring mode, test half", "edges", "test"),
+                              ("ignoring mode, all", "edges", "all"),
+                              ("with mode, test half", "edges_with_mode", "test"),
+                              ("with mode, all", "edges_with_mode", "all")):
+        m = result[key][group]
+        assert (m["precision"], m["recall"], m["f1"]) == pytest.approx(documented(label), abs=0.011), label
+
+
+def test_the_defaults_are_the_ones_tuned_on_the_train_half(sap_signals):
+    """`kg map tune --weights`: weights, top-n, threshold and ratio chosen by F1 on train only."""
+    result = tune(sap_signals, read_mapping(SAP / "mapping.yaml"), weights=WEIGHT_GRID)
+    assert result["settings"] == Settings()
+    assert f"--top-n {Settings().top_n} --threshold {Settings().threshold} --ratio {Settings().ratio}" in \
+        DOC.read_text(encoding="utf-8")
+    assert result["train_f1"] == result["evaluation"]["edges"]["train"]["f1"]
+
+
+def test_every_sap_activity_but_the_containers_is_considered(sap_signals):
+    assert len(sap_signals.activities) == 164 and len(sap_signals.sets) == 411
+    scores = sap_signals.scores(Settings())
+    assert all(chosen(scores, i, replace(Settings(), threshold=-1.0)) for i in range(len(sap_signals.activities)))

@@ -20,7 +20,7 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/kg build --odata data/demo/odata --bpmn data/demo/bpmn \
 	    --mapping data/demo/mapping.yaml --codes data/demo/codes \
-	    --store build/demo --out build/demo.ttl
+	    --store build/demo --out build/demo.ttl --check
 	$(BIN)/kg stats --store build/demo
 	@echo "--- validating the recorded agent calls in data/demo/calls.jsonl (some are invalid on purpose)"
 	$(BIN)/kg validate --store build/demo data/demo/calls.jsonl; test $$? -le 1

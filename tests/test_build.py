@@ -308,3 +308,43 @@ def test_two_builds_of_a2x_are_byte_identical(a2x, tmp_path):
     again = build(BuildOptions(out=tmp_path / "again.ttl", odata=[shared("odata", "s4-a2x")]))
     assert (tmp_path / "again.ttl").read_bytes() == a2x.ttl.read_bytes()
     assert again.triples == a2x.report.triples > 100_000
+
+
+# ---------------------------------------------------------------- kg build --check
+
+_EXTERNAL_NAV = """<?xml version="1.0" encoding="utf-8"?>
+<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+  <edmx:Reference Uri="products.xml"><edmx:Include Namespace="ProductService"/></edmx:Reference>
+  <edmx:DataServices>
+    <Schema Namespace="PeopleService" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+      <EntityType Name="Supplier">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.Int32" Nullable="false"/>
+        <!-- the target type lives in another document: the graph gets no kg:targetEntityType -->
+        <NavigationProperty Name="Products" Type="Collection(ProductService.Product)"/>
+      </EntityType>
+      <EntityContainer Name="Container"><EntitySet Name="Suppliers" EntityType="PeopleService.Supplier"/></EntityContainer>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>
+"""
+
+
+def test_check_passes_on_the_demo_and_keeps_the_old_store_when_it_fails(tmp_path):
+    from click.testing import CliRunner
+
+    from processkg.cli import main
+
+    store = tmp_path / "store"
+    ok = CliRunner().invoke(main, ["build", "--odata", str(demo_options()["odata"][0]), "--store", str(store),
+                                   "--no-index", "--check"])
+    assert ok.exit_code == 0, ok.output
+    before = tree_digest(store)
+    people = tmp_path / "People.xml"
+    people.write_text(_EXTERNAL_NAV)
+    bad = CliRunner().invoke(main, ["build", "--odata", str(people), "--store", str(store), "--no-index", "--check"])
+    assert bad.exit_code == 2
+    assert re.search(r"violates shapes/graph\.ttl \(1 violations\).*nav/Products .*targetEntityType MinCount",
+                     bad.output, re.S)
+    assert tree_digest(store) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["People.xml", "store"]

@@ -111,7 +111,7 @@ def test_mapping_lifts_usage_edges(handmade):
 ])
 def test_bad_mapping_entry_names_the_mapping_file_and_line(tmp_path, name, line, message):
     options = handmade_options() | {"mapping": INVALID / name}
-    with pytest.raises(MappingError, match=rf"mapping\.yaml:\d+") as info:
+    with pytest.raises(MappingError, match=r"mapping\.yaml:\d+") as info:
         build(BuildOptions(out=tmp_path / "g.ttl", **options))
     assert str(info.value).startswith(f"{name}:{line}: ")
     assert info.value.line == line

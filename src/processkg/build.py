@@ -18,7 +18,7 @@ from .lift import ServiceLifter
 from .lift_bpmn import DefinitionsLifter, element_iri
 from .mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
 from .store import add_graph, canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
-from .vocab import KGT, RDF_TYPE
+from .vocab import RDF_TYPE
 
 ODATA_SUFFIXES = (".xml", ".edmx")
 BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
@@ -253,4 +253,4 @@ def build(options: BuildOptions, progress=None) -> BuildReport:
     return Builder(options, progress).run()
 
 
-__all__ = ["BuildOptions", "BuildReport", "build", "discover", "KGT"]
+__all__ = ["BuildOptions", "BuildReport", "build", "discover"]

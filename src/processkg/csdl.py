@@ -6,7 +6,7 @@ and OData V2 (https://www.odata.org/documentation/odata-version-2-0/overview/), 
 
 Reading is two passes: :func:`read_document` collects declarations by qualified
 name; :func:`resolve` resolves entity types, associations and navigation targets,
-raising :class:`UnresolvedReferenceError` with file, line, tag and name.
+raising :class:`~processkg.errors.UnresolvedReferenceError` with file, line, tag and name.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from .errors import NotODataError, UnresolvedReferenceError
+from .errors import NotODataError
 from .xmlio import local, namespace, parse_xml
 
 EDMX_V1 = "http://schemas.microsoft.com/ado/2007/06/edmx"

@@ -332,10 +332,6 @@ def _owner(ann: ServiceDocument, by_ns: dict):
     return sorted(pool, key=lambda d: d.file)[0] if pool else None
 
 
-def annotation_value_terms(annotations: list) -> set:
-    return {a.term for a in annotations}
-
-
 __all__ = [
     "Annotation", "Service", "resolve", "qualify", "normalize_target", "all_properties", "key_of",
     "attach_annotation_docs",

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pyoxigraph import NamedNode
 
 from .csdl import COMMON, CORE, MEASURES, VALIDATION, Annotation
-from .edm import Service, all_properties, key_of
+from .edm import Service, key_of
 from .triples import Triples, child, mint
-from .vocab import KGT, RDFS_LABEL
+from .vocab import KGT
 
 VALUE_LIST = f"{COMMON}.ValueList"
 FIXED_VALUES = f"{COMMON}.ValueListWithFixedValues"
@@ -437,4 +437,4 @@ ANNOTATION_TERMS = {
     ALLOWED_VALUES: ServiceLifter._lift_allowed_values,
 }
 
-__all__ = ["ServiceLifter", "ANNOTATION_TERMS", "RDFS_LABEL"]
+__all__ = ["ServiceLifter", "ANNOTATION_TERMS"]

@@ -28,7 +28,7 @@ import yaml
 
 from .embed import Encoder, load_index
 from .llm import (  # noqa: F401 - re-exported for callers of the proposal API
-    SYSTEM_PROMPT, LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
+    LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
 )
 from .errors import MappingError, ProcessKGError
 from .mapping import MODES, MappingEntry, read_mapping

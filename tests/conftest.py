@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyoxigraph import Literal, RdfFormat, Store
+from pyoxigraph import RdfFormat, Store
 
 from processkg.build import BuildOptions, BuildReport, build
+from processkg.store import plain
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,23 +46,11 @@ def graph_of(turtle: bytes) -> Store:
     return store
 
 
-def _plain(term):
-    if term is None:
-        return None
-    if isinstance(term, Literal):
-        dt = term.datatype.value
-        if dt.endswith("#integer"):
-            return int(term.value)
-        if dt.endswith("#boolean"):
-            return term.value == "true"
-    return term.value
-
-
 def rows(store: Store, query: str) -> list[tuple]:
     """SELECT rows as tuples of plain Python values (IRIs as strings)."""
     result = store.query(query, prefixes=PREFIXES)
     names = [v.value for v in result.variables]
-    return [tuple(_plain(row[n]) for n in names) for row in result]
+    return [tuple(plain(row[n]) for n in names) for row in result]
 
 
 def values(store: Store, query: str) -> list:

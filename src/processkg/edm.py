@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .csdl import SPEC_V2, SPEC_V4, Annotation, ServiceDocument
+from .csdl import SPEC_V2, SPEC_V4, Annotation, ReferentialConstraint, ServiceDocument
 from .errors import UnresolvedReferenceError
 
 _V2_MULTIPLICITY = {"1": "1", "0..1": "0..1", "*": "*"}
@@ -205,8 +205,6 @@ def _v2_partner(doc: ServiceDocument, nav) -> str:
 
 def _v2_constraints(assoc, nav) -> list:
     """Constraint pairs seen from the navigation's source: (local property, target property)."""
-    from .csdl import ReferentialConstraint
-
     if not assoc.constraint:
         return []
     p_role, p_props, d_role, d_props = assoc.constraint

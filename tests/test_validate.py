@@ -449,3 +449,21 @@ def test_cli_shapes_writes_turtle(demo_store, tmp_path):
     assert "sh:NodeShape" in text and "sh:closed true" in text and "sh:in" in text
     assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(tmp_path / "again.ttl")]).exit_code == 0
     assert (tmp_path / "again.ttl").read_text() == text
+
+
+def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, tmp_path):
+    """kg shapes exports what kg build stored; a --no-shapes store gets the same shapes generated."""
+    from processkg.shapes import generate_shapes, stored_shapes
+    from processkg.store import open_store
+
+    graph = open_store(demo_store)
+    stored = stored_shapes(graph)
+    assert len(stored) > 1000
+    assert sorted(map(str, stored)) == sorted(map(str, generate_shapes(graph)))
+    bare = tmp_path / "bare"
+    build(BuildOptions(odata=[DEMO / "odata"], codes=[DEMO / "codes"], store=bare, shapes=False))
+    assert stored_shapes(open_store(bare)) == []
+    a, b = tmp_path / "a.ttl", tmp_path / "b.ttl"
+    assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(a)]).exit_code == 0
+    assert _invoke(shapes_cmd, ["--store", str(bare), "--out", str(b)]).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()

@@ -62,7 +62,8 @@ def _progress(files_hint: int):
 @click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
 def build_cmd(odata, bpmn_paths, openapi_paths, mapping, codes, store, out, on_error, check, no_shapes,
               with_index, model, chunks) -> None:
-    """Lift OData CSDL (V2, V4) and BPMN 2.0 into one graph; write the store and Turtle."""
+    """Lift OData CSDL (V2, V4), BPMN 2.0 and OpenAPI 3 into one graph; write the store
+    (with SHACL payload shapes and the retrieval index) and, with --out, Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
     from .build import BPMN_SUFFIXES, ODATA_SUFFIXES, discover

@@ -86,11 +86,15 @@ def _emit(text: str, out: Path | None) -> None:
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Turtle file to write.")
 def shapes_cmd(store, out) -> None:
-    """Write the payload shapes (SHACL) generated from the graph as Turtle."""
-    from .shapes import generate_shapes, shapes_turtle
+    """Write the payload shapes (SHACL) generated from the graph as Turtle.
+
+    The shapes kg build stored are used; a store built with --no-shapes gets them generated now.
+    """
+    from .shapes import generate_shapes, shapes_turtle, stored_shapes
 
     try:
-        triples = generate_shapes(open_store(store))
+        graph = open_store(store)
+        triples = stored_shapes(graph) or generate_shapes(graph)
     except ProcessKGError as exc:
         _fail(exc)
     write_atomic(Path(out), shapes_turtle(triples))

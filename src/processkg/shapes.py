@@ -270,6 +270,14 @@ def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
+def stored_shapes(store) -> list:
+    """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
+    from pyoxigraph import Triple
+
+    return [Triple(q.subject, q.predicate, q.object)
+            for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
+
+
 def generate_shapes(store) -> list:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
     return model_shapes(load_model(store))
@@ -387,7 +395,8 @@ def _int(value: int) -> Literal:
     return Literal(str(value), datatype=XSD_INTEGER)
 
 
-__all__ = ["Model", "Prop", "Nav", "TypeInfo", "Service", "load_model", "generate_shapes", "model_shapes",
+__all__ = ["Model", "Prop", "Nav", "TypeInfo", "Service", "load_model", "generate_shapes", "stored_shapes",
+           "model_shapes",
            "is_required", "standard_list", "standard_codes", "SHAPES_GRAPH", "EDM_XSD"]
 
 

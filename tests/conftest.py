@@ -98,9 +98,20 @@ def run_build(tmp: Path, **options) -> Built:
 # ------------------------------------------------------------------ session builds
 
 @pytest.fixture(scope="session")
-def a2x(tmp_path_factory) -> Built:
-    """The 45 SAP S/4HANA A2X services (39 V2, 6 V4)."""
+def a2x_built(tmp_path_factory) -> Built:
+    """The 45 SAP S/4HANA A2X services (39 V2, 6 V4), built once for the whole session."""
     return run_build(tmp_path_factory.mktemp("a2x"), odata=[shared("odata", "s4-a2x")])
+
+
+@pytest.fixture(scope="session")
+def a2x(a2x_built) -> Built:
+    return a2x_built
+
+
+@pytest.fixture(scope="session")
+def a2x_store(a2x_built) -> Path:
+    """The A2X store directory, shared by every module that only reads it."""
+    return a2x_built.store_dir
 
 
 @pytest.fixture(scope="session")
@@ -155,6 +166,17 @@ def demo_options() -> dict:
 
 
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory) -> Built:
-    """The bundled demo (data/demo), with whatever parts of it exist."""
+def demo_built(tmp_path_factory) -> Built:
+    """The bundled demo (data/demo), with whatever parts of it exist, built once per session."""
     return run_build(tmp_path_factory.mktemp("demo"), **demo_options())
+
+
+@pytest.fixture(scope="session")
+def demo(demo_built) -> Built:
+    return demo_built
+
+
+@pytest.fixture(scope="session")
+def demo_store(demo_built) -> Path:
+    """The demo store directory, shared by every module that only reads it."""
+    return demo_built.store_dir

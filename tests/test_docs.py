@@ -22,7 +22,6 @@ from click.testing import CliRunner
 from rdflib import OWL, RDF
 
 from processkg import docgen
-from processkg.build import BuildOptions, build
 from processkg.cli import main
 from processkg.docgen import docs_cmd, split_comment
 from processkg.store import queries_dir
@@ -38,14 +37,6 @@ REGENERATE = "run `kg docs --out docs/` (or `python -c 'from processkg.docgen im
 @pytest.fixture(scope="module")
 def pages() -> dict:
     return docgen.generate()
-
-
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("docs") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
-    return store
 
 
 def declared_terms() -> dict:

@@ -51,11 +51,8 @@ BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 # ---------------------------------------------------------------- stores
 
 @pytest.fixture(scope="session")
-def demo_dir(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("queries") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
-    return store
+def demo_dir(demo_store) -> Path:
+    return demo_store
 
 
 @pytest.fixture(scope="session")

@@ -35,24 +35,9 @@ def _build(tmp_path_factory, name: str, **options):
 
 
 @pytest.fixture(scope="session")
-def a2x_store(tmp_path_factory):
-    if not A2X.is_dir():
-        pytest.skip(f"real A2X metadata not present at {A2X}")
-    return _build(tmp_path_factory, "a2x", odata=[A2X])
-
-
-@pytest.fixture(scope="session")
 def a2x_shapes(a2x_store):
     triples = generate_shapes(open_store(a2x_store))
     return {(t.subject.value, t.predicate.value, t.object.value) for t in triples}
-
-
-@pytest.fixture(scope="session")
-def demo_store(tmp_path_factory):
-    if not (DEMO / "mapping.yaml").exists():
-        pytest.skip("demo data not present")
-    return _build(tmp_path_factory, "demo", odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"],
-                  mapping=DEMO / "mapping.yaml", codes=[DEMO / "codes"])
 
 
 # ---------------------------------------------------------------- graph shapes

@@ -27,15 +27,6 @@ needs_fiori = pytest.mark.skipif(not FIORI.is_dir(), reason=f"real Fiori metadat
 
 
 @pytest.fixture(scope="session")
-def a2x_store(tmp_path_factory):
-    if not A2X.is_dir():
-        pytest.skip(f"real A2X metadata not present at {A2X}")
-    store = tmp_path_factory.mktemp("a2x") / "store"
-    build(BuildOptions(odata=[A2X], store=store))
-    return store
-
-
-@pytest.fixture(scope="session")
 def a2x(a2x_store):
     return Validator(a2x_store)
 
@@ -397,16 +388,6 @@ def test_batch_and_single_agree_on_generated_calls(a2x):
 def _invoke(command, args):
     group = click.Group(commands={command.name: command})
     return CliRunner().invoke(group, [command.name, *args])
-
-
-@pytest.fixture(scope="session")
-def demo_store(tmp_path_factory):
-    if not (DEMO / "calls.jsonl").exists():
-        pytest.skip("demo data not present")
-    store = tmp_path_factory.mktemp("demo") / "store"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
-    return store
 
 
 def test_cli_text_on_demo_calls(demo_store):

@@ -51,10 +51,15 @@ def render_stats(result: dict) -> str:
     return "\n\n".join(parts)
 
 
-_SUMMARY_CLASSES = (
-    "Service", "EntitySet", "EntityType", "Property", "NavigationProperty", "ValueList", "Code", "Operation",
-    "Process", "Activity", "Gateway", "Event", "SequenceFlow", "MessageFlow", "Usage",
-)
+#: Classes counted on the summary's two lines; an optional class shows only when present.
+_DATA_CLASSES = ("Service", "EntitySet", "EntityType", "Property", "NavigationProperty", "ValueList", "Code")
+_OPTIONAL_DATA_CLASSES = ("Operation",)
+_PROCESS_CLASSES = ("Process", "Activity", "Gateway", "Event", "SequenceFlow", "MessageFlow")
+
+
+def _counts(classes: dict, names: tuple, optional: tuple = ()) -> str:
+    shown = list(names) + [k for k in optional if classes.get(k)]
+    return "  " + ", ".join(f"{classes.get(k, 0):,} {k}" for k in shown)
 
 
 def build_summary(report, show_skipped: bool = True, store=None, out=None) -> str:
@@ -62,9 +67,8 @@ def build_summary(report, show_skipped: bool = True, store=None, out=None) -> st
     c = report.classes
     lines = [
         f"built {report.triples:,} triples from {len(report.files)} files in {report.seconds:.2f} s",
-        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[:7])
-        + (f", {c['Operation']:,} Operation" if c.get("Operation") else ""),
-        "  " + ", ".join(f"{c.get(k, 0):,} {k}" for k in _SUMMARY_CLASSES[8:14]),
+        _counts(c, _DATA_CLASSES, _OPTIONAL_DATA_CLASSES),
+        _counts(c, _PROCESS_CLASSES),
         f"  {report.mapping_edges} mapping edges (uses:entitySet)",
     ]
     if store:

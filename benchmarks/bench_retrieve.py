@@ -28,11 +28,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from processkg import retrieve as R  # noqa: E402
-from processkg.build import BuildOptions, build  # noqa: E402
-from processkg.context import render_set  # noqa: E402
-from processkg.embed import build_index  # noqa: E402
-from processkg.retrieve import METHODS, HybridConfig, Retriever, Settings, _subgraph  # noqa: E402
+from processkg.retrieve import retriever as R  # noqa: E402
+from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.retrieve.context import render_set  # noqa: E402
+from processkg.retrieve.index import build_index  # noqa: E402
+from processkg.retrieve.retriever import METHODS, HybridConfig, Retriever, Settings, _subgraph  # noqa: E402
 
 A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 DEMO = ROOT / "data" / "demo"

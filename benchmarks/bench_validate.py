@@ -60,7 +60,7 @@ def good_value(p, v2: bool, rnd: random.Random):
 
 def settable(t) -> list:
     """Properties of ``t`` a generated payload may set: simple, creatable, with a known value form."""
-    from processkg.shapes import EDM_XSD
+    from processkg.validate.payload_shapes import EDM_XSD
 
     return [p for n, p in sorted(t.props.items())
             if not p.read_only and not p.collection and not p.complex_type and p.item_type in EDM_XSD]
@@ -179,8 +179,8 @@ def main(argv=None) -> int:
     ap.add_argument("--single", type=int, default=None, help="validate only this many calls one at a time")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "validate.json")
     args = ap.parse_args(argv)
-    from processkg.build import BuildOptions, build
-    from processkg.validate import Validator
+    from processkg.pipeline import BuildOptions, build
+    from processkg.validate.calls import Validator
 
     store = args.store
     if store is None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, Store
 
-from processkg.build import BuildOptions, BuildReport, build
-from processkg.store import plain
+from processkg.pipeline import BuildOptions, BuildReport, build
+from processkg.graph.store import plain
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]

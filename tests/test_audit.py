@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from processkg.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
-from processkg.build import BuildOptions, build
+from processkg.graph.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
+from processkg.pipeline import BuildOptions, build
 from processkg.cli import main
-from processkg.store import open_store
+from processkg.graph.store import open_store
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

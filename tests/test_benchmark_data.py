@@ -1,6 +1,6 @@
 """The SAP retrieval benchmark (data/sap/benchmark/queries.jsonl) is well-formed and its gold is real.
 
-The file is read as JSON and with ``processkg.evaluate.read_queries``. Checks that need the real
+The file is read as JSON and with ``processkg.evaluate.metrics.read_queries``. Checks that need the real
 SAP metadata (``../shared/data/odata/s4-a2x``) skip when it is absent. Those checks run on a graph
 built here from the metadata and the process layer (``data/sap/processes``,
 ``data/sap/mapping.yaml``), so the gold is checked independently of the lxml reader that
@@ -16,8 +16,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from processkg.build import BuildOptions, build
-from processkg.evaluate import read_queries
+from processkg.pipeline import BuildOptions, build
+from processkg.evaluate.metrics import read_queries
 
 from conftest import ROOT, graph_of, rows, shared
 

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from conftest import DATA, INVALID, SHARED, shared
-from processkg import bpmn
+from processkg.sources.bpmn import read as bpmn
 from processkg.errors import NotBPMNError, UnresolvedReferenceError
 
 ORDER_FLOW = DATA / "bpmn" / "order-flow.bpmn"

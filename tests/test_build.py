@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, INVALID, handmade_options, demo_options, run_build, shared, tree_digest
-from processkg import csdl
-from processkg.build import BPMN_SUFFIXES, ODATA_SUFFIXES, BuildOptions, build, discover
+from processkg.sources.odata import read as csdl
+from processkg.pipeline import BPMN_SUFFIXES, ODATA_SUFFIXES, BuildOptions, build, discover
 from processkg.errors import (
     CodeListError, MalformedXMLError, MappingError, NotBPMNError, NotODataError, ProcessKGError,
     UnresolvedReferenceError,

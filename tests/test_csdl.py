@@ -16,7 +16,8 @@ import pytest
 from lxml import etree
 
 from conftest import DATA, FIORI_SERVICES, INVALID, SHARED, shared
-from processkg import csdl, edm
+from processkg.sources.odata import read as csdl
+from processkg.sources.odata import model as edm
 from processkg.errors import (
     MalformedXMLError, NotODataError, UnresolvedReferenceError,
 )

@@ -24,7 +24,7 @@ from rdflib import OWL, RDF
 from processkg import docgen
 from processkg.cli import main
 from processkg.docgen import docs_cmd, split_comment
-from processkg.store import queries_dir
+from processkg.assets import internal_queries_dir, queries_dir
 from processkg.vocab import BPMN, KG, USES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,8 +222,8 @@ def test_cli_reference_is_generated_from_click():
 
 def test_query_reference_lists_every_query_with_its_parameters(pages):
     page = pages["queries.md"]
-    stems = sorted(p.stem for p in queries_dir().glob("*.rq"))
-    assert re.findall(r"^## (\S+)$", page, re.M) == stems
+    stems = [sorted(p.stem for p in d.glob("*.rq")) for d in (queries_dir(), internal_queries_dir())]
+    assert re.findall(r"^## (\S+)$", page, re.M) == stems[0] + stems[1]
     assert "| [`process-chain-after`](#process-chain-after) | Once an entity set has been read or written, what " \
            "happens next? | `?entitySet`, `?service` |" in page
     assert "| [`services-by-writes`](#services-by-writes) | Which services do the processes write to most? | none |" \
@@ -328,5 +328,6 @@ def test_generated_pages_need_only_the_installed_templates(tmp_path, monkeypatch
     copy = tmp_path / "templates"
     shutil.copytree(docgen.TEMPLATES, copy)
     monkeypatch.setattr(docgen, "TEMPLATES", copy)
-    (copy / "queries.md.j2").write_text("{% for q in queries %}{{ q.name }}\n{% endfor %}", encoding="utf-8")
-    assert docgen.queries_reference().splitlines() == sorted(p.stem for p in queries_dir().glob("*.rq"))
+    (copy / "queries.md.j2").write_text("{% for q in queries + internal %}{{ q.name }}\n{% endfor %}", encoding="utf-8")
+    assert docgen.queries_reference().splitlines() == [
+        p.stem for d in (queries_dir(), internal_queries_dir()) for p in sorted(d.glob("*.rq"))]

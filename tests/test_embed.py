@@ -18,14 +18,14 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg import summaries  # noqa: E402
-from processkg.build import BuildOptions, build  # noqa: E402
-from processkg.cli_retrieve import index_cmd  # noqa: E402
-from processkg.embed import (  # noqa: E402
+from processkg.retrieve import texts as summaries  # noqa: E402
+from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.cli.retrieve import index_cmd  # noqa: E402
+from processkg.retrieve.index import (  # noqa: E402
     DEFAULT_MODEL, EmbeddingCache, Encoder, IndexNotFoundError, VectorIndex, build_index, bundled_model_dir,
     exact_search, load_index, model_id,
 )
-from processkg.store import open_store  # noqa: E402
+from processkg.graph.store import open_store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -78,7 +78,7 @@ def test_default_model_is_the_bundled_package(encoder):
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path):
-    from processkg.embed import ModelError
+    from processkg.retrieve.index import ModelError
 
     with pytest.raises(ModelError, match="cannot load embedding model"):
         Encoder(str(tmp_path / "no-such-model")).encode(["x"])

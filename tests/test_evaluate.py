@@ -1,4 +1,4 @@
-"""Metrics, paired tests and report outputs of ``processkg.evaluate`` on hand-computed cases."""
+"""Metrics, paired tests and report outputs of ``processkg.evaluate.metrics`` on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from processkg.evaluate import (
+from processkg.evaluate.metrics import (
     BenchmarkError, Query, evaluate_methods, gold_ranks, ndcg_at, paired_test, per_query_scores,
     read_queries, recall_at, reciprocal_rank, write_outputs,
 )

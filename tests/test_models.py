@@ -6,7 +6,7 @@ from importlib import metadata
 
 import pytest
 
-from processkg import models
+from processkg.retrieve import embedding_models as models
 
 
 def _installed() -> bool:

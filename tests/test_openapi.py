@@ -12,13 +12,13 @@ import pytest
 from pyoxigraph import RdfFormat, Store
 
 from conftest import rows, shared
-from processkg import openapi
+from processkg.sources import openapi
 from processkg.errors import ProcessKGError
-from processkg.openapi import (
+from processkg.sources.openapi import (
     MalformedJSONError, NotOpenAPIError, OpenAPIReferenceError, OpenAPIStructureError, UnsupportedOpenAPIError,
     lift_all, read_spec,
 )
-from processkg.store import canonical_ntriples, load_query, plain, select
+from processkg.graph.store import canonical_ntriples, load_query, plain, select
 
 ENERGY = ("socbench-d", "socbenchd_1", "01-energy")
 PERSONAL_CARE = ("socbench-d", "socbenchd_4", "05-consumer staples", "03-Personal Care Products Recommendation API",

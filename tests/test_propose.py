@@ -24,12 +24,12 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.build import BuildOptions, build  # noqa: E402
-from processkg.cli_map import map_group, mapping_cmd  # noqa: E402
-from processkg.embed import build_index  # noqa: E402
+from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.cli.map import map_group, mapping_cmd  # noqa: E402
+from processkg.retrieve.index import build_index  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.mapping import MappingEntry, read_mapping  # noqa: E402
-from processkg.propose import (  # noqa: E402
+from processkg.sources.mapping import MappingEntry, read_mapping  # noqa: E402
+from processkg.proposals.propose import (  # noqa: E402
     Activity, EntitySet, LLMError, LLMSettings, Proposal, Settings, Signals, _duplicates, build_messages,
     chosen, evaluate_mapping, parse_choices, propose, ranked, read_proposals, render_proposals, split_processes,
     tune, verb_mode, write_proposals, WEIGHT_GRID)

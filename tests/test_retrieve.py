@@ -15,12 +15,12 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.build import BuildOptions, build  # noqa: E402
-from processkg.cli_retrieve import retrieve_cmd  # noqa: E402
-from processkg.context import key_predicate, render_context, render_set  # noqa: E402
-from processkg.embed import IndexNotFoundError, build_index  # noqa: E402
+from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.cli.retrieve import retrieve_cmd  # noqa: E402
+from processkg.retrieve.context import key_predicate, render_context, render_set  # noqa: E402
+from processkg.retrieve.index import IndexNotFoundError, build_index  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.retrieve import (  # noqa: E402
+from processkg.retrieve.retriever import (  # noqa: E402
     HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, Settings, _navigation_list, _object_query, _subgraph,
     fused_seeds, tokenize)
 

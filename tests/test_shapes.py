@@ -8,14 +8,14 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
-from processkg import edm_json
-from processkg.build import BuildOptions, build
-from processkg.shacl_run import to_rdflib
-from processkg.shapes import (
+from processkg.validate import literals as edm_json
+from processkg.pipeline import BuildOptions, build
+from processkg.validate.shacl import to_rdflib
+from processkg.validate.payload_shapes import (
     Prop, TypeInfo, check_graph, generate_shapes, is_required, load_model, model_shapes, shapes_turtle,
     standard_codes, standard_list,
 )
-from processkg.store import canonical_ntriples, open_store, write_store
+from processkg.graph.store import canonical_ntriples, open_store, write_store
 from processkg.vocab import KGT, RDF_TYPE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,10 +15,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import shared  # noqa: E402
-from processkg import socbench  # noqa: E402
-from processkg.cli_socbench import socbench_cmd  # noqa: E402
+from processkg.evaluate import socbench  # noqa: E402
+from processkg.cli.socbench import socbench_cmd  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.socbench import KS, METHODS, SOCBenchError, protocol_recall  # noqa: E402
+from processkg.evaluate.socbench import KS, METHODS, SOCBenchError, protocol_recall  # noqa: E402
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
 

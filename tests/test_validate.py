@@ -11,10 +11,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from processkg.build import BuildOptions, build
-from processkg.cli_validate import shapes_cmd, validate_cmd
+from processkg.pipeline import BuildOptions, build
+from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
-from processkg.validate import KINDS, Validator, read_calls
+from processkg.validate.calls import KINDS, Validator, read_calls
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "odata"
@@ -434,8 +434,8 @@ def test_cli_shapes_writes_turtle(demo_store, tmp_path):
 
 def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, tmp_path):
     """kg shapes exports what kg build stored; a --no-shapes store gets the same shapes generated."""
-    from processkg.shapes import generate_shapes, stored_shapes
-    from processkg.store import open_store
+    from processkg.validate.payload_shapes import generate_shapes, stored_shapes
+    from processkg.graph.store import open_store
 
     graph = open_store(demo_store)
     stored = stored_shapes(graph)

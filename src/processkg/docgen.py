@@ -24,11 +24,12 @@ from pathlib import Path
 
 import click
 
-from .store import ontology_path, queries_dir, write_atomic
+from processkg.assets import internal_queries_dir, ontology_path, queries_dir, templates_dir
+from processkg.graph.store import write_atomic
 
 PAGES = ("ontology-reference.md", "cli.md", "queries.md")
 PROGRAM = "kg"
-TEMPLATES = Path(__file__).resolve().parent / "templates" / "docs"
+TEMPLATES = templates_dir("docs")
 
 
 # ---------------------------------------------------------------- jinja2
@@ -289,7 +290,7 @@ def _dedent(text: str) -> str:
 
 def cli_model(group: click.Group | None = None) -> dict:
     if group is None:
-        from .cli import main as group
+        from processkg.cli import main as group
     ctx = click.Context(group, info_name=PROGRAM)
     root = _command_model(group, ctx, (PROGRAM,))
     return {"root": root, "commands": _commands(group, ctx, (PROGRAM,))}
@@ -365,7 +366,8 @@ def query_docs(folder: Path | None = None) -> list[QueryDoc]:
 
 
 def queries_reference(folder: Path | None = None) -> str:
-    return _render("queries.md.j2", queries=query_docs(folder))
+    internal = query_docs(internal_queries_dir()) if folder is None else []
+    return _render("queries.md.j2", queries=query_docs(folder), internal=internal)
 
 
 # ---------------------------------------------------------------- all pages

@@ -61,3 +61,7 @@ class MappingError(InputError):
 
 class CodeListError(InputError):
     """A code-list CSV row that cannot be read."""
+
+
+class AssetMissingError(ProcessKGError):
+    """A file that ships inside the package (ontology, shapes, queries, templates) is missing."""

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from .vocab import ID, KGT, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER
+from processkg.vocab import ID, KGT, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER
 
 _SAFE = "-._~()!$'*+,;=:@"
 

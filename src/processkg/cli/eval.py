@@ -1,0 +1,107 @@
+"""``kg eval``: retrieval evaluation on a benchmark (and, registered from its own module, SOCBench-D)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from processkg.errors import ProcessKGError
+from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
+
+DEFAULT_METHODS = "dense,tokens,chunkrag,hybrid-paper,hybrid"
+#: Ablations of a hybrid method: (suffix, Settings overrides).
+ABLATIONS = (
+    ("no-mapping-edges", {"mapping_edges": False}),
+    ("no-sequence-edges", {"sequence_edges": False}),
+    ("verify-seeds", {"verify_seeds": True}),
+)
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def run_methods(retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
+    """{label: {qid: [(service, set)]}}, {qid: [source]} of hybrid, {label: seconds}."""
+    from processkg.retrieve.retriever import Settings
+
+    runs = [(m, Settings(method=m)) for m in methods]
+    if ablations:
+        for base in ("hybrid-paper", "hybrid"):
+            if base in methods:
+                runs += [(f"{base}/{name}", Settings(method=base, **over)) for name, over in ABLATIONS]
+    texts = [q.text for q in queries]
+    results, sources, seconds = {}, {}, {}
+    for label, settings in runs:
+        start = time.perf_counter()
+        answers = retriever.retrieve_many(texts, k, settings)
+        seconds[label] = time.perf_counter() - start
+        results[label] = {q.id: [(r.service, r.entity_set) for r in a] for q, a in zip(queries, answers)}
+        if label == "hybrid":
+            sources = {q.id: [r.source for r in a] for q, a in zip(queries, answers)}
+    return results, sources, seconds
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Evaluate retrieval on a benchmark."""
+
+
+@eval_group.command("retrieval")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@click.option("--queries", "queries_file", required=True, type=click.Path(path_type=Path),
+              help="Benchmark JSONL: id, query, type, split, gold (see processkg.evaluate.metrics).")
+@click.option("--methods", default=DEFAULT_METHODS, show_default=True, help="Comma-separated methods.")
+@click.option("--k", "ks", default=",".join(map(str, KS)), show_default=True, help="Cut-offs, comma-separated.")
+@click.option("--split", type=click.Choice(["all", "train", "test"]), default="all", show_default=True,
+              help="Evaluate one split only (tune on train, report test).")
+@click.option("--ablations/--no-ablations", default=True, show_default=True,
+              help="Also run the hybrid methods without mapping edges, without sequence edges, with seed verification.")
+@click.option("--model", help="Embedding model; the store's index must have been built with it.")
+@click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
+def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out) -> None:
+    """Recall@k, MRR, nDCG@k per method and query type, with paired significance tests."""
+    from processkg.retrieve.retriever import Retriever
+
+    try:
+        cutoffs = sorted({int(k) for k in _csv(ks)})
+    except ValueError:
+        raise click.BadParameter(f"{ks!r} is not a list of integers", param_hint="--k") from None
+    queries = [q for q in read_queries(queries_file) if split == "all" or q.split == split]
+    if not queries:
+        raise ProcessKGError(f"{queries_file}: no queries in split {split!r}")
+    retriever = Retriever(store, model=model)
+    results, sources, seconds = run_methods(retriever, queries, _csv(methods), max(cutoffs), ablations)
+    evaluation = evaluate_methods(results, queries, cutoffs)
+    evaluation["expansion"] = expansion_effect(results, sources, queries, k=3)
+    evaluation["seconds"] = {m: round(s, 3) for m, s in seconds.items()}
+    evaluation["model"] = retriever.index.model
+    evaluation["split"] = split
+    command = "kg eval retrieval " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
+    click.echo(_summary(evaluation, cutoffs))
+    if out:
+        for path in write_outputs(evaluation, out, command):
+            click.echo(f"wrote {path}")
+
+
+def _register_socbench() -> None:
+    from processkg.cli.socbench import socbench_cmd
+
+    eval_group.add_command(socbench_cmd)
+
+
+_register_socbench()
+
+
+def _summary(evaluation: dict, ks: list) -> str:
+    from processkg.graph.stats import table
+
+    rows = []
+    for method, by_type in evaluation["summary"].items():
+        for group, m in by_type.items():
+            rows.append([method, group, m["n"], *[f"{m[f'recall@{k}']:.3f}" for k in ks], f"{m['mrr']:.3f}"])
+    head = ["method", "queries", "n", *[f"R@{k}" for k in ks], "MRR"]
+    return table(head, rows)

@@ -1,0 +1,159 @@
+"""``kg map``: propose activity-to-entity-set edges for review; ``kg eval mapping``: score them.
+
+``kg map propose`` and ``kg map tune`` read a store with its retrieval index (build it without
+``--mapping`` to measure proposals fairly); ``kg eval mapping`` compares a proposals file with
+a gold mapping. The work is done by :mod:`processkg.proposals.propose`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import click
+
+from processkg.errors import ProcessKGError
+
+SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # as propose.SIGNALS
+
+
+def _defaults():
+    from processkg.proposals.propose import Settings  # imported late: propose loads numpy and the retrieval code
+
+    return Settings()
+
+
+@click.group("map")
+def map_group() -> None:
+    """Propose activity-to-entity-set edges for a person to review."""
+
+
+@map_group.command("propose")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Proposals file (mapping YAML) to write.")
+@click.option("--top-n", type=int, help="Most entity sets per activity (default: the tuned value).")
+@click.option("--threshold", type=float, help="Least fused score of a proposal (default: the tuned value).")
+@click.option("--ratio", type=float, help="A second or later set needs this fraction of the best score.")
+@click.option("--model", help="Embedding model; the store's index must have been built with it.")
+@click.option("--llm-url", help="OpenAI-compatible endpoint (base URL, .../v1 or .../v1/chat/completions).")
+@click.option("--llm-model", help="Model name sent to the endpoint; needs --llm-url.")
+@click.option("--llm-candidates", default=10, show_default=True, help="Candidate sets sent per activity.")
+@click.option("--llm-timeout", default=60.0, show_default=True, help="Seconds per LLM request.")
+def propose_cmd(store, out, top_n, threshold, ratio, model, llm_url, llm_model, llm_candidates, llm_timeout) -> None:
+    """Propose edges with a score and a reason (dense + BM25 similarity, verb cues; optionally an LLM).
+
+    The API key for the LLM is read from the environment variable OPENAI_API_KEY, if set.
+    """
+    from processkg.proposals.propose import LLMSettings, propose, write_proposals
+
+    settings = _settings(top_n, threshold, ratio)
+    llm = None
+    if llm_url or llm_model:
+        if not (llm_url and llm_model):
+            raise click.UsageError("--llm-url and --llm-model go together")
+        if llm_candidates < 1:
+            raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
+        llm = LLMSettings(llm_url, llm_model, os.environ.get("OPENAI_API_KEY") or None, llm_candidates, llm_timeout)
+    proposals = propose(store, settings, model=model, llm=llm, warn=lambda m: click.echo(f"warning: {m}", err=True))
+    write_proposals(out, proposals, str(store), settings)
+    activities = len({(p.process, p.activity) for p in proposals})
+    click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")
+
+
+def _settings(top_n, threshold, ratio):
+    overrides = {k: v for k, v in (("top_n", top_n), ("threshold", threshold), ("ratio", ratio)) if v is not None}
+    return replace(_defaults(), **overrides).check()
+
+
+@map_group.command("tune")
+@click.option("--store", required=True, type=click.Path(path_type=Path),
+              help="Store with its index, built WITHOUT the gold mapping.")
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
+@click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
+@click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
+def tune_cmd(store, gold, weights, out) -> None:
+    """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
+    from processkg.sources.mapping import read_mapping
+    from processkg.proposals.propose import WEIGHT_GRID, Signals, tune
+
+    result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
+    chosen = result["settings"]
+    click.echo(f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "
+               f"--threshold {chosen.threshold} --ratio {chosen.ratio}")
+    click.echo("weights: " + ", ".join(f"{k} {getattr(chosen, k)}" for k in (*SIGNAL_NAMES, "unwritable")))
+    click.echo(render_summary(result["evaluation"]))
+    if out:
+        payload = {"settings": asdict(chosen), "train_f1": result["train_f1"], "evaluation": result["evaluation"]}
+        Path(out).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}")
+
+
+@click.command("mapping")
+@click.option("--proposals", required=True, type=click.Path(path_type=Path), help="Proposals file from kg map propose.")
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
+@click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
+def mapping_cmd(proposals, gold, out) -> None:
+    """Edge precision, recall and F1 of proposals against a gold mapping, with and without mode."""
+    from processkg.sources.mapping import read_mapping
+    from processkg.proposals.propose import evaluate_mapping, read_proposals
+
+    gold_entries = read_mapping(gold)
+    if not gold_entries:
+        raise ProcessKGError(f"{gold}: the gold mapping has no entries")
+    result = evaluate_mapping(read_proposals(proposals), gold_entries)
+    summary = render_summary(result)
+    click.echo(summary)
+    if out:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        command = "kg eval mapping " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
+        (out / "results.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (out / "report.md").write_text(render_report(result, command), encoding="utf-8")
+        click.echo(f"wrote {out / 'report.md'}\nwrote {out / 'results.json'}")
+
+
+# ---------------------------------------------------------------- rendering
+
+def _row(label: str, group: str, m: dict) -> list:
+    return [label, group, m["proposed"], m["gold"], m["tp"], f"{m['precision']:.3f}", f"{m['recall']:.3f}",
+            f"{m['f1']:.3f}"]
+
+
+HEAD = ["edges", "processes", "proposed", "gold", "correct", "P", "R", "F1"]
+
+
+def summary_rows(result: dict) -> list:
+    rows = []
+    for label, key in (("ignoring mode", "edges"), ("with mode", "edges_with_mode")):
+        rows += [_row(label, group, result[key][group]) for group in ("train", "test", "all")]
+    rows += [_row(f"mode {mode}", "all", m) for mode, m in result["by_mode"].items()]
+    return rows
+
+
+def render_summary(result: dict) -> str:
+    from processkg.graph.stats import table
+
+    return table(HEAD, summary_rows(result)) + f"\nmode agreement on correct edges: {result['mode_accuracy']:.3f}"
+
+
+def _md_table(head: list, rows: list) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    return lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+
+
+def render_report(result: dict, command: str = "") -> str:
+    split = result["split"]
+    lines = ["# Mapping proposals against the gold mapping", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    lines += [f"Split: {split['rule']}. Train: {', '.join(split['train'])}. Test: {', '.join(split['test'])}.", ""]
+    lines += _md_table(HEAD, summary_rows(result))
+    lines += ["", f"Mode agreement on the correct edges: {result['mode_accuracy']:.3f}.", "", "## Per process", ""]
+    rows = [[p, m["split"], m["edges"]["proposed"], m["edges"]["gold"], m["edges"]["tp"],
+             f"{m['edges']['precision']:.3f}", f"{m['edges']['recall']:.3f}", f"{m['edges']['f1']:.3f}",
+             f"{m['edges_with_mode']['f1']:.3f}"] for p, m in result["by_process"].items()]
+    lines += _md_table(["process", "split", "proposed", "gold", "correct", "P", "R", "F1", "F1 with mode"], rows)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,133 @@
+"""``kg retrieve`` and ``kg index``: click commands; the work is done by the library.
+
+The lead registers them with ``main.add_command(retrieve_cmd)`` / ``main.add_command(index_cmd)``.
+Input errors are reported as one ``error:`` line with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from processkg.errors import ProcessKGError
+from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings
+
+COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
+
+
+def _clean_errors(command):
+    """Report a ProcessKGError as ``error: ...`` on stderr with exit code 2."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ProcessKGError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    return wrapper
+
+
+class QueryFileError(ProcessKGError):
+    pass
+
+
+def read_queries(path: Path) -> list[tuple[object, str]]:
+    """``(id, query)`` per non-blank JSONL line; a bad line raises naming file and line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise QueryFileError(f"{path}: cannot read: {exc.strerror}") from None
+    return [q for n, line in enumerate(lines, 1) if line.strip() for q in [_query_line(path, n, line)]]
+
+
+def _query_line(path: Path, n: int, line: str) -> tuple[object, str]:
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise QueryFileError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+    if not isinstance(item, dict):
+        raise QueryFileError(f"{path}:{n}: expected an object like {{\"id\": ..., \"query\": ...}}")
+    query = item.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise QueryFileError(f"{path}:{n}: \"query\" must be a non-empty string")
+    return item.get("id", n), query
+
+
+def render_table(results: list) -> str:
+    from processkg.graph.stats import table
+
+    rows = [[n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)]
+            for n, r in enumerate(results, 1)]
+    return table(list(COLUMNS), rows) if rows else "(no results)"
+
+
+def _line(qid, query: str, results: list, context: str | None) -> dict:
+    line = {"id": qid, "query": query, "results": [r.as_json() for r in results]}
+    if context is not None:
+        line["context"] = context
+    return line
+
+
+@click.command("retrieve")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (with index/).")
+@click.argument("query", required=False)
+@click.option("--queries", type=click.Path(path_type=Path), help="JSONL file of {\"id\", \"query\"} lines.")
+@click.option("-k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="Entity sets per query.")
+@click.option("--method", type=click.Choice(METHODS), default="hybrid", show_default=True)
+@click.option("--hops", default=DEFAULT_HOPS, show_default=True, type=int, help="Bound h of bpmn:next{1,h}.")
+@click.option("--no-mapping-edges", is_flag=True, help="Ablation: ignore uses:entitySet edges.")
+@click.option("--no-sequence-edges", is_flag=True, help="Ablation: ignore bpmn:next edges.")
+@click.option("--verify-seeds", is_flag=True, help="Expand a seed only if it is supported by the query.")
+@click.option("--model", help="Embedding model name or path (default: the one the index was built with).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query).")
+@click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
+@_clean_errors
+def retrieve_cmd(store, query, queries, k, method, hops, no_mapping_edges, no_sequence_edges, verify_seeds,
+                 model, as_json, with_context) -> None:
+    """Retrieve the entity sets a business question needs (one QUERY, or --queries FILE.jsonl)."""
+    from processkg.retrieve.retriever import Retriever
+
+    if (query is None) == (queries is None):
+        raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
+    items = read_queries(queries) if queries else [(None, query)]
+    settings = Settings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
+    retriever = Retriever(store, model=model)
+    answers = retriever.retrieve_many([q for _, q in items], k, settings)
+    for (qid, text), results in zip(items, answers):
+        _emit(retriever, qid, text, results, as_json, with_context, many=len(items) > 1)
+
+
+def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context: bool, many: bool) -> None:
+    from processkg.retrieve.context import render_context
+
+    context = render_context(retriever.store, results) if with_context else None
+    if as_json:
+        click.echo(json.dumps(_line(qid, text, results, context), ensure_ascii=False))
+        return
+    if many:
+        click.echo(f"# {qid}: {text}")
+    click.echo(render_table(results))
+    if context:
+        click.echo("\n" + context.rstrip("\n"))
+
+
+@click.command("index")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory.")
+@click.option("--model", help="Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
+@click.option("--odata", multiple=True, type=click.Path(path_type=Path),
+              help="The OData metadata the store was built from; chunked for --method chunkrag. Repeatable.")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=Path),
+              help="Embedding cache folder shared across builds (default: inside STORE/index/).")
+@_clean_errors
+def index_cmd(store, model, odata, cache_dir) -> None:
+    """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
+    from processkg.retrieve.index import build_index, index_dir
+    from processkg.graph.store import open_store
+
+    open_store(store)  # a clear error when there is no store
+    report = build_index(store, model=model, odata=list(odata), cache_dir=cache_dir)
+    click.echo(report.summary(index_dir(store)))

@@ -1,0 +1,65 @@
+"""``kg eval socbench``: the SOCBench-D benchmark by its own protocol; the work is done by
+:mod:`processkg.evaluate.socbench`. The lead registers :data:`socbench_cmd` on the ``kg eval`` group.
+
+Input errors are reported as one ``error:`` line with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from processkg.cli.retrieve import _clean_errors
+
+
+def _command_line(root: Path, out: Path, model, instances, domains, cache) -> str:
+    """The command as a user would type it, for the report (paths as given)."""
+    parts = ["kg", "eval", "socbench", str(root), "--out", str(out)]
+    if model:
+        parts += ["--model", str(model)]
+    for name in instances:
+        parts += ["--instance", name]
+    for name in domains:
+        parts += ["--domain", name]
+    if cache:
+        parts += ["--cache", str(cache)]
+    return shlex.join(parts)
+
+
+@click.command("socbench")
+@click.argument("root", type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path),
+              help="Folder for report.md and results.json (created if missing).")
+@click.option("--model", default=None,
+              help="Sentence-transformers model (local path); default all-MiniLM-L6-v2, bundled.")
+@click.option("--instance", "instances", multiple=True, help="Only this instance (socbenchd_N). Repeatable.")
+@click.option("--domain", "domains", multiple=True, help="Only this domain folder (e.g. 01-energy). Repeatable.")
+@click.option("--cache", type=click.Path(path_type=Path), help="Embedding cache folder, kept between runs.")
+@_clean_errors
+def socbench_cmd(root, out, model, instances, domains, cache) -> None:
+    """Run SOCBench-D: per domain, rank its endpoints for each query with dense, tokens, hybrid and
+    hybrid-paper; Recall@5/10/20 beside the published figures, paired tests, expansion evidence."""
+    from processkg.evaluate import socbench
+
+    start = time.perf_counter()
+    progress = (lambda name: click.echo(f"  {name}", err=True)) if sys.stderr.isatty() else None
+    result = socbench.run(root, model, instances, domains, cache, progress)
+    data = socbench.as_json(result, socbench.tests(result.results))
+    command = _command_line(root, out, model, instances, domains, cache)
+    written = socbench.write_outputs(data, out, command, socbench.query_records(result))
+    click.echo(_summary(data, time.perf_counter() - start, written))
+
+
+def _summary(data: dict, seconds: float, written: list) -> str:
+    c = data["counts"]
+    lines = [f"SOCBench-D: {c['queries']} queries over {c['domains']} domains ({c['endpoints']} endpoints) "
+             f"in {seconds:.1f} s", "method         R@5    R@10   R@20"]
+    for method, rec in data["recall"].items():
+        lines.append(f"{method:<14} " + "  ".join(f"{rec[k]:.3f}" for k in ("5", "10", "20")))
+    lines.append(data["verdict"])
+    lines.extend(f"wrote {p}" for p in written)
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""``kg validate`` and ``kg shapes``: click commands, registered on the ``kg`` group by cli.py.
+
+Exit codes of ``kg validate``: 0 all calls valid, 1 some are not, 2 unusable input
+(no store, unreadable file); a bad line is a ``malformed`` violation, not an exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from processkg.errors import ProcessKGError
+from processkg.graph.store import open_store, write_atomic
+
+
+def _fail(exc: ProcessKGError):
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(2)
+
+
+@click.command("validate")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
+@click.argument("calls", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "ttl"]), default="text", show_default=True,
+              help="text: for people; json: one result per call; ttl: the SHACL validation report graph.")
+@click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
+def validate_cmd(store, calls, fmt, out) -> None:
+    """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
+    from processkg.validate.calls import Validator, read_calls
+
+    try:
+        pairs = read_calls(calls)
+        validator = Validator(store)
+        results = validator.validate_calls(pairs)
+        text = _render(validator, pairs, results, fmt)
+    except ProcessKGError as exc:
+        _fail(exc)
+    _emit(text, out)
+    sys.exit(0 if all(r.valid for r in results) else 1)
+
+
+def _render(validator, pairs: list, results: list, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False) + "\n"
+    if fmt == "ttl":
+        return validator.report_graph().serialize(format="turtle")
+    return render_text(results)
+
+
+def render_text(results: list) -> str:
+    """One line per violation, grouped by call, then a summary."""
+    lines = []
+    for r in results:
+        where = f" (line {r.line})" if r.line is not None else ""
+        lines.append(f"{r.id}{where}: {'valid' if r.valid else 'INVALID'}")
+        for v in r.violations:
+            lines.append(f"  {v.kind:<19} {v.path or '/':<32} {v.message}")
+        for n in r.notes:
+            lines.append(f"  note: {n.message}")
+    lines.append("")
+    lines.extend(summary_lines(results))
+    return "\n".join(lines) + "\n"
+
+
+def summary_lines(results: list) -> list:
+    kinds = Counter(v.kind for r in results for v in r.violations)
+    valid = sum(1 for r in results if r.valid)
+    out = [f"{len(results)} calls: {valid} valid, {len(results) - valid} invalid, "
+           f"{sum(kinds.values())} violations"]
+    out.extend(f"  {kind:<19} {count}" for kind, count in sorted(kinds.items()))
+    return out
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out:
+        write_atomic(Path(out), text.encode("utf-8"))
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command("shapes")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Turtle file to write.")
+def shapes_cmd(store, out) -> None:
+    """Write the payload shapes (SHACL) generated from the graph as Turtle.
+
+    The shapes kg build stored are used; a store built with --no-shapes gets them generated now.
+    """
+    from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
+
+    try:
+        graph = open_store(store)
+        triples = stored_shapes(graph) or generate_shapes(graph)
+    except ProcessKGError as exc:
+        _fail(exc)
+    write_atomic(Path(out), shapes_turtle(triples))
+    shapes = sum(1 for t in triples if t.predicate.value.endswith("#type") and t.object.value.endswith("Shape"))
+    click.echo(f"wrote {shapes:,} shapes ({len(triples):,} triples) to {out}")
+
+
+__all__ = ["validate_cmd", "shapes_cmd", "render_text", "summary_lines"]

@@ -1,0 +1,353 @@
+"""``kg audit``: how faithfully the graph holds the structure of its source documents.
+
+For each structural class (entity sets, entity types, properties, keys, navigation
+properties by cardinality, value-list annotations; processes, participants, lanes,
+activities, gateways, events, sequence and message flows) the audit counts items
+twice and compares:
+
+* **source**: plain lxml XPath over the XML files, sharing no code with the readers
+  (``csdl``, ``edm``, ``bpmn`` are not imported here);
+* **graph**: SPARQL over the store (``queries/audit-odata.rq``, ``queries/audit-bpmn.rq``),
+  per ``kg:sourceFile``.
+
+The unit of comparison is a *service* (its metadata document plus the annotations-only
+documents the graph merged into it: their items carry the service's ``kg:sourceFile``)
+or a BPMN file. Per class, **coverage** is the share of source items present in the
+graph, ``sum(min(graph, source)) / sum(source)`` over units (1.0 when the source has
+none), and **exactness** the share of units whose two counts agree, among units where
+either count is non-zero (1.0 when there are none). Files the build skipped, and files
+no graph node names as its ``kg:sourceFile``, are reported as skipped with the reason;
+their items are counted apart (``skipped``), never as mismatches.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from lxml import etree
+from pyoxigraph import Store
+
+from processkg.errors import ProcessKGError
+from processkg.graph.stats import table
+from processkg.graph.store import load_query, open_store, plain, read_meta, select
+
+# ---------------------------------------------------------------- the classes audited
+
+ODATA_CLASSES = (
+    "EntitySet", "Singleton", "EntityType", "Property", "Key",
+    "NavigationProperty to-one", "NavigationProperty to-many",
+    "sap:value-list", "Common.ValueList", "Common.ValueListWithFixedValues",
+)
+TASKS = ("task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask",
+         "businessRuleTask", "scriptTask")
+SUBPROCESSES = ("subProcess", "adHocSubProcess", "transaction")
+BPMN_CLASSES = (
+    "Process", "Participant", "Lane", "Activity", "Task", "SubProcess", "CallActivity",
+    "Gateway", "Event", "SequenceFlow", "MessageFlow",
+)
+CLASSES = ODATA_CLASSES + BPMN_CLASSES
+
+ODATA_SUFFIXES = (".xml", ".edmx")
+BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
+
+# ---------------------------------------------------------------- namespaces (own copies)
+
+#: CSDL schema namespaces: V1-V3 (``schemas.microsoft.com``) and V4 (OASIS). The Entity
+#: Framework storage model (``.../edm/ssdl``) is deliberately not among them.
+CSDL_NS = (
+    "http://schemas.microsoft.com/ado/2006/04/edm",
+    "http://schemas.microsoft.com/ado/2007/05/edm",
+    "http://schemas.microsoft.com/ado/2008/01/edm",
+    "http://schemas.microsoft.com/ado/2008/09/edm",
+    "http://schemas.microsoft.com/ado/2009/11/edm",
+    "http://docs.oasis-open.org/odata/ns/edm",
+)
+EDMX_NS = (
+    "http://schemas.microsoft.com/ado/2007/06/edmx",
+    "http://docs.oasis-open.org/odata/ns/edmx",
+)
+SAP_NS = "http://www.sap.com/Protocols/SAPData"
+COMMON_VOCAB = "com.sap.vocabularies.Common.v1"
+BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
+
+_ANNOTATION_TERMS = {"ValueList": "Common.ValueList",
+                     "ValueListWithFixedValues": "Common.ValueListWithFixedValues"}
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+
+
+def _root(path: Path) -> etree._Element:
+    return etree.parse(str(path), _parser()).getroot()
+
+
+def _count(node: etree._Element, xpath: str, ns: dict) -> int:
+    return int(node.xpath(f"count({xpath})", namespaces=ns))
+
+
+# ---------------------------------------------------------------- source counts: OData
+
+def odata_source_counts(path: Path) -> dict:
+    """Counts of the OData classes in one CSDL document, by XPath only."""
+    root = _root(path)
+    counts = Counter({name: 0 for name in ODATA_CLASSES})
+    multiplicity = _association_ends(root)
+    for uri in CSDL_NS:
+        ns = {"e": uri, "sap": SAP_NS}
+        for schema in root.xpath("//e:Schema", namespaces=ns):
+            _count_schema(schema, ns, multiplicity, counts)
+    _count_annotations(root, counts)
+    return dict(counts)
+
+
+def _count_schema(schema: etree._Element, ns: dict, multiplicity: dict, counts: Counter) -> None:
+    counts["EntitySet"] += _count(schema, "e:EntityContainer/e:EntitySet", ns)
+    counts["Singleton"] += _count(schema, "e:EntityContainer/e:Singleton", ns)
+    counts["EntityType"] += _count(schema, "e:EntityType", ns)
+    counts["Property"] += _count(schema, "e:EntityType/e:Property", ns)
+    counts["Key"] += _count(schema, "e:EntityType/e:Key/e:PropertyRef", ns)
+    counts["sap:value-list"] += _count(schema, "e:EntityType/e:Property[@sap:value-list]", ns)
+    for nav in schema.xpath("e:EntityType/e:NavigationProperty", namespaces=ns):
+        many = _nav_is_many(nav, multiplicity)
+        if many is not None:
+            counts["NavigationProperty to-many" if many else "NavigationProperty to-one"] += 1
+
+
+def _association_ends(root: etree._Element) -> dict:
+    """``{(association name, role): multiplicity}``, the name both namespace- and alias-qualified."""
+    ends = {}
+    for uri in CSDL_NS:
+        ns = {"e": uri}
+        for schema in root.xpath("//e:Schema", namespaces=ns):
+            prefixes = [p for p in (schema.get("Namespace"), schema.get("Alias")) if p]
+            for end in schema.xpath("e:Association/e:End", namespaces=ns):
+                name = end.getparent().get("Name", "")
+                for prefix in prefixes:
+                    ends[(f"{prefix}.{name}", end.get("Role", ""))] = end.get("Multiplicity", "")
+    return ends
+
+
+def _nav_is_many(nav: etree._Element, multiplicity: dict) -> bool | None:
+    """V4: ``Type="Collection(...)"``; V2: the ``Multiplicity`` of the association end ``ToRole``."""
+    if nav.get("Relationship") is None:
+        return nav.get("Type", "").startswith("Collection(")
+    found = multiplicity.get((nav.get("Relationship"), nav.get("ToRole", "")))
+    return None if found is None else found == "*"
+
+
+def _vocabulary_aliases(root: etree._Element) -> dict:
+    """Term prefix -> namespace, from ``edmx:Include`` and ``Schema`` aliases."""
+    aliases = {}
+    for uri in EDMX_NS:
+        for inc in root.xpath("//x:Include[@Alias]", namespaces={"x": uri}):
+            aliases[inc.get("Alias")] = inc.get("Namespace", "")
+    for uri in CSDL_NS:
+        for schema in root.xpath("//e:Schema[@Alias]", namespaces={"e": uri}):
+            aliases[schema.get("Alias")] = schema.get("Namespace", "")
+    return aliases
+
+
+def _count_annotations(root: etree._Element, counts: Counter) -> None:
+    """``Annotation`` elements (inline or in ``Annotations`` blocks) whose term is a value-list term."""
+    aliases = _vocabulary_aliases(root)
+    for uri in CSDL_NS:
+        for ann in root.xpath("//e:Annotation[@Term]", namespaces={"e": uri}):
+            prefix, _, name = ann.get("Term").rpartition(".")
+            if name in _ANNOTATION_TERMS and aliases.get(prefix, prefix) == COMMON_VOCAB:
+                counts[_ANNOTATION_TERMS[name]] += 1
+
+
+# ---------------------------------------------------------------- source counts: BPMN
+
+def bpmn_source_counts(path: Path) -> dict:
+    """Counts of the BPMN classes in one file: elements of the BPMN 2.0 model namespace only."""
+    root = _root(path)
+    ns = {"b": BPMN_MODEL}
+
+    def tags(names) -> int:
+        return sum(_count(root, f"//b:{name}", ns) for name in names)
+
+    counts = {
+        "Process": tags(["process"]),
+        "Participant": tags(["participant"]),
+        "Lane": tags(["lane"]),
+        "Task": tags(TASKS),
+        "SubProcess": tags(SUBPROCESSES),
+        "CallActivity": tags(["callActivity"]),
+        "Gateway": _count(root, "//b:*[substring(local-name(), string-length(local-name()) - 6) = 'Gateway']", ns),
+        "Event": _count(root, "//b:*[substring(local-name(), string-length(local-name()) - 4) = 'Event']", ns),
+        "SequenceFlow": tags(["sequenceFlow"]),
+        "MessageFlow": tags(["messageFlow"]),
+    }
+    counts["Activity"] = counts["Task"] + counts["SubProcess"] + counts["CallActivity"]
+    return counts
+
+
+# ---------------------------------------------------------------- inputs
+
+def input_files(roots: list, suffixes: tuple) -> list[tuple[Path, str]]:
+    """(path, display path) per file: ``R.name/relative`` under a directory R, the name of a file."""
+    found = []
+    for root in map(Path, roots):
+        if root.is_file():
+            found.append((root, root.name))
+        elif root.is_dir():
+            found.extend((p, f"{root.name}/{p.relative_to(root).as_posix()}") for p in sorted(root.rglob("*"))
+                         if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
+        else:
+            raise ProcessKGError(f"{root}: no such file or directory")
+    return found
+
+
+def _source_counts(files: list, counter) -> dict:
+    """{display: counts or an error message (str) when the XML is unreadable}."""
+    out = {}
+    for path, display in files:
+        try:
+            out[display] = counter(path)
+        except (OSError, etree.XMLSyntaxError) as exc:
+            out[display] = f"unreadable XML: {exc}"
+    return out
+
+
+# ---------------------------------------------------------------- graph counts
+
+def graph_counts(store: Store) -> dict:
+    """{source file: {class: count}} from the audit queries."""
+    counts: dict = defaultdict(Counter)
+    for name in ("audit-odata", "audit-bpmn"):
+        _names, rows = select(store, load_query(name))
+        for cls, file, n in rows:
+            counts[plain(file)][plain(cls)] += plain(n)
+    for per_file in counts.values():
+        per_file["Activity"] = per_file["Task"] + per_file["SubProcess"] + per_file["CallActivity"]
+    return counts
+
+
+def graph_units(store: Store) -> dict:
+    """{source file: unit}: a BPMN file is its own unit; an OData file belongs to its service's file."""
+    _names, rows = select(store, load_query("audit-files"))
+    return {plain(file): plain(unit) for file, unit in rows}
+
+
+# ---------------------------------------------------------------- the audit
+
+def _open(store) -> tuple[Store, dict]:
+    if isinstance(store, Store):
+        return store, {}
+    return open_store(Path(store)), read_meta(Path(store))
+
+
+def audit(store, odata_paths: list = (), bpmn_paths: list = ()) -> dict:
+    """Audit the graph in ``store`` against the OData and BPMN files it was built from.
+
+    ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
+    skipped) or an opened pyoxigraph ``Store`` (then a file is skipped when no graph node has it
+    as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...]}``.
+    """
+    store, meta = _open(store)
+    odata = input_files(list(odata_paths), ODATA_SUFFIXES)
+    bpmn = input_files(list(bpmn_paths), BPMN_SUFFIXES)
+    source = {**_source_counts(odata, odata_source_counts), **_source_counts(bpmn, bpmn_source_counts)}
+    skipped = {file: reason for file, reason in meta.get("skipped", [])}
+    units = graph_units(store)
+    files = _file_rows(source, skipped, units, graph_counts(store))
+    audited = {f for row in files for f in row.get("members", [row["file"]])}
+    return {
+        "classes": _class_rows(files),
+        "files": files,
+        "graph_only": sorted(set(units) - audited),
+    }
+
+
+def _file_rows(source: dict, skipped: dict, units: dict, graph: dict) -> list:
+    """One row per unit compared, and one per file skipped; sorted by file."""
+    rows, members = [], defaultdict(list)
+    for file, counts in sorted(source.items()):
+        if isinstance(counts, str) or file in skipped or file not in units:
+            rows.append(_skipped_row(file, counts, skipped))
+        else:
+            members[units[file]].append(file)
+    for unit, files in sorted(members.items()):
+        src = Counter()
+        for f in files:
+            src.update(source[f])
+        rows.append(_unit_row(unit, files, src, graph.get(unit, {})))
+    return sorted(rows, key=lambda r: r["file"])
+
+
+def _skipped_row(file: str, counts, skipped: dict) -> dict:
+    if isinstance(counts, str):
+        reason, counts = counts, {}
+    else:
+        reason = skipped.get(file) or "not in the graph: no node has this kg:sourceFile"
+    return {"file": file, "status": "skipped", "reason": reason, "source": dict(counts), "graph": {}}
+
+
+def _unit_row(unit: str, files: list, src: Counter, graph: dict) -> dict:
+    classes = [c for c in CLASSES if c in src]
+    source = {c: src[c] for c in classes}
+    got = {c: graph.get(c, 0) for c in classes}
+    return {
+        "file": unit, "status": "ok", "members": files, "source": source, "graph": got,
+        "mismatches": [c for c in classes if source[c] != got[c]],
+    }
+
+
+def _class_rows(files: list) -> list:
+    ok = [r for r in files if r["status"] == "ok"]
+    rows = []
+    for cls in CLASSES:
+        if not any(cls in r["source"] for r in files):
+            continue  # no file of this class's kind (OData or BPMN) was audited
+        present = [r for r in ok if cls in r["source"]]
+        skipped = sum(r["source"].get(cls, 0) for r in files if r["status"] == "skipped")
+        source = sum(r["source"][cls] for r in present)
+        found = sum(min(r["source"][cls], r["graph"][cls]) for r in present)
+        relevant = [r for r in present if r["source"][cls] or r["graph"][cls]]
+        agree = sum(1 for r in relevant if r["source"][cls] == r["graph"][cls])
+        rows.append({
+            "class": cls,
+            "source": source,
+            "graph": sum(r["graph"][cls] for r in present),
+            "coverage": found / source if source else 1.0,
+            "exact": agree / len(relevant) if relevant else 1.0,
+            "units": len(relevant),
+            "skipped": skipped,
+        })
+    return rows
+
+
+# ---------------------------------------------------------------- rendering
+
+def render_audit(result: dict) -> str:
+    """The class table, then the skipped files and the units whose counts differ."""
+    show_skipped = any(r["skipped"] for r in result["classes"])
+    names = ["class", "source", "graph", "coverage", "exactness"] + (["in skipped files"] if show_skipped else [])
+    rows = [[r["class"], r["source"], r["graph"], f"{r['coverage']:.3f}", f"{r['exact']:.3f}"]
+            + ([r["skipped"]] if show_skipped else []) for r in result["classes"]]
+    parts = [table(names, rows)]
+    compared = [r for r in result["files"] if r["status"] == "ok"]
+    parts.append(f"{len(compared)} unit(s) compared "
+                 f"({sum(len(r['members']) for r in compared)} file(s))")
+    skipped = [r for r in result["files"] if r["status"] == "skipped"]
+    if skipped:
+        parts.append(f"skipped {len(skipped)} file(s), not counted above:")
+        parts.extend(f"  {_located(r['file'], r['reason'])}" for r in skipped)
+    for r in compared:
+        for cls in r["mismatches"]:
+            parts.append(f"differs: {r['file']}: {cls}: source {r['source'][cls]}, graph {r['graph'][cls]}")
+    if result.get("graph_only"):
+        parts.append(f"{len(result['graph_only'])} file(s) in the graph were not audited "
+                     "(give their paths with --odata/--bpmn)")
+    return "\n".join(parts)
+
+
+def _located(file: str, reason: str) -> str:
+    """The reason prefixed with its file, unless the reason already begins with it (``file:line: ...``)."""
+    return reason if reason.startswith(f"{file}:") else f"{file}: {reason}"
+
+
+__all__ = ["audit", "render_audit", "odata_source_counts", "bpmn_source_counts", "graph_counts", "CLASSES"]

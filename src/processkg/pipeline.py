@@ -1,0 +1,258 @@
+"""``kg build``: read every input, lift it, and write the store and Turtle atomically.
+
+The same function is the library API: :func:`build` takes :class:`BuildOptions` and
+returns a :class:`BuildReport`; the CLI only wires options and prints the report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from processkg.sources.bpmn import read as bpmn
+from processkg.sources.odata import read as csdl
+from processkg.sources.odata import model as edm
+from processkg.sources.codes import codes_for, read_code_lists
+from processkg.errors import ProcessKGError
+from processkg.sources.odata.lift import ServiceLifter
+from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
+from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
+from processkg.graph.store import add_graph, canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
+from processkg.vocab import RDF_TYPE
+
+ODATA_SUFFIXES = (".xml", ".edmx")
+BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
+ON_ERROR = ("fail", "warn", "skip")
+
+
+@dataclass
+class BuildOptions:
+    odata: list = field(default_factory=list)
+    bpmn: list = field(default_factory=list)
+    store: Path | None = None
+    out: Path | None = None
+    mapping: Path | None = None
+    codes: list = field(default_factory=list)
+    on_error: str = "fail"
+    shapes: bool = True  # write the generated SHACL payload shapes into the store
+    index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
+    model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
+    chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
+    openapi: list = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
+    check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
+
+
+@dataclass
+class BuildReport:
+    files: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (file, message)
+    warnings: list = field(default_factory=list)
+    classes: dict = field(default_factory=dict)
+    services: dict = field(default_factory=dict)  # name -> entity sets
+    processes: dict = field(default_factory=dict)  # "file#id" -> activities
+    mapping_edges: int = 0
+    triples: int = 0
+    seconds: float = 0.0
+    shapes_seconds: float = 0.0
+    index: object = None  # embed.IndexReport when the index was built
+    turtle: bytes = b""
+
+    def as_meta(self) -> dict:
+        return {
+            "files": self.files, "skipped": [list(s) for s in self.skipped], "warnings": self.warnings,
+            "classes": self.classes, "services": self.services, "processes": self.processes,
+            "mapping_edges": self.mapping_edges, "triples": self.triples,
+        }
+
+
+def discover(roots: list, suffixes: tuple) -> list[tuple[Path, str]]:
+    """Files under each root (recursively), with a display path relative to the root's parent."""
+    found = []
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            found.append((root, root.name))
+        elif root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."):
+                    found.append((p, f"{root.name}/{p.relative_to(root).as_posix()}"))
+        else:
+            raise ProcessKGError(f"{root}: no such file or directory")
+    return found
+
+
+class Builder:
+    def __init__(self, options: BuildOptions, progress=None) -> None:
+        if options.on_error not in ON_ERROR:
+            raise ProcessKGError(f"--on-error must be one of {', '.join(ON_ERROR)}")
+        self.opt = options
+        self.report = BuildReport()
+        self.progress = progress or (lambda item: None)
+        self.triples: list = []
+        self.entity_sets: dict = {}  # service name -> {set name: [IRI]}
+        self.activities: list = []
+
+    def _failed(self, display: str, exc: ProcessKGError) -> None:
+        if self.opt.on_error == "fail":
+            raise exc
+        self.report.skipped.append((display, str(exc)))
+
+    def run(self) -> BuildReport:
+        start = time.perf_counter()
+        codes = read_code_lists(discover(self.opt.codes, (".csv",)))
+        self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
+        self._openapi()
+        self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
+        if self.opt.mapping:
+            self._mapping(Path(self.opt.mapping))
+        ntriples = canonical_ntriples(self.triples)
+        self.report.triples = ntriples.count(b"\n")
+        self.report.classes = _class_counts(self.triples)
+        self.report.turtle = to_turtle(ntriples) if self.opt.out or not self.opt.store else b""
+        self._write(ntriples)
+        self.report.seconds = time.perf_counter() - start
+        return self.report
+
+    # ---------------------------------------------------------------- OData
+    def _odata(self, files: list, codes: dict) -> None:
+        docs = []
+        for path, display in files:
+            self.progress(display)
+            try:
+                docs.append(csdl.read_document(path, display))
+            except ProcessKGError as exc:
+                self._failed(display, exc)
+        services = [d for d in docs if d.is_service]
+        attached, unmatched = edm.attach_annotation_docs(services, [d for d in docs if not d.is_service])
+        for doc in unmatched:
+            self.report.warnings.append(f"{doc.file}: annotations-only document targets no service in this build")
+        names = Counter(d.name for d in services)
+        for doc in services:
+            self._service(doc, attached.get(doc.file, []), names[doc.name] > 1, codes)
+
+    def _service(self, doc, annotation_docs: list, ambiguous: bool, codes: dict) -> None:
+        try:
+            service = edm.resolve(doc, annotation_docs)
+        except ProcessKGError as exc:
+            self._failed(doc.file, exc)
+            return
+        key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
+        lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
+        self.triples.extend(lifter.lift())
+        self.report.warnings.extend(lifter.warnings)
+        self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
+        sets = self.entity_sets.setdefault(doc.name, {})
+        for name, iri in lifter.set_iris.items():
+            sets.setdefault(name, []).append(iri)
+        self.report.services[key] = len(lifter.set_iris)
+
+    def _openapi(self) -> None:
+        if not self.opt.openapi:
+            return
+        from processkg.sources import openapi
+
+        result = openapi.lift_all(self.opt.openapi, self._failed, self.progress)
+        self.triples.extend(result.triples)
+        self.report.files.extend(result.files)
+        self.report.services.update(result.services)
+        self.report.warnings.extend(result.warnings)
+
+    # ---------------------------------------------------------------- BPMN
+    def _bpmn(self, files: list) -> None:
+        for path, display in files:
+            self.progress(display)
+            try:
+                defs = bpmn.read_definitions(path, display)
+            except ProcessKGError as exc:
+                self._failed(display, exc)
+                continue
+            self.triples.extend(DefinitionsLifter(defs, display).lift())
+            self.report.files.append(display)
+            self._index_activities(defs, display)
+
+    def _index_activities(self, defs, slug: str) -> None:
+        for node in defs.nodes.values():
+            if node.category == "activity":
+                self.activities.append(ActivityRef(slug, node.process, node.id, node.name, element_iri(slug, node.id)))
+        for pid, process in defs.processes.items():
+            count = sum(1 for n in defs.nodes.values() if n.process == pid and n.category == "activity")
+            self.report.processes[f"{slug}#{pid}"] = count
+
+    # ---------------------------------------------------------------- mapping
+    def _mapping(self, path: Path) -> None:
+        display = path.name
+        entries = read_mapping(path, display)
+        good = []
+        for entry in entries:
+            try:
+                resolve_entry(entry, self.activities, self.entity_sets, display)
+                good.append(entry)
+            except ProcessKGError as exc:
+                self._failed(f"{display}:{entry.line}", exc)
+        self.triples.extend(lift_mapping(good, self.activities, self.entity_sets, display))
+        self.report.mapping_edges = len(good)
+        self.report.files.append(display)
+
+    # ---------------------------------------------------------------- output
+    def _shapes_and_check(self, tmp: Path) -> None:
+        start = time.perf_counter()
+        if self.opt.shapes:
+            from processkg.validate.payload_shapes import SHAPES_GRAPH, generate_shapes
+
+            add_graph(tmp, SHAPES_GRAPH, generate_shapes)
+        if self.opt.check:
+            from processkg.validate.payload_shapes import check_graph
+
+            violations = check_graph(tmp)
+            if violations:
+                raise GraphCheckError(violations)
+        self.report.shapes_seconds = time.perf_counter() - start
+
+    def _index(self, tmp: Path) -> None:
+        if not self.opt.index:
+            return
+        from processkg.retrieve.index import build_index
+
+        store = Path(self.opt.store)
+        cache = store.parent / f".{store.name}.embeddings"  # survives the swap of the store
+        odata = self.opt.odata if self.opt.chunks else ()
+        self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
+
+    def _write(self, ntriples: bytes) -> None:
+        meta = self.report.as_meta()
+        if self.opt.store:
+            with staged_dir(Path(self.opt.store)) as tmp:
+                write_store(tmp, ntriples, meta)
+                self._shapes_and_check(tmp)
+                self._index(tmp)
+                if self.opt.out:
+                    write_atomic(Path(self.opt.out), self.report.turtle)
+        elif self.opt.out:
+            write_atomic(Path(self.opt.out), self.report.turtle)
+
+
+class GraphCheckError(ProcessKGError):
+    """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
+
+    def __init__(self, violations: list) -> None:
+        self.violations = violations
+        lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
+        more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
+        super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
+                         "the previous store is unchanged:\n" + "\n".join(lines) + more)
+
+
+def _class_counts(triples: list) -> dict:
+    typed = {(t.subject.value, t.object.value) for t in triples if t.predicate == RDF_TYPE}
+    counts = Counter(cls.rsplit("#", 1)[-1] for _node, cls in typed)
+    return dict(sorted(counts.items()))
+
+
+def build(options: BuildOptions, progress=None) -> BuildReport:
+    """Build the graph described by ``options``; the library entry point of ``kg build``."""
+    return Builder(options, progress).run()
+
+
+__all__ = ["BuildOptions", "BuildReport", "build", "discover"]

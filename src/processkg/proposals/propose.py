@@ -1,0 +1,530 @@
+"""Propose activity-to-entity-set edges for a person to review (``kg map propose``).
+
+Each entity set is scored against each BPMN activity (name, documentation, lane, process) by a
+weighted mean of ``SIGNALS``: ``dense`` (cosine of activity text and set summary, the retrieval
+index), ``dense_name`` (cosine of activity name and the set's name and labels), ``lexical``
+(BM25 of the activity text over the summaries, over its best score), ``lexical_short`` (BM25 of
+name and documentation over names and labels), ``header`` (1 / key count); minus
+``unwritable`` when the verb says write and the set is neither creatable nor updatable. Copies
+of a set in several services count once, as the copy the reference mapping's conventions
+prefer (``_duplicates``). An activity keeps its best ``top_n`` sets scoring at least
+``threshold`` and, after the first, ``ratio`` times the first. Verb cues give the mode.
+Optionally an OpenAI-compatible endpoint picks among the best ``candidates`` (falling back, with
+a warning, on errors). Weights and cut: :func:`tune` on the train half; docs/mapping-proposals.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import defaultdict
+from itertools import product
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from processkg.retrieve.index import Encoder, load_index
+from processkg.proposals.llm import (  # noqa: F401 - re-exported for callers of the proposal API
+    LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
+)
+from processkg.errors import MappingError, ProcessKGError
+from processkg.sources.mapping import MODES, MappingEntry, read_mapping
+from processkg.retrieve.retriever import Lexical
+from processkg.graph.store import load_query, open_store, plain, select, write_atomic
+
+log = logging.getLogger(__name__)
+
+WRITE_VERBS = frozenset(
+    "create post record change enter add assign build classify close complete correct install maintain "
+    "move onboard pack pick plan raise reduce reject release remove request scrap staff update withdraw "
+    "approve book block unblock cancel set register issue stage confirm code allocate convert extend "
+    "delete reverse".split())
+READ_VERBS = frozenset(
+    "check review display monitor find look identify inspect verify explain clarify escalate inform notify "
+    "send screen match report explode analyse analyze compare search read view determine evaluate list "
+    "select".split())
+SKIPPED_KINDS = frozenset({"subProcess", "adHocSubProcess", "transaction"})
+HEADER = """\
+# PROPOSED activity-to-entity-set edges: NOT reviewed. Every edge needs a person's review.
+# Written by `kg map propose` from {store}; settings: {settings}.
+# score: the fused similarity of activity and entity set (higher is surer); reason: the signals.
+# Delete the wrong edges, fix the modes, add what is missing; the file is then a mapping for
+# `kg build --mapping` (which ignores score and reason). See docs/mapping-proposals.md.
+"""
+
+
+class ProposalError(ProcessKGError):
+    """Proposals cannot be made or read (bad settings, a broken proposals file)."""
+
+
+# ---------------------------------------------------------------- data
+
+@dataclass(frozen=True)
+class Settings:
+    """Signal weights and the cut. Defaults: chosen on the train half (docs/mapping-proposals.md)."""
+
+    dense: float = 1.0
+    dense_name: float = 0.5
+    lexical: float = 0.5
+    lexical_short: float = 0.5
+    header: float = 0.0
+    unwritable: float = 0.2
+    top_n: int = 2
+    threshold: float = 0.625
+    ratio: float = 0.9
+    dedupe: bool = True
+
+    def check(self) -> "Settings":
+        if self.top_n < 1:
+            raise ProposalError(f"--top-n must be at least 1, not {self.top_n}")
+        if not 0 <= self.ratio <= 1:
+            raise ProposalError(f"--ratio must be between 0 and 1, not {self.ratio}")
+        if self.dense + self.dense_name + self.lexical + self.lexical_short + self.header <= 0:
+            raise ProposalError("at least one signal weight must be positive")
+        return self
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
+
+
+@dataclass(frozen=True)
+class Proposal:
+    process: str
+    activity: str
+    service: str
+    entity_set: str
+    mode: str
+    score: float
+    reason: str = ""
+    file: str = ""
+    activity_name: str = ""
+
+    def edge(self) -> tuple:
+        return (self.process, self.activity, self.service, self.entity_set)
+
+
+@dataclass(frozen=True)
+class Activity:
+    iri: str
+    id: str
+    name: str
+    documentation: str
+    lane: str
+    process: str
+    process_name: str
+    file: str
+
+    def text(self) -> str:
+        """As the retrieval index words it (summaries.activity_items)."""
+        parts = [f"{self.name}."] + ([self.documentation.strip()] if self.documentation else [])
+        parts += [f"Lane: {self.lane}."] if self.lane else []
+        return " ".join(parts + ([f"Process: {self.process_name}."] if self.process_name else []))
+
+
+@dataclass(frozen=True)
+class EntitySet:
+    iri: str
+    service: str
+    name: str
+    version: float
+    writable: bool
+    keys: int
+    short: str  # name as words, and labels
+    summary: str
+
+
+# ---------------------------------------------------------------- reading the store
+
+def _rows(store, name: str) -> list[dict]:
+    names, rows = select(store, load_query(name))
+    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
+
+
+def read_activities(store) -> list[Activity]:
+    """The activities proposals are made for (not sub-process containers), in a fixed order."""
+    out = []
+    for r in _rows(store, "propose-activities"):
+        if r["kind"] in SKIPPED_KINDS:
+            continue
+        out.append(Activity(r["activity"], r["activityId"], r["name"] or r["activityId"], r["documentation"] or "",
+                            r["lane"] or "", r["processId"], r["processName"] or "", r["file"]))
+    return out
+
+
+def read_sets(store, index_sets: list[dict]) -> list[EntitySet]:
+    """The entity sets of the index, in index order, with the facts the scores need."""
+    from processkg.retrieve.texts import lexicon, type_facts
+
+    lex, facts = lexicon(store), type_facts(store)
+    flags = {r["set"]: r for r in _rows(store, "propose-sets")}
+    labels = {r["set"]: (r["label"], r["typeLabel"]) for r in _rows(store, "retrieve-sets")}
+    out = []
+    for item in index_sets:
+        meta = flags.get(item["iri"], {})
+        words = [lex.phrase(item["name"])] + [x for x in dict.fromkeys(labels.get(item["iri"], ())) if x]
+        writable = not (meta.get("creatable") is False and meta.get("updatable") is False)
+        keys = max(1, len(facts[item["type_iri"]].keys)) if item["type_iri"] in facts else 1
+        out.append(EntitySet(item["iri"], item["service"], item["name"], _version(meta.get("odataVersion")),
+                             writable, keys, ". ".join(words), item["text"]))
+    return out
+
+
+def _version(value) -> float:
+    return float(value) if re.fullmatch(r"\d+(\.\d+)?", str(value)) else 9.0
+
+
+def verb_mode(activity: Activity) -> tuple[str, str]:
+    """(mode, cue word): the first cue verb of the name decides; none found means read."""
+    for word in re.findall(r"[a-z]+", activity.name.lower()):
+        if word in WRITE_VERBS:
+            return "write", word
+        if word in READ_VERBS:
+            return "read", word
+    return "read", ""
+
+
+# ---------------------------------------------------------------- signals and scores
+
+SIGNALS = ("dense", "dense_name", "lexical", "lexical_short", "header")
+
+
+class Signals:
+    """The five signal matrices (activities x sets) of one store, computed once."""
+
+    def __init__(self, store_dir: Path, model: str | None = None) -> None:
+        index = load_index(store_dir)
+        if model and Encoder(model).id != index.model:
+            raise ProposalError(f"the index of {store_dir} was built with {index.model}, not {model}")
+        store = open_store(store_dir)
+        self.activities = read_activities(store)
+        self.sets = read_sets(store, index.items["set"])
+        del store
+        encoder = Encoder(index.model)
+        texts = [a.text() for a in self.activities]
+        shorts = [s.short for s in self.sets]
+        self.matrix = {
+            "dense": _activity_vectors(index, encoder, self.activities, texts) @ index.vectors["set"].T,
+            "dense_name": encoder.encode([a.name for a in self.activities]) @ encoder.encode(shorts).T,
+            "lexical": _bm25(Lexical([s.summary for s in self.sets]), texts),
+            "lexical_short": _bm25(Lexical(shorts), [f"{a.name}. {a.documentation}" for a in self.activities]),
+            "header": np.tile(np.array([1.0 / s.keys for s in self.sets], np.float32), (len(texts), 1)),
+        }
+        self.modes = [verb_mode(a) for a in self.activities]
+        self.writable = np.array([s.writable for s in self.sets])
+        self.canonical = {mode: _duplicates(self.sets, mode == "write") for mode in MODES}
+
+    def copies(self, row: int, mode: str) -> list[int]:
+        """The other copies of the set in ``row``, when it is the preferred copy for ``mode``."""
+        canonical = self.canonical[mode]
+        return [r for r in np.flatnonzero(canonical == row).tolist() if r != row] if canonical[row] == row else []
+
+    def scores(self, settings: Settings) -> np.ndarray:
+        total = sum(getattr(settings, name) for name in SIGNALS)
+        fused = sum(getattr(settings, name) * self.matrix[name] for name in SIGNALS) / total
+        writes = np.array([mode == "write" for mode, _ in self.modes])
+        fused = fused - settings.unwritable * np.outer(writes, ~self.writable)
+        if settings.dedupe:
+            fused[writes] = _collapse(fused[writes], self.canonical["write"])
+            fused[~writes] = _collapse(fused[~writes], self.canonical["read"])
+        return fused
+
+
+def _activity_vectors(index, encoder: Encoder, activities: list[Activity], texts: list[str]) -> np.ndarray:
+    """The index's vectors of the activity texts; texts the index lacks are encoded."""
+    known = {(item["iri"], item["text"]): row for row, item in enumerate(index.items["activity"])}
+    rows = [known.get((a.iri, t)) for a, t in zip(activities, texts)]
+    missing = [k for k, row in enumerate(rows) if row is None]
+    vectors = np.zeros((len(texts), index.dim), dtype=np.float32)
+    if len(rows) > len(missing):
+        found = [k for k, row in enumerate(rows) if row is not None]
+        vectors[found] = index.vectors["activity"][[rows[k] for k in found]]
+    if missing:
+        vectors[missing] = encoder.encode([texts[k] for k in missing])
+    return vectors
+
+
+def _bm25(lexical: Lexical, queries: list[str]) -> np.ndarray:
+    scores = np.stack([lexical.scores(q) for q in queries]) if queries else np.zeros((0, lexical.size))
+    return (scores / np.maximum(scores.max(axis=1, keepdims=True), 1e-9)).astype(np.float32)
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"^a_", "", name.lower())
+
+
+def _service_core(service: str) -> str:
+    """``API_COSTCENTER_SRV`` -> ``costcenter``: the service name without SAP affixes."""
+    core = re.sub(r"^(sap-s4-)?(OP_)?(API_|CE_)?", "", service)
+    core = re.sub(r"(_SRV|_PROCESS|_\d+|-v\d+)+$", "", core)
+    return re.sub(r"[^a-z]", "", core.lower())
+
+
+def _duplicates(sets: list[EntitySet], writable_first: bool = False) -> np.ndarray:
+    """Row -> the row of the preferred copy of its set (copies: one set name, several services).
+
+    Preferred: a writable copy (for a step that writes), the service named after the set, OData
+    V2 before V4, the service with more entity sets: the conventions of the reference mapping.
+    """
+    size: dict = defaultdict(int)
+    groups = defaultdict(list)
+    for row, s in enumerate(sets):
+        size[s.service] += 1
+        groups[_norm_name(s.name)].append(row)
+
+    def preference(row: int) -> tuple:
+        s = sets[row]
+        home = _service_core(s.service) in _norm_name(s.name).replace("_", "")
+        return (writable_first and not s.writable, not home, s.version, -size[s.service], s.service, row)
+
+    canonical = np.arange(len(sets))
+    for rows in groups.values():
+        if len({sets[r].service for r in rows}) > 1:
+            canonical[rows] = min(rows, key=preference)
+    return canonical
+
+
+def _collapse(fused: np.ndarray, canonical: np.ndarray) -> np.ndarray:
+    """Each group of copies scores as its best copy, on the preferred row; the others drop out."""
+    out = fused.copy()
+    for best in np.unique(canonical):
+        rows = np.flatnonzero(canonical == best)
+        if len(rows) > 1:
+            out[:, best] = fused[:, rows].max(axis=1)
+            out[:, rows[rows != best]] = -np.inf
+    return out
+
+
+def ranked(scores: np.ndarray, i: int, n: int) -> list[int]:
+    """The ``n`` best set rows of activity ``i`` (ties by row)."""
+    row = scores[i]
+    order = np.lexsort((np.arange(len(row)), -row))[:n]
+    return [int(j) for j in order if np.isfinite(row[j])]
+
+
+def keep(top: list[tuple], n: int, threshold: float, ratio: float) -> list:
+    """The items of ``top`` ((item, score), best first) within the first ``n`` that score at
+    least ``threshold`` and, after the first, at least ``ratio`` times the first."""
+    if not top or top[0][1] < threshold:
+        return []
+    return [top[0][0]] + [k for k, score in top[1:n] if score >= threshold and score >= ratio * top[0][1]]
+
+
+def chosen(scores: np.ndarray, i: int, settings: Settings) -> list[int]:
+    """The set rows kept for activity ``i``."""
+    top = [(j, float(scores[i, j])) for j in ranked(scores, i, settings.top_n)]
+    return keep(top, settings.top_n, settings.threshold, settings.ratio)
+
+
+# ---------------------------------------------------------------- proposals
+
+def propose(store_dir: Path | None, settings: Settings | None = None, model: str | None = None,
+            llm: LLMSettings | None = None, warn=None, signals: Signals | None = None) -> list[Proposal]:
+    """Proposed edges for every activity of the store, best first within each activity."""
+    settings = (settings or Settings()).check()
+    warn = warn or log.warning
+    if llm is not None:
+        llm.endpoint()  # a bad URL fails before any work
+    if signals is None:
+        if store_dir is None:
+            raise ProposalError("propose needs a store directory or its signals")
+        signals = Signals(Path(store_dir), model)
+    scores = signals.scores(settings)
+    fallback = {i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]
+                for i in range(len(signals.activities))}
+    if llm is not None:
+        fallback = _with_llm(signals, scores, settings, llm, fallback, warn)
+    return [p for i in range(len(signals.activities)) for p in fallback[i]]
+
+
+def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: Settings,
+              mode: str | None = None, via: str = "") -> Proposal:
+    a, s = signals.activities[i], signals.sets[j]
+    verb_based, cue = signals.modes[i]
+    why = ([via] if via else []) + [", ".join(f"{n} {float(signals.matrix[n][i, j]):.2f}" for n in SIGNALS)]
+    if (mode or verb_based) == "write" and not s.writable:
+        why.append("read: the set is neither creatable nor updatable")
+    else:
+        why.append(f"{mode}: the LLM" if mode else f"{verb_based}: verb '{cue}'" if cue else "read: no verb cue")
+    mode = "read" if not s.writable else mode or verb_based
+    copies = signals.copies(j, verb_based)
+    if settings.dedupe and copies:
+        why.append("also in " + ", ".join(signals.sets[c].service for c in copies))
+    return Proposal(a.process, a.id, s.service, s.name, mode, round(float(scores[i, j]), 4), "; ".join(why),
+                    Path(a.file).name, a.name)
+
+
+# ---------------------------------------------------------------- LLM
+
+def _with_llm(signals: Signals, scores: np.ndarray, settings: Settings, llm: LLMSettings,
+              fallback: dict, warn) -> dict:
+    out, failures = dict(fallback), 0
+    for i, activity in enumerate(signals.activities):
+        if failures >= llm.max_failures:
+            warn(f"the LLM endpoint failed {failures} times in a row; the remaining activities keep the "
+                 "embedding proposals")
+            break
+        rows = ranked(scores, i, llm.candidates)
+        try:
+            answer = ask_llm(llm, build_messages(activity, [signals.sets[j] for j in rows]))
+            failures = 0
+        except LLMError as exc:
+            failures += 1
+            warn(f"{activity.process}/{activity.id}: LLM request failed ({exc}); using the embedding proposals")
+            continue
+        try:
+            picks = parse_choices(answer, [signals.sets[j] for j in rows])
+        except LLMError as exc:
+            warn(f"{activity.process}/{activity.id}: unusable LLM answer ({exc}); using the embedding proposals")
+            continue
+        out[i] = [_proposal(signals, scores, i, rows[k], settings, mode or None,
+                            f"llm {llm.model}: candidate {k + 1} of {len(rows)}") for k, mode in sorted(picks)]
+    return out
+
+
+# ---------------------------------------------------------------- files
+
+_PLAIN = re.compile(r"^[A-Za-z_][\w.\-]*$")
+
+
+def _scalar(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) and text.lower() not in ("true", "false", "null", "yes", "no") \
+        else json.dumps(text, ensure_ascii=False)
+
+
+def render_proposals(proposals: list[Proposal], store: str = "", settings: Settings | None = None) -> str:
+    """The proposals as a mapping file with ``score`` and ``reason``, grouped by activity."""
+    files = defaultdict(set)
+    for p in proposals:
+        files[p.process].add(p.file)
+    out = [HEADER.format(store=store or "a store", settings=(settings or Settings()).describe()), "mappings:"]
+    current = None
+    for p in proposals:
+        if (p.process, p.activity) != current:
+            current = (p.process, p.activity)
+            out += ["", f"  # ---- {p.process} / {p.activity_name or p.activity}"]
+        out.append(f"  - process: {_scalar(p.process)}")
+        keys = ["activity", "service", "entity_set", "mode"] + (["file"] if len(files[p.process]) > 1 else [])
+        out += [f"    {k}: {_scalar(getattr(p, k))}" for k in keys]
+        out += [f"    score: {_scalar(float(p.score))}", f"    reason: {_scalar(p.reason)}"]
+    return "\n".join(out) + "\n"
+
+
+def write_proposals(path: Path, proposals: list[Proposal], store: str = "", settings: Settings | None = None) -> None:
+    write_atomic(Path(path), render_proposals(proposals, store, settings).encode("utf-8"))
+
+
+def read_proposals(path: Path) -> list[Proposal]:
+    """A proposals file (or any mapping file: score 0, no reason) as proposals."""
+    entries = read_mapping(Path(path))
+    try:
+        raw = (yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}).get("mappings") or []
+    except (yaml.YAMLError, AttributeError) as exc:
+        raise MappingError(f"cannot read proposals: {exc}", str(path)) from None
+    out = []
+    for entry, item in zip(entries, raw):
+        try:
+            score = float(item.get("score", 0.0))
+        except (TypeError, ValueError):
+            raise MappingError(f"score {item.get('score')!r} is not a number", str(path), entry.line) from None
+        out.append(Proposal(entry.process, entry.activity, entry.service, entry.entity_set, entry.mode, score,
+                            str(item.get("reason", "")), entry.file))
+    return out
+
+
+# ---------------------------------------------------------------- evaluation
+
+def split_processes(processes) -> tuple[list, list]:
+    """(train, test): the process ids sorted, alternately train and test (train first)."""
+    ordered = sorted(set(processes))
+    return ordered[0::2], ordered[1::2]
+
+
+def _prf(proposed: set, gold: set) -> dict:
+    tp = len(proposed & gold)
+    p = tp / len(proposed) if proposed else 0.0
+    r = tp / len(gold) if gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp,
+            "fp": len(proposed - gold), "fn": len(gold - proposed), "proposed": len(proposed), "gold": len(gold)}
+
+
+def _keys(items, with_mode: bool, processes: set) -> set:
+    return {(x.process, x.activity, x.service, x.entity_set) + ((x.mode,) if with_mode else ())
+            for x in items if x.process in processes}
+
+
+def evaluate_mapping(proposals: list, gold_entries: list[MappingEntry]) -> dict:
+    """Edge precision, recall and F1 against a gold mapping: without and with the mode, per
+    split (``split_processes`` over the gold's processes), per mode and per process.
+
+    Only the processes of the gold mapping count; activities are compared as written
+    (element id or name), so proposals and gold must name them the same way.
+    """
+    processes = sorted({g.process for g in gold_entries})
+    train, test = split_processes(processes)
+    groups = {"all": set(processes), "train": set(train), "test": set(test)}
+    result: dict = {"split": {"rule": "process ids sorted, alternately train and test (train first)",
+                              "train": train, "test": test}}
+    for label, with_mode in (("edges", False), ("edges_with_mode", True)):
+        result[label] = {g: _prf(_keys(proposals, with_mode, ps), _keys(gold_entries, with_mode, ps))
+                         for g, ps in groups.items()}
+    result["by_mode"] = {
+        m: _prf(_keys([p for p in proposals if p.mode == m], True, groups["all"]),
+                _keys([g for g in gold_entries if g.mode == m], True, groups["all"])) for m in MODES}
+    result["by_process"] = {
+        p: {"split": "train" if p in groups["train"] else "test",
+            "edges": _prf(_keys(proposals, False, {p}), _keys(gold_entries, False, {p})),
+            "edges_with_mode": _prf(_keys(proposals, True, {p}), _keys(gold_entries, True, {p}))}
+        for p in processes}
+    found = _keys(proposals, False, groups["all"]) & _keys(gold_entries, False, groups["all"])
+    agree = _keys(proposals, True, groups["all"]) & _keys(gold_entries, True, groups["all"])
+    result["mode_accuracy"] = round(len(agree) / len(found), 4) if found else 0.0
+    return result
+
+
+TUNE_GRID = {"top_n": (1, 2, 3), "threshold": tuple(round(0.025 * k, 3) for k in range(33)),
+             "ratio": (0.0, 0.8, 0.85, 0.9, 0.95)}
+#: The weights tried by ``tune(..., weights=WEIGHT_GRID)`` (``kg map tune --weights``), in this order.
+WEIGHT_GRID = {"dense": (0.5, 1.0), "dense_name": (0.0, 0.5, 1.0), "lexical": (0.5, 1.0),
+               "lexical_short": (0.0, 0.5, 1.0), "header": (0.0, 0.2, 0.4), "unwritable": (0.1, 0.2, 0.4)}
+
+
+def tune(signals: Signals, gold_entries: list[MappingEntry], base: Settings | None = None,
+         grid: dict | None = None, weights: dict | None = None) -> dict:
+    """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
+    weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
+    test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
+    base, grid = base or Settings(), grid or TUNE_GRID
+    train = set(split_processes({g.process for g in gold_entries})[0])
+    gold = _keys(gold_entries, False, train)
+    rows = [i for i, a in enumerate(signals.activities) if a.process in train]
+    best_key, best = None, base
+    for settings in _weight_settings(base, weights):
+        tops = _tops(signals, signals.scores(settings), rows, max(grid["top_n"]))
+        for n, threshold, ratio in product(grid["top_n"], grid["threshold"], grid["ratio"]):
+            f1 = _prf({k for top in tops for k in keep(top, n, threshold, ratio)}, gold)["f1"]
+            if best_key is None or (f1, -n, threshold, ratio) > best_key:
+                best_key = (f1, -n, threshold, ratio)
+                best = replace(settings, top_n=n, threshold=threshold, ratio=ratio)
+    proposals = propose(None, best, signals=signals)
+    return {"settings": best, "train_f1": best_key[0], "evaluation": evaluate_mapping(proposals, gold_entries)}
+
+
+def _weight_settings(base: Settings, weights: dict | None) -> list[Settings]:
+    names = list(weights or ())
+    combos = [replace(base, **dict(zip(names, values))) for values in product(*(weights[n] for n in names))]
+    return [c for c in combos if sum(getattr(c, n) for n in SIGNALS) > 0] or [base]
+
+
+def _tops(signals: Signals, scores: np.ndarray, rows: list[int], n: int) -> list[list]:
+    """Per activity row: its ``n`` best (edge key, score), best first."""
+    def edge(i: int, j: int) -> tuple:
+        return (signals.activities[i].process, signals.activities[i].id, signals.sets[j].service, signals.sets[j].name)
+
+    return [[(edge(i, j), float(scores[i, j])) for j in ranked(scores, i, n)] for i in rows]

@@ -1,0 +1,175 @@
+"""Typed context for retrieved entity sets (``kg retrieve --context``): what an agent is given.
+
+For each entity set: its service and URL path, key and key predicate, properties with Edm
+types and max lengths, which are required on create and which are read-only, navigation
+properties with cardinality and target, value helps with their codes (or "codes unknown"),
+and the process chain: the activities that use it, with the activities right before and
+after them and the entity sets those use. The data comes from ``queries/retrieve-context-*.rq``
+and is rendered by the jinja2 template ``templates/context.md.j2``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+from processkg.validate.payload_shapes import required_on_create
+from processkg.assets import templates_dir
+from processkg.graph.store import load_query, plain, select
+
+TEMPLATE = "context.md.j2"
+MAX_CODES = 50  # codes shown per value help; the rest are counted
+SAP_V2_ROOT = "/sap/opu/odata/sap"
+
+
+@lru_cache(maxsize=1)
+def _environment():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    folder = templates_dir()
+    return Environment(loader=FileSystemLoader(str(folder)), trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=True, undefined=StrictUndefined, autoescape=False)
+
+
+def _rows(store, name: str, iri: str) -> list[dict]:
+    names, rows = select(store, load_query(name), {"set": iri})
+    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
+
+
+# ---------------------------------------------------------------- data
+
+def set_context(store, iri: str) -> dict:
+    """Everything the template shows for one entity set (an IRI of the store)."""
+    head = _rows(store, "retrieve-context-set", iri)
+    head = head[0] if head else {"service": "", "version": "", "name": iri.rsplit("/", 1)[-1]}
+    props = [_property(p) for p in _rows(store, "retrieve-context-properties", iri)]
+    keys = [p for p in props if p["key"]]
+    return {
+        "head": head,
+        "path": url_path(head.get("service") or "", head.get("version") or "", head["name"]),
+        "key_predicate": key_predicate(head["name"], keys, head.get("version") or ""),
+        "properties": props,
+        "required": [p["name"] for p in props if "required" in p["flags"]],
+        "read_only": [p["name"] for p in props if "read-only" in p["flags"]],
+        "navigations": _navigations(store, iri),
+        "value_helps": _value_helps(store, iri),
+        "process": _process(store, iri),
+    }
+
+
+def url_path(service: str, version: str, entity_set: str) -> str:
+    """The URL path of an entity set: SAP Gateway's for OData V2, relative to the root for V4."""
+    if version.startswith(("1", "2", "3")):
+        return f"{SAP_V2_ROOT}/{service}/{entity_set}"
+    return f"<{service} service root>/{entity_set}"
+
+
+def key_predicate(entity_set: str, keys: list, version: str) -> str:
+    """``A_SalesOrder('{SalesOrder}')`` or ``A_Item(SalesOrder='{SalesOrder}',Item='{Item}')``."""
+    if not keys:
+        return ""
+    values = [_key_literal(k["name"], k["type"], version) for k in keys]
+    if len(keys) == 1:
+        return f"{entity_set}({values[0]})"
+    return f"{entity_set}(" + ",".join(f"{k['name']}={v}" for k, v in zip(keys, values)) + ")"
+
+
+def _key_literal(name: str, edm_type: str, version: str) -> str:
+    v2 = not version.startswith("4")
+    if edm_type in ("Edm.String", ""):
+        return f"'{{{name}}}'"
+    if v2 and edm_type == "Edm.Guid":
+        return f"guid'{{{name}}}'"
+    if v2 and edm_type == "Edm.DateTime":
+        return f"datetime'{{{name}}}'"
+    return f"{{{name}}}"
+
+
+def _property(row: dict) -> dict:
+    return {"name": row["name"], "label": _label(row), "type": row["edmType"] or "",
+            "facets": _facets(row), "key": bool(row["isKey"]), "flags": _flags(row)}
+
+
+def _label(row: dict) -> str:
+    """The label, unless it only repeats the name."""
+    label = row["label"] or ""
+    squashed = label.replace(" ", "").replace("-", "").lower()
+    return "" if squashed == row["name"].lower() else label
+
+
+def _facets(row: dict) -> str:
+    if row["maxLength"] is not None:
+        return f"({row['maxLength']})"
+    if row["precision"] is not None and row["edmType"] == "Edm.Decimal":
+        return f"({row['precision']},{row['scale']})" if row["scale"] is not None else f"({row['precision']})"
+    return ""
+
+
+def _flags(row: dict) -> list[str]:
+    """key, required (on create), read-only, create-only, no-create."""
+    flags = ["key"] if row["isKey"] else []
+    creatable, updatable = row["creatable"] is not False, row["updatable"] is not False
+    if row["computed"] or not (creatable or updatable):
+        return flags + ["read-only"]
+    collection = (row["edmType"] or "").startswith("Collection(")
+    if creatable and required_on_create(bool(row["isKey"]), row["nullable"] is not False, False, collection,
+                                        row["defaultValue"] is not None, row["namespace"] or ""):
+        flags.append("required")
+    if creatable and (not updatable or row["immutable"]) and not row["isKey"]:
+        flags.append("create-only")
+    if not creatable:
+        flags.append("no-create")
+    return flags
+
+
+def _navigations(store, iri: str) -> list[dict]:
+    rows = _rows(store, "retrieve-context-navigations", iri)
+    return [{"name": r["name"], "many": r["cardinality"] == "*", "optional": r["cardinality"] == "0..1",
+             "target": r["targetSet"] or r["targetType"] or "?"} for r in rows]
+
+
+def _value_helps(store, iri: str) -> list[dict]:
+    helps: dict = {}
+    for r in _rows(store, "retrieve-context-valuelists", iri):
+        key = (r["property"], r["collection"] or r["reference"] or "")
+        vh = helps.setdefault(key, {"property": r["property"], "source": key[1], "fixed": False, "codes": []})
+        vh["fixed"] = vh["fixed"] or bool(r["fixed"])
+        if r["code"] is not None and (r["code"], r["codeLabel"]) not in vh["codes"]:
+            vh["codes"].append((r["code"], r["codeLabel"]))
+    for vh in helps.values():
+        vh["more"] = max(0, len(vh["codes"]) - MAX_CODES)
+        vh["codes"] = vh["codes"][:MAX_CODES]
+    return list(helps.values())
+
+
+def _process(store, iri: str) -> list[dict]:
+    steps: dict = {}
+    for r in _rows(store, "retrieve-context-process", iri):
+        step = steps.setdefault(r["activity"], {
+            "name": r["name"] or r["activity"].rsplit("/", 1)[-1], "modes": [], "lane": r["lane"],
+            "process": r["process"], "before": defaultdict(list), "after": defaultdict(list)})
+        if r["mode"] not in step["modes"]:
+            step["modes"].append(r["mode"])
+        if r["direction"]:
+            _neighbour(step[r["direction"]], r)
+    return [dict(s, before=dict(s["before"]), after=dict(s["after"])) for s in steps.values()]
+
+
+def _neighbour(side: dict, row: dict) -> None:
+    sets = side[row["otherName"] or row["other"].rsplit("/", 1)[-1]]
+    if row["otherSet"] and f"{row['otherService']}/{row['otherSet']}" not in sets:
+        sets.append(f"{row['otherService']}/{row['otherSet']}")
+
+
+# ---------------------------------------------------------------- rendering
+
+def render_set(store, result, number: int = 1) -> str:
+    """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.Result`)."""
+    template = _environment().get_template(TEMPLATE)
+    return template.render(n=number, r=result, c=set_context(store, result.iri))
+
+
+def render_context(store, results: list) -> str:
+    """The typed context of every retrieved entity set, in result order."""
+    return "".join(render_set(store, r, n) for n, r in enumerate(results, 1))

@@ -1,0 +1,478 @@
+"""Retrieve the entity sets a business question needs (``kg retrieve``).
+
+Methods (``--method``):
+
+* ``dense``: the entity sets whose summaries are nearest to the query (HNSW, cosine).
+* ``tokens``: BM25 (bm25s) over the same summaries: the lexical baseline.
+* ``hybrid-paper``: the paper's algorithm: dense seeds, each followed by the entity sets of
+  the activities after the seed's activities (``queries/expand.rq``, ``bpmn:next{1,h}``).
+* ``hybrid`` (default): seeds fused (reciprocal rank fusion) from dense over entity sets, the
+  activity-chain ranking (BPMN activities A -> ... -> B matched at both ends, the entity sets
+  of B through ``uses:entitySet``), BM25, and the entity sets of the nearest activities; for a
+  query about an object rather than a process step (its best entity set is about as near as its
+  best activity) also the navigation targets of the nearest entity sets; each seed followed by
+  its best downstream entity set. Chosen on the train split of ``data/sap/benchmark``
+  (``benchmarks/bench_retrieve.py --eval``, ``docs/retrieval.md``).
+* ``chunkrag``: the paper's baseline: raw metadata chunks, mapped back to entity sets.
+
+Expansion inserts downstream entity sets right after their seed, keeps the seeds' order,
+drops duplicates and cuts the list at ``k``; every result says whether it is a seed or was
+expanded, and through which activity chain (``via``, activity names).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from processkg.retrieve.index import Encoder, IndexNotFoundError, load_index, model_id
+from processkg.errors import ProcessKGError
+from processkg.graph.store import load_query, open_store, select
+from processkg.retrieve.texts import words_of
+
+METHODS = ("hybrid", "hybrid-paper", "dense", "tokens", "chunkrag")
+DEFAULT_HOPS = 2
+MAX_HOPS = 6
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
+CANDIDATES = 20  # entries of each list fused by ``hybrid``
+NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid`` ranks
+VERIFY_MARGIN = 0.05
+CHUNKS_PER_RESULT = 10
+_STOP = frozenset(
+    "a an and are as at be by for from has have in into is it its of on or our so that the their then "
+    "there this to was we were what when where which who will with now all any can do does how i me my "
+    "need needs should want".split()
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One retrieved entity set."""
+
+    service: str
+    entity_set: str
+    score: float
+    source: str = "seed"  # "seed" or "expanded"
+    via: tuple = ()  # activity names: the chain that led here
+    iri: str = ""
+
+    def as_json(self) -> dict:
+        return {"service": self.service, "entity_set": self.entity_set, "score": round(float(self.score), 4),
+                "source": self.source, "via": list(self.via)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to retrieve: the method and the ablation switches."""
+
+    method: str = "hybrid"
+    hops: int = DEFAULT_HOPS
+    mapping_edges: bool = True
+    sequence_edges: bool = True
+    verify_seeds: bool = False
+
+    def check(self) -> "Settings":
+        if self.method not in METHODS:
+            raise ProcessKGError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if not 0 <= self.hops <= MAX_HOPS:
+            raise ProcessKGError(f"--hops must be between 0 and {MAX_HOPS}, not {self.hops}")
+        return self
+
+    def hop_range(self, paper: bool) -> tuple[int, int]:
+        """(min, max) hops along bpmn:next; without sequence edges only the seed's own activities."""
+        if not self.sequence_edges:
+            return 0, 0
+        return (1 if paper else 0), self.hops
+
+
+# ---------------------------------------------------------------- lexical
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case content words, camel case split, plural ``s`` stripped."""
+    out = []
+    for word in words_of(text):
+        low = word.lower()
+        if low in _STOP or len(low) < 2:
+            continue
+        out.append(_singular(low))
+    return out
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+class Lexical:
+    """BM25 (bm25s, Lucene variant) over a fixed list of texts."""
+
+    def __init__(self, texts: list[str]) -> None:
+        import bm25s
+
+        self.size = len(texts)
+        self.bm25 = bm25s.BM25()
+        if texts:
+            self.bm25.index([tokenize(t) or ["_"] for t in texts], show_progress=False)
+
+    def scores(self, query: str) -> np.ndarray:
+        tokens = tokenize(query)
+        if not tokens or not self.size:
+            return np.zeros(self.size, dtype=np.float32)
+        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
+
+
+def _ranked(scores: np.ndarray, limit: int, positive: bool = False) -> list[int]:
+    """Row ids by descending score (ties by row), at most ``limit``."""
+    order = np.lexsort((np.arange(len(scores)), -scores))[:limit]
+    return [int(i) for i in order if not positive or scores[i] > 0]
+
+
+# ---------------------------------------------------------------- the retriever
+
+class Retriever:
+    """Opens a store and its index once; answers any number of queries with any method."""
+
+    def __init__(self, store_dir: Path, model: str | None = None) -> None:
+        self.store_dir = Path(store_dir)
+        self.store = open_store(store_dir)
+        self.index = load_index(store_dir)
+        if model and model_id(model) != self.index.model:
+            raise IndexNotFoundError(f"the index of {store_dir} was built with {self.index.model}, not "
+                                     f"{model_id(model)}; rebuild it with `kg index --model {model}`")
+        self.encoder = Encoder(self.index.model)
+        self.sets = self.index.items["set"]
+        self.activities = self.index.items["activity"]
+        self.set_row = {s["iri"]: i for i, s in enumerate(self.sets)}
+        self.activity_name = {a["iri"]: a["name"] for a in self.activities}
+        self.uses = self._uses()
+        self.navigations = self._navigations()
+        self._lexical: Lexical | None = None
+        self._chains: dict = {}
+
+    def _uses(self) -> dict:
+        uses = defaultdict(list)
+        for activity, entity_set in select(self.store, load_query("retrieve-uses"))[1]:
+            if entity_set.value in self.set_row:
+                uses[activity.value].append(self.set_row[entity_set.value])
+        return dict(uses)
+
+    def _navigations(self) -> dict:
+        targets = defaultdict(list)
+        for entity_set, target in select(self.store, load_query("retrieve-set-navigations"))[1]:
+            if entity_set.value in self.set_row and target.value in self.set_row:
+                targets[self.set_row[entity_set.value]].append(self.set_row[target.value])
+        return dict(targets)
+
+    @property
+    def lexical(self) -> Lexical:
+        if self._lexical is None:
+            self._lexical = Lexical([s["text"] for s in self.sets])
+        return self._lexical
+
+    # ------------------------------------------------------------ public API
+    def embed(self, queries: list[str]) -> np.ndarray:
+        return self.encoder.encode(list(queries))
+
+    def retrieve(self, query: str, k: int = 5, settings: Settings | None = None,
+                 vector: np.ndarray | None = None, **options) -> list[Result]:
+        """The top ``k`` entity sets for ``query``; ``options`` override ``settings`` fields."""
+        settings = replace(settings or Settings(), **options).check()
+        if k < 1:
+            raise ProcessKGError(f"-k must be at least 1, not {k}")
+        if vector is None and settings.method != "tokens":
+            vector = self.embed([query])[0]
+        return _METHODS[settings.method](self, query, vector, k, settings)
+
+    def retrieve_many(self, queries: list[str], k: int = 5, settings: Settings | None = None,
+                      **options) -> list[list[Result]]:
+        """Batch retrieval: all query embeddings computed in one call."""
+        settings = replace(settings or Settings(), **options).check()
+        vectors = self.embed(queries) if settings.method != "tokens" and queries else [None] * len(queries)
+        return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
+
+    # ------------------------------------------------------------ building blocks
+    def result(self, row: int, score: float, source: str = "seed", via: tuple = ()) -> Result:
+        s = self.sets[row]
+        return Result(s["service"], s["name"], float(score), source, via, s["iri"])
+
+    def dense_sets(self, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
+        ids, sims = self.index.hnsw["set"].search(vector, n)
+        return list(zip(ids.tolist(), sims.tolist()))
+
+    def dense_activities(self, vector: np.ndarray, n: int) -> list[tuple[str, float]]:
+        ids, sims = self.index.hnsw["activity"].search(vector, n)
+        return [(self.activities[i]["iri"], s) for i, s in zip(ids.tolist(), sims.tolist())]
+
+    def similarity(self, vector: np.ndarray, row: int) -> float:
+        return float(self.index.vectors["set"][row] @ vector)
+
+    def chain(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
+        """Entity sets (rows) downstream of ``seed`` (entity set or activity IRI), with their chains."""
+        key = (seed, min_hops, max_hops)
+        if key not in self._chains:
+            self._chains[key] = self._walk(seed, min_hops, max_hops)
+        return self._chains[key]
+
+    def _walk(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
+        starts, nexts, uses = _subgraph(self.store, seed)
+        found: dict = {}
+        frontier = [(a, (a,)) for a in sorted(starts, key=self._activity_key)]
+        seen = set(starts)
+        for hops in range(max_hops + 1):
+            for activity, path in frontier:
+                if hops >= min_hops:
+                    for iri in sorted(uses.get(activity, ())):
+                        if iri in self.set_row and iri != seed and iri not in found:
+                            found[iri] = (self.set_row[iri], path)
+            frontier = self._step(frontier, nexts, seen)
+        return list(found.values())
+
+    def _step(self, frontier: list, nexts: dict, seen: set) -> list:
+        out = []
+        for activity, path in frontier:
+            for nxt in sorted(nexts.get(activity, ()), key=self._activity_key):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    out.append((nxt, path + (nxt,)))
+        return out
+
+    def _activity_key(self, iri: str) -> tuple:
+        return (self.activity_name.get(iri) or "", iri)
+
+    def names(self, path: tuple) -> tuple:
+        return tuple(self.activity_name.get(a) or a.rsplit("/", 1)[-1] for a in path)
+
+    def verified(self, query: str, row: int, score: float, best: float) -> bool:
+        """``--verify-seeds``: a seed is expanded only with lexical support or a near-best score."""
+        if score >= best - VERIFY_MARGIN:
+            return True
+        return bool(set(tokenize(query)) & set(tokenize(self.sets[row]["text"])))
+
+
+def _subgraph(store, seed: str) -> tuple[set, dict, dict]:
+    """The process edges downstream of ``seed``: start activities, bpmn:next and uses:entitySet."""
+    starts, nexts, uses = set(), defaultdict(set), defaultdict(set)
+    for _seed, start, source, target, entity_set in select(store, load_query("expand"), {"seed": seed})[1]:
+        starts.add(start.value)
+        if target is not None:
+            nexts[source.value].add(target.value)
+        if entity_set is not None:
+            uses[source.value].add(entity_set.value)
+    return starts, nexts, uses
+
+
+# ---------------------------------------------------------------- methods
+
+def dense(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+    return [r.result(row, score) for row, score in r.dense_sets(vector, k)]
+
+
+def tokens(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+    scores = r.lexical.scores(query)
+    return [r.result(row, scores[row]) for row in _ranked(scores, k, positive=True)]
+
+
+class _Ranking:
+    """An ordered, duplicate-free result list, cut at ``k``."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.items: list[Result] = []
+        self.seen: set = set()
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= self.k
+
+    def add(self, result: Result) -> None:
+        if not self.full and result.iri not in self.seen:
+            self.seen.add(result.iri)
+            self.items.append(result)
+
+
+def hybrid_paper(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+    """Dense seeds in dense order, each followed by its downstream entity sets."""
+    seeds = r.dense_sets(vector, k)
+    best = seeds[0][1] if seeds else 0.0
+    out = _Ranking(k)
+    for row, score in seeds:
+        out.add(r.result(row, score))
+        if _expands(r, settings, query, row, score, best):
+            _expand(r, out, r.sets[row]["iri"], score, settings.hop_range(paper=True), ())
+    return out.items
+
+
+def _expands(r: Retriever, settings: Settings, query: str, row: int, score: float, best: float) -> bool:
+    if not settings.mapping_edges:
+        return False
+    return not settings.verify_seeds or r.verified(query, row, score, best)
+
+
+def _expand(r: Retriever, out: _Ranking, seed: str, score: float, hops: tuple, prefix: tuple) -> None:
+    for row, path in r.chain(seed, *hops):
+        if out.full:
+            return
+        out.add(r.result(row, score, "expanded", prefix + r.names(path)))
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """The parts of ``hybrid`` beyond the paper. The default keeps only what won on the train
+    split (``benchmarks/bench_retrieve.py --eval``); the other switches stay for re-running that
+    selection on another query set."""
+
+    lists: tuple = ("dense", "chain", "tokens", "activity")  # rankings fused into seeds
+    object_lists: tuple = ("navigation",)  # fused too when the query is about an object (below)
+    object_margin: float = 0.05  # object query: best entity set similarity >= best activity's - margin
+    min_hops: int = 1  # 0: a seed's co-used entity sets (same activity) count as expansions too
+    per_seed: int = 1  # at most this many expansions per seed (0: no cap)
+    rank_expansions: bool = True  # order a seed's expansions by hops, then similarity to the query
+    expand_from: str = "end"  # "end": from the last activity of the seed's path; "start": its first
+
+
+HYBRID = HybridConfig()
+
+
+@dataclass
+class _Seed:
+    row: int
+    score: float = 0.0
+    path: tuple = ()  # activity IRIs through which the entity set was reached, if any
+    dense: float = 0.0
+    direct: bool = False  # matched on its own summary (dense or tokens), not only through an activity
+
+
+def fused_seeds(r: Retriever, query: str, vector, settings: Settings, config: HybridConfig = HYBRID,
+                n: int = CANDIDATES) -> list[_Seed]:
+    """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
+    seeds: dict = {}
+    for name in config.lists + (config.object_lists if _object_query(r, vector, config) else ()):
+        if name in ("activity", "chain") and not settings.mapping_edges:
+            continue
+        for rank, (row, path) in enumerate(_LISTS[name](r, query, vector, n, settings), 1):
+            seed = seeds.setdefault(row, _Seed(row, dense=r.similarity(vector, row)))
+            seed.score += 1.0 / (RRF_K + rank)
+            seed.path = seed.path or path
+            seed.direct = seed.direct or not path
+    return sorted(seeds.values(), key=lambda s: (-s.score, -s.dense, s.row))
+
+
+def _object_query(r: Retriever, vector, config: HybridConfig) -> bool:
+    """Does the query match an entity set about as well as a process activity ("the items of
+    sales order 4711") rather than describe a process step ("now charge the customer")? Never
+    without a process layer: the test needs activities (and was only tuned with them)."""
+    if not config.object_lists or not r.activities or not r.sets:
+        return False
+    best_set = r.dense_sets(vector, 1)[0][1]
+    return best_set >= r.dense_activities(vector, 1)[0][1] - config.object_margin
+
+
+def _dense_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    return [(row, ()) for row, _sim in r.dense_sets(vector, n)]
+
+
+def _token_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    return [(row, ()) for row in _ranked(r.lexical.scores(query), n, positive=True)]
+
+
+def _activity_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    """Entity sets in the order of the activities (nearest first) that use them."""
+    out, seen = [], set()
+    for activity, _sim in r.dense_activities(vector, n):
+        for row in sorted(r.uses.get(activity, ()), key=lambda x: (-r.similarity(vector, x), x)):
+            if row not in seen:
+                seen.add(row)
+                out.append((row, (activity,)))
+    return out[:n]
+
+
+def _chain_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    """Entity sets by their best activity path A -> ... -> B (0..h hops), scored sim(A) + sim(B):
+    "the goods left the warehouse (A), now charge the customer (B)" matches both ends."""
+    sim_of = dict(r.dense_activities(vector, len(r.activities)))
+    best: dict = {}
+    for start, sim_a in r.dense_activities(vector, n):
+        for row, path in r.chain(start, 0, settings.hop_range(paper=False)[1]):
+            score = sim_a + sim_of.get(path[-1], 0.0)
+            if row not in best or score > best[row][0]:
+                best[row] = (score, path)
+    ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))
+    return [(row, path) for row, (_score, path) in ranked[:n]]
+
+
+def _navigation_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+    """The navigation targets (``kg:targetEntitySet``) of the nearest entity sets, most similar
+    to the query first: "the schedule lines of order 4711" finds the order, needs its lines."""
+    targets = {t for row, _sim in r.dense_sets(vector, NAVIGATION_SEEDS) for t in r.navigations.get(row, ())}
+    ranked = sorted(targets, key=lambda row: (-r.similarity(vector, row), row))
+    return [(row, ()) for row in ranked[:n]]
+
+
+_LISTS = {"dense": _dense_list, "tokens": _token_list, "activity": _activity_list, "chain": _chain_list,
+          "navigation": _navigation_list}
+
+
+def hybrid(r: Retriever, query: str, vector, k: int, settings: Settings,
+           config: HybridConfig = HYBRID) -> list[Result]:
+    """Fused seeds in fused order, each followed by the entity sets downstream of it."""
+    fused = fused_seeds(r, query, vector, settings, config)
+    seeds = fused[:k]
+    best = max((s.dense for s in seeds), default=0.0)
+    low, high = settings.hop_range(paper=False)
+    hops = (max(config.min_hops, low), high) if settings.sequence_edges else (0, 0)
+    order = {row: r.similarity(vector, row) for row in range(len(r.sets))} if config.rank_expansions else {}
+    out = _Ranking(k)
+    for seed in seeds:
+        via = () if seed.direct else seed.path
+        out.add(r.result(seed.row, seed.score, "expanded" if len(via) > 1 else "seed", r.names(via)))
+        if _expands(r, settings, query, seed.row, seed.dense, best):
+            for row, path in _grown(r, seed, hops, config, order):
+                out.add(r.result(row, seed.score, "expanded", r.names(_joined(via, path))))
+    return out.items
+
+
+def _grown(r: Retriever, seed: _Seed, hops: tuple, config: HybridConfig, order: dict) -> list:
+    """The entity sets downstream of a seed: of the entity set itself if it matched directly,
+    else of the activity (path) through which it was reached."""
+    if seed.path and not seed.direct:
+        start = seed.path[-1] if config.expand_from == "end" else seed.path[0]
+    else:
+        start = r.sets[seed.row]["iri"]
+    chain = [(row, path) for row, path in r.chain(start, *hops) if row != seed.row]
+    if config.rank_expansions:  # nearest hop first, then the most similar to the query
+        chain = sorted(chain, key=lambda c: (len(c[1]), -order.get(c[0], 0.0)))
+    return chain[:config.per_seed] if config.per_seed else chain
+
+
+def _joined(prefix: tuple, path: tuple) -> tuple:
+    """A seed's path followed by an expansion path that starts where the seed's path ends."""
+    if prefix and path and prefix[-1] == path[0]:
+        return prefix + path[1:]
+    return path
+
+
+def chunkrag(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+    """Raw-metadata chunks nearest to the query, mapped back to the entity sets they describe."""
+    chunks = r.index.items["chunk"]
+    if not chunks:
+        raise ProcessKGError("the index has no metadata chunks: rebuild it with "
+                             "`kg index --store DIR --odata METADATA_DIR` to use --method chunkrag")
+    ids, sims = r.index.hnsw["chunk"].search(vector, k * CHUNKS_PER_RESULT)
+    out = _Ranking(k)
+    for i, sim in zip(ids.tolist(), sims.tolist()):
+        for iri in chunks[i]["sets"]:
+            if iri in r.set_row:
+                out.add(r.result(r.set_row[iri], sim))
+    return out.items
+
+
+_METHODS = {"dense": dense, "tokens": tokens, "hybrid-paper": hybrid_paper, "hybrid": hybrid,
+            "chunkrag": chunkrag}
+
+__all__ = ["METHODS", "Result", "Retriever", "Settings", "tokenize"]

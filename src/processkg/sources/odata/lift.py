@@ -1,0 +1,440 @@
+"""Lift a resolved OData :class:`~processkg.sources.odata.model.Service` into RDF triples (``kg:`` vocabulary).
+
+IRIs are derived from names (``id/odata/{service}/set/{EntitySet}``), so the same
+input always yields the same graph. A table (:data:`ANNOTATION_TERMS`) maps each
+annotation term the graph understands to the function that lifts it.
+"""
+
+from __future__ import annotations
+
+from pyoxigraph import NamedNode
+
+from processkg.sources.odata.read import COMMON, CORE, MEASURES, VALIDATION, Annotation
+from processkg.sources.odata.model import Service, key_of
+from processkg.triples import Triples, child, mint
+from processkg.vocab import KGT
+
+VALUE_LIST = f"{COMMON}.ValueList"
+FIXED_VALUES = f"{COMMON}.ValueListWithFixedValues"
+VALUE_LIST_REFERENCES = f"{COMMON}.ValueListReferences"
+ALLOWED_VALUES = f"{VALIDATION}.AllowedValues"
+
+
+class ServiceLifter:
+    """Lifts one service; ``iri_key`` is its unique IRI segment (the name, disambiguated)."""
+
+    def __init__(self, service: Service, iri_key: str, codes: dict | None = None) -> None:
+        self.svc = service
+        self.doc = service.doc
+        self.t = Triples(service.file)
+        self.base = mint("odata", iri_key)
+        self.codes = codes or {}
+        self.value_lists: dict = {}
+        self.value_list_terms: dict = {}
+        self.set_iris: dict = {}
+        self.warnings: list = []
+
+    # ---------------------------------------------------------------- IRIs
+    def type_iri(self, qname: str) -> NamedNode:
+        st = self.doc.types.get(qname)
+        kind = "complex" if st is not None and st.kind == "ComplexType" else "type"
+        return child(self.base, kind, qname)
+
+    def prop_iri(self, type_qname: str, name: str) -> NamedNode:
+        return child(self.type_iri(type_qname), "prop", name)
+
+    def nav_iri(self, type_qname: str, name: str) -> NamedNode:
+        return child(self.type_iri(type_qname), "nav", name)
+
+    def declaring_type(self, st, prop_name: str) -> str:
+        """The (base) type that declares ``prop_name``, for inherited keys."""
+        seen = set()
+        while st is not None and st.qname not in seen:
+            seen.add(st.qname)
+            if any(p.name == prop_name for p in st.properties):
+                return st.qname
+            st = self.doc.types.get(st.base_type)
+        return ""
+
+    # ---------------------------------------------------------------- lift
+    def lift(self) -> list:
+        self._service()
+        for st in sorted(self.doc.types.values(), key=lambda s: s.qname):
+            self._structured_type(st)
+        for enum in sorted(self.doc.enums.values(), key=lambda e: e.qname):
+            self._enum(enum)
+        for container in self.doc.containers:
+            self._container(container)
+        for st in sorted(self.doc.types.values(), key=lambda s: s.qname):
+            self._navigations(st)
+        self._value_list_targets()
+        return self.t.items
+
+    def _service(self) -> None:
+        t, d = self.t, self.doc
+        t.node(self.base, KGT.Service, d.line, self.svc.name)
+        t.text(self.base, KGT.serviceName, self.svc.name)
+        t.text(self.base, KGT.name, self.svc.name)
+        t.text(self.base, KGT.odataVersion, d.version)
+        t.text(self.base, KGT.edmxVersion, d.edmx_version)
+        t.text(self.base, KGT.dataServiceVersion, d.data_service_version)
+        for extra in self.svc.annotation_docs:
+            t.text(self.base, KGT.sourceFile, extra.file)
+        for schema in d.schemas:
+            s = t.node(child(self.base, "schema", schema.namespace), KGT.Schema, schema.line, schema.namespace)
+            t.text(s, KGT.namespace, schema.namespace)
+            t.add(self.base, KGT.schema, s)
+
+    def _schema_iri(self, namespace: str) -> NamedNode:
+        return child(self.base, "schema", namespace)
+
+    def _structured_type(self, st) -> None:
+        t = self.t
+        s = self.type_iri(st.qname)
+        cls = KGT.ComplexType if st.kind == "ComplexType" else KGT.EntityType
+        labels = self.svc.annotations_for(st.qname)
+        t.node(s, cls, st.line, _label(st.sap, labels) or st.name)
+        t.text(s, KGT.name, st.name)
+        t.text(s, KGT.namespace, st.namespace)
+        t.text(s, KGT.qualifiedName, st.qname)
+        t.text(s, KGT.label, _label(st.sap, labels))
+        t.text(s, KGT.description, _description(st.sap, labels))
+        t.add(self._schema_iri(st.namespace), KGT.complexType if st.kind == "ComplexType" else KGT.entityType, s)
+        if st.base_type:
+            t.add(s, KGT.baseType, self.type_iri(st.base_type))
+        for prop in st.properties:
+            self._property(st, prop, s)
+        for key in key_of(self.doc, st) if st.kind == "EntityType" else ():
+            name = key.split("/", 1)[0]
+            owner = self.declaring_type(st, name)
+            if owner:
+                t.add(s, KGT.keyProperty, self.prop_iri(owner, name))
+
+    def _property(self, st, prop, type_node: NamedNode) -> None:
+        t = self.t
+        s = self.prop_iri(st.qname, prop.name)
+        target = f"{st.qname}/{prop.name}"
+        anns = self.svc.annotations_for(target)
+        label = _label(prop.sap, anns)
+        t.node(s, KGT.Property, prop.line, label or prop.name)
+        t.add(type_node, KGT.property, s)
+        t.text(s, KGT.name, prop.name)
+        t.text(s, KGT.label, label)
+        t.text(s, KGT.description, _description(prop.sap, anns))
+        t.text(s, KGT.edmType, prop.type)
+        t.boolean(s, KGT.isKey, prop.is_key)
+        if prop.is_collection:
+            t.boolean(s, KGT.isCollection, True)
+        t.boolean(s, KGT.nullable, prop.nullable)
+        t.integer(s, KGT.maxLength, prop.max_length)
+        t.integer(s, KGT.precision, prop.precision)
+        t.text(s, KGT.scale, prop.scale)
+        t.text(s, KGT.defaultValue, prop.default)
+        self._sap_flags(s, prop.sap)
+        self._core_flags(s, anns)
+        self._semantics(st, s, prop, anns)
+        self._value_list(st, prop, s, anns)
+
+    def _sap_flags(self, s: NamedNode, sap: dict) -> None:
+        for attr, pred in (("creatable", KGT.creatable), ("updatable", KGT.updatable),
+                           ("filterable", KGT.filterable), ("sortable", KGT.sortable)):
+            if attr in sap:
+                self.t.boolean(s, pred, sap[attr].lower() == "true")
+
+    def _core_flags(self, s: NamedNode, anns: list) -> None:
+        for ann in anns:
+            if ann.term == f"{CORE}.Computed" and _truthy(ann.value):
+                self.t.boolean(s, KGT.computed, True)
+            elif ann.term == f"{CORE}.Immutable" and _truthy(ann.value):
+                self.t.boolean(s, KGT.immutable, True)
+
+    def _semantics(self, st, s: NamedNode, prop, anns: list) -> None:
+        t = self.t
+        t.text(s, KGT.semantics, prop.sap.get("semantics"))
+        for attr, pred in (("unit", KGT.unitProperty), ("text", KGT.textProperty)):
+            ref = prop.sap.get(attr)
+            if ref and "/" not in ref and self.declaring_type(st, ref):
+                t.add(s, pred, self.prop_iri(self.declaring_type(st, ref), ref))
+        for ann in anns:
+            handler = _SEMANTIC_TERMS.get(ann.term)
+            if handler:
+                handler(self, st, s, ann)
+
+    def _path_property(self, st, path: object) -> NamedNode | None:
+        if not isinstance(path, str) or "/" in path:
+            return None
+        owner = self.declaring_type(st, path)
+        return self.prop_iri(owner, path) if owner else None
+
+    # ---------------------------------------------------------------- value lists
+    def _value_list_node(self, prop_iri: NamedNode, qualifier: str, line: int) -> NamedNode:
+        key = (prop_iri.value, qualifier)
+        if key not in self.value_lists:
+            vl = child(prop_iri, "valuelist", *[seg for seg in qualifier.split("#") if seg])
+            self.t.node(vl, KGT.ValueList, line)
+            self.t.add(prop_iri, KGT.valueList, vl)
+            self.t.add(vl, KGT.valueListProperty, prop_iri)
+            self.t.text(vl, KGT.qualifier, qualifier.split("#", 1)[0])
+            self.value_lists[key] = {"iri": vl, "collection": "", "codes": {}}
+        return self.value_lists[key]["iri"]
+
+    def _value_list(self, st, prop, s: NamedNode, anns: list) -> None:
+        kind = prop.sap.get("value-list")
+        if kind:
+            self.t.text(s, KGT.sapValueList, kind)
+            vl = self._value_list_node(s, "", prop.line)
+            if kind == "fixed-values":
+                self.t.boolean(vl, KGT.fixedValues, True)
+        for ann in anns:
+            handler = ANNOTATION_TERMS.get(ann.term)
+            if handler:
+                handler(self, st, s, ann)
+        enum = self.doc.enums.get(prop.item_type)
+        if enum is not None:
+            vl = self._value_list_node(s, "", prop.line)
+            self.t.boolean(vl, KGT.fixedValues, True)
+            for name, _value, line in enum.members:
+                self._code(vl, s, "", name, name, "metadata", line)
+
+    def _code(self, vl: NamedNode, prop_iri: NamedNode, qualifier: str, value: str, label: str, source: str,
+              line: int | None = None, file: str | None = None) -> None:
+        entry = self.value_lists[(prop_iri.value, qualifier)]
+        if value in entry["codes"]:
+            return
+        code = child(vl, "code", value)
+        entry["codes"][value] = code
+        self.t.node(code, KGT.Code, line, label or value, file=file)
+        self.t.text(code, KGT.codeValue, value)
+        self.t.text(code, KGT.codeSource, source)
+        self.t.add(vl, KGT.code, code)
+
+    def _lift_value_list(self, st, s: NamedNode, ann: Annotation) -> None:
+        t = self.t
+        qualifier = self._fresh_qualifier(s, ann)
+        vl = self._value_list_node(s, qualifier, ann.line)
+        t.text(vl, KGT.annotationTerm, ann.term)
+        t.text(vl, KGT.sourceFile, ann.file)
+        record = ann.value if isinstance(ann.value, dict) else {}
+        path = record.get("CollectionPath")
+        if isinstance(path, str):
+            t.text(vl, KGT.collectionPath, path)
+            self.value_lists[(s.value, qualifier)]["collection"] = path
+        t.text(vl, KGT.label, record.get("Label") if isinstance(record.get("Label"), str) else None)
+        if isinstance(record.get("SearchSupported"), str):
+            t.boolean(vl, KGT.searchSupported, record["SearchSupported"].lower() == "true")
+        params = record.get("Parameters")
+        for i, param in enumerate(params if isinstance(params, list) else []):
+            if isinstance(param, dict):
+                self._parameter(st, vl, i, param)
+
+    def _fresh_qualifier(self, s: NamedNode, ann: Annotation) -> str:
+        """The qualifier of this Common.ValueList's node; a repeated one gets ``#2``, ``#3``, ...
+
+        CSDL allows one annotation per term and qualifier on a target, but SAP services carry
+        two unqualified value lists on some properties (CDS view and DDIC search help): both
+        are kept as separate nodes, and the build warns.
+        """
+        seen = self.value_list_terms.setdefault((s.value, ann.qualifier), 0)
+        self.value_list_terms[(s.value, ann.qualifier)] = seen + 1
+        if not seen:
+            return ann.qualifier
+        self.warnings.append(
+            f"{ann.file}:{ann.line}: a second {ann.term} with qualifier {ann.qualifier!r} on the same "
+            f"property; kept as value list #{seen + 1}"
+        )
+        return f"{ann.qualifier}#{seen + 1}"
+
+    def _parameter(self, st, vl: NamedNode, i: int, param: dict) -> None:
+        t = self.t
+        p = child(vl, "param", str(i))
+        t.node(p, KGT.ValueListParameter, param.get("$line"))
+        t.add(vl, KGT.parameter, p)
+        kind = param.get("$Type", "").rpartition(".")[2].replace("ValueListParameter", "")
+        t.text(p, KGT.parameterKind, kind)
+        t.integer(p, KGT.parameterOrder, i)
+        local = self._path_property(st, param.get("LocalDataProperty"))
+        if local is not None:
+            t.add(p, KGT.localDataProperty, local)
+        name = param.get("ValueListProperty")
+        t.text(p, KGT.valueListPropertyName, name if isinstance(name, str) else None)
+        t.text(p, KGT.constant, param.get("Constant") if isinstance(param.get("Constant"), str) else None)
+
+    def _lift_fixed_values(self, st, s: NamedNode, ann: Annotation) -> None:
+        vl = self._value_list_node(s, ann.qualifier, ann.line)
+        self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
+        self.t.boolean(vl, KGT.fixedValues, _truthy(ann.value))
+
+    def _lift_references(self, st, s: NamedNode, ann: Annotation) -> None:
+        vl = self._value_list_node(s, ann.qualifier, ann.line)
+        self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
+        for url in ann.value if isinstance(ann.value, list) else [ann.value]:
+            if isinstance(url, str):
+                self.t.text(vl, KGT.valueListReference, url)
+
+    def _lift_allowed_values(self, st, s: NamedNode, ann: Annotation) -> None:
+        vl = self._value_list_node(s, ann.qualifier, ann.line)
+        self.t.text(vl, KGT.annotationTerm, ann.term)
+        self.t.text(vl, KGT.sourceFile, ann.file)
+        self.t.boolean(vl, KGT.fixedValues, True)
+        for rec in ann.value if isinstance(ann.value, list) else []:
+            value = rec.get("Value") if isinstance(rec, dict) else rec
+            if isinstance(value, str):
+                label = rec.get(f"{COMMON}.Label") if isinstance(rec, dict) else None
+                line = rec.get("$line", ann.line) if isinstance(rec, dict) else ann.line
+                self._code(vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata",
+                           line, ann.file)
+
+    def _value_list_targets(self) -> None:
+        """Resolve collection paths to entity sets of this service and attach code-list codes."""
+        for (prop_value, qualifier), entry in sorted(self.value_lists.items()):
+            path = entry["collection"]
+            if path in self.set_iris:
+                self.t.add(entry["iri"], KGT.valueListEntitySet, self.set_iris[path])
+            for value, label, file, line in self.codes.get(path, ()) if path else ():
+                self._code(entry["iri"], NamedNode(prop_value), qualifier, value, label, "codelist", line, file)
+
+    # ---------------------------------------------------------------- enums, sets, navs
+    def _enum(self, enum) -> None:
+        t = self.t
+        s = child(self.base, "enum", enum.qname)
+        t.node(s, KGT.EnumType, enum.line, enum.name)
+        t.text(s, KGT.name, enum.name)
+        t.text(s, KGT.qualifiedName, enum.qname)
+        t.add(self._schema_iri(enum.namespace), KGT.enumType, s)
+        for name, value, line in enum.members:
+            m = child(s, "member", name)
+            t.node(m, KGT.EnumMember, line, name)
+            t.text(m, KGT.name, name)
+            t.text(m, KGT.memberValue, value)
+            t.add(s, KGT.member, m)
+
+    def _container(self, container) -> None:
+        t = self.t
+        c = child(self.base, "container", container.name)
+        t.node(c, KGT.EntityContainer, container.line, container.name)
+        t.text(c, KGT.name, container.name)
+        t.add(self.base, KGT.entityContainer, c)
+        for es in container.entity_sets:
+            self._entity_set(container, c, es)
+
+    def _entity_set(self, container, c: NamedNode, es) -> None:
+        t = self.t
+        s = child(self.base, "singleton" if es.singleton else "set", es.name)
+        self.set_iris[es.name] = s
+        anns = self.svc.annotations_for(f"{container.qname}/{es.name}")
+        label = _label(es.sap, anns)
+        t.node(s, KGT.Singleton if es.singleton else KGT.EntitySet, es.line, label or es.name)
+        t.add(c, KGT.singleton if es.singleton else KGT.entitySet, s)
+        t.text(s, KGT.name, es.name)
+        t.text(s, KGT.label, label)
+        t.text(s, KGT.description, _description(es.sap, anns))
+        t.add(s, KGT.entityType, self.type_iri(es.entity_type))
+        for attr, pred in (("creatable", KGT.creatable), ("updatable", KGT.updatable),
+                           ("deletable", KGT.deletable), ("addressable", KGT.addressable),
+                           ("searchable", KGT.searchSupported)):
+            if attr in es.sap:
+                t.boolean(s, pred, es.sap[attr].lower() == "true")
+
+    def _navigations(self, st) -> None:
+        for nav in st.navigations:
+            self._navigation(st, nav)
+
+    def _navigation(self, st, nav) -> None:
+        t = self.t
+        s = self.nav_iri(st.qname, nav.name)
+        t.node(s, KGT.NavigationProperty, nav.line, nav.name)
+        t.add(self.type_iri(st.qname), KGT.navigationProperty, s)
+        t.text(s, KGT.name, nav.name)
+        t.text(s, KGT.cardinality, nav.cardinality)
+        t.text(s, KGT.edmType, nav.type or (f"Collection({nav.target_type})" if nav.cardinality == "*" else nav.target_type))
+        if nav.target_type in self.doc.types:
+            t.add(s, KGT.targetEntityType, self.type_iri(nav.target_type))
+            if nav.partner:
+                t.add(s, KGT.partner, self.nav_iri(nav.target_type, nav.partner))
+        for name in nav.target_sets:
+            if name in self.set_iris:
+                t.add(s, KGT.targetEntitySet, self.set_iris[name])
+        t.boolean(s, KGT.containsTarget, nav.contains_target or None)
+        t.text(s, KGT.relationship, nav.relationship)
+        t.text(s, KGT.fromRole, nav.from_role)
+        t.text(s, KGT.toRole, nav.to_role)
+        for i, rc in enumerate(nav.constraints):
+            self._constraint(st, nav, s, i, rc)
+
+    def _constraint(self, st, nav, s: NamedNode, i: int, rc) -> None:
+        t = self.t
+        r = child(s, "constraint", str(i))
+        t.node(r, KGT.ReferentialConstraint, rc.line)
+        t.add(s, KGT.referentialConstraint, r)
+        local = self._path_property(st, rc.property)
+        if local is not None:
+            t.add(r, KGT.localProperty, local)
+        target = self.doc.types.get(nav.target_type)
+        remote = self._path_property(target, rc.referenced) if target is not None else None
+        if remote is not None:
+            t.add(r, KGT.referencedProperty, remote)
+
+
+# ---------------------------------------------------------------- annotation helpers
+
+def _truthy(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() != "false")
+
+
+def _label(sap: dict, anns: list) -> str | None:
+    if sap.get("label"):
+        return sap["label"]
+    for ann in anns:
+        if ann.term == f"{COMMON}.Label" and isinstance(ann.value, str):
+            return ann.value
+    return None
+
+
+def _description(sap: dict, anns: list) -> str | None:
+    for ann in anns:
+        if ann.term in (f"{CORE}.Description", f"{COMMON}.QuickInfo") and isinstance(ann.value, str):
+            return ann.value
+    return sap.get("quickinfo")
+
+
+def _text_property(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+    target = lifter._path_property(st, ann.value)
+    if target is not None:
+        lifter.t.add(s, KGT.textProperty, target)
+
+
+def _unit_property(semantics: str):
+    def handler(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+        target = lifter._path_property(st, ann.value)
+        if target is not None:
+            lifter.t.add(s, KGT.unitProperty, target)
+            lifter.t.text(target, KGT.semantics, semantics)
+    return handler
+
+
+def _flag_semantics(semantics: str):
+    def handler(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+        if _truthy(ann.value):
+            lifter.t.text(s, KGT.semantics, semantics)
+    return handler
+
+
+_SEMANTIC_TERMS = {
+    f"{COMMON}.Text": _text_property,
+    f"{MEASURES}.ISOCurrency": _unit_property("currency-code"),
+    f"{MEASURES}.Unit": _unit_property("unit-of-measure"),
+    f"{COMMON}.IsCurrency": _flag_semantics("currency-code"),
+    f"{COMMON}.IsUnit": _flag_semantics("unit-of-measure"),
+}
+
+#: Annotation term -> lifter of the value help it describes.
+ANNOTATION_TERMS = {
+    VALUE_LIST: ServiceLifter._lift_value_list,
+    FIXED_VALUES: ServiceLifter._lift_fixed_values,
+    VALUE_LIST_REFERENCES: ServiceLifter._lift_references,
+    ALLOWED_VALUES: ServiceLifter._lift_allowed_values,
+}
+
+__all__ = ["ServiceLifter", "ANNOTATION_TERMS"]

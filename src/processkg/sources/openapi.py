@@ -1,0 +1,601 @@
+"""Read OpenAPI 3 documents (JSON) and lift them into the graph (``kg:`` vocabulary).
+
+One document is one ``kg:Service``, named after its file (``billing.json`` is ``billing``) or,
+for a file called ``openapi.json``/``swagger.json``, after its folder (SOCBench-D's
+``01-Energy Consumption Analysis Service/openapi.json``). Each operation (HTTP method + path)
+is a ``kg:Operation``; each parameter and each top-level property of the request body is a
+``kg:Property`` linked by ``kg:operationParameter``, with its location (``kg:parameterLocation``:
+path, query, header, cookie or body), its JSON Schema type (``kg:edmType``, ``kg:schemaFormat``,
+``kg:isCollection`` for arrays), ``kg:required``, ``kg:nullable`` and, for an ``enum``, a fixed
+value list with its codes. Responses are not lifted, and there is no process layer: OpenAPI
+says nothing about the order of calls.
+
+``$ref`` is resolved within the document in two passes: the first checks every reference
+(an unresolved, external or circular one is an :class:`OpenAPIReferenceError` naming the file,
+the line and the JSON pointer of the ``$ref``), the second lifts with references followed.
+The JSON reader records the line of every object's opening brace, so ``kg:sourceLine`` is the
+line of the operation, parameter or property object (for a referenced component, its line).
+"""
+
+from __future__ import annotations
+
+import json
+import json.decoder
+import json.scanner
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from processkg.errors import InputError, ProcessKGError
+from processkg.triples import Triples, child, mint
+from processkg.vocab import KGT
+
+SUFFIXES = (".json",)
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+LOCATIONS = ("path", "query", "header", "cookie")
+#: File names that say nothing about the service: the folder names it instead.
+GENERIC_NAMES = frozenset({"openapi", "swagger"})
+#: Keys whose values are literal data, not OpenAPI structure: never searched for ``$ref``.
+_LITERAL_KEYS = frozenset({"example", "default", "enum", "const"})
+_NEWLINE = re.compile(r"\n")
+
+
+class MalformedJSONError(InputError):
+    """The file is not well-formed JSON (or not UTF-8)."""
+
+
+class NotOpenAPIError(InputError):
+    """The document is JSON, but has no top-level ``openapi`` field."""
+
+
+class UnsupportedOpenAPIError(InputError):
+    """An OpenAPI document of a version this reader does not lift (Swagger/OpenAPI 2.0)."""
+
+
+class OpenAPIStructureError(InputError):
+    """A member of the document has the wrong JSON type or lacks a required field."""
+
+
+class OpenAPIReferenceError(InputError):
+    """A ``$ref`` that points at nothing in the document, outside it, or in a circle."""
+
+
+# ---------------------------------------------------------------- JSON with line numbers
+
+class JSONObject(dict):
+    """A JSON object that remembers the line of its opening brace."""
+
+    __slots__ = ("line",)
+
+
+class JSONArray(list):
+    """A JSON array that remembers the line of its opening bracket."""
+
+    __slots__ = ("line",)
+
+
+def _line_decoder(text: str) -> json.JSONDecoder:
+    """A decoder whose objects and arrays carry ``line`` (:class:`JSONObject`, :class:`JSONArray`;
+    the pure-Python scanner, which calls these parsers back)."""
+    newlines = [m.start() for m in _NEWLINE.finditer(text)]
+    decoder = json.JSONDecoder(object_pairs_hook=JSONObject)
+
+    def parse_object(s_and_end, *args, **kwargs):
+        obj, end = json.decoder.JSONObject(s_and_end, *args, **kwargs)
+        obj.line = bisect_right(newlines, s_and_end[1] - 1) + 1
+        return obj, end
+
+    def parse_array(s_and_end, scan_once, *args, **kwargs):
+        items, end = json.decoder.JSONArray(s_and_end, scan_once, *args, **kwargs)
+        array = JSONArray(items)
+        array.line = bisect_right(newlines, s_and_end[1] - 1) + 1
+        return array, end
+
+    decoder.parse_object = parse_object
+    decoder.parse_array = parse_array
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    return decoder
+
+
+def read_json(path: Path, display: str):
+    """Parse a JSON file; objects carry their line. Bad input raises MalformedJSONError."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise MalformedJSONError(f"cannot read: {exc.strerror}", display) from None
+    except UnicodeDecodeError as exc:
+        raise MalformedJSONError(f"not UTF-8 text (byte {exc.start})", display) from None
+    try:
+        return _line_decoder(text).decode(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedJSONError(f"not well-formed JSON: {exc.msg}", display, exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise MalformedJSONError("JSON nested too deeply", display) from None
+
+
+def line_of(node) -> int | None:
+    """The line of a parsed JSON object or array (None for other values)."""
+    return getattr(node, "line", None)
+
+
+# ---------------------------------------------------------------- JSON pointers and $ref
+
+def pointer(parts) -> str:
+    """A JSON pointer (URI fragment form) for a path of keys and indexes: ``#/paths/~1x/get``."""
+    return "#" + "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+class References:
+    """Follows local ``$ref`` pointers of one document; every failure names file, line and pointer."""
+
+    def __init__(self, root, file: str) -> None:
+        self.root = root
+        self.file = file
+
+    def target(self, ref: str, where: tuple, line: int | None):
+        """The node a ``$ref`` string points at."""
+        if not ref.startswith("#"):
+            raise OpenAPIReferenceError(
+                f"at {pointer(where)}: $ref {ref!r} points outside the document; only local references "
+                f"(#/...) are resolved", self.file, line)
+        node = self.root
+        for token in _ref_path(ref):
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise OpenAPIReferenceError(f"at {pointer(where)}: $ref {ref!r} points at nothing in the document",
+                                            self.file, line)
+        return node
+
+    def follow(self, node, where: tuple):
+        """``node`` with ``$ref`` chains followed: (target, its pointer path or ``where``)."""
+        seen: list = []
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            if ref in seen:
+                chain = " -> ".join(seen + [ref])
+                raise OpenAPIReferenceError(f"at {pointer(where)}: circular $ref {chain}", self.file, line_of(node))
+            seen.append(ref)
+            node = self.target(ref, where, line_of(node))
+            where = _ref_path(ref)
+        return node, where
+
+    def check_all(self, node=None, where: tuple = ()) -> None:
+        """Pass 1: every ``$ref`` of the document resolves (literal values are not searched)."""
+        node = self.root if node is None and not where else node
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                self.follow(node, where)
+            names = where[-1:] == ("properties",)  # keys are property names, values schemas
+            for key, value in node.items():
+                if names or (key not in _LITERAL_KEYS and not str(key).startswith("x-")):
+                    self.check_all(value, where + (key,))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                self.check_all(value, where + (i,))
+
+
+def _ref_path(ref: str) -> tuple:
+    return tuple(t.replace("~1", "/").replace("~0", "~") for t in ref[1:].split("/")[1:])
+
+
+# ---------------------------------------------------------------- the document model
+
+@dataclass
+class Parameter:
+    """A parameter or a top-level request-body property."""
+
+    name: str
+    location: str  # path, query, header, cookie or body
+    required: bool
+    type: str = ""
+    format: str = ""
+    is_collection: bool = False
+    nullable: bool | None = None
+    description: str = ""
+    default: str | None = None
+    enum: list = field(default_factory=list)
+    line: int | None = None
+
+
+@dataclass
+class Operation:
+    method: str  # upper case
+    path: str
+    operation_id: str = ""
+    summary: str = ""
+    description: str = ""
+    tags: list = field(default_factory=list)
+    media_types: list = field(default_factory=list)
+    parameters: list = field(default_factory=list)
+    line: int | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass
+class Spec:
+    file: str  # display path
+    name: str
+    openapi: str
+    title: str = ""
+    description: str = ""
+    servers: list = field(default_factory=list)
+    operations: list = field(default_factory=list)
+    line: int | None = None
+
+
+def service_name(path: Path) -> str:
+    """The file's stem, or its folder's name for a generic file name (``openapi.json``)."""
+    path = Path(path)
+    return path.parent.name if path.stem.lower() in GENERIC_NAMES and path.parent.name else path.stem
+
+
+# ---------------------------------------------------------------- reading
+
+def read_spec(path: Path, display: str | None = None, name: str | None = None) -> Spec:
+    """Read one OpenAPI 3 JSON document: check every $ref (pass 1), then read operations (pass 2)."""
+    display = display or Path(path).name
+    root = read_json(path, display)
+    version = _version(root, display)
+    refs = References(root, display)
+    refs.check_all()
+    reader = _Reader(refs, display)
+    info = reader.obj(root.get("info", {}), ("info",))
+    spec = Spec(display, name or service_name(Path(path)), version, _text(info.get("title")),
+                _text(info.get("description")), line=line_of(root))
+    servers = reader.arr(root.get("servers", []), ("servers",))
+    spec.servers = [s["url"] for s in servers if isinstance(s, dict) and isinstance(s.get("url"), str)]
+    paths = reader.obj(root.get("paths", {}), ("paths",))
+    for path_key in paths:
+        if not path_key.startswith("x-"):  # specification extensions are no paths
+            spec.operations.extend(reader.path_item(path_key, paths[path_key]))
+    return spec
+
+
+def _version(root, display: str) -> str:
+    if not isinstance(root, dict):
+        raise NotOpenAPIError("not an OpenAPI document: the JSON root is not an object", display, line_of(root))
+    if "swagger" in root and "openapi" not in root:
+        raise UnsupportedOpenAPIError(
+            f"Swagger/OpenAPI {root.get('swagger')} is not supported: convert it to OpenAPI 3 "
+            f"(https://spec.openapis.org/oas/v3.0.3)", display, line_of(root))
+    version = root.get("openapi")
+    if version is None:
+        raise NotOpenAPIError("not an OpenAPI document: no top-level \"openapi\" field", display, line_of(root))
+    if not isinstance(version, str) or not version.startswith("3."):
+        raise UnsupportedOpenAPIError(f"OpenAPI version {version!r} is not supported (3.0 and 3.1 are)",
+                                      display, line_of(root))
+    return version
+
+
+def _text(value) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+class _Reader:
+    """Pass 2: operations, parameters and request bodies, with references followed."""
+
+    def __init__(self, refs: References, file: str) -> None:
+        self.refs = refs
+        self.file = file
+
+    def _wrong(self, where: tuple, node, expected: str) -> OpenAPIStructureError:
+        return OpenAPIStructureError(f"at {pointer(where)}: expected {expected}, found {_kind(node)}",
+                                     self.file, line_of(node))
+
+    def obj(self, node, where: tuple) -> dict:
+        return self.followed(node, where)[0]
+
+    def followed(self, node, where: tuple) -> tuple[dict, tuple]:
+        """An object with its ``$ref`` chain followed, and the pointer path of what was reached."""
+        node, where = self.refs.follow(node, where)
+        if not isinstance(node, dict):
+            raise self._wrong(where, node, "an object")
+        return node, where
+
+    def arr(self, node, where: tuple) -> list:
+        if not isinstance(node, list):
+            raise self._wrong(where, node, "an array")
+        return node
+
+    def path_item(self, path: str, node) -> list[Operation]:
+        where = ("paths", path)
+        item = self.obj(node, where)
+        shared = self._parameters(item.get("parameters", []), where + ("parameters",))
+        return [self._operation(path, method, item[method], where + (method,), shared)
+                for method in item if method in HTTP_METHODS]
+
+    def _operation(self, path: str, method: str, node, where: tuple, shared: list) -> Operation:
+        op_node = self.obj(node, where)
+        op = Operation(method.upper(), path, _text(op_node.get("operationId")), _text(op_node.get("summary")),
+                       _text(op_node.get("description")), line=line_of(op_node))
+        tags = op_node.get("tags")
+        op.tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+        own = self._parameters(op_node.get("parameters", []), where + ("parameters",))
+        keys = {(p.location, p.name) for p in own}
+        op.parameters = [p for p in shared if (p.location, p.name) not in keys] + own
+        if "requestBody" in op_node:
+            self._body(op, op_node["requestBody"], where + ("requestBody",))
+        return op
+
+    def _parameters(self, node, where: tuple) -> list[Parameter]:
+        out, seen = [], set()
+        for i, raw in enumerate(self.arr(node, where)):
+            param = self._parameter(raw, where + (i,))
+            if (param.location, param.name) not in seen:
+                seen.add((param.location, param.name))
+                out.append(param)
+        return out
+
+    def _parameter(self, raw, where: tuple) -> Parameter:
+        node = self.obj(raw, where)
+        name, location = node.get("name"), node.get("in")
+        if not isinstance(name, str) or not name:
+            raise OpenAPIStructureError(f"at {pointer(where)}: a parameter needs a \"name\"", self.file, line_of(node))
+        if location not in LOCATIONS:
+            raise OpenAPIStructureError(f"at {pointer(where)}: parameter {name!r} has \"in\": {location!r}; "
+                                        f"expected one of {', '.join(LOCATIONS)}", self.file, line_of(node))
+        required = location == "path" or node.get("required") is True
+        param = Parameter(name, location, required, description=_text(node.get("description")), line=line_of(node))
+        schema = node.get("schema")
+        if schema is None and isinstance(node.get("content"), dict) and node["content"]:
+            media = next(iter(node["content"]))
+            schema = self.obj(node["content"][media], where + ("content", media)).get("schema")
+        if schema is not None:
+            self._typed(param, self.obj(schema, where + ("schema",)), where + ("schema",))
+        return param
+
+    def _typed(self, param: Parameter, schema: dict, where: tuple) -> None:
+        """Type, format, collection, nullable, default and enum of a (followed) schema."""
+        kind, nullable = _schema_type(schema)
+        if kind == "array" and "items" in schema:
+            param.is_collection = True
+            schema = self.obj(schema["items"], where + ("items",))
+            kind, _ = _schema_type(schema)
+        param.type = kind
+        param.format = _text(schema.get("format"))
+        param.nullable = nullable
+        param.description = param.description or _text(schema.get("description"))
+        if "default" in schema and schema["default"] is not None:
+            param.default = _literal(schema["default"])
+        if isinstance(schema.get("enum"), list):
+            param.enum = [_literal(v) for v in schema["enum"] if v is not None]
+
+    def _body(self, op: Operation, node, where: tuple) -> None:
+        body = self.obj(node, where)
+        content = self.obj(body.get("content", {}), where + ("content",))
+        op.media_types = list(content)
+        if not content:
+            return
+        media = _preferred_media(list(content))
+        media_node = self.obj(content[media], where + ("content", media))
+        if "schema" not in media_node:
+            return
+        taken = {(p.location, p.name) for p in op.parameters}
+        for param in self._fields(media_node["schema"], where + ("content", media, "schema"),
+                                  body.get("required") is True, set()):
+            if ("body", param.name) not in taken:
+                taken.add(("body", param.name))
+                op.parameters.append(param)
+
+    def _fields(self, node, where: tuple, required: bool, seen: set) -> list[Parameter]:
+        """The top-level properties of a request-body schema (allOf merged, oneOf/anyOf united)."""
+        schema, where = self.followed(node, where)
+        if id(schema) in seen:
+            return []
+        seen = seen | {id(schema)}
+        out: list = []
+        for key, all_required in (("allOf", required), ("oneOf", False), ("anyOf", False)):
+            for i, member in enumerate(self.arr(schema.get(key, []), where + (key,))):
+                out.extend(self._fields(member, where + (key, i), all_required, seen))
+        kind, _ = _schema_type(schema)
+        if kind == "array" and "items" in schema:
+            return out + self._fields(schema["items"], where + ("items",), required, seen)
+        props = self.obj(schema.get("properties", {}), where + ("properties",))
+        needed = set(schema.get("required", [])) if isinstance(schema.get("required"), list) else set()
+        for name in props:
+            param = Parameter(name, "body", required and name in needed)
+            prop = self.obj(props[name], where + ("properties", name))
+            param.line = line_of(prop)
+            self._typed(param, prop, where + ("properties", name))
+            out.append(param)
+        if not out and not props and kind and kind != "object":
+            param = Parameter("body", "body", required, line=line_of(schema))
+            self._typed(param, schema, where)
+            out.append(param)
+        return out
+
+
+def _kind(node) -> str:
+    for cls, name in ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean")):
+        if isinstance(node, cls):
+            return name
+    return "null" if node is None else "a number"
+
+
+def _schema_type(schema: dict) -> tuple[str, bool | None]:
+    """(JSON Schema type, nullable): 3.0 ``nullable: true`` or 3.1 ``type: [..., "null"]``."""
+    kind = schema.get("type")
+    nullable = schema.get("nullable") if isinstance(schema.get("nullable"), bool) else None
+    if isinstance(kind, list):
+        names = [k for k in kind if isinstance(k, str)]
+        if "null" in names:
+            nullable = True
+        kind = "|".join(k for k in names if k != "null")
+    if not isinstance(kind, str):
+        kind = "object" if "properties" in schema else ""
+    return kind, nullable
+
+
+def _literal(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _preferred_media(media_types: list) -> str:
+    for media in media_types:
+        if media.split(";")[0].strip() == "application/json":
+            return media
+    return next((m for m in media_types if m.split(";")[0].strip().endswith("+json")), media_types[0])
+
+
+# ---------------------------------------------------------------- lifting
+
+class SpecLifter:
+    """Lifts one :class:`Spec`; ``key`` is its unique IRI segment (the name, disambiguated)."""
+
+    def __init__(self, spec: Spec, key: str) -> None:
+        self.spec = spec
+        self.t = Triples(spec.file)
+        self.base = mint("openapi", key)
+
+    def operation_iri(self, op: Operation):
+        return child(self.base, "op", op.method, op.path)
+
+    def lift(self) -> list:
+        t, s = self.t, self.spec
+        t.node(self.base, KGT.Service, s.line, s.name)
+        t.text(self.base, KGT.serviceName, s.name)
+        t.text(self.base, KGT.name, s.name)
+        t.text(self.base, KGT.label, s.title)
+        t.text(self.base, KGT.description, s.description)
+        t.text(self.base, KGT.openapiVersion, s.openapi)
+        for url in s.servers:
+            t.text(self.base, KGT.serverUrl, url)
+        for op in s.operations:
+            self._operation(op)
+        return t.items
+
+    def _operation(self, op: Operation) -> None:
+        t = self.t
+        iri = self.operation_iri(op)
+        t.node(iri, KGT.Operation, op.line, op.endpoint)
+        t.add(self.base, KGT.operation, iri)
+        t.text(iri, KGT.name, op.endpoint)
+        t.text(iri, KGT.httpMethod, op.method)
+        t.text(iri, KGT.path, op.path)
+        t.text(iri, KGT.operationId, op.operation_id)
+        t.text(iri, KGT.label, op.summary)
+        t.text(iri, KGT.description, op.description)
+        for tag in op.tags:
+            t.text(iri, KGT.tag, tag)
+        for media in op.media_types:
+            t.text(iri, KGT.mediaType, media)
+        for param in op.parameters:
+            self._parameter(iri, param)
+
+    def _parameter(self, op_iri, p: Parameter) -> None:
+        t = self.t
+        iri = child(op_iri, "param", p.location, p.name)
+        t.node(iri, KGT.Property, p.line, p.name)
+        t.add(op_iri, KGT.operationParameter, iri)
+        t.text(iri, KGT.name, p.name)
+        t.text(iri, KGT.parameterLocation, p.location)
+        t.boolean(iri, KGT.required, p.required)
+        t.text(iri, KGT.edmType, p.type)
+        t.text(iri, KGT.schemaFormat, p.format)
+        if p.is_collection:
+            t.boolean(iri, KGT.isCollection, True)
+        t.boolean(iri, KGT.nullable, p.nullable)
+        t.text(iri, KGT.description, p.description)
+        t.text(iri, KGT.defaultValue, p.default)
+        if p.enum:
+            self._enum(iri, p)
+
+    def _enum(self, prop_iri, p: Parameter) -> None:
+        t = self.t
+        vl = child(prop_iri, "valuelist")
+        t.node(vl, KGT.ValueList, p.line)
+        t.add(prop_iri, KGT.valueList, vl)
+        t.add(vl, KGT.valueListProperty, prop_iri)
+        t.boolean(vl, KGT.fixedValues, True)
+        for value in dict.fromkeys(p.enum):
+            code = child(vl, "code", value)
+            t.node(code, KGT.Code, p.line, value)
+            t.text(code, KGT.codeValue, value)
+            t.text(code, KGT.codeSource, "metadata")
+            t.add(vl, KGT.code, code)
+
+
+# ---------------------------------------------------------------- many documents
+
+@dataclass
+class OpenAPIBuild:
+    """What :func:`lift_all` produced, for the build report."""
+
+    triples: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    services: dict = field(default_factory=dict)  # IRI key -> number of operations
+    ignored: list = field(default_factory=list)  # JSON files in folders that are no OpenAPI documents
+    warnings: list = field(default_factory=list)
+
+
+def discover(roots: list) -> list[tuple[Path, str, bool]]:
+    """``(path, display, explicit)`` for each root file and each ``*.json`` below each root folder."""
+    found = []
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            found.append((root, root.name, True))
+        elif root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith("."):
+                    found.append((p, f"{root.name}/{p.relative_to(root).as_posix()}", False))
+        else:
+            raise ProcessKGError(f"{root}: no such file or directory")
+    return found
+
+
+def read_specs(roots: list, failed=None, progress=None) -> tuple[list[Spec], list[str]]:
+    """Every OpenAPI document under ``roots``, and the JSON files found in folders that are none.
+
+    ``failed(display, error)`` decides what a bad document does (the build's ``--on-error``);
+    without it the error is raised.
+    """
+    specs, ignored = [], []
+    for path, display, explicit in discover(roots):
+        if progress:
+            progress(display)
+        try:
+            specs.append(read_spec(path, display))
+        except NotOpenAPIError as exc:
+            if explicit:
+                _fail(failed, display, exc)
+            else:
+                ignored.append(display)
+        except ProcessKGError as exc:
+            _fail(failed, display, exc)
+    return specs, ignored
+
+
+def _fail(failed, display: str, exc: ProcessKGError) -> None:
+    if failed is None:
+        raise exc
+    failed(display, exc)
+
+
+def service_keys(specs: list[Spec]) -> list[str]:
+    """IRI keys: the service name, or the file path without suffix where two documents share it."""
+    counts: dict = {}
+    for spec in specs:
+        counts[spec.name] = counts.get(spec.name, 0) + 1
+    return [spec.file.rsplit(".", 1)[0] if counts[spec.name] > 1 else spec.name for spec in specs]
+
+
+def lift_all(roots: list, failed=None, progress=None) -> OpenAPIBuild:
+    """Read and lift every OpenAPI document under ``roots`` (the build's ``--openapi``)."""
+    specs, ignored = read_specs(roots, failed, progress)
+    out = OpenAPIBuild(ignored=ignored)
+    for spec, key in zip(specs, service_keys(specs)):
+        out.triples.extend(SpecLifter(spec, key).lift())
+        out.files.append(spec.file)
+        out.services[key] = len(spec.operations)
+    if ignored:
+        out.warnings.append(f"ignored {len(ignored)} JSON file(s) that are not OpenAPI documents "
+                            f"(no \"openapi\" field), e.g. {ignored[0]}")
+    return out

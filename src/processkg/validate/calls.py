@@ -1,0 +1,459 @@
+"""``kg validate``: check recorded OData calls against the service metadata and value helps.
+
+A POST payload becomes RDF (one node per JSON object, the graph's own property IRIs as
+predicates, typed literals once the OData JSON lexical form is checked) and is validated
+by pySHACL with the payload shapes of :mod:`processkg.validate.payload_shapes`; each ``sh:ValidationResult``
+is mapped back to a violation kind and a JSON pointer. What SHACL cannot say (unknown
+service or entity set, GET URLs, malformed lines) is checked in Python first.
+
+:class:`Validator` is the Python API: ``validate_call`` for one call (the mock server and
+the agent use it), ``validate_calls`` for a batch in one pySHACL run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from rdflib import RDF, Graph, Literal, URIRef
+
+from processkg.validate import literals as edm_json
+from processkg.errors import ProcessKGError
+from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
+from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
+from processkg.graph.store import open_store
+
+SH = "http://www.w3.org/ns/shacl#"
+NODE = "urn:processkg:call/"
+NIL = RDF.nil
+JSON_DT = URIRef(str(RDF) + "JSON")
+XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+KINDS = ("unknown-service", "unknown-entity-set", "unknown-property", "missing-required", "read-only",
+         "invalid-code", "datatype", "max-length", "cardinality", "unknown-navigation", "malformed")
+
+
+@dataclass
+class Violation:
+    kind: str
+    path: str
+    message: str
+    value: object = None
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "value": self.value}
+
+
+@dataclass
+class CallResult:
+    id: str
+    violations: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # e.g. codes of a value help unknown: not checked
+    line: int | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+    def as_dict(self) -> dict:
+        out = {"id": self.id, "valid": self.valid, "violations": [v.as_dict() for v in self.violations]}
+        if self.notes:
+            out["notes"] = [n.as_dict() for n in self.notes]
+        return out
+
+
+class MalformedCall(ProcessKGError):
+    """A call that cannot be understood (reported as a ``malformed`` violation, not raised to the user)."""
+
+
+# ---------------------------------------------------------------- reading calls
+
+def read_calls(path: Path) -> list[tuple[int, object]]:
+    """(line number, parsed JSON or :class:`MalformedCall`) for each non-blank line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProcessKGError(f"{path}: cannot read recorded calls: {exc}") from None
+    calls = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                calls.append((n, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                calls.append((n, MalformedCall(f"line {n} is not JSON: {exc.msg} (column {exc.colno})")))
+    return calls
+
+
+# ---------------------------------------------------------------- the validator
+
+class Validator:
+    """Validates calls against one store's services; shapes are built once per instance."""
+
+    def __init__(self, store_or_dir, model: Model | None = None) -> None:
+        store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
+        self.model = model or load_model(store)
+        self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
+        self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
+        self._engine = None
+        self.last_report: Graph | None = None  # SHACL report of the last validate_calls
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            from processkg.validate.shacl import ShaclEngine
+
+            self._engine = ShaclEngine(model_shapes(self.model))
+        return self._engine
+
+    def validate_call(self, call: object, line: int | None = None) -> CallResult:
+        """Validate one recorded call (a dict as in the JSONL file)."""
+        return self.validate_calls([(line, call)])[0]
+
+    def validate_calls(self, calls: list) -> list[CallResult]:
+        """Validate ``[(line, call)]`` (or bare calls); POST payloads in one pySHACL run."""
+        pairs = [c if isinstance(c, tuple) else (None, c) for c in calls]
+        results, pending = [], Payloads()
+        self.last_report = None
+        for i, (line, call) in enumerate(pairs):
+            results.append(self._precheck(i, line, call, pending))
+        if pending.triples:
+            self._shacl(pending, results)
+        for r in results:
+            r.violations = _dedupe(r.violations)
+        return results
+
+    def report_graph(self, calls: list | None = None) -> Graph:
+        """The SHACL validation report graph (``--format ttl``) of ``calls``, or of the last batch."""
+        if calls is not None:
+            self.validate_calls(calls)
+        if self.last_report is None:
+            self.last_report = self.engine.run(Graph(), set())[1]
+        return self.last_report
+
+    # ------------------------------------------------------------ before SHACL
+    def _precheck(self, i: int, line, call, pending: "Payloads") -> CallResult:
+        result = CallResult(_call_id(call, line, i), line=line)
+        try:
+            target = self._target(call)
+        except MalformedCall as exc:
+            result.violations.append(Violation("malformed", "", _where(line, str(exc)), None))
+            return result
+        result.violations.extend(Violation(*v) for v in target.pop("violations"))
+        if result.violations:
+            return result
+        if target["method"] == "GET":
+            result.violations.extend(Violation(*v) for v in check_get(self.model, target))
+            return result
+        self._post(i, target, result, pending)
+        return result
+
+    def _target(self, call) -> dict:
+        if not isinstance(call, dict):
+            raise call if isinstance(call, MalformedCall) else MalformedCall("a call must be a JSON object")
+        method = call.get("method")
+        if not isinstance(method, str) or not method.strip():
+            raise MalformedCall("the call lacks a method (GET or POST)")
+        method = method.strip().upper()
+        if method not in ("GET", "POST"):
+            raise MalformedCall(f"method {method} is not validated (only GET and POST)")
+        if isinstance(call.get("url"), str):
+            target = parse_call_url(call["url"], call.get("service"))
+        elif isinstance(call.get("service"), str) and isinstance(call.get("entity_set"), str):
+            target = {"service": call["service"], "segments": [(call["entity_set"], None)], "query": {}}
+        else:
+            raise MalformedCall("the call lacks a target: give url, or service and entity_set")
+        target["method"] = method
+        target["violations"] = []
+        resolve_service(self.model, target)
+        if method == "POST":
+            target["payload"] = _payload(call)
+        return target
+
+    def _post(self, i: int, target: dict, result: CallResult, pending: "Payloads") -> None:
+        t = self.model.types.get(target["type"])
+        if t is None:  # an entity type declared in another document (CSDL 3.3 Include)
+            result.violations.append(Violation("unknown-entity-set", "", f"the entity type of {target['set']} "
+                                               "is not in this graph", target["set"]))
+            return
+        if not target.get("creatable", True):
+            result.violations.append(Violation(
+                "read-only", "", f"entity set {target['set']} does not allow create (sap:creatable=\"false\")"))
+            return
+        conv = Converter(self.model, pending, i, target["service_version"])
+        conv.root(t, target["payload"])
+        result.violations.extend(conv.violations)
+        result.notes.extend(conv.notes)
+
+    # ------------------------------------------------------------ SHACL
+    def _shacl(self, pending: "Payloads", results: list) -> None:
+        _conforms, report = self.engine.run(pending.graph, pending.shapes)
+        self.last_report = report
+        for focus, path, comp, value, shape in self.engine.results(report):
+            i, pointer = _node_pointer(focus)
+            if i is None:
+                continue
+            results[i].violations.append(self._violation(pending, focus, pointer, path, comp, value, shape))
+
+    def _violation(self, pending, focus, pointer, path, comp, value, shape) -> Violation:
+        key = (focus, path)
+        item = self.names.get(str(path)) if path is not None else None
+        name = item.name if item is not None else unquote(str(path).rsplit("/", 1)[-1])
+        where = pending.pointers.get((focus, path, value)) or pending.pointers.get(key) or f"{pointer}/{_esc(name)}"
+        raw = pending.values.get((focus, path, value), pending.values.get(key))
+        kind = _kind(comp, path, item, shape)
+        owner = pending.types.get(focus)
+        return Violation(kind, where, self._message(kind, name, owner, item, raw, pending.messages.get(key)), raw)
+
+    def _message(self, kind: str, name: str, owner: TypeInfo | None, item, raw, hint: str | None) -> str:
+        tname = owner.qname.rsplit(".", 1)[-1] if owner else "the entity"
+        if kind in ("unknown-property", "unknown-navigation"):
+            return _unknown(kind, name, owner)
+        if kind == "missing-required":
+            return f"{name} is required to create {tname} (non-nullable and not computed); add it"
+        if kind == "read-only":
+            return f"{name} is read-only in {tname} (not creatable or computed); remove it"
+        if kind == "invalid-code":
+            return _invalid_code(name, item, raw)
+        if kind == "max-length":
+            return f"{name} is at most {item.max_length} characters; got {len(str(raw))}"
+        if kind == "cardinality":
+            return hint or f"{name} is a to-one navigation: give one JSON object"
+        return hint or f"{name}: value does not match {getattr(item, 'edm_type', 'its type')}"
+
+
+# ---------------------------------------------------------------- payload -> RDF
+
+class Payloads:
+    """The data graph of a batch plus what maps it back to JSON: pointers, values, messages."""
+
+    def __init__(self) -> None:
+        self.triples: list = []
+        self.shapes: set = set()  # IRIs of the shapes this batch needs
+        self.pointers: dict = {}
+        self.values: dict = {}
+        self.messages: dict = {}
+        self.types: dict = {}  # node -> TypeInfo
+
+    def add(self, s, p, o) -> None:
+        self.triples.append((s, p, o))
+
+    @property
+    def graph(self) -> Graph:
+        """The data graph, made once all payloads are in (one bulk add)."""
+        graph = Graph()
+        graph.addN((s, p, o, graph) for s, p, o in self.triples)
+        return graph
+
+
+class Converter:
+    """Turns one payload into triples of ``pending.graph``; structural problems become violations."""
+
+    def __init__(self, model: Model, pending: Payloads, index: int, version: str) -> None:
+        self.model, self.p, self.index = model, pending, index
+        self.v2 = version.startswith("2")
+        self.violations: list = []
+        self.notes: list = []
+
+    def root(self, t: TypeInfo, payload: dict) -> None:
+        node = self.node("")
+        self.p.add(node, RDF.type, URIRef(t.iri))
+        self.p.shapes.add(t.iri + "/shape")
+        self.entity(node, t, payload, "")
+
+    def node(self, pointer: str) -> URIRef:
+        return URIRef(f"{NODE}{self.index}{quote(pointer, safe='/~')}")
+
+    def entity(self, node: URIRef, t: TypeInfo, obj: dict, pointer: str) -> None:
+        self.p.types[node] = t
+        for key in sorted(obj):
+            self.member(node, t, key, obj[key], f"{pointer}/{_esc(key)}")
+
+    def member(self, node, t: TypeInfo, key: str, value, pointer: str) -> None:
+        if key.startswith(("@", "__")) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
+            return
+        name = key.split("@", 1)[0]
+        if "@" in key and name in t.props:
+            return  # instance annotation of a property
+        if name in t.props:
+            self.prop(node, t.props[name], value, pointer)
+        elif name in t.navs:
+            self.nav(node, t.navs[name], value, pointer)
+        else:
+            kind = "nav" if "@" in key or _objects(value) else "prop"
+            self.emit(node, URIRef(f"{t.iri}/{kind}/{quote(name, safe='')}"), _json_literal(value), pointer, value)
+
+    def emit(self, node, pred: URIRef, obj, pointer: str, raw, item: bool = False) -> None:
+        self.p.add(node, pred, obj)
+        self.p.shapes.add(str(pred) + "/shape")
+        self.p.pointers[(node, pred, obj) if item else (node, pred)] = pointer
+        self.p.values[(node, pred, obj) if item else (node, pred)] = raw
+
+    def prop(self, node, p, value, pointer: str) -> None:
+        pred = URIRef(p.iri)
+        if value is None:
+            if not p.nullable and not p.read_only:
+                self.emit(node, pred, NIL, pointer, None)
+                self.p.messages[(node, pred)] = f"{p.name} is not nullable: null is not allowed"
+            return
+        if p.codes is None and p.value_help and isinstance(value, str):
+            self.notes.append(Violation("codes-unknown", pointer, f"{p.name}: the codes of value help "
+                                        f"{p.value_help} are unknown, so {value!r} was not checked", value))
+        if p.collection:
+            self.collection(node, p, value, pointer)
+        else:
+            self.emit(node, pred, self.value(node, p, value, pointer), pointer, value)
+
+    def collection(self, node, p, value, pointer: str) -> None:
+        items = value.get("results") if isinstance(value, dict) and self.v2 else value
+        if not isinstance(items, list):
+            self.emit(node, URIRef(p.iri), _json_literal(value), pointer, value)
+            self.p.messages[(node, URIRef(p.iri))] = f"{p.name} is a collection: give a JSON array"
+            return
+        for k, item in enumerate(items):
+            obj = self.value(node, p, item, f"{pointer}/{k}")
+            self.emit(node, URIRef(p.iri), obj, f"{pointer}/{k}", item, item=True)
+
+    def value(self, node, p, value, pointer: str):
+        if p.complex_type and isinstance(value, dict):
+            child = self.node(pointer)
+            self.entity(child, self.model.types[p.complex_type], value, pointer)
+            return child
+        if p.complex_type:
+            self.p.messages[(node, URIRef(p.iri))] = f"{p.name} is of complex type {p.item_type}: give a JSON object"
+            return _json_literal(value)
+        lexical, xsd, problem = edm_json.literal(value, p.item_type, self.v2)
+        if problem:
+            self.p.messages[(node, URIRef(p.iri))] = f"{p.name}: {problem}"
+        if xsd is None or xsd == XSD_STRING:
+            return Literal(lexical)  # simple literal, as shacl_run.to_rdflib_term makes them
+        return Literal(lexical, datatype=URIRef(xsd))
+
+    def nav(self, node, n, value, pointer: str) -> None:
+        if value is None or (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
+            return
+        items = value.get("results") if isinstance(value, dict) and "results" in value else value
+        if n.to_many and not isinstance(items, list):
+            self._cardinality(pointer, n, value, f"{n.name} is a to-many navigation: give a JSON array of objects")
+            items = [value]
+        elif not n.to_many and isinstance(items, list):
+            self._cardinality(pointer, n, value, f"{n.name} is a to-one navigation: give one JSON object, not an array")
+        for k, item in enumerate(items if isinstance(items, list) else [items]):
+            self.nav_item(node, n, item, f"{pointer}/{k}" if isinstance(items, list) else pointer)
+
+    def nav_item(self, node, n, item, pointer: str) -> None:
+        pred = URIRef(n.iri)
+        if not isinstance(item, dict) or n.target not in self.model.types:
+            self.emit(node, pred, _json_literal(item), pointer, item, item=True)
+            self.p.messages[(node, pred)] = f"{n.name}: a deep-insert entity must be a JSON object"
+            return
+        child = self.node(pointer)
+        self.emit(node, pred, child, pointer, None, item=True)
+        self.p.add(child, RDF.type, URIRef(n.target))
+        self.p.shapes.add(n.target + "/shape")
+        self.entity(child, self.model.types[n.target], item, pointer)
+
+    def _cardinality(self, pointer: str, n, value, message: str) -> None:
+        self.violations.append(Violation("cardinality", pointer, message, _short(value)))
+
+
+# ---------------------------------------------------------------- helpers
+
+def _payload(call: dict) -> dict:
+    payload = call.get("payload", call.get("body"))
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except json.JSONDecodeError:
+            raise MalformedCall("the POST body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise MalformedCall("a POST call needs a JSON object as payload (or body)")
+    return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
+
+
+def _call_id(call, line, i: int) -> str:
+    if isinstance(call, dict) and call.get("id") is not None:
+        return str(call["id"])
+    return f"line {line}" if line is not None else f"call {i + 1}"
+
+
+def _where(line, message: str) -> str:
+    return message if line is None or message.startswith(f"line {line}") else f"line {line}: {message}"
+
+
+def _esc(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _node_pointer(focus) -> tuple:
+    text = str(focus)
+    if not text.startswith(NODE):
+        return None, ""
+    index, _, rest = text[len(NODE):].partition("/")
+    return int(index), unquote(f"/{rest}" if rest else "")
+
+
+def _objects(value) -> bool:
+    """A JSON object or an array of objects (an empty array too): what deep insert sends."""
+    return isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+
+
+def _is_link(value: dict) -> bool:
+    meta = value.get("__metadata")
+    return len(value) == 1 and isinstance(meta, dict) and "uri" in meta
+
+
+def _json_literal(value) -> Literal:
+    if value is None:
+        return NIL
+    return Literal(json.dumps(value, sort_keys=True, ensure_ascii=False), datatype=JSON_DT)
+
+
+def _short(value):
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= 80 else text[:77] + "..."
+
+
+def _kind(comp, path, item, shape) -> str:
+    name = str(comp).rsplit("#", 1)[-1]
+    if name == "ClosedConstraintComponent":
+        return "unknown-navigation" if "/nav/" in str(path) else "unknown-property"
+    if name == "MaxCountConstraintComponent":
+        return "read-only" if getattr(item, "read_only", False) else "cardinality"
+    return {
+        "MinCountConstraintComponent": "missing-required", "MaxLengthConstraintComponent": "max-length",
+        "InConstraintComponent": "invalid-code",
+    }.get(name, "datatype")
+
+
+def _unknown(kind: str, name: str, owner: TypeInfo | None) -> str:
+    what = "navigation property" if kind == "unknown-navigation" else "property"
+    if owner is None:
+        return f"unknown {what} {name}"
+    hint = did_you_mean(name, owner.navs if kind == "unknown-navigation" else owner.props)
+    tname = owner.qname.rsplit(".", 1)[-1]
+    return f"{tname} has no {what} {name}{hint}"
+
+
+def _invalid_code(name: str, item, raw) -> str:
+    codes = list(item.codes or ())
+    shown = ", ".join(codes[:12]) + (f", ... ({len(codes)} codes)" if len(codes) > 12 else "")
+    hint = did_you_mean(str(raw), codes)
+    return f"{raw!r} is not a known code of {name} ({item.code_source}: {shown}){hint}"
+
+
+def _dedupe(violations: list) -> list:
+    """One violation per kind and place; a wrong datatype hides code and length checks of that value."""
+    seen, out = set(), []
+    mistyped = {v.path for v in violations if v.kind == "datatype"}
+    for v in violations:
+        if v.kind in ("invalid-code", "max-length") and v.path in mistyped:
+            continue
+        key = (v.kind, v.path, json.dumps(v.value, sort_keys=True) if v.path.startswith("/$") else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+    return sorted(out, key=lambda v: (v.path, v.kind, str(v.value)))
+
+
+__all__ = ["Validator", "CallResult", "Violation", "read_calls", "KINDS", "MalformedCall"]

@@ -1,0 +1,445 @@
+"""Payload shapes: SHACL generated from the graph, one node shape per entity type.
+
+:func:`load_model` reads what validation needs from the store (library queries
+``shapes-*.rq``); :func:`generate_shapes` turns it into SHACL as pyoxigraph triples.
+
+Shape layout (standard SHACL Core; see ``docs/validation.md``):
+
+* a ``sh:NodeShape`` per entity or complex type, ``{type}/shape``: ``sh:targetClass`` the
+  type (entity types only: complex values are reached by ``sh:node``), ``sh:closed true``
+  with every property and navigation property of the type (inherited ones included) in
+  ``sh:ignoredProperties``, and a ``sh:minCount 1`` property shape per required property;
+* a ``sh:PropertyShape`` per Property, ``{property}/shape``, targeted at the nodes that use
+  the property (``sh:targetSubjectsOf``): ``sh:datatype`` from the Edm type, ``sh:maxLength``,
+  ``sh:maxCount 1`` (or ``0`` when the property is read-only), ``sh:in`` with the known codes,
+  ``sh:node`` the complex type's shape;
+* a ``sh:PropertyShape`` per NavigationProperty, ``{nav}/shape``: ``sh:class`` the target
+  entity type and ``sh:maxCount 1`` for a to-one navigation. A nested (deep-insert) entity
+  is typed with the navigation's target type, so the target's node shape applies to it as
+  to a top-level entity, at any depth.
+
+A property shape per Property attached to the node shape with ``sh:property`` would mean the
+same, but would cost every shape for every entity whether it uses the property or not; the
+targeted form costs only what a payload contains (10x faster under pySHACL). Likewise
+``sh:node`` from a navigation to the target's shape would mean the same as typing the
+nested entity, but pySHACL re-reads the whole node shape for every nested entity, while a
+class target validates all entities of a type in one pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pyoxigraph import Literal, NamedNode, Triple
+
+from processkg.assets import graph_shapes_path
+from processkg.graph.store import load_query, plain, select
+from processkg.vocab import ID, RDF_NS, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
+
+SH = "http://www.w3.org/ns/shacl#"
+SHAPES_GRAPH = NamedNode("https://w3id.org/processkg/shapes")
+RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
+
+#: Edm primitive type -> XSD datatype of its literals in the payload graph.
+EDM_XSD = {
+    "Edm.String": "string", "Edm.Guid": "string", "Edm.Boolean": "boolean",
+    "Edm.Byte": "unsignedByte", "Edm.SByte": "byte", "Edm.Int16": "short", "Edm.Int32": "int",
+    "Edm.Int64": "long", "Edm.Decimal": "decimal", "Edm.Double": "double", "Edm.Single": "float",
+    "Edm.DateTime": "dateTime", "Edm.DateTimeOffset": "dateTime", "Edm.Date": "date",
+    "Edm.TimeOfDay": "time", "Edm.Time": "duration", "Edm.Duration": "duration",
+    "Edm.Binary": "base64Binary",
+}
+GUID_PATTERN = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+
+
+def sh(name: str) -> NamedNode:
+    return NamedNode(SH + name)
+
+
+# ---------------------------------------------------------------- the model
+
+@dataclass
+class Prop:
+    iri: str
+    name: str
+    edm_type: str
+    max_length: int | None = None
+    nullable: bool = True
+    key: bool = False
+    read_only: bool = False
+    default: str | None = None
+    semantics: str | None = None
+    required: bool = False
+    codes: tuple | None = None  # known codes, sorted; None when unknown
+    code_source: str = ""
+    value_help: str = ""  # collection path (or "value help") of a value help, if any
+    complex_type: str | None = None  # IRI of the complex type of the value
+
+    @property
+    def collection(self) -> bool:
+        return self.edm_type.startswith("Collection(")
+
+    @property
+    def item_type(self) -> str:
+        return self.edm_type[11:-1] if self.collection else self.edm_type
+
+
+@dataclass
+class Nav:
+    iri: str
+    name: str
+    cardinality: str
+    target: str | None
+
+    @property
+    def to_many(self) -> bool:
+        return self.cardinality == "*"
+
+
+@dataclass
+class TypeInfo:
+    iri: str
+    qname: str
+    kind: str
+    service: str
+    version: str
+    namespace: str
+    base: str | None = None
+    props: dict = field(default_factory=dict)  # name -> Prop, inherited included
+    navs: dict = field(default_factory=dict)  # name -> Nav, inherited included
+
+
+@dataclass
+class Service:
+    name: str
+    version: str
+    namespaces: set = field(default_factory=set)
+    sets: dict = field(default_factory=dict)  # name -> (type IRI, creatable)
+
+
+@dataclass
+class Model:
+    services: dict = field(default_factory=dict)  # name -> Service
+    types: dict = field(default_factory=dict)  # IRI -> TypeInfo
+    aliases: dict = field(default_factory=dict)  # lower-case URL name -> Service (odata_url fills it)
+
+
+def _rows(store, name: str) -> list[dict]:
+    names, rows = select(store, load_query(name))
+    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
+
+
+def load_model(store) -> Model:
+    """Services, entity sets and types with their properties, navigations and codes."""
+    model = Model()
+    for r in _rows(store, "shapes-types"):
+        svc = model.services.setdefault(r["service"], Service(r["service"], r["version"]))
+        svc.namespaces.add(r["namespace"])
+        model.types[r["type"]] = TypeInfo(r["type"], r["qname"], r["kind"], r["service"], r["version"],
+                                          r["namespace"], r["baseType"])
+    for r in _rows(store, "shapes-entity-sets"):
+        if r["service"] in model.services:
+            model.services[r["service"]].sets[r["name"]] = (r["type"], r["creatable"] is not False)
+    declared = _declared_props(store, model)
+    navs = _declared_navs(store)
+    for t in model.types.values():
+        for owner in _lineage(model, t):
+            t.props.update(declared.get(owner.iri, {}))
+            t.navs.update(navs.get(owner.iri, {}))
+    return model
+
+
+def _lineage(model: Model, t: TypeInfo) -> list:
+    """``t``'s base types, root first, then ``t`` itself (cycles are cut)."""
+    chain, seen = [], set()
+    while t is not None and t.iri not in seen:
+        seen.add(t.iri)
+        chain.insert(0, t)
+        t = model.types.get(t.base) if t.base else None
+    return chain
+
+
+def _declared_props(store, model: Model) -> dict:
+    codes = _codes(store)
+    by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
+    declared: dict = {}
+    for r in _rows(store, "shapes-properties"):
+        owner = model.types.get(r["type"])
+        if owner is None:
+            continue
+        prop = _prop(r, owner)
+        prop.complex_type = by_qname.get((owner.service, prop.item_type))
+        _attach_codes(prop, codes.get(prop.iri))
+        declared.setdefault(owner.iri, {})[prop.name] = prop
+    return declared
+
+
+def _prop(r: dict, owner: TypeInfo) -> Prop:
+    read_only = r["creatable"] is False or r["computed"] is True
+    p = Prop(r["prop"], r["name"], r["edmType"], r["maxLength"], r["nullable"] is not False,
+             r["isKey"] is True, read_only, r["defaultValue"], r["semantics"])
+    p.required = is_required(p, owner)
+    return p
+
+
+def is_required(p: Prop, owner: TypeInfo) -> bool:
+    """What a create must contain (``sh:minCount 1``); see docs/validation.md, "Required".
+
+    A non-nullable property without a default that the client may set, except: keys (the
+    server may assign them: number ranges, UUIDs; the metadata does not say which it
+    does), collections (omitted = empty), and services generated from SAP RAP service
+    definitions, whose ABAP fields are all non-nullable with an initial value as default.
+    """
+    return required_on_create(p.key, p.nullable, p.read_only, p.collection, p.default is not None,
+                              owner.namespace)
+
+
+def required_on_create(key: bool, nullable: bool, read_only: bool, collection: bool, has_default: bool,
+                       namespace: str) -> bool:
+    """The one rule for "required on create", shared by the shapes and the typed context."""
+    if read_only or nullable or key or collection or has_default:
+        return False
+    return not RAP_NAMESPACE.match(namespace or "")
+
+
+def _declared_navs(store) -> dict:
+    navs: dict = {}
+    for r in _rows(store, "shapes-navigations"):
+        navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
+    return navs
+
+
+def _codes(store) -> dict:
+    """{property IRI: {"codes": set, "sources": set, "paths": set}} from its value helps."""
+    found: dict = {}
+    for r in _rows(store, "shapes-value-lists"):
+        entry = found.setdefault(r["prop"], {"codes": set(), "sources": set(), "paths": set()})
+        entry["paths"].add(r["collectionPath"] or "value help")
+        if r["code"] is not None:
+            entry["codes"].add(r["code"])
+            entry["sources"].add(r["codeSource"] or "metadata")
+    return found
+
+
+def _attach_codes(prop: Prop, vh: dict | None) -> None:
+    """Known codes win; else a standard list if the property is a currency, country or language."""
+    if vh:
+        prop.value_help = sorted(vh["paths"])[0]
+        if vh["codes"]:
+            prop.codes, prop.code_source = tuple(sorted(vh["codes"])), ",".join(sorted(vh["sources"]))
+            return
+    standard = standard_list(prop.semantics, prop.value_help)
+    if standard and prop.item_type == "Edm.String":
+        prop.codes, prop.code_source = standard_codes(standard), f"iso:{standard}"
+
+
+_CURRENCY = re.compile(r"currenc|waers", re.I)
+_COUNTRY = re.compile(r"countr|land1", re.I)
+_LANGUAGE = re.compile(r"languag|spras", re.I)
+
+
+def standard_list(semantics: str | None, value_help: str) -> str | None:
+    """"currency", "country" or "language" when semantics or value help say so."""
+    if semantics == "currency-code" or _CURRENCY.search(value_help):
+        return "currency"
+    if re.search(r"tele?phone|text", value_help, re.I):
+        return None
+    if _COUNTRY.search(value_help):
+        return "country"
+    if _LANGUAGE.search(value_help):
+        return "language"
+    return None
+
+
+@lru_cache(maxsize=None)
+def standard_codes(kind: str) -> tuple:
+    """ISO 4217 currencies, ISO 3166-1 alpha-2 countries, ISO 639-1 languages (upper case, as SAP)."""
+    import pycountry
+
+    if kind == "currency":
+        return tuple(sorted(c.alpha_3 for c in pycountry.currencies))
+    if kind == "country":
+        return tuple(sorted(c.alpha_2 for c in pycountry.countries))
+    return tuple(sorted(lang.alpha_2.upper() for lang in pycountry.languages if hasattr(lang, "alpha_2")))
+
+
+# ---------------------------------------------------------------- shapes
+
+def shape_iri(iri: str) -> NamedNode:
+    return NamedNode(iri + "/shape")
+
+
+def stored_shapes(store) -> list:
+    """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
+    from pyoxigraph import Triple
+
+    return [Triple(q.subject, q.predicate, q.object)
+            for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
+
+
+def generate_shapes(store) -> list:
+    """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
+    return model_shapes(load_model(store))
+
+
+def model_shapes(model: Model) -> list:
+    w = _Writer()
+    for iri in sorted(model.types):
+        t = model.types[iri]
+        w.node_shape(t)
+        for name in sorted(t.props):
+            w.once(t.props[name].iri, w.property_shape, t.props[name])
+        for name in sorted(t.navs):
+            w.once(t.navs[name].iri, w.nav_shape, t.navs[name])
+    return w.out
+
+
+class _Writer:
+    """Collects shape triples; shared parts (a property of a base type, an ISO list) once."""
+
+    def __init__(self) -> None:
+        self.out: list = []
+        self.done: set = set()
+
+    def add(self, s, p, o) -> None:
+        self.out.append(Triple(s, p, o))
+
+    def once(self, key: str, fn, *args):
+        if key not in self.done:
+            self.done.add(key)
+            return fn(*args)
+        return None
+
+    def node_shape(self, t: TypeInfo) -> None:
+        s = shape_iri(t.iri)
+        self.add(s, RDF_TYPE, sh("NodeShape"))
+        self.add(s, RDFS_LABEL, Literal(f"Payload shape of {t.qname}"))
+        if t.kind == "EntityType":
+            self.add(s, sh("targetClass"), NamedNode(t.iri))
+        self.add(s, sh("closed"), Literal("true", datatype=XSD_BOOLEAN))
+        allowed = [RDF_TYPE] + [NamedNode(t.props[n].iri) for n in sorted(t.props)]
+        allowed += [NamedNode(t.navs[n].iri) for n in sorted(t.navs)]
+        self.add(s, sh("ignoredProperties"), self.rdf_list(allowed, s.value + "/allowed"))
+        for name in sorted(t.props):
+            if t.props[name].required:
+                self.add(s, sh("property"), self.required_shape(t.props[name]))
+
+    def required_shape(self, p: Prop) -> NamedNode:
+        r = NamedNode(p.iri + "/shape/required")
+        if self.once(r.value, lambda: True):
+            self.add(r, RDF_TYPE, sh("PropertyShape"))
+            self.add(r, sh("path"), NamedNode(p.iri))
+            self.add(r, sh("minCount"), _int(1))
+        return r
+
+    def property_shape(self, p: Prop) -> None:
+        s, path = shape_iri(p.iri), NamedNode(p.iri)
+        for pred, obj in ((RDF_TYPE, sh("PropertyShape")), (sh("targetSubjectsOf"), path),
+                          (sh("path"), path), (RDFS_LABEL, Literal(p.name))):
+            self.add(s, pred, obj)
+        if p.read_only:
+            self.add(s, sh("maxCount"), _int(0))
+            return
+        if not p.collection:
+            self.add(s, sh("maxCount"), _int(1))
+        for pred, obj in self.value_constraints(p):
+            self.add(s, pred, obj)
+
+    def value_constraints(self, p: Prop) -> list:
+        if p.complex_type:
+            return [(sh("nodeKind"), sh("BlankNodeOrIRI")), (sh("node"), shape_iri(p.complex_type))]
+        found = []
+        xsd = EDM_XSD.get(p.item_type, "string" if p.codes else None)
+        if xsd:
+            found.append((sh("datatype"), NamedNode(XSD_NS + xsd)))
+        if p.item_type == "Edm.Guid":
+            found.append((sh("pattern"), Literal(GUID_PATTERN)))
+        if p.max_length and p.item_type == "Edm.String":
+            found.append((sh("maxLength"), _int(p.max_length)))
+        if p.codes and xsd == "string":
+            found.append((sh("in"), self.code_list(p)))
+        return found
+
+    def code_list(self, p: Prop):
+        if p.code_source.startswith("iso:"):
+            base = f"{ID}codes/iso/{p.code_source[4:]}"
+            if base in self.done:
+                return NamedNode(base + "/0")
+            self.done.add(base)
+            return self.rdf_list([Literal(c) for c in p.codes], base)
+        return self.rdf_list([Literal(c) for c in p.codes], p.iri + "/shape/in")
+
+    def nav_shape(self, n: Nav) -> None:
+        s, path = shape_iri(n.iri), NamedNode(n.iri)
+        for pred, obj in ((RDF_TYPE, sh("PropertyShape")), (sh("targetSubjectsOf"), path), (sh("path"), path),
+                          (RDFS_LABEL, Literal(n.name)), (sh("nodeKind"), sh("BlankNodeOrIRI"))):
+            self.add(s, pred, obj)
+        if not n.to_many:
+            self.add(s, sh("maxCount"), _int(1))
+        if n.target:
+            self.add(s, sh("class"), NamedNode(n.target))
+
+    def rdf_list(self, items: list, base: str):
+        """An RDF list with IRIs ``{base}/0``, ``{base}/1``... (deterministic, unlike blank nodes)."""
+        head = NamedNode(RDF_NS + "nil")
+        for i in range(len(items) - 1, -1, -1):
+            cell = NamedNode(f"{base}/{i}")
+            self.add(cell, NamedNode(RDF_NS + "first"), items[i])
+            self.add(cell, NamedNode(RDF_NS + "rest"), head)
+            head = cell
+        return head
+
+
+def _int(value: int) -> Literal:
+    return Literal(str(value), datatype=XSD_INTEGER)
+
+
+__all__ = ["Model", "Prop", "Nav", "TypeInfo", "Service", "load_model", "generate_shapes", "stored_shapes",
+           "model_shapes",
+           "is_required", "standard_list", "standard_codes", "SHAPES_GRAPH", "EDM_XSD"]
+
+
+# ---------------------------------------------------------------- output and graph checks
+
+def shapes_turtle(triples: list) -> bytes:
+    """The shapes as Turtle, in canonical (sorted) order so the same graph gives the same file."""
+    from processkg.graph.store import canonical_ntriples
+    from pyoxigraph import RdfFormat, parse, serialize
+    from processkg.vocab import PREFIXES
+
+    nt = canonical_ntriples(triples)
+    prefixes = {k: v for k, v in PREFIXES.items() if k != "id"}  # id:a\/b\/c reads worse than <...>
+    return serialize(parse(nt, format=RdfFormat.N_TRIPLES), format=RdfFormat.TURTLE,
+                     prefixes={**prefixes, "sh": SH})
+
+
+def check_graph(store_dir) -> list[dict]:
+    """Run ``shapes/graph.ttl`` on a store's graph (``kg build --check``).
+
+    Returns one dict per violation, sorted: ``focus`` (the node), ``path`` (the predicate, or
+    None), ``constraint`` (e.g. ``MinCountConstraintComponent``), ``value`` and ``shape`` (the
+    graph shape, e.g. ``EntityType``, or a blank node id for a nested property shape); [] when
+    the graph conforms.
+    """
+    from pathlib import Path
+
+    from pyoxigraph import DefaultGraph
+    from pyshacl import validate
+    from rdflib import Graph, URIRef
+
+    from processkg.validate.shacl import ShaclEngine, to_rdflib
+    from processkg.graph.store import open_store
+
+    store = open_store(Path(store_dir))
+    data = to_rdflib(store.quads_for_pattern(None, None, None, DefaultGraph()))
+    shapes = Graph().parse(graph_shapes_path(), format="turtle")
+    _conforms, report, _text = validate(data, shacl_graph=shapes, inference="none", allow_warnings=True)
+    rows = []
+    for focus, path, comp, value, shape in ShaclEngine.results(report):
+        owner = shapes.value(None, URIRef(SH + "property"), shape) or shape  # a nested property shape
+        rows.append({"focus": str(focus), "path": str(path) if path is not None else None,
+                     "constraint": str(comp).rsplit("#", 1)[-1], "value": None if value is None else str(value),
+                     "shape": str(owner).rsplit("#", 1)[-1]})
+    return sorted(rows, key=lambda r: (r["focus"], r["path"] or "", r["constraint"]))

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import DATA, INVALID, handmade_options, demo_options, run_build, shared, tree_digest
 from processkg.sources.odata import read as csdl
-from processkg.pipeline import BPMN_SUFFIXES, ODATA_SUFFIXES, BuildOptions, build, discover
+from processkg.pipeline import BuildOptions, build
+from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.errors import (
     CodeListError, MalformedXMLError, MappingError, NotBPMNError, NotODataError, ProcessKGError,
     UnresolvedReferenceError,

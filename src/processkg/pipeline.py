@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.bpmn import read as bpmn
 from processkg.sources.odata import read as csdl
 from processkg.sources.odata import model as edm
@@ -22,8 +23,6 @@ from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, r
 from processkg.graph.store import add_graph, canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
 from processkg.vocab import RDF_TYPE
 
-ODATA_SUFFIXES = (".xml", ".edmx")
-BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
 ON_ERROR = ("fail", "warn", "skip")
 
 
@@ -67,22 +66,6 @@ class BuildReport:
         }
 
 
-def discover(roots: list, suffixes: tuple) -> list[tuple[Path, str]]:
-    """Files under each root (recursively), with a display path relative to the root's parent."""
-    found = []
-    for root in roots:
-        root = Path(root)
-        if root.is_file():
-            found.append((root, root.name))
-        elif root.is_dir():
-            for p in sorted(root.rglob("*")):
-                if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."):
-                    found.append((p, f"{root.name}/{p.relative_to(root).as_posix()}"))
-        else:
-            raise ProcessKGError(f"{root}: no such file or directory")
-    return found
-
-
 class Builder:
     def __init__(self, options: BuildOptions, progress=None) -> None:
         if options.on_error not in ON_ERROR:
@@ -101,7 +84,7 @@ class Builder:
 
     def run(self) -> BuildReport:
         start = time.perf_counter()
-        codes = read_code_lists(discover(self.opt.codes, (".csv",)))
+        codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._openapi()
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
@@ -255,4 +238,4 @@ def build(options: BuildOptions, progress=None) -> BuildReport:
     return Builder(options, progress).run()
 
 
-__all__ = ["BuildOptions", "BuildReport", "build", "discover"]
+__all__ = ["BuildOptions", "BuildReport", "build"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 from processkg.graph import stats as stats_mod
 from processkg.pipeline import BuildOptions, build
 from processkg.errors import ProcessKGError
@@ -66,11 +67,9 @@ def build_cmd(odata, bpmn_paths, openapi_paths, mapping, codes, store, out, on_e
     (with SHACL payload shapes and the retrieval index) and, with --out, Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
-    from processkg.pipeline import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
-    from processkg.sources.openapi import discover as discover_openapi
 
     total = (len(discover(odata, ODATA_SUFFIXES)) + len(discover(bpmn_paths, BPMN_SUFFIXES))
-             + len(discover_openapi(list(openapi_paths))))
+             + len(discover(openapi_paths, OPENAPI_SUFFIXES)))
     bar, progress = _progress(total)
     if check and not store:
         raise click.UsageError("--check needs --store")
@@ -165,7 +164,7 @@ def _register() -> None:
     from processkg.cli.map import map_group, mapping_cmd
     from processkg.cli.retrieve import index_cmd, retrieve_cmd
     from processkg.cli.validate import shapes_cmd, validate_cmd
-    from processkg.docgen import docs_cmd
+    from processkg.cli.docs import docs_cmd
 
     main.add_command(retrieve_cmd)
     main.add_command(index_cmd)

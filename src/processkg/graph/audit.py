@@ -28,6 +28,7 @@ from pathlib import Path
 from lxml import etree
 from pyoxigraph import Store
 
+from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.errors import ProcessKGError
 from processkg.graph.stats import table
 from processkg.graph.store import load_query, open_store, plain, read_meta, select
@@ -48,8 +49,6 @@ BPMN_CLASSES = (
 )
 CLASSES = ODATA_CLASSES + BPMN_CLASSES
 
-ODATA_SUFFIXES = (".xml", ".edmx")
-BPMN_SUFFIXES = (".bpmn", ".bpmn2", ".xml")
 
 # ---------------------------------------------------------------- namespaces (own copies)
 
@@ -187,20 +186,6 @@ def bpmn_source_counts(path: Path) -> dict:
 
 # ---------------------------------------------------------------- inputs
 
-def input_files(roots: list, suffixes: tuple) -> list[tuple[Path, str]]:
-    """(path, display path) per file: ``R.name/relative`` under a directory R, the name of a file."""
-    found = []
-    for root in map(Path, roots):
-        if root.is_file():
-            found.append((root, root.name))
-        elif root.is_dir():
-            found.extend((p, f"{root.name}/{p.relative_to(root).as_posix()}") for p in sorted(root.rglob("*"))
-                         if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
-        else:
-            raise ProcessKGError(f"{root}: no such file or directory")
-    return found
-
-
 def _source_counts(files: list, counter) -> dict:
     """{display: counts or an error message (str) when the XML is unreadable}."""
     out = {}
@@ -248,8 +233,8 @@ def audit(store, odata_paths: list = (), bpmn_paths: list = ()) -> dict:
     as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...]}``.
     """
     store, meta = _open(store)
-    odata = input_files(list(odata_paths), ODATA_SUFFIXES)
-    bpmn = input_files(list(bpmn_paths), BPMN_SUFFIXES)
+    odata = discover(list(odata_paths), ODATA_SUFFIXES)
+    bpmn = discover(list(bpmn_paths), BPMN_SUFFIXES)
     source = {**_source_counts(odata, odata_source_counts), **_source_counts(bpmn, bpmn_source_counts)}
     skipped = {file: reason for file, reason in meta.get("skipped", [])}
     units = graph_units(store)

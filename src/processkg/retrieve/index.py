@@ -257,7 +257,7 @@ def index_dir(store_dir: Path) -> Path:
 def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
     """The items of each kind, as JSON-ready dicts with their ``text``."""
     from processkg.retrieve import texts as summaries
-    from processkg.pipeline import ODATA_SUFFIXES, discover
+    from processkg.sources.discover import ODATA_SUFFIXES, discover
 
     store = open_store(store_dir)
     sets = [vars(i) for i in summaries.set_items(store)]

@@ -27,11 +27,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from processkg.sources.discover import OPENAPI_SUFFIXES, discover_marked
 from processkg.errors import InputError, ProcessKGError
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT
 
-SUFFIXES = (".json",)
+SUFFIXES = OPENAPI_SUFFIXES
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")
 #: File names that say nothing about the service: the folder names it instead.
@@ -537,18 +538,7 @@ class OpenAPIBuild:
 
 def discover(roots: list) -> list[tuple[Path, str, bool]]:
     """``(path, display, explicit)`` for each root file and each ``*.json`` below each root folder."""
-    found = []
-    for root in roots:
-        root = Path(root)
-        if root.is_file():
-            found.append((root, root.name, True))
-        elif root.is_dir():
-            for p in sorted(root.rglob("*")):
-                if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith("."):
-                    found.append((p, f"{root.name}/{p.relative_to(root).as_posix()}", False))
-        else:
-            raise ProcessKGError(f"{root}: no such file or directory")
-    return found
+    return discover_marked(roots, SUFFIXES)
 
 
 def read_specs(roots: list, failed=None, progress=None) -> tuple[list[Spec], list[str]]:

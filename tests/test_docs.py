@@ -23,7 +23,9 @@ from rdflib import OWL, RDF
 
 from processkg import docgen
 from processkg.cli import main
-from processkg.docgen import docs_cmd, split_comment
+from processkg.cli import main
+from processkg.cli.docs import docs_cmd
+from processkg.docgen import split_comment
 from processkg.assets import internal_queries_dir, queries_dir
 from processkg.vocab import BPMN, KG, USES
 
@@ -36,7 +38,7 @@ REGENERATE = "run `kg docs --out docs/` (or `python -c 'from processkg.docgen im
 
 @pytest.fixture(scope="module")
 def pages() -> dict:
-    return docgen.generate()
+    return docgen.generate(main)
 
 
 def declared_terms() -> dict:
@@ -69,7 +71,7 @@ def test_committed_page_equals_a_fresh_generation(pages, name):
 
 
 def test_generation_is_deterministic(pages):
-    assert docgen.generate() == pages
+    assert docgen.generate(main) == pages
 
 
 # ---------------------------------------------------------------- ontology reference
@@ -248,22 +250,22 @@ def test_query_header_parser():
 
 def test_docs_command_writes_and_checks(tmp_path, pages):
     runner = CliRunner()
-    result = runner.invoke(docs_cmd, ["--out", str(tmp_path)])
+    result = runner.invoke(main, ["docs", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     for name in docgen.PAGES:
         assert (tmp_path / name).read_text(encoding="utf-8") == pages[name]
         assert f"wrote {tmp_path / name}" in result.output
-    assert runner.invoke(docs_cmd, ["--out", str(tmp_path), "--check"]).exit_code == 0
+    assert runner.invoke(main, ["docs", "--out", str(tmp_path), "--check"]).exit_code == 0
     (tmp_path / "cli.md").write_text("stale\n", encoding="utf-8")
     (tmp_path / "queries.md").unlink()
-    stale = runner.invoke(docs_cmd, ["--out", str(tmp_path), "--check"])
+    stale = runner.invoke(main, ["docs", "--out", str(tmp_path), "--check"])
     assert stale.exit_code == 1
     assert f"out of date: {tmp_path / 'cli.md'}" in stale.stderr
     assert f"out of date: {tmp_path / 'queries.md'}" in stale.stderr
     assert "ontology-reference.md" not in stale.stderr
     assert (tmp_path / "cli.md").read_text(encoding="utf-8") == "stale\n"  # --check writes nothing
-    assert runner.invoke(docs_cmd, ["--out", str(tmp_path)]).exit_code == 0
-    assert runner.invoke(docs_cmd, ["--out", str(tmp_path), "--check"]).exit_code == 0
+    assert runner.invoke(main, ["docs", "--out", str(tmp_path)]).exit_code == 0
+    assert runner.invoke(main, ["docs", "--out", str(tmp_path), "--check"]).exit_code == 0
 
 
 def test_docs_command_documents_the_group_it_is_registered_in(tmp_path):

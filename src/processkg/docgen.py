@@ -18,7 +18,6 @@ Output is deterministic: no dates, no terminal widths, sorted where the source h
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,15 +287,13 @@ def _dedent(text: str) -> str:
     return inspect.cleandoc(text).replace("\b\n", "")
 
 
-def cli_model(group: click.Group | None = None) -> dict:
-    if group is None:
-        from processkg.cli import main as group
+def cli_model(group: click.Group) -> dict:
     ctx = click.Context(group, info_name=PROGRAM)
     root = _command_model(group, ctx, (PROGRAM,))
     return {"root": root, "commands": _commands(group, ctx, (PROGRAM,))}
 
 
-def cli_reference(group: click.Group | None = None) -> str:
+def cli_reference(group: click.Group) -> str:
     return _render("cli.md.j2", **cli_model(group))
 
 
@@ -372,7 +369,7 @@ def queries_reference(folder: Path | None = None) -> str:
 
 # ---------------------------------------------------------------- all pages
 
-def generate(group: click.Group | None = None) -> dict:
+def generate(group: click.Group) -> dict:
     """{file name: content} of every generated page."""
     return {
         "ontology-reference.md": ontology_reference(),
@@ -381,7 +378,7 @@ def generate(group: click.Group | None = None) -> dict:
     }
 
 
-def write_docs(out: Path, group: click.Group | None = None) -> list[Path]:
+def write_docs(out: Path, group: click.Group) -> list[Path]:
     written = []
     for name, content in generate(group).items():
         path = Path(out) / name
@@ -391,29 +388,7 @@ def write_docs(out: Path, group: click.Group | None = None) -> list[Path]:
     return written
 
 
-def stale_docs(out: Path, group: click.Group | None = None) -> list[str]:
+def stale_docs(out: Path, group: click.Group) -> list[str]:
     """Names of the generated pages whose file in ``out`` is missing or differs."""
     return [name for name, content in generate(group).items()
             if not (Path(out) / name).exists() or (Path(out) / name).read_text(encoding="utf-8") != content]
-
-
-@click.command("docs")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs"), show_default=True,
-              help="Folder to write the generated pages into.")
-@click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 and name the pages that are missing or out of date.")
-def docs_cmd(out: Path, check: bool) -> None:
-    """Generate docs/ontology-reference.md, docs/cli.md and docs/queries.md from their sources.
-
-    The ontology reference is generated from ontology/processkg.ttl, the CLI reference from
-    the kg commands themselves and the query reference from the headers of queries/*.rq.
-    """
-    root = click.get_current_context().find_root().command
-    group = root if isinstance(root, click.Group) else None
-    if check:
-        stale = stale_docs(out, group)
-        for name in stale:
-            click.echo(f"out of date: {Path(out) / name} (run `kg docs --out {out}`)", err=True)
-        sys.exit(1 if stale else 0)
-    for path in write_docs(out, group):
-        click.echo(f"wrote {path}")

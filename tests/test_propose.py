@@ -30,7 +30,7 @@ from processkg.retrieve.index import build_index  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
 from processkg.sources.mapping import MappingEntry, read_mapping  # noqa: E402
 from processkg.proposals.propose import (  # noqa: E402
-    Activity, EntitySet, LLMError, LLMSettings, Proposal, Settings, Signals, _duplicates, build_messages,
+    ActivityFacts, EntitySetFacts, LLMError, LLMSettings, Proposal, ProposalWeights, Signals, _duplicates, build_messages,
     chosen, evaluate_mapping, parse_choices, propose, ranked, read_proposals, render_proposals, split_processes,
     tune, verb_mode, write_proposals, WEIGHT_GRID)
 
@@ -128,7 +128,7 @@ def first_two(payload: dict) -> tuple[int, str]:
 
 def test_verb_cues_decide_the_mode():
     def act(name):
-        return Activity("iri", "Task_X", name, "", "", "P", "", "p.bpmn")
+        return ActivityFacts("iri", "Task_X", name, "", "", "P", "", "p.bpmn")
 
     assert verb_mode(act("Create the sales order")) == ("write", "create")
     assert verb_mode(act("Post the goods issue")) == ("write", "post")
@@ -144,11 +144,11 @@ def test_processes_split_alternately_after_sorting():
 
 def test_settings_are_checked():
     with pytest.raises(ProcessKGError, match="top-n"):
-        Settings(top_n=0).check()
+        ProposalWeights(top_n=0).check()
     with pytest.raises(ProcessKGError, match="ratio"):
-        Settings(ratio=1.5).check()
+        ProposalWeights(ratio=1.5).check()
     with pytest.raises(ProcessKGError, match="weight"):
-        Settings(dense=0, dense_name=0, lexical=0, lexical_short=0, header=0).check()
+        ProposalWeights(dense=0, dense_name=0, lexical=0, lexical_short=0, header=0).check()
 
 
 def test_llm_endpoint_from_base_url():
@@ -161,7 +161,7 @@ def test_llm_endpoint_from_base_url():
 
 
 def _set(service, name, version=2.0, writable=True):
-    return EntitySet(f"iri:{service}/{name}", service, name, version, writable, 1, name, name)
+    return EntitySetFacts(f"iri:{service}/{name}", service, name, version, writable, 1, name, name)
 
 
 def test_copies_of_a_set_count_once_as_the_preferred_copy():
@@ -214,7 +214,7 @@ def test_evaluate_mapping_by_hand():
 # ---------------------------------------------------------------- proposals on the demo
 
 def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_signals):
-    settings = Settings()
+    settings = ProposalWeights()
     proposals = propose(demo_store, settings, signals=demo_signals)
     assert proposals == propose(demo_store, settings, signals=Signals(demo_store))
     ids = {(a.process, a.id) for a in demo_signals.activities}
@@ -262,7 +262,7 @@ def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch)
         proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
     activities = demo_signals.activities
     assert not warnings and len(server.requests) == len(activities)
-    scores = demo_signals.scores(Settings())
+    scores = demo_signals.scores(ProposalWeights())
     for i, (payload, headers) in enumerate(zip(server.requests, server.headers)):
         assert payload["model"] == "fake-model" and payload["temperature"] == 0 and payload["max_tokens"] > 0
         user = payload["messages"][-1]["content"]
@@ -315,7 +315,7 @@ def test_unusable_llm_answers_fall_back(demo_store, demo_signals, answer, per_ac
 
 
 def test_messages_name_the_step_and_the_candidates():
-    act = Activity("iri", "Task_Post", "Post the invoice", "Book it.", "Billing", "P", "Order to cash", "p.bpmn")
+    act = ActivityFacts("iri", "Task_Post", "Post the invoice", "Book it.", "Billing", "P", "Order to cash", "p.bpmn")
     messages = build_messages(act, [_set("S1", "A_One"), _set("S2", "A_Two", writable=False)])
     user = messages[1]["content"]
     assert "Step: Post the invoice" in user and "Order to cash" in user and "Book it." in user
@@ -396,13 +396,13 @@ def test_sap_proposals_reproduce_the_documented_numbers(sap_signals):
 def test_the_defaults_are_the_ones_tuned_on_the_train_half(sap_signals):
     """`kg map tune --weights`: weights, top-n, threshold and ratio chosen by F1 on train only."""
     result = tune(sap_signals, read_mapping(SAP / "mapping.yaml"), weights=WEIGHT_GRID)
-    assert result["settings"] == Settings()
-    assert f"--top-n {Settings().top_n} --threshold {Settings().threshold} --ratio {Settings().ratio}" in \
+    assert result["settings"] == ProposalWeights()
+    assert f"--top-n {ProposalWeights().top_n} --threshold {ProposalWeights().threshold} --ratio {ProposalWeights().ratio}" in \
         DOC.read_text(encoding="utf-8")
     assert result["train_f1"] == result["evaluation"]["edges"]["train"]["f1"]
 
 
 def test_every_sap_activity_but_the_containers_is_considered(sap_signals):
     assert len(sap_signals.activities) == 164 and len(sap_signals.sets) == 411
-    scores = sap_signals.scores(Settings())
-    assert all(chosen(scores, i, replace(Settings(), threshold=-1.0)) for i in range(len(sap_signals.activities)))
+    scores = sap_signals.scores(ProposalWeights())
+    assert all(chosen(scores, i, replace(ProposalWeights(), threshold=-1.0)) for i in range(len(sap_signals.activities)))

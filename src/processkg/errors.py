@@ -65,3 +65,7 @@ class CodeListError(InputError):
 
 class AssetMissingError(ProcessKGError):
     """A file that ships inside the package (ontology, shapes, queries, templates) is missing."""
+
+
+class ProposalError(ProcessKGError):
+    """Proposals cannot be made or read (bad settings, a broken proposals file)."""

@@ -21,9 +21,9 @@ SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # 
 
 
 def _defaults():
-    from processkg.proposals.propose import Settings  # imported late: propose loads numpy and the retrieval code
+    from processkg.proposals.propose import ProposalWeights  # imported late: propose loads numpy and the retrieval code
 
-    return Settings()
+    return ProposalWeights()
 
 
 @click.group("map")

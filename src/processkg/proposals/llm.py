@@ -12,13 +12,11 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from processkg.errors import ProcessKGError
+from processkg.proposals.model import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
 
-if TYPE_CHECKING:  # only for annotations: propose.py imports this module
-    from processkg.proposals.propose import Activity, EntitySet
 
 MAX_RESPONSE = 1 << 20  # bytes read from an LLM answer
 
@@ -54,7 +52,7 @@ SYSTEM_PROMPT = (
     '{"edges": [{"candidate": 1, "mode": "write"}]}')
 
 
-def build_messages(activity: Activity, candidates: list[EntitySet]) -> list[dict]:
+def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[dict]:
     lines = [f"Process: {activity.process_name or activity.process}", f"Lane: {activity.lane or '-'}",
              f"Step: {activity.name}", f"Description: {activity.documentation or '-'}", "", "Candidates:"]
     for k, s in enumerate(candidates, 1):
@@ -97,7 +95,7 @@ def _json_in(text: str):
     raise LLMError("no JSON in the answer")
 
 
-def parse_choices(text: str, candidates: list[EntitySet]) -> list[tuple[int, str]]:
+def parse_choices(text: str, candidates: list[EntitySetFacts]) -> list[tuple[int, str]]:
     """[(candidate index, mode or "")] from an answer; raises LLMError when nothing is usable.
 
     Accepts {"edges": [...]} (or "choices", "entity_sets", "selected") or a bare list, whose
@@ -119,7 +117,7 @@ def parse_choices(text: str, candidates: list[EntitySet]) -> list[tuple[int, str
     return list(picks.items())
 
 
-def _pick(item, candidates: list[EntitySet]) -> tuple:
+def _pick(item, candidates: list[EntitySetFacts]) -> tuple:
     mode = ""
     if isinstance(item, dict):
         raw_mode = str(item.get("mode", "")).strip().lower()
@@ -131,7 +129,7 @@ def _pick(item, candidates: list[EntitySet]) -> tuple:
     return _candidate(item, candidates), mode
 
 
-def _candidate(ref, candidates: list[EntitySet]):
+def _candidate(ref, candidates: list[EntitySetFacts]):
     if isinstance(ref, bool) or ref is None:
         return None
     text = str(ref).strip()

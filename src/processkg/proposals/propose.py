@@ -30,7 +30,8 @@ from processkg.retrieve.index import Encoder, load_index
 from processkg.proposals.llm import (  # noqa: F401 - re-exported for callers of the proposal API
     LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
 )
-from processkg.errors import MappingError, ProcessKGError
+from processkg.errors import MappingError, ProcessKGError, ProposalError
+from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 from processkg.retrieve.retriever import Lexical
 from processkg.graph.store import load_query, open_store, plain, select, write_atomic
@@ -56,86 +57,6 @@ HEADER = """\
 """
 
 
-class ProposalError(ProcessKGError):
-    """Proposals cannot be made or read (bad settings, a broken proposals file)."""
-
-
-# ---------------------------------------------------------------- data
-
-@dataclass(frozen=True)
-class Settings:
-    """Signal weights and the cut. Defaults: chosen on the train half (docs/mapping-proposals.md)."""
-
-    dense: float = 1.0
-    dense_name: float = 0.5
-    lexical: float = 0.5
-    lexical_short: float = 0.5
-    header: float = 0.0
-    unwritable: float = 0.2
-    top_n: int = 2
-    threshold: float = 0.625
-    ratio: float = 0.9
-    dedupe: bool = True
-
-    def check(self) -> "Settings":
-        if self.top_n < 1:
-            raise ProposalError(f"--top-n must be at least 1, not {self.top_n}")
-        if not 0 <= self.ratio <= 1:
-            raise ProposalError(f"--ratio must be between 0 and 1, not {self.ratio}")
-        if self.dense + self.dense_name + self.lexical + self.lexical_short + self.header <= 0:
-            raise ProposalError("at least one signal weight must be positive")
-        return self
-
-    def describe(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
-
-
-@dataclass(frozen=True)
-class Proposal:
-    process: str
-    activity: str
-    service: str
-    entity_set: str
-    mode: str
-    score: float
-    reason: str = ""
-    file: str = ""
-    activity_name: str = ""
-
-    def edge(self) -> tuple:
-        return (self.process, self.activity, self.service, self.entity_set)
-
-
-@dataclass(frozen=True)
-class Activity:
-    iri: str
-    id: str
-    name: str
-    documentation: str
-    lane: str
-    process: str
-    process_name: str
-    file: str
-
-    def text(self) -> str:
-        """As the retrieval index words it (summaries.activity_items)."""
-        parts = [f"{self.name}."] + ([self.documentation.strip()] if self.documentation else [])
-        parts += [f"Lane: {self.lane}."] if self.lane else []
-        return " ".join(parts + ([f"Process: {self.process_name}."] if self.process_name else []))
-
-
-@dataclass(frozen=True)
-class EntitySet:
-    iri: str
-    service: str
-    name: str
-    version: float
-    writable: bool
-    keys: int
-    short: str  # name as words, and labels
-    summary: str
-
-
 # ---------------------------------------------------------------- reading the store
 
 def _rows(store, name: str) -> list[dict]:
@@ -143,18 +64,18 @@ def _rows(store, name: str) -> list[dict]:
     return [dict(zip(names, (plain(v) for v in row))) for row in rows]
 
 
-def read_activities(store) -> list[Activity]:
+def read_activities(store) -> list[ActivityFacts]:
     """The activities proposals are made for (not sub-process containers), in a fixed order."""
     out = []
     for r in _rows(store, "propose-activities"):
         if r["kind"] in SKIPPED_KINDS:
             continue
-        out.append(Activity(r["activity"], r["activityId"], r["name"] or r["activityId"], r["documentation"] or "",
+        out.append(ActivityFacts(r["activity"], r["activityId"], r["name"] or r["activityId"], r["documentation"] or "",
                             r["lane"] or "", r["processId"], r["processName"] or "", r["file"]))
     return out
 
 
-def read_sets(store, index_sets: list[dict]) -> list[EntitySet]:
+def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
     from processkg.retrieve.texts import lexicon, type_facts
 
@@ -167,7 +88,7 @@ def read_sets(store, index_sets: list[dict]) -> list[EntitySet]:
         words = [lex.phrase(item["name"])] + [x for x in dict.fromkeys(labels.get(item["iri"], ())) if x]
         writable = not (meta.get("creatable") is False and meta.get("updatable") is False)
         keys = max(1, len(facts[item["type_iri"]].keys)) if item["type_iri"] in facts else 1
-        out.append(EntitySet(item["iri"], item["service"], item["name"], _version(meta.get("odataVersion")),
+        out.append(EntitySetFacts(item["iri"], item["service"], item["name"], _version(meta.get("odataVersion")),
                              writable, keys, ". ".join(words), item["text"]))
     return out
 
@@ -176,7 +97,7 @@ def _version(value) -> float:
     return float(value) if re.fullmatch(r"\d+(\.\d+)?", str(value)) else 9.0
 
 
-def verb_mode(activity: Activity) -> tuple[str, str]:
+def verb_mode(activity: ActivityFacts) -> tuple[str, str]:
     """(mode, cue word): the first cue verb of the name decides; none found means read."""
     for word in re.findall(r"[a-z]+", activity.name.lower()):
         if word in WRITE_VERBS:
@@ -221,7 +142,7 @@ class Signals:
         canonical = self.canonical[mode]
         return [r for r in np.flatnonzero(canonical == row).tolist() if r != row] if canonical[row] == row else []
 
-    def scores(self, settings: Settings) -> np.ndarray:
+    def scores(self, settings: ProposalWeights) -> np.ndarray:
         total = sum(getattr(settings, name) for name in SIGNALS)
         fused = sum(getattr(settings, name) * self.matrix[name] for name in SIGNALS) / total
         writes = np.array([mode == "write" for mode, _ in self.modes])
@@ -232,7 +153,7 @@ class Signals:
         return fused
 
 
-def _activity_vectors(index, encoder: Encoder, activities: list[Activity], texts: list[str]) -> np.ndarray:
+def _activity_vectors(index, encoder: Encoder, activities: list[ActivityFacts], texts: list[str]) -> np.ndarray:
     """The index's vectors of the activity texts; texts the index lacks are encoded."""
     known = {(item["iri"], item["text"]): row for row, item in enumerate(index.items["activity"])}
     rows = [known.get((a.iri, t)) for a, t in zip(activities, texts)]
@@ -262,7 +183,7 @@ def _service_core(service: str) -> str:
     return re.sub(r"[^a-z]", "", core.lower())
 
 
-def _duplicates(sets: list[EntitySet], writable_first: bool = False) -> np.ndarray:
+def _duplicates(sets: list[EntitySetFacts], writable_first: bool = False) -> np.ndarray:
     """Row -> the row of the preferred copy of its set (copies: one set name, several services).
 
     Preferred: a writable copy (for a step that writes), the service named after the set, OData
@@ -312,7 +233,7 @@ def keep(top: list[tuple], n: int, threshold: float, ratio: float) -> list:
     return [top[0][0]] + [k for k, score in top[1:n] if score >= threshold and score >= ratio * top[0][1]]
 
 
-def chosen(scores: np.ndarray, i: int, settings: Settings) -> list[int]:
+def chosen(scores: np.ndarray, i: int, settings: ProposalWeights) -> list[int]:
     """The set rows kept for activity ``i``."""
     top = [(j, float(scores[i, j])) for j in ranked(scores, i, settings.top_n)]
     return keep(top, settings.top_n, settings.threshold, settings.ratio)
@@ -320,10 +241,10 @@ def chosen(scores: np.ndarray, i: int, settings: Settings) -> list[int]:
 
 # ---------------------------------------------------------------- proposals
 
-def propose(store_dir: Path | None, settings: Settings | None = None, model: str | None = None,
+def propose(store_dir: Path | None, settings: ProposalWeights | None = None, model: str | None = None,
             llm: LLMSettings | None = None, warn=None, signals: Signals | None = None) -> list[Proposal]:
     """Proposed edges for every activity of the store, best first within each activity."""
-    settings = (settings or Settings()).check()
+    settings = (settings or ProposalWeights()).check()
     warn = warn or log.warning
     if llm is not None:
         llm.endpoint()  # a bad URL fails before any work
@@ -339,7 +260,7 @@ def propose(store_dir: Path | None, settings: Settings | None = None, model: str
     return [p for i in range(len(signals.activities)) for p in fallback[i]]
 
 
-def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: Settings,
+def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: ProposalWeights,
               mode: str | None = None, via: str = "") -> Proposal:
     a, s = signals.activities[i], signals.sets[j]
     verb_based, cue = signals.modes[i]
@@ -358,7 +279,7 @@ def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: Se
 
 # ---------------------------------------------------------------- LLM
 
-def _with_llm(signals: Signals, scores: np.ndarray, settings: Settings, llm: LLMSettings,
+def _with_llm(signals: Signals, scores: np.ndarray, settings: ProposalWeights, llm: LLMSettings,
               fallback: dict, warn) -> dict:
     out, failures = dict(fallback), 0
     for i, activity in enumerate(signals.activities):
@@ -397,12 +318,12 @@ def _scalar(value) -> str:
         else json.dumps(text, ensure_ascii=False)
 
 
-def render_proposals(proposals: list[Proposal], store: str = "", settings: Settings | None = None) -> str:
+def render_proposals(proposals: list[Proposal], store: str = "", settings: ProposalWeights | None = None) -> str:
     """The proposals as a mapping file with ``score`` and ``reason``, grouped by activity."""
     files = defaultdict(set)
     for p in proposals:
         files[p.process].add(p.file)
-    out = [HEADER.format(store=store or "a store", settings=(settings or Settings()).describe()), "mappings:"]
+    out = [HEADER.format(store=store or "a store", settings=(settings or ProposalWeights()).describe()), "mappings:"]
     current = None
     for p in proposals:
         if (p.process, p.activity) != current:
@@ -415,7 +336,7 @@ def render_proposals(proposals: list[Proposal], store: str = "", settings: Setti
     return "\n".join(out) + "\n"
 
 
-def write_proposals(path: Path, proposals: list[Proposal], store: str = "", settings: Settings | None = None) -> None:
+def write_proposals(path: Path, proposals: list[Proposal], store: str = "", settings: ProposalWeights | None = None) -> None:
     write_atomic(Path(path), render_proposals(proposals, store, settings).encode("utf-8"))
 
 
@@ -495,12 +416,12 @@ WEIGHT_GRID = {"dense": (0.5, 1.0), "dense_name": (0.0, 0.5, 1.0), "lexical": (0
                "lexical_short": (0.0, 0.5, 1.0), "header": (0.0, 0.2, 0.4), "unwritable": (0.1, 0.2, 0.4)}
 
 
-def tune(signals: Signals, gold_entries: list[MappingEntry], base: Settings | None = None,
+def tune(signals: Signals, gold_entries: list[MappingEntry], base: ProposalWeights | None = None,
          grid: dict | None = None, weights: dict | None = None) -> dict:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
     weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
     test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
-    base, grid = base or Settings(), grid or TUNE_GRID
+    base, grid = base or ProposalWeights(), grid or TUNE_GRID
     train = set(split_processes({g.process for g in gold_entries})[0])
     gold = _keys(gold_entries, False, train)
     rows = [i for i, a in enumerate(signals.activities) if a.process in train]
@@ -516,7 +437,7 @@ def tune(signals: Signals, gold_entries: list[MappingEntry], base: Settings | No
     return {"settings": best, "train_f1": best_key[0], "evaluation": evaluate_mapping(proposals, gold_entries)}
 
 
-def _weight_settings(base: Settings, weights: dict | None) -> list[Settings]:
+def _weight_settings(base: ProposalWeights, weights: dict | None) -> list[ProposalWeights]:
     names = list(weights or ())
     combos = [replace(base, **dict(zip(names, values))) for values in product(*(weights[n] for n in names))]
     return [c for c in combos if sum(getattr(c, n) for n in SIGNALS) > 0] or [base]

@@ -1,0 +1,99 @@
+"""The package's shape: one subpackage per stage, imports only downward, no cycles.
+
+Every import in src/processkg (also those inside functions) is read with ``ast``; a module may
+import only from a lower layer or from its own subpackage, and the module graph has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "processkg"
+
+# Lowest first. A module may import from its own part (acyclically) or from any lower layer.
+LAYERS = [
+    ("errors",),
+    ("vocab", "assets", "jsonl"),
+    ("triples",),
+    ("sources",),
+    ("graph",),
+    ("validate",),
+    ("retrieve",),
+    ("proposals", "evaluate"),
+    ("pipeline",),
+    ("docgen",),
+    ("cli",),
+    ("__init__",),
+]
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+
+
+def module_name(path: Path) -> str:
+    parts = ("processkg",) + path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def part_of(module: str) -> str:
+    """The layer part of ``processkg.X.Y``: X (``__init__`` for the package itself)."""
+    rest = module.split(".")[1:]
+    return rest[0] if rest else "__init__"
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, imported processkg module) for every import in the file, nested ones too."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; use processkg.<stage>")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processkg"):
+            found += [(node.lineno, target(node.module, a.name)) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("processkg")]
+    return found
+
+
+def target(module: str, name: str) -> str:
+    """``from processkg.sources import openapi`` imports the module processkg.sources.openapi."""
+    candidate = SRC.joinpath(*module.split(".")[1:], name)
+    return f"{module}.{name}" if candidate.with_suffix(".py").exists() or candidate.is_dir() else module
+
+
+MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+GRAPH = {m: sorted({t for _, t in imports_of(p) if t != m}) for m, p in MODULES.items()}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_only_downward(module):
+    own = part_of(module)
+    for line, imported in imports_of(MODULES[module]):
+        other = part_of(imported)
+        assert other in RANK, f"{imported} is in no layer; add it to LAYERS"
+        assert other == own or RANK[other] < RANK[own], (
+            f"{MODULES[module].relative_to(SRC.parent)}:{line}: {module} ({own}) imports {imported} "
+            f"({other}), which is not below it")
+
+
+def test_module_graph_has_no_cycle():
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for nxt in GRAPH.get(module, []):
+            nxt = nxt if nxt in MODULES else nxt.rsplit(".", 1)[0]
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path + [module, nxt]))
+            if nxt in MODULES and not state.get(nxt):
+                visit(nxt, path + [module])
+        state[module] = 2
+
+    for module in sorted(MODULES):
+        if not state.get(module):
+            visit(module, [])
+
+
+def test_every_layer_part_exists():
+    parts = {part_of(m) for m in MODULES}
+    assert parts == set(RANK), f"layers without modules or modules without layer: {parts ^ set(RANK)}"

@@ -1,8 +1,8 @@
 """Shared fixtures for the ``kg build`` tests.
 
 Real third-party data lives beside the repository in ``../shared/data`` (see its
-README.md); it is used in place, never copied, and every test that needs it skips with
-a clear reason when it is absent. Hand-made documents live in ``tests/data`` (valid
+README.md); it is used in place, never copied, and a test that needs it fails with a clear
+reason when it is absent (CI lays it beside the clone). Hand-made documents live in ``tests/data`` (valid
 edge cases) and ``tests/invalid`` (each broken in one documented way).
 
 Expensive builds are session-scoped: each real corpus is built once per test run,
@@ -30,10 +30,10 @@ DEMO = ROOT / "data" / "demo"
 
 
 def shared(*parts: str) -> Path:
-    """A path below ``../shared/data``; skips the test when the real data is not there."""
+    """A path below ``../shared/data``; a missing file fails the test (it is a regression, not a skip)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"real data {path} is absent: ../shared/data is not checked out beside the repository")
+        pytest.fail(f"real data {path} is absent: ../shared/data must lie beside the repository")
     return path
 
 
@@ -153,27 +153,14 @@ def handmade(tmp_path_factory) -> Built:
 
 
 def demo_options() -> dict:
-    if not (DEMO / "odata").is_dir() or not any((DEMO / "odata").iterdir()):
-        pytest.skip("data/demo/odata is not there yet")
-    options = dict(odata=[DEMO / "odata"])
-    if (DEMO / "bpmn").is_dir() and any((DEMO / "bpmn").iterdir()):
-        options["bpmn"] = [DEMO / "bpmn"]
-    if (DEMO / "codes").is_dir():
-        options["codes"] = [DEMO / "codes"]
-    if (DEMO / "mapping.yaml").is_file() and "bpmn" in options:
-        options["mapping"] = DEMO / "mapping.yaml"
-    return options
+    """The bundled demo, as `make demo` builds it."""
+    return dict(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], codes=[DEMO / "codes"], mapping=DEMO / "mapping.yaml")
 
 
 @pytest.fixture(scope="session")
 def demo_built(tmp_path_factory) -> Built:
-    """The bundled demo (data/demo), with whatever parts of it exist, built once per session."""
+    """The bundled demo (data/demo), built once per session."""
     return run_build(tmp_path_factory.mktemp("demo"), **demo_options())
-
-
-@pytest.fixture(scope="session")
-def demo(demo_built) -> Built:
-    return demo_built
 
 
 @pytest.fixture(scope="session")

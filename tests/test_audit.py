@@ -24,10 +24,8 @@ from processkg.graph.store import open_store
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-pytestmark = pytest.mark.skipif(
-    not (DATA / "stats" / "odata_stats.tsv").is_file(),
-    reason=f"the shared real-world corpus is not at {DATA} (see its README.md); the audit tests need it",
-)
+assert (DATA / "stats" / "odata_stats.tsv").is_file(), (
+    f"the shared real-world corpus is not at {DATA} (see its README.md); the audit tests need it")
 
 #: corpus -> (input kind, path below DATA)
 CORPORA = {

@@ -1,7 +1,7 @@
 """The SAP retrieval benchmark (data/sap/benchmark/queries.jsonl) is well-formed and its gold is real.
 
 The file is read as JSON and with ``processkg.evaluate.metrics.read_queries``. Checks that need the real
-SAP metadata (``../shared/data/odata/s4-a2x``) skip when it is absent. Those checks run on a graph
+SAP metadata (``../shared/data/odata/s4-a2x``) fail when it is absent. Those checks run on a graph
 built here from the metadata and the process layer (``data/sap/processes``,
 ``data/sap/mapping.yaml``), so the gold is checked independently of the lxml reader that
 ``data/sap/benchmark/tools/finalize.py`` uses to write the file; the lexical overlap and the

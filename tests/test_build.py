@@ -299,9 +299,9 @@ def test_rebuild_replaces_the_store_and_leaves_no_temporary_files(tmp_path):
 
 # ---------------------------------------------------------------- determinism
 
-def test_two_builds_of_the_demo_are_byte_identical(demo, tmp_path):
+def test_two_builds_of_the_demo_are_byte_identical(demo_built, tmp_path):
     again = build(BuildOptions(out=tmp_path / "again.ttl", **demo_options()))
-    assert again.turtle == demo.ttl.read_bytes()
+    assert again.turtle == demo_built.ttl.read_bytes()
     assert len(again.turtle) > 10_000
 
 

@@ -60,9 +60,6 @@ def _has_png(nb) -> bool:
 
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[test]')")
-    pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[test]')")
-    pytest.importorskip("ipykernel", reason="ipykernel is not installed: no python3 kernel to run the notebook")
     tmp = tmp_path_factory.mktemp("notebook")
     copy = tmp / "explore.ipynb"
     shutil.copy(NOTEBOOK, copy)

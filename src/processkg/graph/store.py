@@ -181,3 +181,9 @@ def plain(value) -> object:
             return value.value == "true"
         return value.value
     return value.value
+
+
+def records(store: Store, query: str, **bindings: object) -> list[dict]:
+    """Rows of the library query named ``query`` as dicts of plain values, ``bindings`` bound."""
+    names, rows = select(store, load_query(query), bindings)
+    return [dict(zip(names, (plain(v) for v in row), strict=True)) for row in rows]

@@ -20,7 +20,7 @@ import logging
 import re
 from collections import defaultdict
 from itertools import product
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +30,11 @@ from processkg.retrieve.index import Encoder, load_index
 from processkg.proposals.llm import (  # noqa: F401 - re-exported for callers of the proposal API
     LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
 )
-from processkg.errors import MappingError, ProcessKGError, ProposalError
+from processkg.errors import MappingError, ProposalError
 from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 from processkg.retrieve.retriever import Lexical
-from processkg.graph.store import load_query, open_store, plain, select, write_atomic
+from processkg.graph.store import open_store, records, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +59,10 @@ HEADER = """\
 
 # ---------------------------------------------------------------- reading the store
 
-def _rows(store, name: str) -> list[dict]:
-    names, rows = select(store, load_query(name))
-    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
-
-
 def read_activities(store) -> list[ActivityFacts]:
     """The activities proposals are made for (not sub-process containers), in a fixed order."""
     out = []
-    for r in _rows(store, "propose-activities"):
+    for r in records(store, "propose-activities"):
         if r["kind"] in SKIPPED_KINDS:
             continue
         out.append(ActivityFacts(r["activity"], r["activityId"], r["name"] or r["activityId"], r["documentation"] or "",
@@ -80,8 +75,8 @@ def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
     from processkg.retrieve.texts import lexicon, type_facts
 
     lex, facts = lexicon(store), type_facts(store)
-    flags = {r["set"]: r for r in _rows(store, "propose-sets")}
-    labels = {r["set"]: (r["label"], r["typeLabel"]) for r in _rows(store, "retrieve-sets")}
+    flags = {r["set"]: r for r in records(store, "propose-sets")}
+    labels = {r["set"]: (r["label"], r["typeLabel"]) for r in records(store, "retrieve-sets")}
     out = []
     for item in index_sets:
         meta = flags.get(item["iri"], {})

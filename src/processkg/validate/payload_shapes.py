@@ -35,10 +35,9 @@ from functools import lru_cache
 from pyoxigraph import Literal, NamedNode, Triple
 
 from processkg.assets import graph_shapes_path
-from processkg.graph.store import load_query, plain, select
-from processkg.vocab import ID, RDF_NS, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
+from processkg.graph.store import records
+from processkg.vocab import ID, RDFS_LABEL, RDF_NS, RDF_TYPE, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
 
-SH = "http://www.w3.org/ns/shacl#"
 SHAPES_GRAPH = NamedNode("https://w3id.org/processkg/shapes")
 RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
 
@@ -55,7 +54,7 @@ GUID_PATTERN = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-
 
 
 def sh(name: str) -> NamedNode:
-    return NamedNode(SH + name)
+    return NamedNode(SH_NS + name)
 
 
 # ---------------------------------------------------------------- the model
@@ -126,20 +125,15 @@ class Model:
     aliases: dict = field(default_factory=dict)  # lower-case URL name -> Service (odata_url fills it)
 
 
-def _rows(store, name: str) -> list[dict]:
-    names, rows = select(store, load_query(name))
-    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
-
-
 def load_model(store) -> Model:
     """Services, entity sets and types with their properties, navigations and codes."""
     model = Model()
-    for r in _rows(store, "shapes-types"):
+    for r in records(store, "shapes-types"):
         svc = model.services.setdefault(r["service"], Service(r["service"], r["version"]))
         svc.namespaces.add(r["namespace"])
         model.types[r["type"]] = TypeInfo(r["type"], r["qname"], r["kind"], r["service"], r["version"],
                                           r["namespace"], r["baseType"])
-    for r in _rows(store, "shapes-entity-sets"):
+    for r in records(store, "shapes-entity-sets"):
         if r["service"] in model.services:
             model.services[r["service"]].sets[r["name"]] = (r["type"], r["creatable"] is not False)
     declared = _declared_props(store, model)
@@ -165,7 +159,7 @@ def _declared_props(store, model: Model) -> dict:
     codes = _codes(store)
     by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
     declared: dict = {}
-    for r in _rows(store, "shapes-properties"):
+    for r in records(store, "shapes-properties"):
         owner = model.types.get(r["type"])
         if owner is None:
             continue
@@ -206,7 +200,7 @@ def required_on_create(key: bool, nullable: bool, read_only: bool, collection: b
 
 def _declared_navs(store) -> dict:
     navs: dict = {}
-    for r in _rows(store, "shapes-navigations"):
+    for r in records(store, "shapes-navigations"):
         navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
     return navs
 
@@ -214,7 +208,7 @@ def _declared_navs(store) -> dict:
 def _codes(store) -> dict:
     """{property IRI: {"codes": set, "sources": set, "paths": set}} from its value helps."""
     found: dict = {}
-    for r in _rows(store, "shapes-value-lists"):
+    for r in records(store, "shapes-value-lists"):
         entry = found.setdefault(r["prop"], {"codes": set(), "sources": set(), "paths": set()})
         entry["paths"].add(r["collectionPath"] or "value help")
         if r["code"] is not None:
@@ -412,7 +406,7 @@ def shapes_turtle(triples: list) -> bytes:
     nt = canonical_ntriples(triples)
     prefixes = {k: v for k, v in PREFIXES.items() if k != "id"}  # id:a\/b\/c reads worse than <...>
     return serialize(parse(nt, format=RdfFormat.N_TRIPLES), format=RdfFormat.TURTLE,
-                     prefixes={**prefixes, "sh": SH})
+                     prefixes={**prefixes, "sh": SH_NS})
 
 
 def check_graph(store_dir) -> list[dict]:
@@ -438,7 +432,7 @@ def check_graph(store_dir) -> list[dict]:
     _conforms, report, _text = validate(data, shacl_graph=shapes, inference="none", allow_warnings=True)
     rows = []
     for focus, path, comp, value, shape in ShaclEngine.results(report):
-        owner = shapes.value(None, URIRef(SH + "property"), shape) or shape  # a nested property shape
+        owner = shapes.value(None, URIRef(SH_NS + "property"), shape) or shape  # a nested property shape
         rows.append({"focus": str(focus), "path": str(path) if path is not None else None,
                      "constraint": str(comp).rsplit("#", 1)[-1], "value": None if value is None else str(value),
                      "shape": str(owner).rsplit("#", 1)[-1]})

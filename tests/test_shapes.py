@@ -194,7 +194,7 @@ def test_edm_json_forms(value, edm, v2, lexical, ok):
     if ok:
         assert text == lexical
     else:
-        assert datatype != edm_json.XSD + {"Edm.Decimal": "decimal", "Edm.Int64": "long", "Edm.Int32": "int",
+        assert datatype != edm_json.XSD_NS + {"Edm.Decimal": "decimal", "Edm.Int64": "long", "Edm.Int32": "int",
                                            "Edm.DateTime": "dateTime", "Edm.DateTimeOffset": "dateTime",
                                            "Edm.Date": "date", "Edm.TimeOfDay": "time", "Edm.Boolean": "boolean",
                                            "Edm.String": "string"}[edm]

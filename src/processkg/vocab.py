@@ -24,6 +24,7 @@ RDF_NS = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS_NS = "http://www.w3.org/2000/01/rdf-schema#"
 XSD_NS = "http://www.w3.org/2001/XMLSchema#"
 OWL_NS = "http://www.w3.org/2002/07/owl#"
+SH_NS = "http://www.w3.org/ns/shacl#"
 
 PREFIXES = {
     "kg": KG,
@@ -41,6 +42,8 @@ RDFS_LABEL = NamedNode(RDFS_NS + "label")
 RDFS_COMMENT = NamedNode(RDFS_NS + "comment")
 XSD_BOOLEAN = NamedNode(XSD_NS + "boolean")
 XSD_INTEGER = NamedNode(XSD_NS + "integer")
+XSD_STRING = XSD_NS + "string"
+RDF_JSON = RDF_NS + "JSON"
 
 
 class _Namespace:

@@ -1,4 +1,4 @@
-"""OData JSON values of Edm primitive types: check the lexical form, give the XSD literal.
+"""OData JSON values of Edm primitive types: check the lexical form, give the XSD_NS literal.
 
 OData V2 JSON (https://www.odata.org/documentation/odata-version-2-0/json-format/):
 Edm.Decimal and Edm.Int64 are strings, Edm.DateTime is ``/Date(ms)/`` (ISO 8601 accepted),
@@ -6,7 +6,7 @@ Edm.Time is an ISO 8601 duration. OData V4 JSON (OData JSON Format 4.01, section
 numbers are JSON numbers (Int64 and Decimal may also be strings, IEEE754Compatible),
 dates and times ISO 8601, DateTimeOffset with a time zone.
 
-:func:`literal` returns ``(lexical, xsd IRI, problem)``: for a good value the canonical XSD
+:func:`literal` returns ``(lexical, xsd IRI, problem)``: for a good value the canonical XSD_NS
 lexical form and the type's datatype; for a bad one the JSON text, the datatype of what
 the JSON *is* (never the expected one, so ``sh:datatype`` fails) and a message.
 """
@@ -20,8 +20,7 @@ import json
 import re
 from decimal import Decimal
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
+from processkg.vocab import RDF_JSON, XSD_NS
 
 INT_RANGE = {
     "Edm.Byte": (0, 255, "unsignedByte"), "Edm.SByte": (-128, 127, "byte"),
@@ -39,7 +38,7 @@ def literal(value, edm_type: str, v2: bool) -> tuple[str, str | None, str | None
     check = _CHECKS.get(edm_type)
     if check is None:  # Edm.String, Edm.Guid (a pattern in the shape), enums, unknown types
         if isinstance(value, str):
-            return value, XSD + "string", None
+            return value, XSD_NS + "string", None
         return _bad(value, f"expects {edm_type} as a JSON string")
     return check(value, edm_type, v2)
 
@@ -50,13 +49,13 @@ def _bad(value, problem: str, got: str | None = None) -> tuple[str, str, str]:
 
 def _json_datatype(value) -> str:
     if isinstance(value, bool):
-        return XSD + "boolean"
+        return XSD_NS + "boolean"
     if isinstance(value, int):
-        return XSD + "integer"
+        return XSD_NS + "integer"
     if isinstance(value, float):
-        return XSD + "double"
+        return XSD_NS + "double"
     if isinstance(value, str):
-        return XSD + "string"
+        return XSD_NS + "string"
     return RDF_JSON
 
 
@@ -67,7 +66,7 @@ def _show(value) -> str:
 
 def _boolean(value, edm_type, v2):
     if isinstance(value, bool):
-        return ("true" if value else "false"), XSD + "boolean", None
+        return ("true" if value else "false"), XSD_NS + "boolean", None
     return _bad(value, "expects Edm.Boolean as JSON true or false")
 
 
@@ -83,8 +82,8 @@ def _integer(value, edm_type, v2):
     else:
         return _bad(value, f"expects {edm_type} as a JSON {'string' if v2 and as_string else 'integer'}")
     if not lo <= number <= hi:
-        return _bad(value, f"{edm_type} ranges from {lo} to {hi}", XSD + "integer")
-    return str(number), XSD + xsd, None
+        return _bad(value, f"{edm_type} ranges from {lo} to {hi}", XSD_NS + "integer")
+    return str(number), XSD_NS + xsd, None
 
 
 def _decimal(value, edm_type, v2):
@@ -98,11 +97,11 @@ def _decimal(value, edm_type, v2):
         return _bad(value, "expects Edm.Decimal as a " + ("JSON string" if v2 else "JSON number"))
     if not number.is_finite():
         return _bad(value, "Edm.Decimal must be finite")
-    return format(number, "f"), XSD + "decimal", None
+    return format(number, "f"), XSD_NS + "decimal", None
 
 
 def _floating(value, edm_type, v2):
-    xsd = XSD + ("float" if edm_type == "Edm.Single" else "double")
+    xsd = XSD_NS + ("float" if edm_type == "Edm.Single" else "double")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(float(value)).replace("inf", "INF"), xsd, None
     if isinstance(value, str):
@@ -122,14 +121,14 @@ def _datetime(value, edm_type, v2):
     m = V2_DATE.match(value)
     if m and v2:
         moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=int(m.group(1)))
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", XSD + "dateTime", None
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", XSD_NS + "dateTime", None
     iso = _iso_datetime(value)
     if iso is None:
         form = "/Date(ms)/ or ISO 8601" if v2 else "ISO 8601, e.g. 2025-01-31T10:00:00Z"
         return _bad(value, f"expects {edm_type} as {form}")
     if edm_type == "Edm.DateTimeOffset" and not v2 and iso.tzinfo is None:
         return _bad(value, "expects Edm.DateTimeOffset with a time zone (Z or +hh:mm)")
-    return iso.isoformat(), XSD + "dateTime", None
+    return iso.isoformat(), XSD_NS + "dateTime", None
 
 
 def _iso_datetime(text: str):
@@ -145,7 +144,7 @@ def _iso_datetime(text: str):
 def _date(value, edm_type, v2):
     if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}$", value):
         try:
-            return dt.date.fromisoformat(value).isoformat(), XSD + "date", None
+            return dt.date.fromisoformat(value).isoformat(), XSD_NS + "date", None
         except ValueError:
             pass
     return _bad(value, "expects Edm.Date as a JSON string YYYY-MM-DD")
@@ -153,13 +152,13 @@ def _date(value, edm_type, v2):
 
 def _time_of_day(value, edm_type, v2):
     if isinstance(value, str) and TIME_OF_DAY.match(value):
-        return value if value.count(":") == 2 else value + ":00", XSD + "time", None
+        return value if value.count(":") == 2 else value + ":00", XSD_NS + "time", None
     return _bad(value, "expects Edm.TimeOfDay as a JSON string hh:mm:ss")
 
 
 def _duration(value, edm_type, v2):
     if isinstance(value, str) and ISO_DURATION.match(value):
-        return value, XSD + "duration", None
+        return value, XSD_NS + "duration", None
     return _bad(value, f"expects {edm_type} as an ISO 8601 duration, e.g. PT13H20M00S")
 
 
@@ -168,7 +167,7 @@ def _binary(value, edm_type, v2):
         text = value.replace("-", "+").replace("_", "/")
         try:
             raw = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-            return base64.b64encode(raw).decode("ascii"), XSD + "base64Binary", None
+            return base64.b64encode(raw).decode("ascii"), XSD_NS + "base64Binary", None
         except (binascii.Error, ValueError):
             pass
     return _bad(value, "expects Edm.Binary as a base64 JSON string")

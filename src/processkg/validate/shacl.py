@@ -17,8 +17,8 @@ from pyshacl.shapes_graph import ShapesGraph
 from rdflib import BNode, Graph, URIRef
 from rdflib import Literal as RLiteral
 
-SH = "http://www.w3.org/ns/shacl#"
-XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+from processkg.vocab import SH_NS, XSD_STRING
+
 _QUIET = logging.getLogger("processkg.shacl")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -82,7 +82,7 @@ class ShaclEngine:
     @staticmethod
     def results(report: Graph):
         """Each leaf ``sh:ValidationResult`` as (focus, path, component, value, shape); ``sh:detail`` unfolded."""
-        sh = {n: URIRef(SH + n) for n in ("result", "detail", "focusNode", "resultPath", "value",
+        sh = {n: URIRef(SH_NS + n) for n in ("result", "detail", "focusNode", "resultPath", "value",
                                           "sourceConstraintComponent", "sourceShape")}
         stack = list(report.objects(None, sh["result"]))
         while stack:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
 
 SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # as propose.SIGNALS
@@ -32,12 +33,12 @@ def map_group() -> None:
 
 
 @map_group.command("propose")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@store_option("Store with its retrieval index.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Proposals file (mapping YAML) to write.")
 @click.option("--top-n", type=int, help="Most entity sets per activity (default: the tuned value).")
 @click.option("--threshold", type=float, help="Least fused score of a proposal (default: the tuned value).")
 @click.option("--ratio", type=float, help="A second or later set needs this fraction of the best score.")
-@click.option("--model", help="Embedding model; the store's index must have been built with it.")
+@model_option()
 @click.option("--llm-url", help="OpenAI-compatible endpoint (base URL, .../v1 or .../v1/chat/completions).")
 @click.option("--llm-model", help="Model name sent to the endpoint; needs --llm-url.")
 @click.option("--llm-candidates", default=10, show_default=True, help="Candidate sets sent per activity.")
@@ -69,8 +70,7 @@ def _settings(top_n, threshold, ratio):
 
 
 @map_group.command("tune")
-@click.option("--store", required=True, type=click.Path(path_type=Path),
-              help="Store with its index, built WITHOUT the gold mapping.")
+@store_option("Store with its index, built WITHOUT the gold mapping.")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")

@@ -1,0 +1,27 @@
+"""Options shared by several commands, defined once so that their names, types and help agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def store_option(help: str = "Store directory written by kg build.") -> Callable[[F], F]:
+    """``--store DIR`` of a command that reads a store."""
+    return click.option("--store", required=True, type=click.Path(path_type=Path), help=help)
+
+
+def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], F]:
+    """``--format`` with the command's choices; the first is the default."""
+    return click.option("--format", "fmt", type=click.Choice(list(choices)), default=choices[0],
+                        show_default=True, help=help)
+
+
+def model_option(help: str = "Embedding model; the store's index must have been built with it.") -> Callable[[F], F]:
+    """``--model NAME_OR_PATH`` of a command that embeds text."""
+    return click.option("--model", default=None, help=help)

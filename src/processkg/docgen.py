@@ -124,7 +124,7 @@ def split_comment(comment: str, see_also: list[str]) -> tuple[str, list]:
     if not match:
         return comment.strip(), [(url, [url]) for url in see_also]
     meaning = comment[: match.start()].strip()
-    specs = []
+    specs: list[tuple[str, list[str]]] = []
     for ref in match.group(1).rstrip().split(" | "):
         ref = ref.strip()
         parts = re.match(r"(.*?):\s+(https?://.*)$", ref, re.S)
@@ -215,7 +215,7 @@ def ontology_model(ttl: Path) -> dict:
             section.terms.append(term)
     order = {c: i for i, c in enumerate(where)}
     for namespace in [*namespaces.values(), other]:
-        section_order = {}
+        section_order: dict[tuple[str, str], int] = {}
         for c, (prefix, title) in where.items():
             section_order.setdefault((prefix, title), len(section_order))
         namespace.sections.sort(key=lambda s: section_order.get((namespace.prefix, s.title), len(section_order)))
@@ -327,7 +327,7 @@ def parse_query_header(name: str, text: str) -> QueryDoc:
         lines.append(line[1:].strip())
     if lines and lines[0].lower().startswith(f"{name.lower()}:"):
         lines[0] = lines[0].split(":", 1)[1].strip()
-    parts = {"summary": [], "description": [], "parameters": [], "result": [], "example": []}
+    parts: dict[str, list[str]] = {"summary": [], "description": [], "parameters": [], "result": [], "example": []}
     current = "summary"
     for line in lines:
         while line:

@@ -29,7 +29,6 @@ from lxml import etree
 from pyoxigraph import Store
 
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
-from processkg.errors import ProcessKGError
 from processkg.graph.stats import table
 from processkg.graph.store import load_query, open_store, plain, read_meta, select
 
@@ -225,20 +224,20 @@ def _open(store) -> tuple[Store, dict]:
     return open_store(Path(store)), read_meta(Path(store))
 
 
-def audit(store, odata_paths: list = (), bpmn_paths: list = ()) -> dict:
+def audit(store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None) -> dict:
     """Audit the graph in ``store`` against the OData and BPMN files it was built from.
 
     ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
     skipped) or an opened pyoxigraph ``Store`` (then a file is skipped when no graph node has it
     as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...]}``.
     """
-    store, meta = _open(store)
-    odata = discover(list(odata_paths), ODATA_SUFFIXES)
-    bpmn = discover(list(bpmn_paths), BPMN_SUFFIXES)
+    graph, meta = _open(store)
+    odata = discover(odata_paths or [], ODATA_SUFFIXES)
+    bpmn = discover(bpmn_paths or [], BPMN_SUFFIXES)
     source = {**_source_counts(odata, odata_source_counts), **_source_counts(bpmn, bpmn_source_counts)}
     skipped = {file: reason for file, reason in meta.get("skipped", [])}
-    units = graph_units(store)
-    files = _file_rows(source, skipped, units, graph_counts(store))
+    units = graph_units(graph)
+    files = _file_rows(source, skipped, units, graph_counts(graph))
     audited = {f for row in files for f in row.get("members", [row["file"]])}
     return {
         "classes": _class_rows(files),
@@ -256,7 +255,7 @@ def _file_rows(source: dict, skipped: dict, units: dict, graph: dict) -> list:
         else:
             members[units[file]].append(file)
     for unit, files in sorted(members.items()):
-        src = Counter()
+        src: Counter[str] = Counter()
         for f in files:
             src.update(source[f])
         rows.append(_unit_row(unit, files, src, graph.get(unit, {})))

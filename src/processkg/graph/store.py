@@ -33,12 +33,14 @@ def canonical_ntriples(triples) -> bytes:
 
     Serializing and sorting lines runs in native code, far faster than sorting term tuples.
     """
-    lines = serialize(triples, format=RdfFormat.N_TRIPLES).splitlines()
+    lines = (serialize(triples, format=RdfFormat.N_TRIPLES) or b"").splitlines()
     return b"\n".join(sorted(set(lines))) + b"\n" if lines else b""
 
 
-def to_turtle(ntriples: bytes) -> bytes:
-    return serialize(parse(ntriples, format=RdfFormat.N_TRIPLES), format=RdfFormat.TURTLE, prefixes=PREFIXES)
+def to_turtle(ntriples: bytes, prefixes: dict[str, str] = PREFIXES) -> bytes:
+    """Canonical N-Triples as Turtle with ``prefixes`` (pyoxigraph keeps the sorted order)."""
+    triples = parse(ntriples, format=RdfFormat.N_TRIPLES)
+    return serialize(triples, format=RdfFormat.TURTLE, prefixes=prefixes) or b""
 
 
 def write_store(path: Path, ntriples: bytes, meta: dict) -> None:

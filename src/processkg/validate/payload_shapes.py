@@ -31,12 +31,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Triple
+from pyshacl import validate
+from rdflib import Graph, URIRef
 
 from processkg.assets import graph_shapes_path
-from processkg.graph.store import records
-from processkg.vocab import ID, RDFS_LABEL, RDF_NS, RDF_TYPE, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
+from processkg.graph.store import canonical_ntriples, open_store, records, to_turtle
+from processkg.validate.shacl import ShaclEngine, to_rdflib
+from processkg.vocab import ID, PREFIXES, RDF_NS, RDF_TYPE, RDFS_LABEL, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
 
 SHAPES_GRAPH = NamedNode("https://w3id.org/processkg/shapes")
 RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
@@ -145,9 +149,10 @@ def load_model(store) -> Model:
     return model
 
 
-def _lineage(model: Model, t: TypeInfo) -> list:
+def _lineage(model: Model, t: TypeInfo | None) -> list[TypeInfo]:
     """``t``'s base types, root first, then ``t`` itself (cycles are cut)."""
-    chain, seen = [], set()
+    chain: list[TypeInfo] = []
+    seen: set[str] = set()
     while t is not None and t.iri not in seen:
         seen.add(t.iri)
         chain.insert(0, t)
@@ -267,8 +272,6 @@ def shape_iri(iri: str) -> NamedNode:
 
 def stored_shapes(store) -> list:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
-    from pyoxigraph import Triple
-
     return [Triple(q.subject, q.predicate, q.object)
             for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
@@ -341,10 +344,10 @@ class _Writer:
         for pred, obj in self.value_constraints(p):
             self.add(s, pred, obj)
 
-    def value_constraints(self, p: Prop) -> list:
+    def value_constraints(self, p: Prop) -> list[tuple[NamedNode, NamedNode | Literal]]:
         if p.complex_type:
             return [(sh("nodeKind"), sh("BlankNodeOrIRI")), (sh("node"), shape_iri(p.complex_type))]
-        found = []
+        found: list[tuple[NamedNode, NamedNode | Literal]] = []
         xsd = EDM_XSD.get(p.item_type, "string" if p.codes else None)
         if xsd:
             found.append((sh("datatype"), NamedNode(XSD_NS + xsd)))
@@ -356,14 +359,15 @@ class _Writer:
             found.append((sh("in"), self.code_list(p)))
         return found
 
-    def code_list(self, p: Prop):
+    def code_list(self, p: Prop) -> NamedNode:
+        codes = p.codes or ()
         if p.code_source.startswith("iso:"):
             base = f"{ID}codes/iso/{p.code_source[4:]}"
             if base in self.done:
                 return NamedNode(base + "/0")
             self.done.add(base)
-            return self.rdf_list([Literal(c) for c in p.codes], base)
-        return self.rdf_list([Literal(c) for c in p.codes], p.iri + "/shape/in")
+            return self.rdf_list([Literal(c) for c in codes], base)
+        return self.rdf_list([Literal(c) for c in codes], p.iri + "/shape/in")
 
     def nav_shape(self, n: Nav) -> None:
         s, path = shape_iri(n.iri), NamedNode(n.iri)
@@ -375,7 +379,7 @@ class _Writer:
         if n.target:
             self.add(s, sh("class"), NamedNode(n.target))
 
-    def rdf_list(self, items: list, base: str):
+    def rdf_list(self, items: list[Literal], base: str) -> NamedNode:
         """An RDF list with IRIs ``{base}/0``, ``{base}/1``... (deterministic, unlike blank nodes)."""
         head = NamedNode(RDF_NS + "nil")
         for i in range(len(items) - 1, -1, -1):
@@ -399,14 +403,8 @@ __all__ = ["Model", "Prop", "Nav", "TypeInfo", "Service", "load_model", "generat
 
 def shapes_turtle(triples: list) -> bytes:
     """The shapes as Turtle, in canonical (sorted) order so the same graph gives the same file."""
-    from processkg.graph.store import canonical_ntriples
-    from pyoxigraph import RdfFormat, parse, serialize
-    from processkg.vocab import PREFIXES
-
-    nt = canonical_ntriples(triples)
     prefixes = {k: v for k, v in PREFIXES.items() if k != "id"}  # id:a\/b\/c reads worse than <...>
-    return serialize(parse(nt, format=RdfFormat.N_TRIPLES), format=RdfFormat.TURTLE,
-                     prefixes={**prefixes, "sh": SH_NS})
+    return to_turtle(canonical_ntriples(triples), {**prefixes, "sh": SH_NS})
 
 
 def check_graph(store_dir) -> list[dict]:
@@ -417,15 +415,6 @@ def check_graph(store_dir) -> list[dict]:
     graph shape, e.g. ``EntityType``, or a blank node id for a nested property shape); [] when
     the graph conforms.
     """
-    from pathlib import Path
-
-    from pyoxigraph import DefaultGraph
-    from pyshacl import validate
-    from rdflib import Graph, URIRef
-
-    from processkg.validate.shacl import ShaclEngine, to_rdflib
-    from processkg.graph.store import open_store
-
     store = open_store(Path(store_dir))
     data = to_rdflib(store.quads_for_pattern(None, None, None, DefaultGraph()))
     shapes = Graph().parse(graph_shapes_path(), format="turtle")

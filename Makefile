@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install clean bench
+.PHONY: demo test test-fast lint format install clean bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,19 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# The suite without the end-to-end tests marked slow (wheel install, notebook, whole-corpus builds).
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(VENV)/.installed
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_build.py

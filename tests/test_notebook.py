@@ -20,6 +20,8 @@ NOTEBOOKS = ROOT / "notebooks"
 NOTEBOOK = NOTEBOOKS / "explore.ipynb"
 TIMEOUT = 300  # seconds per cell
 
+pytestmark = pytest.mark.slow
+
 
 def _runner():
     spec = importlib.util.spec_from_file_location("notebook_run", NOTEBOOKS / "run.py")

@@ -382,6 +382,7 @@ def documented(label: str) -> tuple[float, float, float]:
     raise AssertionError(f"no row {label!r} in {DOC}")
 
 
+@pytest.mark.slow
 def test_sap_proposals_reproduce_the_documented_numbers(sap_signals):
     gold = read_mapping(SAP / "mapping.yaml")
     result = evaluate_mapping(propose(Path("."), signals=sap_signals), gold)

@@ -20,6 +20,8 @@ import pytest
 
 from conftest import DEMO, ROOT
 
+pytestmark = pytest.mark.slow
+
 
 def run(*args: str | Path, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)

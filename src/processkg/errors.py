@@ -69,3 +69,21 @@ class AssetMissingError(ProcessKGError):
 
 class ProposalError(ProcessKGError):
     """Proposals cannot be made or read (bad settings, a broken proposals file)."""
+
+
+class JsonLinesError(InputError):
+    """A JSON Lines file cannot be read (missing, not a regular file, too large), or one of its
+    lines is not a usable JSON record (not JSON, too long, too deep, too many keys)."""
+
+
+class QueryError(ProcessKGError):
+    """A SPARQL query that cannot run: a syntax error, an undeclared prefix, a parameter
+    that cannot be bound, or a result that is not a table."""
+
+
+class QueryRefusedError(QueryError):
+    """A query processkg never runs: it could reach a network (SERVICE, FROM) or it is an update."""
+
+
+class QueryLimitError(QueryError):
+    """A query stopped at a bound: it ran longer than its timeout or returned more rows than its limit."""

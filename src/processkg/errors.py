@@ -87,3 +87,15 @@ class QueryRefusedError(QueryError):
 
 class QueryLimitError(QueryError):
     """A query stopped at a bound: it ran longer than its timeout or returned more rows than its limit."""
+
+
+class ServeDataError(ProcessKGError):
+    """A ``kg serve --data`` file that cannot be loaded (not JSON, an unknown entity set, a record without key)."""
+
+
+class ServeQueryError(ProcessKGError):
+    """A system query option ``kg serve`` cannot read (the server answers 400)."""
+
+
+class UnsupportedQueryError(ProcessKGError):
+    """A system query option or function ``kg serve`` does not implement (the server answers 501)."""

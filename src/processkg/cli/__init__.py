@@ -165,6 +165,8 @@ def _register() -> None:
     from processkg.cli.retrieve import index_cmd, retrieve_cmd
     from processkg.cli.validate import shapes_cmd, validate_cmd
     from processkg.cli.docs import docs_cmd
+    from processkg.cli.serve import serve_cmd
+
 
     main.add_command(retrieve_cmd)
     main.add_command(index_cmd)
@@ -174,6 +176,7 @@ def _register() -> None:
     main.add_command(validate_cmd)
     main.add_command(shapes_cmd)
     main.add_command(docs_cmd)
+    main.add_command(serve_cmd)
 
 
 _register()

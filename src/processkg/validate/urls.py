@@ -103,6 +103,9 @@ def resolve_service(model, target: dict) -> None:
         return
     target["service"], target["service_version"] = svc.name, svc.version
     target["segments"] = segments
+    if not segments and target["method"] == "GET":
+        target["service_document"] = True  # GET of the service root: the list of entity sets
+        return
     if not segments:
         bad.append(("malformed", "", f"the URL names service {svc.name} but no entity set", None))
         return
@@ -178,6 +181,8 @@ def _walk(model, target: dict, bad: list) -> None:
 # ---------------------------------------------------------------- GET checks
 
 def check_get(model, target: dict) -> list:
+    if target.get("service_document"):
+        return []
     svc = model.services[target["service"]]
     t = model.types.get(svc.sets[target["set"]][0])
     out = []

@@ -1,0 +1,407 @@
+"""``kg serve``: a local OData server built from the graph, validating every call before it touches data.
+
+One Starlette application serves every service of a store under its SAP path
+(``/sap/opu/odata/sap/SERVICE/`` for V2, the RAP path for V4). Reads answer in the JSON format
+of the service's version; a POST is validated with the ``kg validate`` engine first and, when
+rejected, answered with status 400 and one error detail per violation (kind, JSON pointer,
+message with the repair hint), so an agent can repair and retry. Every call, accepted or not,
+is appended to the recording in ``kg validate``'s input format with the status it got.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from processkg.errors import ServeQueryError, UnsupportedQueryError
+from processkg.serve import batch as batch_mod
+from processkg.serve import odata_json
+from processkg.serve.data import Data, Table
+from processkg.serve.query import compile_filter, count_option, order
+from processkg.serve.recorder import Recorder
+from processkg.serve.values import canonical
+from processkg.validate.calls import Validator
+from processkg.validate.payload_shapes import Model, Nav, TypeInfo
+from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
+
+MAX_BODY = 1_000_000
+READ_OPTIONS = {"$filter", "$select", "$expand", "$orderby", "$top", "$skip", "$count", "$inlinecount", "$format",
+                "sap-client", "sap-language"}
+METHODS = ["GET", "POST", "PATCH", "PUT", "MERGE", "DELETE"]
+
+
+def service_root(name: str, version: str, namespaces: set[str]) -> str:
+    """The URL path a service is served under (as SAP Gateway exposes it)."""
+    if version.startswith("4"):
+        short = next((m.group(1).lower() for ns in sorted(namespaces) if (m := RAP_SERVICE.match(ns))), None)
+        if short:
+            return f"/sap/opu/odata4/sap/{short}/srvd_a2x/sap/{short}/0001/"
+        return f"/sap/opu/odata4/sap/{name.lower()}/"
+    return f"/sap/opu/odata/sap/{name}/"
+
+
+@dataclass
+class Resource:
+    """What a request URL names: a service, and within it an entity set, a key and navigation steps."""
+
+    service: str
+    root: str
+    rest: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, code: str, message: str, details: list[dict[str, str]] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.details = status, code, message, details or []
+
+
+class Server:
+    """The state behind the application: model, data, validator and recording."""
+
+    def __init__(self, model: Model, validator: Validator, data: Data, recorder: Recorder | None = None,
+                 csrf: bool = True):
+        self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
+        self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
+        self.validate_lock = threading.Lock()
+        self.csrf = csrf
+        self.csrf_token = secrets.token_urlsafe(24)
+
+    def check_csrf(self, method: str, headers: dict[str, str]) -> None:
+        """SAP's protocol: a modifying request carries the token a GET with ``x-csrf-token: Fetch`` got."""
+        if self.csrf and method not in ("GET", "HEAD") and headers.get("x-csrf-token") != self.csrf_token:
+            raise HTTPError(403, "csrf-token-required",
+                            "CSRF token validation failed: fetch one with a GET and the header x-csrf-token: Fetch")
+
+    # ------------------------------------------------------------ routing
+    def resource(self, path: str) -> Resource:
+        for root in sorted(self.roots, key=len, reverse=True):
+            if path == root.rstrip("/") or path.startswith(root):
+                rest = [_segment(unquote(s)) for s in split_top(path[len(root):], "/") if s]
+                return Resource(self.roots[root], root, rest)
+        raise HTTPError(404, "not-found", f"no service at {path}; services are served under "
+                        + ", ".join(sorted(self.roots)[:3]) + (" ..." if len(self.roots) > 3 else ""))
+
+    def version(self, service: str) -> str:
+        return self.model.services[service].version
+
+    def table(self, res: Resource) -> Table:
+        name = res.rest[0][0]
+        table = self.data.table(res.service, name)
+        if table is None:
+            raise HTTPError(404, "unknown-entity-set", f"{res.service} has no entity set {name}")
+        return table
+
+    # ------------------------------------------------------------ GET
+    def get(self, res: Resource, query: dict[str, str], url: str) -> Response:
+        version = self.version(res.service)
+        if not res.rest:
+            sets = sorted(self.model.services[res.service].sets)
+            return JSONResponse(odata_json.service_document(version, sets))
+        if res.rest[0][0] == "$metadata":
+            raise HTTPError(501, "not-implemented", "$metadata is not served by this version of kg serve")
+        self.check_get(url)
+        unknown = sorted(k for k in query if k.startswith("$") and k not in READ_OPTIONS)
+        if unknown:
+            raise HTTPError(501, "not-implemented", f"system query option {unknown[0]} is not supported")
+        table, records, single = self.walk(res)
+        base = res.root
+        if single:
+            if not records:
+                raise HTTPError(404, "not-found", f"no {table.name} with this key")
+            item = self.shape(table, records[0], base, query)
+            return JSONResponse(odata_json.single(table.type, item, table.name))
+        if res.rest[-1][0] == "$count":
+            return PlainTextResponse(str(len(self.filtered(table, records, query))))
+        selected = self.filtered(table, records, query)
+        total = len(selected)
+        selected = self.paged(table, selected, query)
+        count = total if query.get("$count") == "true" or query.get("$inlinecount") == "allpages" else None
+        items = [self.shape(table, r, base, query) for r in selected]
+        return JSONResponse(odata_json.collection(table.type, items, table.name, count))
+
+    def check_get(self, url: str) -> None:
+        with self.validate_lock:
+            result = self.validator.validate_call({"method": "GET", "url": url})
+        if not result.valid:
+            raise _rejected(result)
+
+    def walk(self, res: Resource) -> tuple[Table, list[dict], bool]:
+        """Follow entity set, key and navigation segments; the last table, its records, single or not."""
+        table = self.table(res)
+        name, key = res.rest[0]
+        records = list(table.rows.values())
+        single = key is not None
+        if key is not None:
+            records = [r for r in [table.rows.get(parse_key(table.type, key))] if r is not None]
+        for nav_name, nav_key in [s for s in res.rest[1:] if not s[0].startswith("$")]:
+            nav = table.type.navs.get(nav_name)
+            if nav is None or len(records) != 1:
+                raise HTTPError(404, "not-found", f"{table.type.qname} has no navigation property {nav_name}")
+            target, records = self.data.related(table, records[0], nav)
+            if target is None:
+                raise HTTPError(404, "not-found", f"no entity set for the target of {nav_name}")
+            table, single = target, not nav.to_many or nav_key is not None
+            if nav_key is not None:
+                wanted = parse_key(table.type, nav_key)
+                records = [r for r in records if table.key_of(r) == wanted]
+        return table, records, single
+
+    def filtered(self, table: Table, records: list[dict], query: dict[str, str]) -> list[dict]:
+        if "$filter" in query:
+            test = compile_filter(query["$filter"], table.type)
+            records = [r for r in records if test(r)]
+        if "$orderby" in query:
+            records = order(records, query["$orderby"], table.type)
+        return records
+
+    def paged(self, table: Table, records: list[dict], query: dict[str, str]) -> list[dict]:
+        skip = count_option(query.get("$skip"), "$skip") or 0
+        top = count_option(query.get("$top"), "$top")
+        return records[skip:] if top is None else records[skip:skip + top]
+
+    def shape(self, table: Table, record: dict, base: str, query: dict[str, str]) -> dict[str, object]:
+        select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
+        item = odata_json.entity(table.type, record, base, table.name, select)
+        for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
+            self.expand(table, record, item, path.replace("/", "/"), base)
+        return item
+
+    def expand(self, table: Table, record: dict, item: dict, path: str, base: str) -> None:
+        name, _, rest = path.partition("/")
+        name, options = _v4_options(name)
+        nav = table.type.navs.get(name)
+        if nav is None:
+            raise HTTPError(400, "unknown-navigation", f"$expand: {table.type.qname} has no navigation {name}")
+        target, related = self.data.related(table, record, nav)
+        if target is None:
+            item[name] = [] if nav.to_many else None
+            return
+        rest = rest or options.get("$expand", "")
+        children = []
+        for r in related:
+            child = odata_json.entity(target.type, r, base, target.name)
+            for sub in [s for s in split_top(rest, ",") if s]:
+                self.expand(target, r, child, sub, base)
+            children.append(child)
+        item[name] = _nav_value(target.type, nav, children)
+
+    # ------------------------------------------------------------ POST
+    def post(self, res: Resource, body: object, url: str) -> Response:
+        if len(res.rest) != 1 or res.rest[0][1] is not None:
+            raise HTTPError(405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)")
+        table = self.table(res)
+        with self.validate_lock:
+            result = self.validator.validate_call({"method": "POST", "url": url, "payload": body})
+        if not result.valid:
+            raise _rejected(result)
+        payload = body["d"] if isinstance(body, dict) and isinstance(body.get("d"), dict) and len(body) == 1 else body
+        with self.data.lock:
+            record = self.insert(table, payload, {})
+        item = odata_json.entity(table.type, record, res.root, table.name)
+        return JSONResponse(odata_json.single(table.type, item, table.name), status_code=201,
+                            headers={"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"})
+
+    def insert(self, table: Table, payload: dict, inherited: dict[str, object]) -> dict[str, object]:
+        """Store ``payload`` (deep insert along navigation properties); keys the client left out are assigned."""
+        v2 = odata_json.is_v2(table.type)
+        record = {k: v for k, v in inherited.items() if k in table.type.props}
+        for name, value in payload.items():
+            prop = table.type.props.get(name)
+            if prop is not None and not prop.collection and prop.complex_type is None:
+                record[name] = canonical(value, prop.edm_type, v2)
+        for key in table.keys:
+            if record.get(key) in (None, ""):
+                record[key] = _next_key(table, key)
+        if table.key_of(record) in table.rows:
+            raise HTTPError(409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists")
+        table.rows[table.key_of(record)] = record
+        for name, value in payload.items():
+            nav = table.type.navs.get(name)
+            if nav is not None:
+                self.insert_children(table, record, nav, value)
+        return record
+
+    def insert_children(self, table: Table, record: dict, nav: Nav, value: object) -> None:
+        target = self.data.target(table, nav)
+        items = value.get("results", []) if isinstance(value, dict) and "results" in value else value
+        items = items if isinstance(items, list) else [items]
+        if target is None:
+            return
+        shared = {k: record[k] for k in target.keys if k in record}
+        for child in items:
+            if isinstance(child, dict) and not _is_link(child):
+                self.insert(target, child, shared)
+
+
+def _nav_value(t: TypeInfo, nav: Nav, children: list[dict]) -> object:
+    if nav.to_many:
+        return {"results": children} if odata_json.is_v2(t) else children
+    return children[0] if children else None
+
+
+def _v4_options(text: str) -> tuple[str, dict[str, str]]:
+    """``to_Item($expand=to_X)`` as ``("to_Item", {"$expand": "to_X"})``."""
+    if not text.endswith(")") or "(" not in text:
+        return text, {}
+    name, _, inner = text[:-1].partition("(")
+    options = {}
+    for part in split_top(inner, ";"):
+        key, _, value = part.partition("=")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+def _is_link(value: dict) -> bool:
+    return set(value) <= {"__metadata", "__deferred", "@odata.id"} or "__deferred" in value
+
+
+def _segment(text: str) -> tuple[str, str | None]:
+    if text.endswith(")") and "(" in text:
+        name, _, rest = text.partition("(")
+        return name, rest[:-1]
+    return text, None
+
+
+def parse_key(t: TypeInfo, text: str) -> tuple[str, ...]:
+    """A key predicate's text (``'1'`` or ``A='1',B='10'``) as the stored key tuple of ``t``."""
+    keys = [p for p in t.props.values() if p.key]
+    parts = split_top(text, ",")
+    if len(parts) == 1 and "=" not in parts[0].split("'")[0]:
+        values = {keys[0].name: parts[0]} if keys else {}
+    else:
+        values = dict(p.split("=", 1) for p in parts if "=" in p)
+    v2 = odata_json.is_v2(t)
+    return tuple(str(canonical(_unquote_literal(values.get(p.name, "").strip()), p.edm_type, v2)) for p in keys)
+
+
+def _unquote_literal(text: str) -> str:
+    if "'" in text and text.endswith("'"):
+        return text[text.index("'") + 1:-1].replace("''", "'")
+    return text
+
+
+def _next_key(table: Table, key: str) -> str:
+    prop = table.type.props[key]
+    numbers = [int(k) for r in table.rows.values() if str(k := r.get(key, "")).isdigit()]
+    value = str(max(numbers, default=0) + 1)
+    width = prop.max_length or 0
+    return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
+
+
+def _rejected(result) -> HTTPError:
+    details = [{"code": v.kind, "message": v.message, "target": v.path} for v in result.violations]
+    first = result.violations[0]
+    summary = f"{len(details)} violation(s); first: {first.kind} at {first.path or '/'}: {first.message}"
+    return HTTPError(400, "invalid-call", summary, details)
+
+
+def create_app(server: Server) -> Starlette:
+    """The ASGI application of ``server``."""
+
+    async def handle(request: Request) -> Response:
+        url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raw = await request.body()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        return await run_in_threadpool(answer, server, request.method, url, headers, raw)
+
+    return Starlette(routes=[Route("/{path:path}", handle, methods=METHODS)])
+
+
+def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: bytes) -> Response:
+    """One request, answered and recorded; errors become OData error bodies, never a traceback."""
+    body: object = None
+    try:
+        if len(raw) > MAX_BODY:
+            raise HTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+        server.check_csrf(method, headers)
+        if urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST":
+            return batch(server, url, headers, raw)
+        body = _json_body(method, raw)
+        response = dispatch(server, method, url, body)
+    except HTTPError as exc:
+        response = _error_response(server, url, exc)
+    except (ServeQueryError, UnsupportedQueryError) as exc:
+        status = 501 if isinstance(exc, UnsupportedQueryError) else 400
+        response = _error_response(server, url, HTTPError(status, "bad-query", str(exc)))
+    if method == "GET" and headers.get("x-csrf-token", "").lower() == "fetch":
+        response.headers["x-csrf-token"] = server.csrf_token
+    elif response.status_code == 403:
+        response.headers["x-csrf-token"] = "Required"
+    if server.recorder is not None:
+        server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code)
+    return response
+
+
+def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Response:
+    """``$batch``: every request answered (and recorded) on its own; change sets all or nothing."""
+    root = server.resource(urlsplit(url).path).root
+    content_type = headers.get("content-type", "")
+    try:
+        items = batch_mod.parse_json(raw) if content_type.startswith("application/json") \
+            else batch_mod.parse_multipart(content_type, raw)
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise HTTPError(400, "malformed", f"$batch: {exc}") from None
+
+    def handle(part: batch_mod.Part) -> batch_mod.Answer:
+        target = part.url if part.url.startswith("/") else root + part.url
+        response = answer(server, part.method, target, {**part.headers, "x-csrf-token": server.csrf_token}, part.body)
+        return batch_mod.Answer(response.status_code, {"content-type": response.headers.get("content-type", "")},
+                                bytes(response.body), part.content_id)
+
+    with server.data.lock:
+        answers = batch_mod.run(items, handle, lambda: batch_mod.copy_tables(server.data.tables),
+                                lambda saved: server.data.restore(saved))
+    if content_type.startswith("application/json"):
+        return Response(batch_mod.render_json(answers), media_type="application/json")
+    media, body = batch_mod.render_multipart(answers)
+    return Response(body, status_code=202 if server.version(server.resource(urlsplit(url).path).service).startswith("2")
+                    else 200, media_type=media)
+
+
+def dispatch(server: Server, method: str, url: str, body: object) -> Response:
+    path = urlsplit(url).path
+    res = server.resource(path)
+    query = parse_call_url(url)["query"]
+    if method == "GET":
+        return server.get(res, query, url)
+    if method == "POST":
+        return server.post(res, body, url)
+    raise HTTPError(405, "method-not-allowed", f"{method} is not supported by this version of kg serve")
+
+
+def _json_body(method: str, raw: bytes) -> object:
+    if method in ("GET", "DELETE") or not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise HTTPError(400, "malformed", f"the request body is not JSON: {exc}") from None
+
+
+def _text(raw: bytes) -> str | None:
+    return raw.decode("utf-8", "replace") if raw else None
+
+
+def _error_response(server: Server, url: str, exc: HTTPError) -> JSONResponse:
+    try:
+        version = server.version(server.resource(urlsplit(url).path).service)
+    except HTTPError:
+        version = "4.0"
+    return JSONResponse(odata_json.error(version, exc.code, exc.message, exc.details), status_code=exc.status)
+
+
+def open_server(store: Path, record: Path | None = None, data: Path | None = None, csrf: bool = True) -> Server:
+    """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder."""
+    validator = Validator(store)
+    return Server(validator.model, validator, Data(validator.model, folder=data),
+                  Recorder(record) if record else None, csrf=csrf)

@@ -1,0 +1,80 @@
+"""OData JSON of the service's version: V2 (``d``, ``results``, ``__metadata``) and V4 (``@odata.context``, ``value``)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from processkg.serve.values import to_json
+from processkg.validate.payload_shapes import TypeInfo
+
+
+def is_v2(t: TypeInfo) -> bool:
+    return not t.version.startswith("4")
+
+
+def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
+    """``('1')`` or ``(SalesOrder='1',SalesOrderItem='10')``, quoting strings as OData does."""
+    keys = [p for p in t.props.values() if p.key]
+    parts = [_key_literal(p.edm_type, record.get(p.name), is_v2(t)) for p in keys]
+    if len(parts) == 1:
+        return f"({parts[0]})"
+    return "(" + ",".join(f"{p.name}={v}" for p, v in zip(keys, parts, strict=True)) + ")"
+
+
+def _key_literal(edm: str, value: object, v2: bool) -> str:
+    text = "" if value is None else str(value)
+    if edm in ("Edm.String",):
+        return "'" + quote(text.replace("'", "''"), safe="") + "'"
+    if edm == "Edm.Guid" and v2:
+        return f"guid'{text}'"
+    if edm in ("Edm.DateTime",) and v2:
+        return f"datetime'{text.rstrip('Z')}'"
+    return text
+
+
+def entity(t: TypeInfo, record: dict[str, object], base: str, set_name: str,
+           select: list[str] | None = None) -> dict[str, object]:
+    """One record as a JSON object; ``base`` is the service root URL."""
+    v2 = is_v2(t)
+    out: dict[str, object] = {}
+    if v2:
+        uri = f"{base}{set_name}{key_predicate(t, record)}"
+        out["__metadata"] = {"id": uri, "uri": uri, "type": t.qname}
+    for name, prop in t.props.items():
+        if name in record and (select is None or name in select):
+            out[name] = to_json(record[name], prop.edm_type, v2)
+    return out
+
+
+def collection(t: TypeInfo, items: list[dict[str, object]], set_name: str, count: int | None) -> dict[str, object]:
+    if is_v2(t):
+        body: dict[str, object] = {"results": items}
+        if count is not None:
+            body["__count"] = str(count)
+        return {"d": body}
+    out: dict[str, object] = {"@odata.context": f"$metadata#{set_name}"}
+    if count is not None:
+        out["@odata.count"] = count
+    out["value"] = items
+    return out
+
+
+def single(t: TypeInfo, item: dict[str, object], set_name: str) -> dict[str, object]:
+    if is_v2(t):
+        return {"d": item}
+    return {"@odata.context": f"$metadata#{set_name}/$entity", **item}
+
+
+def service_document(version: str, sets: list[str]) -> dict[str, object]:
+    if not version.startswith("4"):
+        return {"d": {"EntitySets": sets}}
+    return {"@odata.context": "$metadata", "value": [{"name": s, "url": s, "kind": "EntitySet"} for s in sets]}
+
+
+def error(version: str, code: str, message: str, details: list[dict[str, str]] | None = None) -> dict[str, object]:
+    """An OData error body; ``details`` are ``{code, message, target}`` entries, one per violation."""
+    details = details or []
+    if not version.startswith("4"):
+        inner = {"errordetails": [{**d, "severity": "error"} for d in details]}
+        return {"error": {"code": code, "message": {"lang": "en", "value": message}, "innererror": inner}}
+    return {"error": {"code": code, "message": message, "details": details}}

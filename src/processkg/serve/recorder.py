@@ -1,0 +1,35 @@
+"""The recording: every call the server answered, one JSON line each, in ``kg validate``'s input format.
+
+Lines are written under a lock and flushed per call, so a recording read while the server runs,
+or after it was killed, holds every answered call whole. ``status`` is the HTTP status the call
+got; ``kg validate`` ignores it and gives its own verdict, which must agree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+
+
+class Recorder:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = self.path.open("a", encoding="utf-8")
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+
+    def record(self, method: str, url: str, body: object, status: int) -> None:
+        with self.lock:
+            entry: dict[str, object] = {"id": f"r{next(self.ids)}", "method": method, "url": url}
+            if body is not None:
+                entry["payload"] = body
+            entry["status"] = status
+            self.file.write(json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n")
+            self.file.flush()
+
+    def close(self) -> None:
+        with self.lock:
+            self.file.close()

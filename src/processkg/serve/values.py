@@ -1,0 +1,77 @@
+"""Values of Edm primitive types: a canonical lexical form inside the server, JSON per OData version.
+
+The server keeps every value as the XSD lexical form that ``validate.literals`` checks payloads
+against, so a stored record compares and sorts the same whatever version wrote it, and renders
+as V2 JSON (``/Date(ms)/``, 64-bit integers and decimals as strings) or V4 JSON (ISO dates,
+numbers) on the way out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, InvalidOperation
+
+from processkg.validate import literals
+
+NUMERIC = {"Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Decimal", "Edm.Double",
+           "Edm.Single"}
+V2_STRING_NUMBERS = {"Edm.Int64", "Edm.Decimal"}
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def canonical(value: object, edm_type: str, v2: bool) -> object:
+    """The stored form of a JSON value, or the value itself when it does not parse (validation said why)."""
+    if value is None:
+        return None
+    lexical, _datatype, problem = literals.literal(value, edm_type, v2)
+    return value if problem else lexical
+
+
+def comparable(value: object, edm_type: str) -> object:
+    """A Python value that orders as OData orders values of ``edm_type``."""
+    if value is None:
+        return None
+    if edm_type in NUMERIC:
+        try:
+            return Decimal(str(value))
+        except InvalidOperation:
+            return str(value)
+    if edm_type == "Edm.Boolean":
+        return value in (True, "true")
+    if edm_type in ("Edm.DateTime", "Edm.DateTimeOffset"):
+        return _moment(str(value)) or str(value)
+    return str(value)
+
+
+def _moment(text: str) -> dt.datetime | None:
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def to_json(value: object, edm_type: str, v2: bool) -> object:
+    """The JSON value of a stored value in the format of the service's OData version."""
+    if value is None or not isinstance(value, str):
+        return value
+    if edm_type == "Edm.Boolean":
+        return value == "true"
+    if edm_type in NUMERIC:
+        return value if v2 and edm_type in V2_STRING_NUMBERS else _number(value)
+    if v2 and edm_type in ("Edm.DateTime", "Edm.DateTimeOffset"):
+        return _v2_date(value)
+    return value
+
+
+def _number(text: str) -> int | float | str:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        return text
+    return int(number) if number == number.to_integral_value() and "." not in text and "E" not in text.upper() else float(number)
+
+
+def _v2_date(text: str) -> str:
+    moment = _moment(text)
+    return f"/Date({int((moment - EPOCH).total_seconds() * 1000)})/" if moment else text

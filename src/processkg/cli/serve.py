@@ -17,13 +17,15 @@ from processkg.cli.options import store_option
               help="Append every call, with the status it got, to this JSON Lines file (kg validate reads it).")
 @click.option("--data", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="Records to serve instead of generated ones: DATA/SERVICE/EntitySet.json.")
-def serve_cmd(store: Path, host: str, port: int, record: Path | None, data: Path | None) -> None:
+@click.option("--csrf/--no-csrf", default=True, show_default=True,
+              help="Require SAP's CSRF token on modifying requests (--no-csrf for simple clients).")
+def serve_cmd(store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool) -> None:
     """Serve every OData service of the store; validate each call before it touches the data."""
     import uvicorn  # heavy: only this command needs the ASGI server
 
     from processkg.serve.app import create_app, open_server
 
-    server = open_server(store, record=record, data=data)
+    server = open_server(store, record=record, data=data, csrf=csrf)
     click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)

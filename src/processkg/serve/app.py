@@ -323,10 +323,11 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
     try:
         if len(raw) > MAX_BODY:
             raise HTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+        is_batch = urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST"
+        body = None if is_batch else _json_body(method, raw)
         server.check_csrf(method, headers)
-        if urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST":
+        if is_batch:
             return batch(server, url, headers, raw)
-        body = _json_body(method, raw)
         response = dispatch(server, method, url, body)
     except HTTPError as exc:
         response = _error_response(server, url, exc)

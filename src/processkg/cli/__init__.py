@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import csv
+import difflib
+import errno
 import io
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -14,24 +18,65 @@ from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SU
 from processkg.graph import stats as stats_mod
 from processkg.pipeline import BuildOptions, build
 from processkg.errors import ProcessKGError
-from processkg.graph.store import load_query, open_store, plain, select
+from processkg.assets import internal_queries_dir, queries_dir
+from processkg.graph.sparql import run_bounded
+from processkg.graph.store import load_query, open_store
+
+
+#: Exit codes of every command (listed in ``kg --help``).
+EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
 class _Group(click.Group):
-    """Turns input errors into one clear line and exit code 2, never a traceback."""
+    """One line on stderr and a distinct exit code for whatever ends a command, never a traceback.
+
+    An input error is exit 2. A crash (a bug) is exit 3, so that it is never mistaken for
+    exit 1, which commands such as ``kg validate`` use for "some calls invalid";
+    PROCESSKG_DEBUG=1 shows its traceback. Ctrl-C is exit 130.
+    """
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except ProcessKGError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            sys.exit(EXIT_ERROR)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader of our output went away: click handles it
+                raise
+            _internal_error(exc)
+        except Exception as exc:
+            _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> None:
+    if os.environ.get("PROCESSKG_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+    click.echo(f"internal error: {detail}; please report (PROCESSKG_DEBUG=1 shows the traceback)", err=True)
+    sys.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_Group)
 @click.version_option(package_name="processkg")
 def main() -> None:
-    """processkg: process-aware knowledge graphs from OData $metadata and BPMN 2.0."""
+    """processkg: process-aware knowledge graphs from OData $metadata and BPMN 2.0.
+
+    \b
+    Exit codes:
+      0    success
+      1    the command ran and found problems (kg validate: some calls invalid;
+           kg audit: counts differ; kg docs --check: pages out of date)
+      2    bad input or usage: one line "error: ..." on stderr
+      3    internal error (a bug): one line "internal error: ..."; please report it,
+           PROCESSKG_DEBUG=1 shows the traceback
+      130  interrupted (Ctrl-C)
+    """
 
 
 def _progress(files_hint: int):
@@ -97,35 +142,70 @@ def stats_cmd(store, fmt) -> None:
         click.echo(stats_mod.render_stats(result))
 
 
-@main.command("query")
+def _library_epilog() -> str:
+    """The user-facing library queries with their one-line summaries, for ``kg query --help``."""
+    lines = ["\b", "Library queries (queries/*.rq; kg docs documents them):"]
+    for path in sorted(queries_dir().glob("*.rq")):
+        first = path.read_text(encoding="utf-8").partition("\n")[0].lstrip("# ")
+        summary = first.split(":", 1)[1].strip() if first.startswith(f"{path.stem}:") else ""
+        lines.append(f"  {path.stem:<26} {summary}"[:110].rstrip())
+    return "\n".join(lines)
+
+
+@main.command("query", epilog=_library_epilog())
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
 @click.argument("query")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Bind ?KEY to VALUE (an IRI if it looks like one, else a literal). Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
               help="Output format of the result rows.")
-def query_cmd(store, query, params, fmt) -> None:
-    """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query."""
-    text = _query_text(query)
+@click.option("--timeout", type=click.FloatRange(min=0), default=30, show_default=True, metavar="SECONDS",
+              help="Stop the query after this many seconds (0: no limit).")
+@click.option("--limit", type=click.IntRange(min=0), default=100_000, show_default=True, metavar="N",
+              help="Fail if the query returns more than N rows (0: no limit).")
+def query_cmd(store, query, params, fmt, timeout, limit) -> None:
+    """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query.
+
+    The query runs read-only and within bounds: SERVICE, FROM and updates are refused
+    (nothing is fetched from a network, nothing is changed), and it is stopped after
+    --timeout seconds or more than --limit rows. A library query's bound parameters are
+    not repeated as columns.
+    """
+    text, library = _query_text(query)
     bindings = {}
     for item in params:
         key, sep, value = item.partition("=")
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
-        bindings[key.lstrip("?")] = value
-    names, rows = select(open_store(store), text, bindings)
-    click.echo(render_rows(names, [[plain(v) for v in row] for row in rows], fmt), nl=False)
+        bindings[key.lstrip("?$")] = value
+    names, rows = run_bounded(store, text, bindings, timeout=timeout, limit=limit)
+    if library:
+        names, rows = _without_columns(names, rows, set(bindings))
+    click.echo(render_rows(names, rows, fmt), nl=False)
 
 
-def _query_text(query: str) -> str:
+def _without_columns(names: list, rows: list, drop: set) -> tuple[list, list]:
+    """Library queries SELECT their parameters only so that substitution can bind them."""
+    keep = [i for i, name in enumerate(names) if name not in drop]
+    return [names[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def _query_text(query: str) -> tuple[str, bool]:
+    """The query's text, and whether it is a library query (named, not a file)."""
     if query == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(), False
     path = Path(query)
     if path.suffix == ".rq" or path.exists():
-        if not path.exists():
+        if not path.is_file():
             raise ProcessKGError(f"{query}: no such query file")
-        return path.read_text(encoding="utf-8")
-    return load_query(query)
+        return path.read_text(encoding="utf-8"), False
+    try:
+        return load_query(query), True
+    except ProcessKGError as exc:
+        names = [p.stem for folder in (queries_dir(), internal_queries_dir()) for p in folder.glob("*.rq")]
+        close = difflib.get_close_matches(query, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ProcessKGError(f"{exc}; {hint}(kg query --help lists the library)") from None
 
 
 def render_rows(names: list, rows: list, fmt: str) -> str:
@@ -166,7 +246,6 @@ def _register() -> None:
     from processkg.cli.validate import shapes_cmd, validate_cmd
     from processkg.cli.docs import docs_cmd
     from processkg.cli.serve import serve_cmd
-
 
     main.add_command(retrieve_cmd)
     main.add_command(index_cmd)

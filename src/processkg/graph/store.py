@@ -10,8 +10,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +20,8 @@ from pyoxigraph import (
 )
 
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir
-from processkg.errors import ProcessKGError
+from processkg.errors import ProcessKGError, QueryError
+from processkg.graph.sparql import check, syntax_message
 from processkg.vocab import PREFIXES
 
 DB = "oxigraph"
@@ -123,9 +124,6 @@ def load_query(name: str) -> str:
     raise ProcessKGError(f"no query named {name!r} in {queries_dir()}")
 
 
-_FEDERATED = re.compile(r"(?<![?$\w])SERVICE\s+(SILENT\s+)?[<?$]", re.IGNORECASE)
-
-
 def term(value) -> object:
     """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
     if isinstance(value, (NamedNode, Literal)):
@@ -146,29 +144,42 @@ def _variable(name: str) -> Variable:
         raise ProcessKGError(f"{name!r} is not a SPARQL variable name") from None
 
 
-def select(store: Store, query: str, bindings: dict | None = None) -> tuple[list, list]:
-    """Run a SELECT with values bound by substitution (never spliced into the text).
+def solutions(store: Store, query: str, bindings: dict | None = None) -> tuple[list, Iterator[list]]:
+    """The column names of a SELECT and its rows, lazily (so callers can stop early).
 
-    Substitution (SEP-0007) binds only variables the query projects, so library queries
-    list their parameters in the SELECT clause. Federated ``SERVICE`` calls are refused:
-    nothing is fetched from a network.
+    Values are bound by substitution (SEP-0007), never spliced into the text; it binds only
+    variables the query projects, so library queries list their parameters in the SELECT
+    clause. Every query is checked first (``processkg.graph.sparql.check``): one that could
+    reach a network (SERVICE, FROM) or change data (an update) never runs.
     """
-    if _FEDERATED.search(query):
-        raise ProcessKGError("federated SERVICE queries are not supported: processkg never reaches a network")
+    check(query)
     subs = {_variable(k): term(v) for k, v in (bindings or {}).items()}
     try:
         result = store.query(query, prefixes=PREFIXES, substitutions=subs or None)
     except SyntaxError as exc:
-        raise ProcessKGError(f"SPARQL syntax error: {exc}") from None
+        raise QueryError(syntax_message(query, exc)) from None
     except RuntimeError as exc:
-        raise ProcessKGError(f"cannot bind parameters: {exc} (library queries SELECT their parameters)") from None
+        raise QueryError(f"cannot bind parameters: {exc} (library queries SELECT their parameters)") from None
     except OSError as exc:
-        raise ProcessKGError(f"query failed: {exc}") from None
+        raise QueryError(f"query failed: {exc}") from None
     if not isinstance(result, QuerySolutions):
-        raise ProcessKGError("only SELECT queries return tables; this query is ASK or CONSTRUCT")
+        raise QueryError("only SELECT queries return tables; this query is ASK or CONSTRUCT")
     names = [v.value for v in result.variables]
-    rows = [[row[v] for v in names] for row in result]
-    return names, rows
+    return names, _rows(result, names)
+
+
+def _rows(result: QuerySolutions, names: list) -> Iterator[list]:
+    try:
+        for row in result:
+            yield [row[v] for v in names]
+    except (RuntimeError, OSError) as exc:
+        raise QueryError(f"query failed: {exc}") from None
+
+
+def select(store: Store, query: str, bindings: dict | None = None) -> tuple[list, list]:
+    """Run a SELECT with values bound by substitution: its column names and all its rows."""
+    names, rows = solutions(store, query, bindings)
+    return names, list(rows)
 
 
 def plain(value) -> object:

@@ -1,0 +1,248 @@
+"""What a SPARQL query may do before it runs, and running one within bounds.
+
+pyoxigraph executes ``SERVICE`` clauses over HTTP and has no switch to turn that off, nor a
+query timeout. So every query is decided on *parsed* text before it reaches the store:
+
+* rdflib's SPARQL parser (with processkg's prefixes declared) finds ``SERVICE`` patterns,
+  ``FROM`` / ``FROM NAMED`` dataset clauses and updates wherever they sit, whatever the comments,
+  newlines, prefixed names or variables around them;
+* a token scanner (comments, strings, IRIs, prefixed names and variables skipped, as SPARQL
+  lexes them) backs it up: a query rdflib cannot parse still runs only if no ``SERVICE``,
+  ``FROM`` or update keyword appears in it as a keyword.
+
+``run_bounded`` runs a checked query in a child process that is killed at its timeout, with a
+row limit and an address-space cap, because a cartesian product in native code cannot be
+interrupted from Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from processkg.errors import ProcessKGError, QueryError, QueryLimitError, QueryRefusedError
+from processkg.vocab import PREFIXES
+
+FEDERATED = "federated SERVICE queries are not supported: processkg never reaches a network"
+DATASET = ("FROM and FROM NAMED are not supported: a query reads the store it is run on, "
+           "never a graph named by IRI (nothing is fetched from a network)")
+UPDATE = "SPARQL Update is not allowed: queries only read the store (INSERT, DELETE, LOAD, ... never run)"
+
+#: Keywords that occur in SPARQL only as what they say (a variable, string or prefixed name is another token).
+_NETWORK_WORDS = {"SERVICE": FEDERATED, "FROM": DATASET}
+_UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH", "USING"}
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>\#[^\r\n]*)
+  | (?P<string>'''(?:'{0,2}(?:[^'\\]|\\.))*'''|\"\"\"(?:"{0,2}(?:[^"\\]|\\.))*\"\"\"
+              |'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*")
+  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+  | (?P<var>[?$][\w\u00B7\u0300-\u036F\u203F-\u2040]+)
+  | (?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
+  | (?P<pname>(?:[^\W\d][\w.-]*)?:(?:[\w\-.:%]|\\.)*)
+  | (?P<word>[^\W\d]\w*)
+  | (?P<other>.)
+""", re.VERBOSE | re.DOTALL)
+
+
+def keywords(query: str) -> set[str]:
+    """The bare words of ``query`` in upper case: keywords and function names, nothing quoted."""
+    return {m.group().upper() for m in _TOKEN.finditer(query) if m.lastgroup == "word"}
+
+
+_PROLOGUE = "".join(f"PREFIX {prefix}: <{ns}>\n" for prefix, ns in PREFIXES.items())
+_PARSE_LOCK = threading.Lock()
+
+
+def _parsed(query: str):
+    """``("query" | "update", parse tree)``, or ``(None, None)`` when rdflib cannot parse it."""
+    from rdflib.plugins.sparql import parser
+
+    with _PARSE_LOCK:
+        for kind, parse in (("query", parser.parseQuery), ("update", parser.parseUpdate)):
+            try:
+                return kind, parse(_PROLOGUE + query)
+            except Exception:  # any parser failure means "not this kind"
+                continue
+    return None, None
+
+
+def _nodes(tree):
+    """Every node of an rdflib parse tree (CompValues, lists, terms), depth first."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, dict):
+            todo.extend(node.values())
+        elif isinstance(node, (list, tuple)) or type(node).__name__ == "ParseResults":
+            todo.extend(node)
+
+
+def _names(tree) -> set[str]:
+    return {getattr(n, "name", None) for n in _nodes(tree)} - {None}
+
+
+@lru_cache(maxsize=512)
+def check(query: str) -> None:
+    """Raise QueryRefusedError for a query that could reach a network or change data.
+
+    Decided on the parse tree where rdflib can parse the query, and on keyword tokens always,
+    so that neither parser's blind spot lets a ``SERVICE`` through.
+    """
+    kind, tree = _parsed(query)
+    words = keywords(query)
+    if kind == "update" or (kind is None and words & _UPDATE_WORDS):
+        raise QueryRefusedError(UPDATE)
+    names = _names(tree) if tree is not None else set()
+    if "ServiceGraphPattern" in names or "SERVICE" in words:
+        raise QueryRefusedError(FEDERATED)
+    if "DatasetClause" in names or "FROM" in words:
+        raise QueryRefusedError(DATASET)
+
+
+# ---------------------------------------------------------------- one-line messages
+
+_AT = re.compile(r"error at (\d+):(\d+)")
+
+
+def syntax_message(query: str, exc: Exception) -> str:
+    """One line for a syntax error pyoxigraph reports (its own lists every Unicode range it expected)."""
+    text = str(exc)
+    where = _AT.search(text)
+    line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
+    if "Prefix not found" in text:
+        return _undeclared(query, line, column)
+    found = _near(query, line, column)
+    expected = re.search(r"expected (.*)", text.splitlines()[0])
+    what = f"expected {expected.group(1)[:60]}" if expected and "one of" not in expected.group(1) else "unexpected text"
+    place = f" at line {line}, column {column}" if line else ""
+    return f"SPARQL syntax error{place}: {what}" + (f" near {found!r}" if found else "")
+
+
+def _near(query: str, line: int | None, column: int | None) -> str:
+    if not line:
+        return ""
+    lines = query.splitlines()
+    if line > len(lines):
+        return ""
+    return lines[line - 1][max(column - 1, 0):][:30].strip()
+
+
+def _prefixes(tree, node: str) -> set[str]:
+    return {str(n.get("prefix") or "") for n in _nodes(tree) if getattr(n, "name", "") == node}
+
+
+def _undeclared(query: str, line: int | None, column: int | None) -> str:
+    _kind, tree = _parsed(query)
+    used = []
+    if tree is not None:
+        declared = set(PREFIXES) | _prefixes(tree, "PrefixDecl")
+        used = sorted(_prefixes(tree, "pname") - declared)
+    if not used:  # rdflib did not parse it: the prefixed name just before the error position
+        before = query.splitlines()[line - 1][:column] if line else query
+        found = re.findall(r"([^\W\d][\w.-]*)?:", before)
+        used = [found[-1]] if found else []
+    name = ", ".join(f"{p}:" for p in used) or "a prefix"
+    place = f" at line {line}, column {column}" if line else ""
+    return (f"undeclared prefix {name}{place}: declare it with PREFIX, "
+            f"or use one of {', '.join(p + ':' for p in sorted(PREFIXES))}")
+
+
+# ---------------------------------------------------------------- running within bounds
+
+#: What a query child may allocate: a cartesian product behind ORDER BY grows without end.
+MEMORY_LIMIT = 4 * 1024 ** 3
+
+
+def run_bounded(store_dir: Path, query: str, bindings: dict, timeout: float, limit: int,
+                memory: int = MEMORY_LIMIT) -> tuple[list, list]:
+    """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
+    seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error
+    (0: no bound on time or rows)."""
+    check(query)
+    job = {"store": str(store_dir), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
+    proc = subprocess.Popen([sys.executable, "-c", "from processkg.graph.sparql import serve; serve()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_child_env())
+    try:
+        out, err = proc.communicate(json.dumps(job).encode("utf-8"), timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        raise QueryLimitError(f"query did not finish within {timeout:g} s and was stopped; "
+                              f"narrow it, or give --timeout SECONDS (0: no limit)") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return _answer(proc.returncode, out, err, memory)
+
+
+def _child_env() -> dict:
+    """The parent's environment, with this processkg first on the child's path."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list, list]:
+    try:
+        answer = json.loads(out) if out else None
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and "error" in answer:
+        raise (QueryLimitError if answer.get("limit") else QueryError)(answer["error"])
+    if code == 0 and isinstance(answer, dict):
+        return answer["names"], answer["rows"]
+    text = err.decode("utf-8", "replace")
+    if code == -signal.SIGABRT or any(sign in text for sign in ("memory allocation", "MemoryError", "bad_alloc")):
+        # under the address-space cap, an abort is an allocation (or a thread) that did not fit
+        raise QueryLimitError(f"query stopped: it needed more than {memory / 1024 ** 3:g} GiB of memory; "
+                              f"narrow it")
+    if code < 0:
+        raise QueryLimitError(f"query stopped: its process was killed by signal {-code}")
+    last = (text.strip().splitlines() or [f"exit status {code}"])[-1]
+    raise RuntimeError(f"query process failed: {last}")
+
+
+def serve() -> None:
+    """The child's side of run_bounded: one job on stdin, one JSON answer on stdout."""
+    job = json.loads(sys.stdin.buffer.read())
+    _cap_memory(job["memory"])
+    from processkg.graph.store import open_store, plain, solutions
+
+    limit = job["limit"]
+    try:
+        names, rows = solutions(open_store(Path(job["store"])), job["query"], job["bindings"])
+        table = []
+        for row in rows:
+            if limit and len(table) == limit:
+                raise QueryLimitError(f"query returned more than {limit:,} rows; narrow it (LIMIT), "
+                                      f"or give --limit N (0: no limit)")
+            table.append([plain(v) for v in row])
+    except QueryLimitError as exc:
+        answer = {"error": str(exc), "limit": True}
+    except ProcessKGError as exc:
+        answer = {"error": str(exc)}
+    else:
+        answer = {"names": names, "rows": table}
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+
+
+def _cap_memory(limit: int) -> None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX: the timeout still bounds the query
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))

@@ -240,3 +240,59 @@ def test_library_query_by_name(handmade):
     result = run("query", "--store", handmade.store_dir, "stats-services", "--format", "json")
     assert result.exit_code == 0, result.output
     assert sorted(r["service"] for r in json.loads(result.stdout)) == ["HANDMADE_PURCHASING", "HANDMADE_SALES_SRV"]
+
+
+# ---------------------------------------------------------------- exit codes of the group
+
+def test_main_help_documents_the_exit_codes():
+    result = run("--help")
+    assert result.exit_code == 0
+    for code, meaning in (("0", "success"), ("1", "the command ran and found problems"), ("2", "bad input"),
+                          ("3", "internal error"), ("130", "interrupted")):
+        assert re.search(rf"^\s+{code}\s+{meaning}", result.stdout, re.MULTILINE), code
+
+
+def _group_with(exc: BaseException):
+    """A group of the real ``kg`` class with one command that raises ``exc``."""
+    from processkg.cli import _Group
+
+    group = _Group(name="kg")
+
+    @group.command("boom")
+    def boom():
+        raise exc
+
+    return group
+
+
+def test_a_crash_is_one_line_and_exit_3(monkeypatch):
+    monkeypatch.delenv("PROCESSKG_DEBUG", raising=False)
+    result = CliRunner().invoke(_group_with(ZeroDivisionError("division by zero")), ["boom"])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines() == [
+        "internal error: ZeroDivisionError: division by zero; please report (PROCESSKG_DEBUG=1 shows the traceback)"]
+    assert "Traceback" not in result.output
+
+
+def test_a_crash_shows_its_traceback_with_processkg_debug(monkeypatch):
+    monkeypatch.setenv("PROCESSKG_DEBUG", "1")
+    result = CliRunner().invoke(_group_with(KeyError("x")), ["boom"])
+    assert result.exit_code == 3
+    assert "Traceback" in result.stderr and result.stderr.splitlines()[-1].startswith("internal error: KeyError")
+
+
+def test_ctrl_c_is_exit_130_with_one_line():
+    result = CliRunner().invoke(_group_with(KeyboardInterrupt()), ["boom"])
+    assert result.exit_code == 130 and result.stderr == "interrupted\n"
+
+
+def test_usage_errors_stay_exit_2_from_click(handmade):
+    result = run("query", "--store", handmade.store_dir)
+    assert result.exit_code == 2 and "Missing argument" in result.stderr and "internal error" not in result.stderr
+    result = run("query", "--store", handmade.store_dir, "-", "--timeout", "-1", input=QUERY)
+    assert result.exit_code == 2 and "--timeout" in result.stderr
+
+
+def test_query_help_names_its_bounds():
+    out = " ".join(run("query", "--help").stdout.split())
+    assert "--timeout SECONDS" in out and "--limit N" in out and "SERVICE, FROM and updates are refused" in out

@@ -26,6 +26,7 @@ from processkg.retrieve.index import (  # noqa: E402
     exact_search, load_index, model_id,
 )
 from processkg.graph.store import open_store  # noqa: E402
+from conftest import shared  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -154,6 +155,60 @@ def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_store):
     assert lex.expand("Order") == "order"  # a dictionary word is left alone
 
 
+@pytest.mark.parametrize("name, words", [
+    ("SALESORDERSET", "sales order set"),
+    ("VL_SH_RELIFNRCN", "value list sh relifnrcn"),
+    ("X" * 400, "x" * 400),
+])
+def test_run_together_names_are_segmented_without_recursing(name, words):
+    """Regression: an unsplittable run came back whole from ``segment`` and was segmented again,
+    forever (RecursionError in ``kg build`` on the s4-fiori corpus)."""
+    lex = summaries.Lexicon(["SalesOrder", name], ["Sales Order"])
+    assert lex.phrase(name) == words
+
+
+def test_kg_build_indexes_a_service_with_run_together_names(tmp_path):
+    """``kg build`` (index on by default) on one service with SALESORDERSET and VL_SH_RELIFNRCN."""
+    from processkg.cli import main
+
+    store = tmp_path / "store"
+    result = CliRunner().invoke(main, ["build", "--odata", str(ROOT / "tests" / "data" / "retrieve"),
+                                       "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    texts = {s["name"]: s["text"] for s in load_index(store).items["set"]}
+    assert texts["SALESORDERSET"].startswith("sales order set (SALESORDERSET). Sales Order.")
+    assert texts["VL_SH_RELIFNRCN"].startswith("value list sh relifnrcn (VL_SH_RELIFNRCN).")
+
+
+@pytest.fixture(scope="module")
+def fiori_indexed(tmp_path_factory):
+    """The whole s4-fiori corpus (63 services) built WITH the index, once for the module."""
+    tmp = tmp_path_factory.mktemp("fiori-indexed")
+    report = build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=tmp / "store", index=True))
+    return tmp, report
+
+
+@pytest.mark.slow
+def test_whole_fiori_corpus_builds_with_its_index(fiori_indexed):
+    tmp, report = fiori_indexed
+    index = load_index(tmp / "store")
+    names = {s["name"] for s in index.items["set"]}
+    assert "VL_SH_RELIFNRCN" in names  # the set whose name recursed without end
+    assert report.index.counts["set"] == len(index.items["set"]) == index.vectors["set"].shape[0] > 3000
+
+
+@pytest.mark.slow
+def test_kg_index_on_a_store_built_without_index(fiori_indexed):
+    tmp, _report = fiori_indexed
+    store = tmp / "plain"
+    build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=store, index=False))
+    assert not (store / "index").exists()
+    cache = tmp / ".store.embeddings"  # the first build's cache: nothing needs encoding again
+    result = CliRunner().invoke(index_cmd, ["--store", str(store), "--cache", str(cache)])
+    assert result.exit_code == 0, result.output
+    assert load_index(store).items["set"] == load_index(tmp / "store").items["set"]
+
+
 def test_activity_texts_carry_documentation_lane_and_process(demo):
     acts = {a.name: a.text for a in summaries.activity_items(open_store(demo))}
     text = acts["Create billing document"]
@@ -221,6 +276,49 @@ def test_kg_index_command(demo):
     assert "(0 encoded, 134 from cache)" in result.output  # nothing changed, nothing re-encoded
     manifest = json.loads((demo / "index" / "index.json").read_text())
     assert manifest["model"] == DEFAULT_MODEL and len(manifest["items"]["chunk"]) == 84
+
+
+def test_encoding_reports_progress_to_a_callback(demo, tmp_path):
+    calls = []
+    report = build_index(demo, cache_dir=tmp_path / "empty-cache", progress=lambda d, t: calls.append((d, t)))
+    total = report.encoded
+    assert total > 0 and calls[0] == (0, total) and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and {t for _, t in calls} == {total}
+
+
+def test_kg_index_shows_progress_on_a_terminal_only(demo, tmp_path):
+    """Encoding a large corpus ran minutes without a sign of life; on a terminal it now reports."""
+    import pty
+    import subprocess
+    import sys
+
+    kg = str(Path(sys.executable).with_name("kg"))
+    command = [kg, "index", "--store", str(demo), "--cache", str(tmp_path / "c1")]
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(command, stderr=follower, stdout=subprocess.PIPE, timeout=300,
+                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        os.close(follower)
+        err = _read_all(leader)
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, err
+    assert "index: encoded 0 of 50 texts" in err and "index: encoded 50 of 50 texts" in err
+    quiet = CliRunner().invoke(index_cmd, ["--store", str(demo), "--cache", str(tmp_path / "c2")])
+    assert quiet.exit_code == 0 and "index: encoded" not in quiet.output
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_kg_index_without_store_is_a_clear_error(tmp_path):

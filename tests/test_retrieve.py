@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from processkg.pipeline import BuildOptions, build  # noqa: E402
 from processkg.cli.retrieve import retrieve_cmd  # noqa: E402
 from processkg.retrieve.context import key_predicate, render_context, render_set  # noqa: E402
-from processkg.retrieve.index import IndexNotFoundError, build_index  # noqa: E402
+from processkg.retrieve.index import IndexNotFoundError, build_index, index_dir  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
 from processkg.retrieve.retriever import (  # noqa: E402
     HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, Settings, _navigation_list, _object_query, _subgraph,
@@ -287,6 +288,70 @@ def test_cli_table_and_context(demo):
 def test_cli_needs_a_query_or_a_file(demo):
     out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir)])
     assert out.exit_code == 2 and "either a QUERY or --queries" in out.output
+
+
+def test_cli_refuses_an_empty_query(demo):
+    for query in ("", "   \t "):
+        out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), query])
+        assert out.exit_code == 2, out.output
+        assert out.output.strip() == "error: the query is empty: give the question to retrieve for"
+    with pytest.raises(ProcessKGError, match="the query is empty"):
+        demo.retrieve_many(["bikes", " "], 5)
+
+
+def test_cli_batch_names_the_line_of_an_empty_query(demo, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": 1, "query": "bikes"}\n{"id": 2, "query": "  "}\n')
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries)])
+    assert out.exit_code == 2
+    assert out.output.strip() == f'error: {queries}:2: "query" must be a non-empty string'
+
+
+# ---------------------------------------------------------------- a damaged index
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory, shared_cache) -> Path:
+    """A store of one small service with its index; tests damage copies of it."""
+    store = tmp_path_factory.mktemp("retrieve") / "small"
+    build(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=store))
+    build_index(store, cache_dir=shared_cache)
+    return store
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize("name, damage, what", [
+    ("index.json", lambda p: p.write_text('{"format": 1, "items": '), "cannot be read (JSONDecodeError"),
+    ("index.json", lambda p: p.write_bytes(b"\x80\x81 garbage"), "cannot be read (UnicodeDecodeError"),
+    ("index.json", lambda p: p.write_text("[1, 2]"), "is not a JSON object"),
+    ("index.json", lambda p: p.write_text('{"format": 1, "model": "m", "dim": 384, "items": {}}'),
+     "lacks the items of each kind"),
+    ("set.npy", _truncate, "cannot be read (Failed to read all data"),
+    ("set.npy", lambda p: p.write_bytes(b""), "cannot be read (No data left in file)"),
+    ("set.hnsw", _truncate, "cannot be read (Index seems to be corrupted"),
+    ("set.hnsw", Path.unlink, "is missing"),
+])
+def test_a_damaged_index_is_one_line_naming_store_file_and_command(small_store, tmp_path, name, damage, what):
+    store = tmp_path / "store"
+    shutil.copytree(small_store, store)
+    damage(index_dir(store) / name)
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(store), "sales orders"])
+    assert out.exit_code == 2, out.output
+    assert out.output.count("\n") == 1 and "Traceback" not in out.output
+    assert out.output.startswith(f"error: {store}: the retrieval index is damaged: {index_dir(store) / name} {what}")
+    assert out.output.rstrip().endswith(f"rebuild it with `kg index --store {store}`")
+
+
+def test_vectors_that_disagree_with_the_manifest_are_damage(small_store, tmp_path):
+    import numpy as np
+
+    store = tmp_path / "store"
+    shutil.copytree(small_store, store)
+    np.save(index_dir(store) / "set.npy", np.zeros((1, 384), dtype=np.float32))
+    with pytest.raises(ProcessKGError, match=r"set\.npy holds \(1, 384\) vectors, not \(2, 384\)"):
+        Retriever(store)
 
 
 # ---------------------------------------------------------------- typed context

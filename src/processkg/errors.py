@@ -99,3 +99,12 @@ class ServeQueryError(ProcessKGError):
 
 class UnsupportedQueryError(ProcessKGError):
     """A system query option or function ``kg serve`` does not implement (the server answers 501)."""
+
+
+class IndexDamagedError(ProcessKGError):
+    """A store's retrieval index cannot be read (a file garbled, truncated or missing, or its
+    parts disagree); the message names the store, the damaged file and ``kg index --store``."""
+
+
+class EmptyQueryError(ProcessKGError):
+    """A retrieval query that is empty or only whitespace: nothing to rank by."""

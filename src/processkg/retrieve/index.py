@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
-from processkg.errors import ProcessKGError
+from processkg.errors import IndexDamagedError, ProcessKGError
 from processkg.graph.store import open_store, staged_dir, write_atomic
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -38,6 +39,8 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_SEED = 100
 SMALL_BATCH = 8  # texts; up to this many are encoded on one thread (queries)
+PROGRESS_CHUNK = 256  # texts encoded between two progress reports
+PROGRESS_SECONDS = 5.0  # at most one progress line this often (stderr a terminal, no callback given)
 
 
 class ModelError(ProcessKGError):
@@ -124,13 +127,20 @@ class Encoder:
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 32, progress=None) -> np.ndarray:
+        """``progress(n)`` is called after each chunk of :data:`PROGRESS_CHUNK` texts, with its size."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        step = PROGRESS_CHUNK if progress else len(texts)
+        parts = []
         with _threads(1 if len(texts) <= SMALL_BATCH else None):
-            vectors = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                        convert_to_numpy=True, show_progress_bar=False)
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+            for start in range(0, len(texts), step):
+                chunk = list(texts[start:start + step])
+                parts.append(self.model.encode(chunk, batch_size=batch_size, normalize_embeddings=True,
+                                               convert_to_numpy=True, show_progress_bar=False))
+                if progress:
+                    progress(len(chunk))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
     def count_tokens(self, text: str) -> int:
         """Word pieces of ``text`` by the model's tokenizer (no truncation, no special tokens)."""
@@ -164,11 +174,15 @@ class EmbeddingCache:
             return cls()  # a damaged cache only costs re-encoding
         return cls(dict(zip(keys, matrix))) if len(keys) == len(matrix) else cls()
 
-    def embed(self, encoder: Encoder, texts: list[str]) -> np.ndarray:
+    def missing(self, encoder: Encoder, texts: list[str]) -> int:
+        """How many distinct texts :meth:`embed` would encode."""
+        return len({k for k in (text_key(encoder.id, t) for t in texts) if k not in self.vectors})
+
+    def embed(self, encoder: Encoder, texts: list[str], progress=None) -> np.ndarray:
         keys = [text_key(encoder.id, t) for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts) if k not in self.vectors}.items())
         if missing:
-            fresh = encoder.encode([t for _, t in missing])
+            fresh = encoder.encode([t for _, t in missing], progress=progress)
             self.vectors.update(zip((k for k, _ in missing), fresh))
             self.encoded += len(missing)
         if not keys:
@@ -267,22 +281,60 @@ def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
     return {"set": sets, "activity": activities, "chunk": chunks}
 
 
+class Progress:
+    """Counts encoded texts for a ``progress(done, total)`` callback (called first with done = 0)."""
+
+    def __init__(self, report, total: int) -> None:
+        self.report, self.total, self.done = report, total, 0
+        if report and total:
+            report(0, total)
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        if self.report:
+            self.report(self.done, self.total)
+
+
+def terminal_progress(stream=None, lead: str = "\n"):
+    """A ``progress(done, total)`` that writes a line to stderr at the start, every
+    :data:`PROGRESS_SECONDS` and at the end; None when stderr is not a terminal (logs and tests
+    stay clean). Encoding a large corpus takes minutes; silence looked like a hang."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+    start, last = time.perf_counter(), [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter() - start
+        if done in (0, total) or now - last[0] >= PROGRESS_SECONDS:
+            last[0] = now
+            first = lead if done == 0 else ""  # kg build's file bar ends without a newline
+            stream.write(f"{first}index: encoded {done:,} of {total:,} texts ({now:.0f} s)\n")
+            stream.flush()
+    return report
+
+
 def build_index(store_dir: Path, model: str | None = None, odata: list = (),
-                cache_dir: Path | None = None) -> IndexReport:
+                cache_dir: Path | None = None, progress="auto") -> IndexReport:
     """Write ``STORE/index/``: embed every item (reusing cached vectors) and build HNSW graphs.
 
     ``odata``: the metadata files or folders the store was built from; when given, their
     raw text is chunked for ``--method chunkrag``. ``cache_dir``: a folder for an embedding
     cache shared by several builds (nothing is dropped from it; it survives a rebuild of the
     store). The index folder always keeps the vectors of its own texts as well.
+    ``progress(done, total)``: told how many texts are encoded so far; "auto" writes lines to
+    stderr when it is a terminal (:func:`terminal_progress`), None says nothing.
     """
     start = time.perf_counter()
     encoder = Encoder(model)
     items = collect_items(Path(store_dir), list(odata))
     cache = EmbeddingCache.load(cache_dir or index_dir(store_dir))
     report = IndexReport(encoder.id, {k: len(v) for k, v in items.items()})
+    todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
+    reporter = terminal_progress() if progress == "auto" else progress
+    counter = Progress(reporter, todo) if reporter else None
     with staged_dir(index_dir(store_dir)) as tmp:
-        dim = _write_kinds(tmp, items, cache, encoder)
+        dim = _write_kinds(tmp, items, cache, encoder, counter)
         cache.save(tmp, {text_key(encoder.id, i["text"]) for kind in items.values() for i in kind})
         if cache_dir:
             cache.save(Path(cache_dir))
@@ -293,10 +345,10 @@ def build_index(store_dir: Path, model: str | None = None, odata: list = (),
     return report
 
 
-def _write_kinds(folder: Path, items: dict, cache: EmbeddingCache, encoder: Encoder) -> int:
+def _write_kinds(folder: Path, items: dict, cache: EmbeddingCache, encoder: Encoder, progress=None) -> int:
     dim = 0
     for kind in KINDS:
-        vectors = cache.embed(encoder, [i["text"] for i in items[kind]])
+        vectors = cache.embed(encoder, [i["text"] for i in items[kind]], progress)
         dim = dim or int(vectors.shape[1])
         np.save(folder / f"{kind}.npy", vectors)
         VectorIndex.build(vectors).save(folder / f"{kind}.hnsw")
@@ -321,15 +373,72 @@ class LoadedIndex:
 
 
 def load_index(store_dir: Path) -> LoadedIndex:
+    """The index of a store; a damaged one raises :class:`IndexDamagedError` naming the file and
+    ``kg index --store``, never a traceback from json, numpy or hnswlib."""
     folder = index_dir(store_dir)
     manifest_path = folder / "index.json"
     if not manifest_path.exists():
         raise IndexNotFoundError(f"{store_dir}: no retrieval index (run `kg index --store {store_dir}`)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = _read_manifest(store_dir, manifest_path)
     if manifest.get("format") != FORMAT:
         raise IndexNotFoundError(f"{folder}: index format {manifest.get('format')} is not {FORMAT}; "
                                  f"rebuild it with `kg index --store {store_dir}`")
+    _check_manifest(store_dir, manifest_path, manifest)
     dim, items = manifest["dim"], manifest["items"]
-    vectors = {k: np.load(folder / f"{k}.npy") for k in KINDS}
-    hnsw = {k: VectorIndex.load(folder / f"{k}.hnsw", dim, len(items[k])) for k in KINDS}
+    vectors = {k: _read_vectors(store_dir, folder / f"{k}.npy", (len(items[k]), dim)) for k in KINDS}
+    hnsw = {k: _read_hnsw(store_dir, folder / f"{k}.hnsw", dim, len(items[k])) for k in KINDS}
     return LoadedIndex(manifest["model"], dim, items, vectors, hnsw)
+
+
+#: The fields each kind of item needs at query time.
+_ITEM_FIELDS = {"set": ("iri", "service", "name", "text"), "activity": ("iri", "name", "text"), "chunk": ("sets",)}
+
+
+def damaged(store_dir: Path, path: Path, what: str) -> IndexDamagedError:
+    """One line: the store, the damaged file and what is wrong with it, and the command that rebuilds it."""
+    return IndexDamagedError(f"{store_dir}: the retrieval index is damaged: {path} {what}; "
+                             f"rebuild it with `kg index --store {store_dir}`")
+
+
+def _read_manifest(store_dir: Path, path: Path) -> dict:
+    try:
+        manifest = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise damaged(store_dir, path, f"cannot be read ({type(exc).__name__}: {exc})") from None
+    if not isinstance(manifest, dict):
+        raise damaged(store_dir, path, "is not a JSON object")
+    return manifest
+
+
+def _check_manifest(store_dir: Path, path: Path, manifest: dict) -> None:
+    items, dim = manifest.get("items"), manifest.get("dim")
+    if not isinstance(manifest.get("model"), str) or not isinstance(dim, int) or dim < 1:
+        raise damaged(store_dir, path, "has no usable model and dimension")
+    if not isinstance(items, dict) or not all(_valid_items(items.get(k), _ITEM_FIELDS[k]) for k in KINDS):
+        raise damaged(store_dir, path, f"lacks the items of each kind ({', '.join(KINDS)}) or their fields")
+
+
+def _valid_items(items, fields: tuple) -> bool:
+    return isinstance(items, list) and all(isinstance(i, dict) and all(f in i for f in fields) for i in items)
+
+
+def _read_vectors(store_dir: Path, path: Path, shape: tuple) -> np.ndarray:
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise damaged(store_dir, path, f"cannot be read ({exc})") from None
+    if not isinstance(vectors, np.ndarray) or vectors.shape != shape:
+        raise damaged(store_dir, path, f"holds {getattr(vectors, 'shape', '?')} vectors, not {shape}")
+    return vectors
+
+
+def _read_hnsw(store_dir: Path, path: Path, dim: int, count: int) -> VectorIndex:
+    if not path.is_file():
+        raise damaged(store_dir, path, "is missing")
+    try:
+        index = VectorIndex.load(path, dim, count)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise damaged(store_dir, path, f"cannot be read ({exc})") from None
+    if index.index.get_current_count() != count:
+        raise damaged(store_dir, path, f"holds {index.index.get_current_count()} vectors, not {count}")
+    return index

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from processkg.retrieve.index import Encoder, IndexNotFoundError, load_index, model_id
-from processkg.errors import ProcessKGError
+from processkg.errors import EmptyQueryError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.texts import words_of
 
@@ -127,6 +127,14 @@ class Lexical:
         return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
 
 
+def check_query(query) -> str:
+    """A query must say something: an empty one would return arbitrary results (dense ranks
+    the embedding of nothing), so it is refused."""
+    if not isinstance(query, str) or not query.strip():
+        raise EmptyQueryError("the query is empty: give the question to retrieve for")
+    return query
+
+
 def _ranked(scores: np.ndarray, limit: int, positive: bool = False) -> list[int]:
     """Row ids by descending score (ties by row), at most ``limit``."""
     order = np.lexsort((np.arange(len(scores)), -scores))[:limit]
@@ -185,6 +193,7 @@ class Retriever:
         settings = replace(settings or Settings(), **options).check()
         if k < 1:
             raise ProcessKGError(f"-k must be at least 1, not {k}")
+        check_query(query)
         if vector is None and settings.method != "tokens":
             vector = self.embed([query])[0]
         return _METHODS[settings.method](self, query, vector, k, settings)
@@ -193,6 +202,8 @@ class Retriever:
                       **options) -> list[list[Result]]:
         """Batch retrieval: all query embeddings computed in one call."""
         settings = replace(settings or Settings(), **options).check()
+        for query in queries:
+            check_query(query)
         vectors = self.embed(queries) if settings.method != "tokens" and queries else [None] * len(queries)
         return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
 

@@ -71,6 +71,7 @@ class Lexicon:
         full = (self.words | label_words)
         self.full = frozenset(w for w in self.counts if w in full and len(w) > 2 and not self._short(w))
         self._memo: dict = {}
+        self._pieces: dict = {}
 
     def _short(self, low: str) -> bool:
         return 3 <= len(low) <= 5 and low.isalpha() and low not in self.words
@@ -85,10 +86,18 @@ class Lexicon:
             if self.is_abbreviation(token):
                 self._memo[low] = self._best(low)
             elif (token.isupper() or token.islower()) and len(low) > 8 and low not in self.full:
-                self._memo[low] = " ".join(self.expand(w) for w in self.segment(low))
+                self._memo[low] = " ".join(self._expand_piece(w) for w in self.segment(low))
             else:
                 self._memo[low] = low
         return self._memo[low]
+
+    def _expand_piece(self, piece: str) -> str:
+        """One piece of a segmented word: a corpus word as it is, an abbreviation expanded.
+        Never segmented again: an unsplittable run comes back whole from :meth:`segment`, and
+        segmenting it again recursed without end (``SALESORDERSET``, ``VL_SH_RELIFNRCN``)."""
+        if piece not in self._pieces:
+            self._pieces[piece] = self._best(piece) if self.is_abbreviation(piece) else piece
+        return self._pieces[piece]
 
     def _best(self, low: str) -> str:
         candidates = [w for w in self.full if len(w) > len(low) and w[0] == low[0]]

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from processkg.errors import ProcessKGError
-from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings
+from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings, check_query
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
@@ -93,6 +93,8 @@ def retrieve_cmd(store, query, queries, k, method, hops, no_mapping_edges, no_se
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
+    if query is not None:
+        check_query(query)  # before the store and the model are loaded
     items = read_queries(queries) if queries else [(None, query)]
     settings = Settings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
     retriever = Retriever(store, model=model)
@@ -125,9 +127,10 @@ def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context:
 @_clean_errors
 def index_cmd(store, model, odata, cache_dir) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
-    from processkg.retrieve.index import build_index, index_dir
+    from processkg.retrieve.index import build_index, index_dir, terminal_progress
     from processkg.graph.store import open_store
 
     open_store(store)  # a clear error when there is no store
-    report = build_index(store, model=model, odata=list(odata), cache_dir=cache_dir)
+    report = build_index(store, model=model, odata=list(odata), cache_dir=cache_dir,
+                         progress=terminal_progress(lead=""))
     click.echo(report.summary(index_dir(store)))

@@ -16,7 +16,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import shared  # noqa: E402
 from processkg.evaluate import socbench  # noqa: E402
-from processkg.cli.socbench import socbench_cmd  # noqa: E402
+from processkg.cli.socbench import build_openapi_store, socbench_cmd  # noqa: E402
+from processkg.retrieve import retriever as engine  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
 from processkg.evaluate.socbench import KS, METHODS, SOCBenchError, protocol_recall  # noqa: E402
 
@@ -30,10 +31,63 @@ def socbench_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def energy(socbench_cache):
+def stores(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("socbench-stores")
+
+
+@pytest.fixture(scope="module")
+def energy(socbench_cache, stores):
     root = shared("socbench-d")
-    result = socbench.run(root, instances=[INSTANCE], domains=[DOMAIN], cache_dir=socbench_cache)
+    result = socbench.run(root, instances=[INSTANCE], domains=[DOMAIN], cache_dir=socbench_cache,
+                          build_store=build_openapi_store, stores_dir=stores)
     return root, result, socbench.tests(result.results)
+
+
+def test_socbench_ranks_through_kg_retrieve(energy, stores):
+    """One engine: the domain's store answers ``kg retrieve`` with exactly the rankings the
+    benchmark scored, for every method it runs."""
+    from processkg.cli.retrieve import retrieve_cmd
+
+    _root, result, _tests = energy
+    store = stores / INSTANCE / DOMAIN
+    first = result.results[0]
+    for method in socbench.METHODS:
+        out = CliRunner().invoke(retrieve_cmd, ["--store", str(store), first.query.text, "-k", "20", "--json",
+                                                "--method", method])
+        assert out.exit_code == 0, out.output
+        ranked = [f"{r['service']}: {r['entity_set']}" for r in json.loads(out.output)["results"]]
+        assert ranked == first.ranked[method]
+
+
+def test_context_of_an_operation_makes_up_no_odata_facts(energy, stores):
+    from processkg.cli.retrieve import retrieve_cmd
+
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(stores / INSTANCE / DOMAIN), "energy consumption",
+                                            "-k", "1", "--context"])
+    assert out.exit_code == 0, out.output
+    assert "path: (not an OData entity set)" in out.output and "one record:" not in out.output
+
+
+def test_methods_come_from_one_registry():
+    from processkg.cli.eval import DEFAULT_METHODS
+    from processkg.cli.retrieve import retrieve_cmd
+
+    without_chunks = tuple(m for m in engine.METHODS if not engine.METHODS[m].chunks)
+    assert socbench.METHODS == without_chunks
+    assert set(socbench.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid"}
+    choices = next(p for p in retrieve_cmd.params if p.name == "method").type.choices
+    assert list(choices) == list(engine.METHODS) and DEFAULT_METHODS.split(",") == list(engine.METHODS)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    for name, method in engine.METHODS.items():
+        assert f"| `{name}` | {method.description} |" in docs
+
+
+def test_operations_are_the_retrieval_units_of_an_openapi_store(energy, stores):
+    from processkg.retrieve.index import load_index
+
+    items = load_index(stores / INSTANCE / DOMAIN).items["set"]
+    assert len(items) == 50 and all(i["operation"] for i in items)
+    assert all(socbench._ENDPOINT.match(i["name"]) for i in items)
 
 
 def test_one_domain_has_fifty_endpoints_and_ten_queries(energy):
@@ -41,7 +95,7 @@ def test_one_domain_has_fifty_endpoints_and_ten_queries(energy):
     assert (result.services, result.endpoints, len(result.results)) == (5, 50, 10)
     assert result.truncated == 0 and result.missing_gold == []
     for r in result.results:
-        assert set(r.ranked) == set(METHODS)
+        assert tuple(r.ranked) == METHODS
         assert all(len(r.ranked[m]) == max(KS) for m in ("dense", "hybrid", "hybrid-paper"))
         assert all(0.0 <= r.recall[m][k] <= 1.0 for m in METHODS for k in KS)
 
@@ -91,6 +145,7 @@ def test_cli_writes_the_report(energy, socbench_cache, tmp_path):
     out = tmp_path / "out"
     args = [str(root), "--out", str(out), "--instance", INSTANCE, "--domain", DOMAIN, "--cache", str(socbench_cache)]
     res = CliRunner().invoke(socbench_cmd, args)
+    assert res.output.count("error") == 0
     assert res.exit_code == 0, res.output
     assert "SOCBench-D: 10 queries over 1 domains (50 endpoints)" in res.output
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))

@@ -10,8 +10,9 @@ import click
 
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
+from processkg.retrieve.retriever import METHODS
 
-DEFAULT_METHODS = "dense,tokens,chunkrag,hybrid-paper,hybrid"
+DEFAULT_METHODS = ",".join(METHODS)  # the registry of kg retrieve, baselines first
 #: Ablations of a hybrid method: (suffix, Settings overrides).
 ABLATIONS = (
     ("no-mapping-edges", {"mapping_edges": False}),

@@ -77,7 +77,8 @@ def _line(qid, query: str, results: list, context: str | None) -> dict:
 @click.argument("query", required=False)
 @click.option("--queries", type=click.Path(path_type=Path), help="JSONL file of {\"id\", \"query\"} lines.")
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="Entity sets per query.")
-@click.option("--method", type=click.Choice(METHODS), default="hybrid", show_default=True)
+@click.option("--method", type=click.Choice(list(METHODS)), default="hybrid", show_default=True,
+              help="Ranking method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()) + ".")
 @click.option("--hops", default=DEFAULT_HOPS, show_default=True, type=int, help="Bound h of bpmn:next{1,h}.")
 @click.option("--no-mapping-edges", is_flag=True, help="Ablation: ignore uses:entitySet edges.")
 @click.option("--no-sequence-edges", is_flag=True, help="Ablation: ignore bpmn:next edges.")

@@ -16,6 +16,14 @@ import click
 from processkg.cli.retrieve import _clean_errors
 
 
+def build_openapi_store(folder: Path, store: Path) -> None:
+    """``kg build --openapi FOLDER --store STORE --no-index``: the store SOCBench-D queries (the
+    JSON files that are not OpenAPI, queries.json, are skipped with a warning nobody needs here)."""
+    from processkg.pipeline import BuildOptions, build
+
+    build(BuildOptions(openapi=[Path(folder)], store=Path(store), index=False))
+
+
 def _command_line(root: Path, out: Path, model, instances, domains, cache) -> str:
     """The command as a user would type it, for the report (paths as given)."""
     parts = ["kg", "eval", "socbench", str(root), "--out", str(out)]
@@ -39,15 +47,18 @@ def _command_line(root: Path, out: Path, model, instances, domains, cache) -> st
 @click.option("--instance", "instances", multiple=True, help="Only this instance (socbenchd_N). Repeatable.")
 @click.option("--domain", "domains", multiple=True, help="Only this domain folder (e.g. 01-energy). Repeatable.")
 @click.option("--cache", type=click.Path(path_type=Path), help="Embedding cache folder, kept between runs.")
+@click.option("--stores", "stores_dir", type=click.Path(path_type=Path),
+              help="Keep each domain's store here (STORES/socbenchd_N/DOMAIN, for kg retrieve); default: temporary.")
 @_clean_errors
-def socbench_cmd(root, out, model, instances, domains, cache) -> None:
-    """Run SOCBench-D: per domain, rank its endpoints for each query with dense, tokens, hybrid and
-    hybrid-paper; Recall@5/10/20 beside the published figures, paired tests, expansion evidence."""
+def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> None:
+    """Run SOCBench-D through kg retrieve's engine: per domain, build a store of its OpenAPI
+    documents with its index and rank its operations for each query with every method that needs
+    no metadata chunks; Recall@5/10/20 beside the published figures, paired tests, expansion evidence."""
     from processkg.evaluate import socbench
 
     start = time.perf_counter()
     progress = (lambda name: click.echo(f"  {name}", err=True)) if sys.stderr.isatty() else None
-    result = socbench.run(root, model, instances, domains, cache, progress)
+    result = socbench.run(root, model, instances, domains, cache, progress, build_openapi_store, stores_dir)
     data = socbench.as_json(result, socbench.tests(result.results))
     command = _command_line(root, out, model, instances, domains, cache)
     written = socbench.write_outputs(data, out, command, socbench.query_records(result))

@@ -10,39 +10,41 @@ only its own domain's endpoints (5 services x 10 operations); a method returns i
 divided by the number of gold entries the query lists (a query that lists an endpoint twice
 cannot reach 1, as in the published figures); the figure is the mean over all queries.
 
-Endpoints are lifted into the graph (:mod:`processkg.sources.openapi`) and read back with SPARQL
-(``queries/openapi-endpoints.rq``, ``openapi-endpoint-inputs.rq``); each is ranked under its
-qualified id, service + ``METHOD /path``. The gold lists ``METHOD /path`` without the service;
-when two services of a domain have the same ``METHOD /path``, either of them in the top k finds
-it (the benchmark's code compares unqualified ids, so this is its rule too).
+One retrieval engine: each domain's OpenAPI documents are built into a store of their own
+(``kg build --openapi``) with its retrieval index (``kg index``), and every query is answered
+by :class:`processkg.retrieve.retriever.Retriever`, the engine of ``kg retrieve`` and
+``kg eval retrieval``, with the methods of its registry. The retrieval unit of an OpenAPI store
+is the operation (``kg:Operation``, one text per endpoint from ``queries/openapi-endpoints.rq``
+and ``openapi-endpoint-inputs.rq``, :func:`processkg.retrieve.texts.operation_items`), ranked
+beside entity sets under its service and ``METHOD /path``. The gold lists ``METHOD /path``
+without the service; when two services of a domain have the same ``METHOD /path``, either of
+them in the top k finds it (the benchmark's code compares unqualified ids, so this is its rule too).
 
-Methods: ``dense`` (cosine over one text per endpoint), ``tokens`` (BM25), ``hybrid``
-(reciprocal rank fusion of the dense and BM25 rankings, then process-chain expansion) and
-``hybrid-paper`` (dense seeds, each followed by its process-chain expansion). Expansion runs
-``queries/expand.rq`` for every seed; the run reports how many rows it returned and how many
-process edges the graph holds.
+Methods: every method of the registry that needs no OData metadata chunks (:data:`METHODS`).
+Without a process layer ``hybrid`` fuses dense and BM25 (its activity lists are empty) and
+expansion runs ``queries/expand.rq`` for every seed; the run reports how many rows it returned
+and how many process edges the graph holds.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pyoxigraph import RdfFormat, Store
 
-from processkg.sources import openapi
-from processkg.retrieve.index import EmbeddingCache, Encoder
 from processkg.errors import InputError, ProcessKGError
-from processkg.retrieve.retriever import CANDIDATES, RRF_K, HybridConfig, Lexical
-from processkg.graph.store import canonical_ntriples, load_query, plain, select
+from processkg.graph.store import load_query, plain, select
+from processkg.retrieve.index import Encoder, build_index
+from processkg.retrieve.retriever import CANDIDATES, HYBRID, METHODS as RETRIEVAL_METHODS, RRF_K, Retriever, Settings
+from processkg.sources import openapi
 
 KS = (5, 10, 20)
-METHODS = ("dense", "tokens", "hybrid", "hybrid-paper")
-#: The OData hybrid fuses dense with the activity-chain list, which is empty without a process
-#: layer; here the lexical list (an option of the same fusion) takes its place.
-SOCBENCH_HYBRID = HybridConfig(lists=("dense", "tokens"))
+#: The methods of ``kg retrieve``'s registry that need no raw OData metadata chunks (an OpenAPI
+#: store has none): the same engine, the same implementations.
+METHODS = tuple(name for name, method in RETRIEVAL_METHODS.items() if not method.chunks)
 #: Comparisons tested per k (paired, over all queries).
 PAIRS = (("hybrid", "tokens"), ("hybrid", "dense"), ("hybrid-paper", "dense"), ("dense", "tokens"))
 #: Published figures (README of the data folder; 5 instances, per-query mean recall).
@@ -122,148 +124,20 @@ def _query(item, i: int, display: str, domain: Domain) -> BenchQuery:
     return BenchQuery(f"{domain.id}/{i}", item["query"], list(gold))
 
 
-# ---------------------------------------------------------------- endpoints from the graph
+# ---------------------------------------------------------------- one domain, one store
 
-@dataclass
-class Endpoint:
-    iri: str
-    service: str
-    endpoint: str  # "METHOD /path"
-    text: str
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.service}: {self.endpoint}"
-
-
-def domain_graph(domain: Domain) -> Store:
-    """An in-memory store with the domain's OpenAPI documents lifted (queries.json is ignored)."""
-    result = openapi.lift_all([domain.folder])
-    store = Store()
-    store.bulk_load(canonical_ntriples(result.triples), format=RdfFormat.N_TRIPLES)
+def domain_store(domain: Domain, store: Path, build_store, model: str | None, cache_dir: Path | None) -> Path:
+    """The domain's OpenAPI documents built into a store (``build_store(folder, store)``, which
+    is ``kg build --openapi FOLDER --store STORE --no-index``; queries.json is not OpenAPI and is
+    skipped) with its retrieval index (``kg index``): a store like any other."""
+    build_store(domain.folder, store)
+    build_index(store, model=model, cache_dir=cache_dir, progress=None)
     return store
 
 
-def read_endpoints(store: Store) -> list[Endpoint]:
-    """One text per operation, from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
-    inputs: dict = {}
-    names, rows = select(store, load_query("openapi-endpoint-inputs"))
-    for row in rows:
-        rec = dict(zip(names, (plain(v) for v in row)))
-        inputs.setdefault(rec["op"], []).append(rec)
-    names, rows = select(store, load_query("openapi-endpoints"))
-    out = []
-    for row in rows:
-        rec = dict(zip(names, (plain(v) for v in row)))
-        out.append(Endpoint(rec["op"], rec["service"], rec["name"], endpoint_text(rec, inputs.get(rec["op"], []))))
-    return out
-
-
-def endpoint_text(op: dict, inputs: list) -> str:
-    """Summary, description, method and path, inputs, service title: most telling first, since
-    the encoder truncates long texts at the end."""
-    lines = [_sentence(op.get("summary")), _sentence(op.get("description")),
-             f"{op['method']} {op['path']} ({' '.join(_words(op['path']))})"]
-    params = [i for i in inputs if i["location"] != "body"]
-    body = [i for i in inputs if i["location"] == "body"]
-    if params:
-        lines.append("Parameters: " + "; ".join(_input(i, show_location=True) for i in params) + ".")
-    if body:
-        lines.append("Request body: " + "; ".join(_input(i, show_location=False) for i in body) + ".")
-    if op.get("title"):
-        lines.append(f"Service: {op['title']}.")
-    return "\n".join(line for line in lines if line)
-
-
-def _input(rec: dict, show_location: bool) -> str:
-    head = " ".join(_words(rec["name"]))
-    if show_location:
-        head += f" ({rec['location']})"
-    desc = (rec.get("description") or "").strip().rstrip(".")
-    return f"{head}: {desc}" if desc else head
-
-
-def _sentence(text) -> str:
-    text = (text or "").strip()
-    return text if not text or text.endswith((".", "!", "?")) else text + "."
-
-
-def _words(text: str) -> list[str]:
-    from processkg.retrieve.texts import words_of
-
-    return [w.lower() for w in words_of(text)]
-
-
-def process_edges(store: Store) -> dict:
+def process_edges(store) -> dict:
     names, rows = select(store, load_query("openapi-process-edges"))
     return {k: int(plain(v) or 0) for k, v in zip(names, rows[0])} if rows else {}
-
-
-# ---------------------------------------------------------------- ranking one domain
-
-class DomainIndex:
-    """The endpoints of one domain with their vectors, BM25 and the graph for expansion."""
-
-    def __init__(self, store: Store, endpoints: list[Endpoint], vectors: np.ndarray) -> None:
-        self.store = store
-        self.endpoints = endpoints
-        self.vectors = vectors
-        self.lexical = Lexical([e.text for e in endpoints])
-        self.row_of = {e.iri: i for i, e in enumerate(endpoints)}
-        self._downstream: dict = {}
-        self.expansion_rows = 0
-
-    def dense(self, vector: np.ndarray) -> list[int]:
-        sims = self.vectors @ vector
-        return [int(i) for i in np.lexsort((np.arange(len(sims)), -sims))]
-
-    def tokens(self, query: str) -> list[int]:
-        scores = self.lexical.scores(query)
-        order = np.lexsort((np.arange(len(scores)), -scores))
-        return [int(i) for i in order if scores[i] > 0]
-
-    def fused(self, query: str, vector: np.ndarray, config: HybridConfig = SOCBENCH_HYBRID) -> list[int]:
-        """Reciprocal rank fusion of the top CANDIDATES of each list (ties: dense similarity, row)."""
-        lists = {"dense": lambda: self.dense(vector), "tokens": lambda: self.tokens(query)}
-        score: dict = {}
-        for name in config.lists:
-            for rank, row in enumerate(lists[name]()[:CANDIDATES], 1):
-                score[row] = score.get(row, 0.0) + 1.0 / (RRF_K + rank)
-        sims = self.vectors @ vector
-        return sorted(score, key=lambda row: (-score[row], -float(sims[row]), row))
-
-    @property
-    def seeds_expanded(self) -> int:
-        return len(self._downstream)
-
-    def downstream(self, row: int) -> list[int]:
-        """Endpoints reached from a seed by process-chain expansion (``queries/expand.rq``)."""
-        if row not in self._downstream:
-            rows = select(self.store, load_query("expand"), {"seed": self.endpoints[row].iri})[1]
-            self.expansion_rows += len(rows)
-            found = [self.row_of[r[4].value] for r in rows if r[4] is not None and r[4].value in self.row_of]
-            self._downstream[row] = sorted(set(found) - {row})
-        return self._downstream[row]
-
-    def expanded(self, seeds: list[int], k: int) -> list[int]:
-        """Each seed followed by its downstream endpoints; duplicates dropped, cut at k."""
-        out: list = []
-        for row in seeds:
-            for item in [row] + self.downstream(row):
-                if item not in out and len(out) < k:
-                    out.append(item)
-        return out
-
-    def rank(self, method: str, query: str, vector: np.ndarray, k: int) -> list[int]:
-        if method == "dense":
-            return self.dense(vector)[:k]
-        if method == "tokens":
-            return self.tokens(query)[:k]
-        if method == "hybrid":
-            return self.expanded(self.fused(query, vector)[:k], k)
-        if method == "hybrid-paper":
-            return self.expanded(self.dense(vector)[:k], k)
-        raise ProcessKGError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
 # ---------------------------------------------------------------- metrics
@@ -299,37 +173,40 @@ class Run:
 
 
 def run(root: Path, model: str | None = None, instances=(), domains=(), cache_dir: Path | None = None,
-        progress=None) -> Run:
-    """Evaluate every method on every selected domain (see the module docstring for the protocol)."""
+        progress=None, build_store=None, stores_dir: Path | None = None) -> Run:
+    """Evaluate every method on every selected domain (see the module docstring for the protocol).
+
+    ``build_store(openapi_folder, store_dir)`` writes a store (``kg build --openapi``; the CLI
+    passes the pipeline's); ``stores_dir`` keeps the per-domain stores (default: a temporary folder)."""
+    if build_store is None:
+        raise ProcessKGError("socbench.run needs build_store(folder, store): the kg build of an OpenAPI folder")
     chosen = find_domains(root, instances, domains)
     encoder = Encoder(model)
-    cache = EmbeddingCache.load(cache_dir)
     out = Run(encoder.id, chosen)
     limit = int(getattr(encoder.model, "max_seq_length", 0) or 0)
-    for domain in chosen:
-        if progress:
-            progress(domain.id)
-        _run_domain(domain, encoder, cache, out, limit)
-    if cache_dir:
-        cache.save(Path(cache_dir))
+    with tempfile.TemporaryDirectory(prefix="socbench-") as tmp:
+        folder = Path(stores_dir) if stores_dir else Path(tmp)
+        for domain in chosen:
+            if progress:
+                progress(domain.id)
+            store = domain_store(domain, folder / domain.instance / domain.name, build_store, model, cache_dir)
+            _run_domain(domain, Retriever(store, model=model), out, limit)
     return out
 
 
-def _run_domain(domain: Domain, encoder: Encoder, cache: EmbeddingCache, out: Run, limit: int) -> None:
-    store = domain_graph(domain)
-    endpoints = read_endpoints(store)
-    texts = [e.text for e in endpoints]
-    index = DomainIndex(store, endpoints, cache.embed(encoder, texts))
-    _count_texts(out, encoder, texts, limit, {e.service for e in endpoints})
-    for edge, count in process_edges(store).items():
+def _run_domain(domain: Domain, retriever: Retriever, out: Run, limit: int) -> None:
+    units = retriever.sets
+    _count_texts(out, retriever.encoder, [u["text"] for u in units], limit, {u["service"] for u in units})
+    for edge, count in process_edges(retriever.store).items():
         out.process_edges[edge] = out.process_edges.get(edge, 0) + count
-    known = {e.endpoint for e in endpoints}
-    vectors = cache.embed(encoder, [q.text for q in domain.queries])
-    for query, vector in zip(domain.queries, vectors):
+    known = {u["name"] for u in units}
+    texts = [q.text for q in domain.queries]
+    answers = {m: retriever.retrieve_many(texts, max(KS), Settings(method=m)) for m in METHODS}
+    for i, query in enumerate(domain.queries):
         out.missing_gold.extend((query.id, g) for g in dict.fromkeys(query.gold) if g not in known)
-        out.results.append(_evaluate(index, domain, query, vector))
-    out.expansion_rows += index.expansion_rows
-    out.seeds_expanded += index.seeds_expanded
+        out.results.append(_evaluate(domain, query, {m: answers[m][i] for m in METHODS}))
+    out.expansion_rows += retriever.expansion["rows"]
+    out.seeds_expanded += retriever.expansion["seeds"]
 
 
 def _count_texts(out: Run, encoder: Encoder, texts: list, limit: int, services: set) -> None:
@@ -340,13 +217,12 @@ def _count_texts(out: Run, encoder: Encoder, texts: list, limit: int, services: 
     out.truncated += sum(1 for n in lengths if limit and n > limit)
 
 
-def _evaluate(index: DomainIndex, domain: Domain, query: BenchQuery, vector: np.ndarray) -> QueryResult:
+def _evaluate(domain: Domain, query: BenchQuery, answers: dict) -> QueryResult:
+    """Each method's ranking as qualified ids (``service: METHOD /path``) and its recall."""
     ranked, recall = {}, {}
-    for method in METHODS:
-        rows = index.rank(method, query.text, vector, max(KS))
-        ranked[method] = [index.endpoints[r].qualified for r in rows]
-        unqualified = [index.endpoints[r].endpoint for r in rows]
-        recall[method] = {k: protocol_recall(unqualified, query.gold, k) for k in KS}
+    for method, results in answers.items():
+        ranked[method] = [f"{r.service}: {r.entity_set}" for r in results]
+        recall[method] = {k: protocol_recall([r.entity_set for r in results], query.gold, k) for k in KS}
     return QueryResult(query, domain, ranked, recall)
 
 
@@ -394,7 +270,7 @@ def as_json(result: Run, test_rows: list) -> dict:
         "protocol": "per domain; recall = distinct gold METHOD /path in top k / gold entries listed; "
                     "mean over queries",
         "model": result.model, "ks": list(KS), "methods": list(METHODS),
-        "hybrid_lists": list(SOCBENCH_HYBRID.lists), "rrf_k": RRF_K, "candidates": CANDIDATES,
+        "hybrid_lists": list(HYBRID.lists), "rrf_k": RRF_K, "candidates": CANDIDATES,
         "counts": {"instances": len({d.instance for d in result.domains}), "domains": len(result.domains),
                    "services": result.services, "endpoints": result.endpoints, "queries": len(res),
                    "truncated_texts": result.truncated, "max_text_tokens": result.max_tokens},

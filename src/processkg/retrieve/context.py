@@ -41,8 +41,10 @@ def _rows(store, name: str, iri: str) -> list[dict]:
 
 def set_context(store, iri: str) -> dict:
     """Everything the template shows for one entity set (an IRI of the store)."""
-    head = _rows(store, "retrieve-context-set", iri)
-    head = head[0] if head else {"service": "", "version": "", "name": iri.rsplit("/", 1)[-1]}
+    heads = _rows(store, "retrieve-context-set", iri)
+    if not heads:  # an OpenAPI operation (or a set gone from the store): no OData facts to show
+        return _bare_context(iri)
+    head = heads[0]
     props = [_property(p) for p in _rows(store, "retrieve-context-properties", iri)]
     keys = [p for p in props if p["key"]]
     return {
@@ -56,6 +58,14 @@ def set_context(store, iri: str) -> dict:
         "value_helps": _value_helps(store, iri),
         "process": _process(store, iri),
     }
+
+
+def _bare_context(iri: str) -> dict:
+    """The context of a result that is no OData entity set: its name only, no facts made up."""
+    head = {"service": "", "version": "", "name": iri.rsplit("/", 1)[-1], "typeLabel": None,
+            "creatable": None, "updatable": None, "deletable": None}
+    return {"head": head, "path": "(not an OData entity set)", "key_predicate": "", "properties": [],
+            "required": [], "read_only": [], "navigations": [], "value_helps": [], "process": []}
 
 
 def url_path(service: str, version: str, entity_set: str) -> str:

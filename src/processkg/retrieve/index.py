@@ -254,12 +254,15 @@ def exact_search(vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[np.nda
 class IndexReport:
     model: str
     counts: dict = field(default_factory=dict)
+    operations: int = 0  # of counts["set"]: OpenAPI operations, ranked like entity sets
     encoded: int = 0
     cached: int = 0
     seconds: float = 0.0
 
     def summary(self, folder: Path) -> str:
         kinds = ", ".join(f"{self.counts.get(k, 0):,} {PLURAL[k]}" for k in KINDS)
+        if self.operations:
+            kinds = kinds.replace(PLURAL["set"], f"{PLURAL['set']} and operations", 1)
         return (f"indexed {kinds} with {self.model} in {self.seconds:.2f} s "
                 f"({self.encoded:,} encoded, {self.cached:,} from cache)\nindex: {folder}")
 
@@ -274,7 +277,7 @@ def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
     from processkg.sources.discover import ODATA_SUFFIXES, discover
 
     store = open_store(store_dir)
-    sets = [vars(i) for i in summaries.set_items(store)]
+    sets = [vars(i) for i in summaries.set_items(store) + summaries.operation_items(store)]
     activities = [vars(i) for i in summaries.activity_items(store)]
     chunks = [vars(c) for c in summaries.chunk_items(store, discover(odata, ODATA_SUFFIXES))] if odata else []
     del store
@@ -329,7 +332,8 @@ def build_index(store_dir: Path, model: str | None = None, odata: list = (),
     encoder = Encoder(model)
     items = collect_items(Path(store_dir), list(odata))
     cache = EmbeddingCache.load(cache_dir or index_dir(store_dir))
-    report = IndexReport(encoder.id, {k: len(v) for k, v in items.items()})
+    report = IndexReport(encoder.id, {k: len(v) for k, v in items.items()},
+                         sum(1 for i in items["set"] if i.get("operation")))
     todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
     reporter = terminal_progress() if progress == "auto" else progress
     counter = Progress(reporter, todo) if reporter else None

@@ -1,6 +1,9 @@
-"""Retrieve the entity sets a business question needs (``kg retrieve``).
+"""Retrieve the entity sets (or, for OpenAPI services, the operations) a business question
+needs (``kg retrieve``). The one retrieval engine: ``kg retrieve``, ``kg eval retrieval`` and
+``kg eval socbench`` all rank through :class:`Retriever` with a method of :data:`METHODS`.
 
-Methods (``--method``):
+Methods (``--method``; the registry :data:`METHODS` holds each one's name, description and
+implementation, and the CLI choices, the evaluations and the docs take them from it):
 
 * ``dense``: the entity sets whose summaries are nearest to the query (HNSW, cosine).
 * ``tokens``: BM25 (bm25s) over the same summaries: the lexical baseline.
@@ -23,6 +26,7 @@ expanded, and through which activity chain (``via``, activity names).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,7 +37,6 @@ from processkg.errors import EmptyQueryError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.texts import words_of
 
-METHODS = ("hybrid", "hybrid-paper", "dense", "tokens", "chunkrag")
 DEFAULT_HOPS = 2
 MAX_HOPS = 6
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
@@ -162,6 +165,7 @@ class Retriever:
         self.navigations = self._navigations()
         self._lexical: Lexical | None = None
         self._chains: dict = {}
+        self.expansion = {"seeds": 0, "rows": 0}  # expand.rq runs and the rows they returned
 
     def _uses(self) -> dict:
         uses = defaultdict(list)
@@ -194,9 +198,9 @@ class Retriever:
         if k < 1:
             raise ProcessKGError(f"-k must be at least 1, not {k}")
         check_query(query)
-        if vector is None and settings.method != "tokens":
+        if vector is None and METHODS[settings.method].dense:
             vector = self.embed([query])[0]
-        return _METHODS[settings.method](self, query, vector, k, settings)
+        return METHODS[settings.method].run(self, query, vector, k, settings)
 
     def retrieve_many(self, queries: list[str], k: int = 5, settings: Settings | None = None,
                       **options) -> list[list[Result]]:
@@ -204,7 +208,8 @@ class Retriever:
         settings = replace(settings or Settings(), **options).check()
         for query in queries:
             check_query(query)
-        vectors = self.embed(queries) if settings.method != "tokens" and queries else [None] * len(queries)
+        dense = METHODS[settings.method].dense and queries
+        vectors = self.embed(queries) if dense else [None] * len(queries)
         return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
 
     # ------------------------------------------------------------ building blocks
@@ -231,7 +236,7 @@ class Retriever:
         return self._chains[key]
 
     def _walk(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
-        starts, nexts, uses = _subgraph(self.store, seed)
+        starts, nexts, uses = _subgraph(self.store, seed, self.expansion)
         found: dict = {}
         frontier = [(a, (a,)) for a in sorted(starts, key=self._activity_key)]
         seen = set(starts)
@@ -266,10 +271,15 @@ class Retriever:
         return bool(set(tokenize(query)) & set(tokenize(self.sets[row]["text"])))
 
 
-def _subgraph(store, seed: str) -> tuple[set, dict, dict]:
-    """The process edges downstream of ``seed``: start activities, bpmn:next and uses:entitySet."""
+def _subgraph(store, seed: str, counts: dict | None = None) -> tuple[set, dict, dict]:
+    """The process edges downstream of ``seed``: start activities, bpmn:next and uses:entitySet.
+    ``counts`` (seeds, rows) is told what the query returned: evidence for the evaluations."""
     starts, nexts, uses = set(), defaultdict(set), defaultdict(set)
-    for _seed, start, source, target, entity_set in select(store, load_query("expand"), {"seed": seed})[1]:
+    rows = list(select(store, load_query("expand"), {"seed": seed})[1])
+    if counts is not None:
+        counts["seeds"] += 1
+        counts["rows"] += len(rows)
+    for _seed, start, source, target, entity_set in rows:
         starts.add(start.value)
         if target is not None:
             nexts[source.value].add(target.value)
@@ -483,7 +493,29 @@ def chunkrag(r: Retriever, query: str, vector, k: int, settings: Settings) -> li
     return out.items
 
 
-_METHODS = {"dense": dense, "tokens": tokens, "hybrid-paper": hybrid_paper, "hybrid": hybrid,
-            "chunkrag": chunkrag}
+@dataclass(frozen=True)
+class Method:
+    """One retrieval method: what it ranks (for ``--help``, reports and docs) and how."""
 
-__all__ = ["METHODS", "Result", "Retriever", "Settings", "tokenize"]
+    name: str
+    description: str
+    run: Callable
+    dense: bool = True  # embeds the query
+    chunks: bool = False  # needs raw-metadata chunks (OData only: ``kg index --odata``)
+
+
+#: The registry of retrieval methods, baselines first. ``kg retrieve --method`` offers these,
+#: ``kg eval retrieval`` runs them all by default, ``kg eval socbench`` those without chunks.
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("dense", "cosine nearest summaries (HNSW over one text per entity set or operation)", dense),
+    Method("tokens", "BM25 (bm25s, Lucene) over the same summaries: the lexical baseline", tokens, dense=False),
+    Method("chunkrag", "the paper's baseline: nearest raw-metadata chunks, mapped back to entity sets",
+           chunkrag, chunks=True),
+    Method("hybrid-paper", "the paper's algorithm: dense seeds, each followed by its process-chain expansion",
+           hybrid_paper),
+    Method("hybrid", "reciprocal rank fusion of dense, activity chain, BM25 and activity lists (and "
+           "navigation targets for object queries), each seed followed by its best downstream entity set",
+           hybrid),
+)}
+
+__all__ = ["METHODS", "Method", "Result", "Retriever", "Settings", "tokenize"]

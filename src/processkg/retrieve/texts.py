@@ -1,5 +1,6 @@
-"""The texts the retrieval index embeds: one summary per EntitySet, one text per activity,
-and chunks of the raw metadata (the ChunkRAG baseline).
+"""The texts the retrieval index embeds: one summary per EntitySet and one per OpenAPI
+operation (the retrieval units), one text per activity, and chunks of the raw metadata (the
+ChunkRAG baseline).
 
 SAP names are abbreviations (``A_OutbDeliveryHeader``, ``SlsPrcgCndnRecd``). A summary
 splits them into words and expands the abbreviated ones with words the metadata itself
@@ -159,6 +160,7 @@ class SetItem:
     label: str
     type_iri: str
     text: str = ""
+    operation: bool = False  # an OpenAPI operation (name "METHOD /path"), not an OData entity set
 
 
 @dataclass
@@ -238,6 +240,51 @@ def set_items(store, lex: Lexicon | None = None) -> list[SetItem]:
         item.text = set_summary(item, r["typeLabel"], facts[r["type"]], lex, df, max(1, len(facts)))
         items.append(item)
     return items
+
+
+# ---------------------------------------------------------------- OpenAPI operations
+
+def operation_items(store) -> list[SetItem]:
+    """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
+    under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
+    inputs: dict = defaultdict(list)
+    for r in _rows(store, "openapi-endpoint-inputs"):
+        inputs[r["op"]].append(r)
+    return [SetItem(r["op"], r["service"], r["name"], r["summary"] or "", "", endpoint_text(r, inputs[r["op"]]),
+                    operation=True) for r in _rows(store, "openapi-endpoints")]
+
+
+def endpoint_text(op: dict, inputs: list) -> str:
+    """Summary, description, method and path, inputs, service title: most telling first, since
+    the encoder truncates long texts at the end."""
+    lines = [_sentence(op.get("summary")), _sentence(op.get("description")),
+             f"{op['method']} {op['path']} ({' '.join(_lower_words(op['path']))})"]
+    params = [i for i in inputs if i["location"] != "body"]
+    body = [i for i in inputs if i["location"] == "body"]
+    if params:
+        lines.append("Parameters: " + "; ".join(_input(i, show_location=True) for i in params) + ".")
+    if body:
+        lines.append("Request body: " + "; ".join(_input(i, show_location=False) for i in body) + ".")
+    if op.get("title"):
+        lines.append(f"Service: {op['title']}.")
+    return "\n".join(line for line in lines if line)
+
+
+def _input(rec: dict, show_location: bool) -> str:
+    head = " ".join(_lower_words(rec["name"]))
+    if show_location:
+        head += f" ({rec['location']})"
+    desc = (rec.get("description") or "").strip().rstrip(".")
+    return f"{head}: {desc}" if desc else head
+
+
+def _sentence(text) -> str:
+    text = (text or "").strip()
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
+def _lower_words(text: str) -> list[str]:
+    return [w.lower() for w in words_of(text)]
 
 
 # ---------------------------------------------------------------- activities

@@ -72,7 +72,7 @@ def test_read_queries_formats_and_errors(tmp_path):
     assert q.gold == [[BILL, ("", "BillingDocument")]] and q.extra == {"lexical_overlap": 0.1}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "q1", "query": "x"}\n{not json\n')
-    with pytest.raises(BenchmarkError, match=r"bad\.jsonl:2: not JSON"):
+    with pytest.raises(BenchmarkError, match=r"bad\.jsonl:2: not valid JSON"):
         read_queries(bad)
     bad.write_text('{"id": "q1"}\n')
     with pytest.raises(BenchmarkError, match=r"bad\.jsonl:1: a query needs 'id' and 'query'"):

@@ -340,7 +340,7 @@ def test_read_calls_reports_bad_lines(tmp_path):
     path.write_text('{"id": "a", "method": "GET", "url": "/x"}\nnot json\n\n[1, 2]\n', encoding="utf-8")
     lines = read_calls(path)
     assert [n for n, _ in lines] == [1, 2, 4]
-    assert "line 2 is not JSON" in str(lines[1][1])
+    assert str(lines[1][1]).startswith("not valid JSON: Expecting value (column 1)")
     with pytest.raises(ProcessKGError, match="cannot read recorded calls"):
         read_calls(tmp_path / "missing.jsonl")
 
@@ -448,3 +448,132 @@ def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, t
     assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(a)]).exit_code == 0
     assert _invoke(shapes_cmd, ["--store", str(bare), "--out", str(b)]).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
+
+
+# ---------------------------------------------------------------- hostile input: never a traceback, a hang or a forged line
+
+INVALID = ROOT / "tests" / "invalid"
+DEMO_SO = "DEMO_SALES_ORDER_SRV"
+DEMO_ROOT = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder"
+HOSTILE = [  # tests/invalid/hostile-calls.jsonl: (id, kinds) per line
+    ("good-post", []), ("line 2", ["malformed"]), ("sep\u2028in-id", ["unknown-property"]),
+    ("crlf", ["unknown-entity-set"]), ("line 5", ["malformed"]), ("expand", ["malformed"]), ("good-get", []),
+]
+
+
+def _no_nan(text: str):
+    def refuse(name):
+        raise AssertionError(f"bare {name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_hostile_lines_are_reported_and_the_rest_validated(demo_store):
+    pairs = read_calls(INVALID / "hostile-calls.jsonl")
+    validator = Validator(demo_store)
+    batch = validator.validate_calls(pairs)
+    assert [(r.id, sorted({v.kind for v in r.violations})) for r in batch] == HOSTILE
+    assert [r.line for r in batch] == [1, 2, 3, 4, 5, 6, 7]  # the raw U+2028 on line 3 shifts nothing
+    messages = [r.violations[0].message for r in batch if r.violations]
+    assert messages[0] == "line 2: not valid JSON: NaN is not a JSON number (RFC 8259); write it as a string"
+    assert messages[3] == "line 5: arrays and objects nested deeper than the limit of 64 levels"
+    assert messages[4] == "$expand nested deeper than the limit of 16 levels"
+    single = [validator.validate_call(call, line) for line, call in pairs]
+    assert [r.as_dict() for r in single] == [r.as_dict() for r in batch]
+
+
+def test_text_report_escapes_control_characters_from_urls(demo_store):
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(INVALID / "hostile-calls.jsonl")])
+    assert result.exit_code == 1, result.output
+    assert not any(ch in result.output for ch in "\r\x1b\u2028")
+    assert "A_SalesOrders\\r\\nfake-call (line 1): valid\\x1b[2J" in result.output
+    assert "sep\\u2028in-id (line 3): INVALID" in result.output
+    calls = [line for line in result.output.splitlines() if not line.startswith(" ") and "(line " in line]
+    assert len(calls) == len(HOSTILE)
+
+
+def test_json_report_is_strict_json(demo_store, tmp_path):
+    out = _invoke(validate_cmd, ["--store", str(demo_store), str(INVALID / "hostile-calls.jsonl"), "--format", "json"])
+    assert [r["id"] for r in _no_nan(out.output)] == [i for i, _ in HOSTILE]
+    from processkg.cli.validate import render_json  # a non-finite float can only come through the Python API
+
+    result = Validator(demo_store).validate_call(post(DEMO_SO, "A_SalesOrder", {"Foo": float("nan"), "Bar": 1e999}))
+    values = sorted(v["value"] for v in _no_nan(render_json([result]))[0]["violations"])
+    assert values == ["inf", "nan"]
+
+
+def test_a_file_that_is_not_json_lines_is_one_error(demo_store):
+    readme = ROOT / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) > 50
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(readme)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {readme}: not JSON Lines of recorded calls: no line is a JSON object "
+                                    "(line 1: not valid JSON")
+    assert len(result.output.splitlines()) == 1
+
+
+def test_an_empty_calls_file_is_one_error(demo_store, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n  \n", encoding="utf-8")
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(empty)])
+    assert result.exit_code == 2
+    assert result.output == f"error: {empty}: no recorded calls: the file is empty (JSON Lines: one call object per line)\n"
+
+
+def test_calls_from_standard_input(demo_store):
+    calls = "\n".join(json.dumps(c) for c in [post(DEMO_SO, "A_SalesOrder", {"SalesOrderType": "OR"}),
+                                               post(DEMO_SO, "A_SalesOrder", {"Foo": 1})]) + "\n"
+    group = click.Group(commands={"validate": validate_cmd})
+    result = CliRunner().invoke(group, ["validate", "--store", str(demo_store), "-", "--format", "json"], input=calls)
+    assert result.exit_code == 1, result.output
+    assert [r["valid"] for r in json.loads(result.output)] == [True, False]
+    empty = CliRunner().invoke(group, ["validate", "--store", str(demo_store), "-"], input="")
+    assert empty.exit_code == 2 and "error: <stdin>: no recorded calls" in empty.output
+
+
+def _deep_insert(levels: int) -> dict:
+    """A sales order with ``levels`` entities nested (to_Item, then to_SalesOrder, then to_Item...)."""
+    obj: dict = {"SalesOrderType": "OR"} if levels % 2 else {"Material": "X"}
+    for level in range(levels - 1, 0, -1):
+        obj = {"to_Item": [obj]} if level % 2 else {"to_SalesOrder": obj}
+    return obj
+
+
+def test_huge_and_deep_lines_are_malformed_naming_the_limit(demo_store, tmp_path):
+    """The issue's inputs: 25 MB of 1.7 M keys, 100k levels, a deep insert 250 levels deep, then one good call."""
+    path = tmp_path / "calls.jsonl"
+    good = post(DEMO_SO, "A_SalesOrder", {"SalesOrderType": "OR"})
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("{" + ",".join(f'"k{i}":{i}' for i in range(1_700_000)) + "}\n")
+        fh.write('{"a":' * 100_000 + "1" + "}" * 100_000 + "\n")
+        fh.write(json.dumps(post(DEMO_SO, "A_SalesOrder", _deep_insert(250))) + "\n")
+        fh.write(json.dumps(post(DEMO_SO, "A_SalesOrder", _deep_insert(20))) + "\n")
+        fh.write(json.dumps(good) + "\n")
+    result = _invoke(validate_cmd, ["--store", str(demo_store), str(path), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    report = _no_nan(result.output)
+    assert [r["valid"] for r in report] == [False, False, False, False, True]
+    assert [v["kind"] for r in report[:4] for v in r["violations"]] == ["malformed"] * 4
+    messages = [r["violations"][0]["message"] for r in report[:4]]
+    assert messages[0] == "line 1: line longer than the limit of 10 MB"
+    assert messages[1] == messages[2].replace("line 3", "line 2")
+    assert messages[2] == "line 3: arrays and objects nested deeper than the limit of 64 levels"
+    assert messages[3].endswith("entities nested deeper than the limit of 16 levels of deep insert")
+
+
+def test_python_api_calls_are_bounded_like_lines(demo_store):
+    validator = Validator(demo_store)
+    deep = validator.validate_call(post(DEMO_SO, "A_SalesOrder", _deep_insert(250)))
+    assert [v.message for v in deep.violations] == ["arrays and objects nested deeper than the limit of 64 levels"]
+    wide = validator.validate_call(post(DEMO_SO, "A_SalesOrder", {f"k{i}": i for i in range(10_001)}))
+    assert [v.message for v in wide.violations] == [
+        "more than the limit of 10,000 values (array items and object members) in one call"]
+    body = validator.validate_call({"method": "POST", "service": DEMO_SO, "entity_set": "A_SalesOrder",
+                                    "body": "[" * 100_000})
+    assert [v.message for v in body.violations] == [
+        "the POST body is not JSON: arrays and objects nested deeper than the limit of 64 levels"]
+    expand = "to_Item($expand=to_SalesOrder($expand=" * 200 + "to_Item" + "))" * 200
+    nested = validator.validate_call({"method": "GET", "url": f"{DEMO_ROOT}?$expand={expand}"})
+    assert [(v.kind, v.message) for v in nested.violations] == [
+        ("malformed", "$expand nested deeper than the limit of 16 levels")]
+    ok = validator.validate_call(post(DEMO_SO, "A_SalesOrder", _deep_insert(16)))
+    assert ok.valid, ok.as_dict()

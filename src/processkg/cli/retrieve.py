@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from processkg.errors import ProcessKGError
+from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.jsonl import read_strict
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings, check_query
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
@@ -38,17 +39,13 @@ class QueryFileError(ProcessKGError):
 def read_queries(path: Path) -> list[tuple[object, str]]:
     """``(id, query)`` per non-blank JSONL line; a bad line raises naming file and line."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise QueryFileError(f"{path}: cannot read: {exc.strerror}") from None
-    return [q for n, line in enumerate(lines, 1) if line.strip() for q in [_query_line(path, n, line)]]
+        records = list(read_strict(path, what="queries"))
+    except JsonLinesError as exc:
+        raise QueryFileError(str(exc)) from None
+    return [_query_line(path, n, item) for n, item in records]
 
 
-def _query_line(path: Path, n: int, line: str) -> tuple[object, str]:
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise QueryFileError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+def _query_line(path: Path, n: int, item: object) -> tuple[object, str]:
     if not isinstance(item, dict):
         raise QueryFileError(f"{path}:{n}: expected an object like {{\"id\": ..., \"query\": ...}}")
     query = item.get("query")

@@ -1,13 +1,19 @@
 """``kg validate`` and ``kg shapes``: click commands, registered on the ``kg`` group by cli.py.
 
 Exit codes of ``kg validate``: 0 all calls valid, 1 some are not, 2 unusable input
-(no store, unreadable file); a bad line is a ``malformed`` violation, not an exit 2.
+(no store, unreadable file, a file with no JSON object at all: empty or not JSON Lines);
+a bad line is a ``malformed`` violation, not an exit 2. ``-`` reads the calls from standard input.
+
+What a call brings in is echoed back: the text report escapes control characters (a CR or LF
+in a URL must not forge report lines), and the JSON report never holds a bare ``NaN``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -24,12 +30,12 @@ def _fail(exc: ProcessKGError):
 
 @click.command("validate")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
-@click.argument("calls", type=click.Path(path_type=Path))
+@click.argument("calls", type=click.Path(path_type=Path, allow_dash=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "ttl"]), default="text", show_default=True,
               help="text: for people; json: one result per call; ttl: the SHACL validation report graph.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
 def validate_cmd(store, calls, fmt, out) -> None:
-    """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
+    """Check recorded OData calls (JSON Lines; - for standard input) against the service metadata and value helps."""
     from processkg.validate.calls import Validator, read_calls
 
     try:
@@ -45,10 +51,15 @@ def validate_cmd(store, calls, fmt, out) -> None:
 
 def _render(validator, pairs: list, results: list, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False) + "\n"
+        return render_json(results)
     if fmt == "ttl":
         return validator.report_graph().serialize(format="turtle")
     return render_text(results)
+
+
+def render_json(results: list) -> str:
+    """One object per call; strict JSON (a non-finite float from the Python API becomes a string)."""
+    return json.dumps(_finite([r.as_dict() for r in results]), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def render_text(results: list) -> str:
@@ -56,14 +67,36 @@ def render_text(results: list) -> str:
     lines = []
     for r in results:
         where = f" (line {r.line})" if r.line is not None else ""
-        lines.append(f"{r.id}{where}: {'valid' if r.valid else 'INVALID'}")
+        lines.append(f"{printable(r.id)}{where}: {'valid' if r.valid else 'INVALID'}")
         for v in r.violations:
-            lines.append(f"  {v.kind:<19} {v.path or '/':<32} {v.message}")
+            lines.append(f"  {v.kind:<19} {printable(v.path or '/'):<32} {printable(v.message)}")
         for n in r.notes:
-            lines.append(f"  note: {n.message}")
+            lines.append(f"  note: {printable(n.message)}")
     lines.append("")
     lines.extend(summary_lines(results))
     return "\n".join(lines) + "\n"
+
+
+def printable(text: str) -> str:
+    """``text`` with control and line-separator characters escaped (``\\r``, ``\\x1b``, ``\\u2028``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    return ch if unicodedata.category(ch) == "Zs" else ch.encode("unicode_escape").decode("ascii")
+
+
+def _finite(value):
+    """Non-finite floats (only the Python API can pass them in) as strings: JSON has no NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def summary_lines(results: list) -> list:
@@ -102,4 +135,4 @@ def shapes_cmd(store, out) -> None:
     click.echo(f"wrote {shapes:,} shapes ({len(triples):,} triples) to {out}")
 
 
-__all__ = ["validate_cmd", "shapes_cmd", "render_text", "summary_lines"]
+__all__ = ["render_json", "render_text", "shapes_cmd", "summary_lines", "validate_cmd"]

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
-from processkg.errors import ProcessKGError
+from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.jsonl import read_strict
 
 KS = (1, 3, 5, 10)
 
@@ -40,20 +41,16 @@ class Query:
 
 
 def read_queries(path: Path) -> list[Query]:
-    """Read a benchmark file; a bad line raises BenchmarkError naming file and line."""
-    queries = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
-                queries.append(_query(_json(line, path, number), path, number))
-    return queries
-
-
-def _json(line: str, path: Path, number: int) -> dict:
+    """Read a benchmark file (JSON Lines, read by :mod:`processkg.jsonl`); a bad line raises
+    BenchmarkError naming file and line."""
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise BenchmarkError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        records = list(read_strict(path, what="benchmark queries"))
+    except JsonLinesError as exc:
+        raise BenchmarkError(str(exc)) from None
+    return [_query(_json(record, path, number), path, number) for number, record in records]
+
+
+def _json(record: object, path: Path, number: int) -> dict:
     if not isinstance(record, dict):
         raise BenchmarkError(f"{path}:{number}: expected a JSON object")
     return record

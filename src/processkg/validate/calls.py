@@ -20,7 +20,8 @@ from urllib.parse import quote, unquote
 from rdflib import RDF, Graph, Literal, URIRef
 
 from processkg.validate import literals as edm_json
-from processkg.errors import ProcessKGError
+from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
 from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
 from processkg.graph.store import open_store
@@ -30,6 +31,8 @@ NODE = "urn:processkg:call/"
 NIL = RDF.nil
 JSON_DT = URIRef(str(RDF) + "JSON")
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
+MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
 KINDS = ("unknown-service", "unknown-entity-set", "unknown-property", "missing-required", "read-only",
          "invalid-code", "datatype", "max-length", "cardinality", "unknown-navigation", "malformed")
 
@@ -69,20 +72,26 @@ class MalformedCall(ProcessKGError):
 
 # ---------------------------------------------------------------- reading calls
 
-def read_calls(path: Path) -> list[tuple[int, object]]:
-    """(line number, parsed JSON or :class:`MalformedCall`) for each non-blank line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProcessKGError(f"{path}: cannot read recorded calls: {exc}") from None
-    calls = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                calls.append((n, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                calls.append((n, MalformedCall(f"line {n} is not JSON: {exc.msg} (column {exc.colno})")))
+def read_calls(path: Path | str) -> list[tuple[int, object]]:
+    """(line number, parsed JSON or :class:`MalformedCall`) for each non-blank line (``-``: standard input).
+
+    A broken line becomes a ``malformed`` violation and the other lines are still validated; but
+    a file in which no line is a JSON object (empty, or not JSON Lines at all, e.g. a README)
+    raises: hundreds of ``malformed`` lines would hide the one real mistake, the wrong file.
+    """
+    calls = [(n, MalformedCall(v.message) if isinstance(v, JsonLinesError) else v)
+             for n, v in read_records(path, what="recorded calls")]
+    if not any(isinstance(call, dict) for _n, call in calls):
+        raise JsonLinesError(_no_calls(calls), "<stdin>" if str(path) == "-" else str(path))
     return calls
+
+
+def _no_calls(calls: list) -> str:
+    if not calls:
+        return "no recorded calls: the file is empty (JSON Lines: one call object per line)"
+    first_n, first = calls[0]
+    why = str(first) if isinstance(first, MalformedCall) else "it is not a JSON object"
+    return f"not JSON Lines of recorded calls: no line is a JSON object (line {first_n}: {why})"
 
 
 # ---------------------------------------------------------------- the validator
@@ -151,6 +160,7 @@ class Validator:
     def _target(self, call) -> dict:
         if not isinstance(call, dict):
             raise call if isinstance(call, MalformedCall) else MalformedCall("a call must be a JSON object")
+        _check_size(call)
         method = call.get("method")
         if not isinstance(method, str) or not method.strip():
             raise MalformedCall("the call lacks a method (GET or POST)")
@@ -254,6 +264,7 @@ class Converter:
         self.v2 = version.startswith("2")
         self.violations: list = []
         self.notes: list = []
+        self.level = 0  # entities nested above the current one
 
     def root(self, t: TypeInfo, payload: dict) -> None:
         node = self.node("")
@@ -265,9 +276,15 @@ class Converter:
         return URIRef(f"{NODE}{self.index}{quote(pointer, safe='/~')}")
 
     def entity(self, node: URIRef, t: TypeInfo, obj: dict, pointer: str) -> None:
+        if self.level >= MAX_DEEP_INSERT:
+            self.violations.append(Violation("malformed", pointer, f"entities nested deeper than the limit of "
+                                             f"{MAX_DEEP_INSERT} levels of deep insert"))
+            return
         self.p.types[node] = t
+        self.level += 1
         for key in sorted(obj):
             self.member(node, t, key, obj[key], f"{pointer}/{_esc(key)}")
+        self.level -= 1
 
     def member(self, node, t: TypeInfo, key: str, value, pointer: str) -> None:
         if key.startswith(("@", "__")) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
@@ -363,12 +380,33 @@ def _payload(call: dict) -> dict:
     payload = call.get("payload", call.get("body"))
     if isinstance(payload, str):
         try:
-            payload = json.loads(payload)
-        except json.JSONDecodeError:
-            raise MalformedCall("the POST body is not JSON") from None
+            payload = parse_line(payload)
+        except JsonLinesError as exc:
+            raise MalformedCall(f"the POST body is not JSON: {exc.message}") from None
+        _check_size(payload)
     if not isinstance(payload, dict):
         raise MalformedCall("a POST call needs a JSON object as payload (or body)")
     return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
+
+
+def _check_size(call: dict) -> None:
+    """Bound what one call may cost, whether it came from the JSON Lines reader or from the Python API.
+
+    Deeper than the reader's depth limit, values would overflow the stack when serialized
+    (``json.dumps`` recurses); each value can become a SHACL result (about 0.3 ms each in pySHACL),
+    so :data:`MAX_CALL_VALUES` keeps one call to seconds.
+    """
+    level, depth, count = [call], 0, 0
+    while level:
+        depth += 1
+        if depth > LIMITS.depth:
+            raise MalformedCall(f"arrays and objects nested deeper than the limit of {LIMITS.depth} levels")
+        level = [v for c in level for v in (c.values() if isinstance(c, dict) else c)]
+        count += len(level)
+        if count > MAX_CALL_VALUES:
+            raise MalformedCall(f"more than the limit of {MAX_CALL_VALUES:,} values (array items and object "
+                                "members) in one call")
+        level = [v for v in level if isinstance(v, (dict, list))]
 
 
 def _call_id(call, line, i: int) -> str:

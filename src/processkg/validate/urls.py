@@ -24,6 +24,7 @@ TOKEN = re.compile(r"""
   | (?P<symbol>[(),:;*/@])
   | (?P<space>\s+)
 """, re.VERBOSE)
+MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
 RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 
 
@@ -302,7 +303,10 @@ def _check_path(model, t, path: str, pointer: str, select: bool = False) -> list
     return []
 
 
-def check_expand(model, t, item: str, pointer: str) -> list:
+def check_expand(model, t, item: str, pointer: str, level: int = 1) -> list:
+    """Paths of one ``$expand`` item and of its nested options, at most :data:`MAX_EXPAND_DEPTH` deep."""
+    if level > MAX_EXPAND_DEPTH:
+        return [("malformed", pointer, f"$expand nested deeper than the limit of {MAX_EXPAND_DEPTH} levels", None)]
     path, _, nested = item.partition("(")
     out, cur = [], t
     for seg in [s for s in path.strip().split("/") if s]:
@@ -318,7 +322,7 @@ def check_expand(model, t, item: str, pointer: str) -> list:
                 out.extend(_check_path(model, cur, sel, f"{pointer}/$select/{i}", select=True))
         elif name == "$expand":
             for i, sub in enumerate(split_top(value, ",")):
-                out.extend(check_expand(model, cur, sub, f"{pointer}/$expand/{i}"))
+                out.extend(check_expand(model, cur, sub, f"{pointer}/$expand/{i}", level + 1))
         elif name == "$filter":
             out.extend(check_filter(model, cur, value, f"{pointer}/$filter"))
     return out

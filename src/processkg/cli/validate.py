@@ -35,7 +35,7 @@ def _fail(exc: ProcessKGError):
               help="text: for people; json: one result per call; ttl: the SHACL validation report graph.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
 def validate_cmd(store, calls, fmt, out) -> None:
-    """Check recorded OData calls (JSON Lines; - for standard input) against the service metadata and value helps."""
+    """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
     from processkg.validate.calls import Validator, read_calls
 
     try:

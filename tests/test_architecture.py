@@ -22,7 +22,7 @@ LAYERS = [
     ("graph",),
     ("validate",),
     ("retrieve",),
-    ("proposals", "evaluate"),
+    ("proposals", "evaluate", "serve"),
     ("pipeline",),
     ("docgen",),
     ("cli",),

@@ -25,7 +25,8 @@ from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, Store
 from processkg.assets import queries_dir
 from processkg.cli import main
 from processkg.errors import QueryError, QueryLimitError, QueryRefusedError
-from processkg.graph.sparql import check, run_bounded
+from processkg.graph.bounded import run_bounded
+from processkg.graph.sparql import check
 from processkg.graph.store import load_query, open_store, plain, select
 
 CARTESIAN = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"

@@ -19,7 +19,7 @@ from processkg.graph import stats as stats_mod
 from processkg.pipeline import BuildOptions, build
 from processkg.errors import ProcessKGError
 from processkg.assets import internal_queries_dir, queries_dir
-from processkg.graph.sparql import run_bounded
+from processkg.graph.bounded import run_bounded
 from processkg.graph.store import load_query, open_store
 
 

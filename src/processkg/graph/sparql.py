@@ -10,24 +10,17 @@ query timeout. So every query is decided on *parsed* text before it reaches the 
   lexes them) backs it up: a query rdflib cannot parse still runs only if no ``SERVICE``,
   ``FROM`` or update keyword appears in it as a keyword.
 
-``run_bounded`` runs a checked query in a child process that is killed at its timeout, with a
-row limit and an address-space cap, because a cartesian product in native code cannot be
-interrupted from Python.
+:mod:`processkg.graph.bounded` runs a checked query in a child process that is killed at its
+timeout, with a row limit and an address-space cap.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 from functools import lru_cache
-from pathlib import Path
 
-from processkg.errors import ProcessKGError, QueryError, QueryLimitError, QueryRefusedError
+from processkg.errors import QueryRefusedError
 from processkg.vocab import PREFIXES
 
 FEDERATED = "federated SERVICE queries are not supported: processkg never reaches a network"
@@ -155,94 +148,3 @@ def _undeclared(query: str, line: int | None, column: int | None) -> str:
     place = f" at line {line}, column {column}" if line else ""
     return (f"undeclared prefix {name}{place}: declare it with PREFIX, "
             f"or use one of {', '.join(p + ':' for p in sorted(PREFIXES))}")
-
-
-# ---------------------------------------------------------------- running within bounds
-
-#: What a query child may allocate: a cartesian product behind ORDER BY grows without end.
-MEMORY_LIMIT = 4 * 1024 ** 3
-
-
-def run_bounded(store_dir: Path, query: str, bindings: dict, timeout: float, limit: int,
-                memory: int = MEMORY_LIMIT) -> tuple[list, list]:
-    """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
-    seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error
-    (0: no bound on time or rows)."""
-    check(query)
-    job = {"store": str(store_dir), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
-    proc = subprocess.Popen([sys.executable, "-c", "from processkg.graph.sparql import serve; serve()"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=_child_env())
-    try:
-        out, err = proc.communicate(json.dumps(job).encode("utf-8"), timeout=timeout or None)
-    except subprocess.TimeoutExpired:
-        raise QueryLimitError(f"query did not finish within {timeout:g} s and was stopped; "
-                              f"narrow it, or give --timeout SECONDS (0: no limit)") from None
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return _answer(proc.returncode, out, err, memory)
-
-
-def _child_env() -> dict:
-    """The parent's environment, with this processkg first on the child's path."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    return env
-
-
-def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list, list]:
-    try:
-        answer = json.loads(out) if out else None
-    except ValueError:
-        answer = None
-    if isinstance(answer, dict) and "error" in answer:
-        raise (QueryLimitError if answer.get("limit") else QueryError)(answer["error"])
-    if code == 0 and isinstance(answer, dict):
-        return answer["names"], answer["rows"]
-    text = err.decode("utf-8", "replace")
-    if code == -signal.SIGABRT or any(sign in text for sign in ("memory allocation", "MemoryError", "bad_alloc")):
-        # under the address-space cap, an abort is an allocation (or a thread) that did not fit
-        raise QueryLimitError(f"query stopped: it needed more than {memory / 1024 ** 3:g} GiB of memory; "
-                              f"narrow it")
-    if code < 0:
-        raise QueryLimitError(f"query stopped: its process was killed by signal {-code}")
-    last = (text.strip().splitlines() or [f"exit status {code}"])[-1]
-    raise RuntimeError(f"query process failed: {last}")
-
-
-def serve() -> None:
-    """The child's side of run_bounded: one job on stdin, one JSON answer on stdout."""
-    job = json.loads(sys.stdin.buffer.read())
-    _cap_memory(job["memory"])
-    from processkg.graph.store import open_store, plain, solutions
-
-    limit = job["limit"]
-    try:
-        names, rows = solutions(open_store(Path(job["store"])), job["query"], job["bindings"])
-        table = []
-        for row in rows:
-            if limit and len(table) == limit:
-                raise QueryLimitError(f"query returned more than {limit:,} rows; narrow it (LIMIT), "
-                                      f"or give --limit N (0: no limit)")
-            table.append([plain(v) for v in row])
-    except QueryLimitError as exc:
-        answer = {"error": str(exc), "limit": True}
-    except ProcessKGError as exc:
-        answer = {"error": str(exc)}
-    else:
-        answer = {"names": names, "rows": table}
-    sys.stdout.write(json.dumps(answer))
-    sys.stdout.flush()
-
-
-def _cap_memory(limit: int) -> None:
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not on POSIX: the timeout still bounds the query
-        return
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))

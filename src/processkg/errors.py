@@ -108,3 +108,25 @@ class IndexDamagedError(ProcessKGError):
 
 class EmptyQueryError(ProcessKGError):
     """A retrieval query that is empty or only whitespace: nothing to rank by."""
+
+
+class StoreNotFoundError(ProcessKGError):
+    """No processkg store at the given path (nothing built there yet)."""
+
+
+class StoreDamagedError(ProcessKGError):
+    """A store's database cannot be opened (a file missing, truncated or corrupt); the message
+    names the store, the damaged file and the ``kg build ... --store`` command that rebuilds it."""
+
+
+class StoreRefusedError(ProcessKGError):
+    """``kg build --store PATH`` refuses PATH: it is not a processkg store (a plain file, a folder
+    of other files), or it contains the current directory or the build's inputs."""
+
+
+class StoreBusyError(ProcessKGError):
+    """Another ``kg build`` (or ``kg index``) holds the store's lock: only one writer at a time."""
+
+
+class OutputRefusedError(ProcessKGError):
+    """An output file that is not replaced: it exists and is not a regular file (a directory, a device)."""

@@ -20,7 +20,7 @@ from processkg.errors import ProcessKGError
 from processkg.sources.odata.lift import ServiceLifter
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
-from processkg.graph.store import add_graph, canonical_ntriples, staged_dir, to_turtle, write_atomic, write_store
+from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
 from processkg.vocab import RDF_TYPE
 
 ON_ERROR = ("fail", "warn", "skip")
@@ -83,6 +83,17 @@ class Builder:
         self.report.skipped.append((display, str(exc)))
 
     def run(self) -> BuildReport:
+        if not self.opt.store:
+            return self._run()
+        with StoreWriter(Path(self.opt.store), self._inputs()) as self.writer:  # the store's one writer
+            return self._run()
+
+    def _inputs(self) -> list:
+        """Every input path: the store must not contain one of them (it would replace them)."""
+        mapping = [self.opt.mapping] if self.opt.mapping else []
+        return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *mapping]
+
+    def _run(self) -> BuildReport:
         start = time.perf_counter()
         codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
@@ -199,14 +210,14 @@ class Builder:
         from processkg.retrieve.index import build_index
 
         store = Path(self.opt.store)
-        cache = store.parent / f".{store.name}.embeddings"  # survives the swap of the store
+        cache = store.parent / f".{store.name}.embeddings"  # shared by the store's versions
         odata = self.opt.odata if self.opt.chunks else ()
         self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
 
     def _write(self, ntriples: bytes) -> None:
         meta = self.report.as_meta()
         if self.opt.store:
-            with staged_dir(Path(self.opt.store)) as tmp:
+            with self.writer.version() as tmp:
                 write_store(tmp, ntriples, meta)
                 self._shapes_and_check(tmp)
                 self._index(tmp)

@@ -27,7 +27,7 @@ import numpy as np
 
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 from processkg.errors import IndexDamagedError, ProcessKGError
-from processkg.graph.store import open_store, staged_dir, write_atomic
+from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"})
@@ -268,7 +268,9 @@ class IndexReport:
 
 
 def index_dir(store_dir: Path) -> Path:
-    return Path(store_dir) / INDEX_DIR
+    """The index folder of the store's current build (``STORE/current/index``), so it is
+    replaced together with the graph it indexes."""
+    return version_dir(Path(store_dir)) / INDEX_DIR
 
 
 def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
@@ -337,7 +339,7 @@ def build_index(store_dir: Path, model: str | None = None, odata: list = (),
     todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
     reporter = terminal_progress() if progress == "auto" else progress
     counter = Progress(reporter, todo) if reporter else None
-    with staged_dir(index_dir(store_dir)) as tmp:
+    with store_lock(store_dir), staged_dir(index_dir(store_dir)) as tmp:  # one writer at a time
         dim = _write_kinds(tmp, items, cache, encoder, counter)
         cache.save(tmp, {text_key(encoder.id, i["text"]) for kind in items.values() for i in kind})
         if cache_dir:

@@ -468,3 +468,16 @@ def test_unresolved_references_name_file_line_tag_and_id(name, line, tag, elemen
     err = info.value
     assert (err.file, err.line, err.tag, err.element_id, err.ref) == (name, line, tag, element, ref)
     assert f"{element!r} refers to {ref!r}" in str(err)
+
+
+def test_a_duplicate_entity_type_is_an_error_or_with_warn_a_warning():
+    from processkg.errors import DuplicateDeclarationError
+
+    name = "duplicate-entitytype.xml"
+    with pytest.raises(DuplicateDeclarationError,
+                       match=rf"^{name}:12: EntityType 'DUP\.Order' is already declared on line 8"):
+        csdl.read_document(INVALID / name, name)
+    doc = csdl.read_document(INVALID / name, name, strict=False)
+    assert [p.name for p in doc.types["DUP.Order"].properties] == ["Id"]  # the first is kept
+    assert doc.warnings == [f"{name}:12: EntityType 'DUP.Order' is already declared on line 8; a qualified "
+                            f"name is declared once (see {csdl.SPEC_V4}#sec_Schema); the second EntityType is left out"]

@@ -110,6 +110,16 @@ class EmptyQueryError(ProcessKGError):
     """A retrieval query that is empty or only whitespace: nothing to rank by."""
 
 
+class DuplicateDeclarationError(InputError):
+    """Two elements declare the same identifier (a BPMN id, an OData qualified name); reading
+    on would silently replace the first by the second."""
+
+
+class MissingIdError(InputError):
+    """A BPMN element the model needs to refer to (process, flow node, flow, lane, participant)
+    has no ``id``; several would collapse into one node."""
+
+
 class StoreNotFoundError(ProcessKGError):
     """No processkg store at the given path (nothing built there yet)."""
 

@@ -48,6 +48,7 @@ class BuildReport:
     files: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (file, message)
     warnings: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)  # [file, tag, id, line]: elements a reader left out, warned
     classes: dict = field(default_factory=dict)
     services: dict = field(default_factory=dict)  # name -> entity sets
     processes: dict = field(default_factory=dict)  # "file#id" -> activities
@@ -61,7 +62,7 @@ class BuildReport:
     def as_meta(self) -> dict:
         return {
             "files": self.files, "skipped": [list(s) for s in self.skipped], "warnings": self.warnings,
-            "classes": self.classes, "services": self.services, "processes": self.processes,
+            "dropped": self.dropped, "classes": self.classes, "services": self.services, "processes": self.processes,
             "mapping_edges": self.mapping_edges, "triples": self.triples,
         }
 
@@ -115,7 +116,8 @@ class Builder:
         for path, display in files:
             self.progress(display)
             try:
-                docs.append(csdl.read_document(path, display))
+                docs.append(csdl.read_document(path, display, strict=self.opt.on_error != "warn"))
+                self.report.warnings.extend(docs[-1].warnings)
             except ProcessKGError as exc:
                 self._failed(display, exc)
         services = [d for d in docs if d.is_service]
@@ -158,10 +160,12 @@ class Builder:
         for path, display in files:
             self.progress(display)
             try:
-                defs = bpmn.read_definitions(path, display)
+                defs = bpmn.read_definitions(path, display, strict=self.opt.on_error != "warn")
             except ProcessKGError as exc:
                 self._failed(display, exc)
                 continue
+            self.report.warnings.extend(defs.warnings)
+            self.report.dropped.extend([display, tag, element_id, line] for tag, element_id, line in defs.dropped)
             self.triples.extend(DefinitionsLifter(defs, display).lift())
             self.report.files.append(display)
             self._index_activities(defs, display)

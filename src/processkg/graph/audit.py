@@ -17,7 +17,10 @@ graph, ``sum(min(graph, source)) / sum(source)`` over units (1.0 when the source
 none), and **exactness** the share of units whose two counts agree, among units where
 either count is non-zero (1.0 when there are none). Files the build skipped, and files
 no graph node names as its ``kg:sourceFile``, are reported as skipped with the reason;
-their items are counted apart (``skipped``), never as mismatches.
+their items are counted apart (``skipped``), never as mismatches. Elements a reader left
+out of a file it read, with a warning (a BPMN flow whose reference dangles; ``build.json``
+lists them as ``dropped``), are counted apart too (``dropped``): the graph is compared with
+the source count less those.
 """
 
 from __future__ import annotations
@@ -229,24 +232,45 @@ def audit(store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn
 
     ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
     skipped) or an opened pyoxigraph ``Store`` (then a file is skipped when no graph node has it
-    as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...]}``.
+    as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...],
+    "dropped": [[file, tag, id, line], ...]}``.
     """
     graph, meta = _open(store)
     odata = discover(odata_paths or [], ODATA_SUFFIXES)
     bpmn = discover(bpmn_paths or [], BPMN_SUFFIXES)
     source = {**_source_counts(odata, odata_source_counts), **_source_counts(bpmn, bpmn_source_counts)}
     skipped = {file: reason for file, reason in meta.get("skipped", [])}
+    dropped: dict = defaultdict(Counter)
+    for file, tag, _id, _line in meta.get("dropped", []):
+        for cls in _bpmn_classes(tag):
+            dropped[file][cls] += 1
     units = graph_units(graph)
-    files = _file_rows(source, skipped, units, graph_counts(graph))
+    files = _file_rows(source, skipped, units, graph_counts(graph), dropped)
     audited = {f for row in files for f in row.get("members", [row["file"]])}
     return {
         "classes": _class_rows(files),
         "files": files,
         "graph_only": sorted(set(units) - audited),
+        "dropped": sorted((list(d) for d in meta.get("dropped", []) if d[0] in audited),
+                          key=lambda d: (d[0], d[3] or 0, d[2])),
     }
 
 
-def _file_rows(source: dict, skipped: dict, units: dict, graph: dict) -> list:
+def _bpmn_classes(tag: str) -> list:
+    """The audit classes a BPMN element of this tag counts in (own copy, no reader imported)."""
+    kind = ("Task" if tag in TASKS else "SubProcess" if tag in SUBPROCESSES else "CallActivity"
+            if tag == "callActivity" else "")
+    if kind:
+        return [kind, "Activity"]
+    if tag.endswith("Gateway"):
+        return ["Gateway"]
+    if tag.endswith("Event"):
+        return ["Event"]
+    return [{"sequenceFlow": "SequenceFlow", "messageFlow": "MessageFlow", "process": "Process",
+             "participant": "Participant", "lane": "Lane"}.get(tag, tag)]
+
+
+def _file_rows(source: dict, skipped: dict, units: dict, graph: dict, dropped: dict) -> list:
     """One row per unit compared, and one per file skipped; sorted by file."""
     rows, members = [], defaultdict(list)
     for file, counts in sorted(source.items()):
@@ -258,7 +282,10 @@ def _file_rows(source: dict, skipped: dict, units: dict, graph: dict) -> list:
         src: Counter[str] = Counter()
         for f in files:
             src.update(source[f])
-        rows.append(_unit_row(unit, files, src, graph.get(unit, {})))
+        gone: Counter[str] = Counter()
+        for f in files:
+            gone.update(dropped.get(f, {}))
+        rows.append(_unit_row(unit, files, src, graph.get(unit, {}), gone))
     return sorted(rows, key=lambda r: r["file"])
 
 
@@ -270,13 +297,14 @@ def _skipped_row(file: str, counts, skipped: dict) -> dict:
     return {"file": file, "status": "skipped", "reason": reason, "source": dict(counts), "graph": {}}
 
 
-def _unit_row(unit: str, files: list, src: Counter, graph: dict) -> dict:
+def _unit_row(unit: str, files: list, src: Counter, graph: dict, gone: Counter) -> dict:
     classes = [c for c in CLASSES if c in src]
     source = {c: src[c] for c in classes}
     got = {c: graph.get(c, 0) for c in classes}
+    dropped = {c: gone[c] for c in classes if gone[c]}
     return {
-        "file": unit, "status": "ok", "members": files, "source": source, "graph": got,
-        "mismatches": [c for c in classes if source[c] != got[c]],
+        "file": unit, "status": "ok", "members": files, "source": source, "graph": got, "dropped": dropped,
+        "mismatches": [c for c in classes if source[c] - dropped.get(c, 0) != got[c]],
     }
 
 
@@ -288,18 +316,20 @@ def _class_rows(files: list) -> list:
             continue  # no file of this class's kind (OData or BPMN) was audited
         present = [r for r in ok if cls in r["source"]]
         skipped = sum(r["source"].get(cls, 0) for r in files if r["status"] == "skipped")
+        expected = {r["file"]: r["source"][cls] - r["dropped"].get(cls, 0) for r in present}
         source = sum(r["source"][cls] for r in present)
-        found = sum(min(r["source"][cls], r["graph"][cls]) for r in present)
-        relevant = [r for r in present if r["source"][cls] or r["graph"][cls]]
-        agree = sum(1 for r in relevant if r["source"][cls] == r["graph"][cls])
+        found = sum(min(expected[r["file"]], r["graph"][cls]) for r in present)
+        relevant = [r for r in present if expected[r["file"]] or r["graph"][cls]]
+        agree = sum(1 for r in relevant if expected[r["file"]] == r["graph"][cls])
         rows.append({
             "class": cls,
             "source": source,
             "graph": sum(r["graph"][cls] for r in present),
-            "coverage": found / source if source else 1.0,
+            "coverage": found / sum(expected.values()) if sum(expected.values()) else 1.0,
             "exact": agree / len(relevant) if relevant else 1.0,
             "units": len(relevant),
             "skipped": skipped,
+            "dropped": sum(r["dropped"].get(cls, 0) for r in present),
         })
     return rows
 
@@ -309,9 +339,12 @@ def _class_rows(files: list) -> list:
 def render_audit(result: dict) -> str:
     """The class table, then the skipped files and the units whose counts differ."""
     show_skipped = any(r["skipped"] for r in result["classes"])
-    names = ["class", "source", "graph", "coverage", "exactness"] + (["in skipped files"] if show_skipped else [])
+    show_dropped = any(r.get("dropped") for r in result["classes"])
+    names = (["class", "source", "graph", "coverage", "exactness"] + (["in skipped files"] if show_skipped else [])
+             + (["left out by reader"] if show_dropped else []))
     rows = [[r["class"], r["source"], r["graph"], f"{r['coverage']:.3f}", f"{r['exact']:.3f}"]
-            + ([r["skipped"]] if show_skipped else []) for r in result["classes"]]
+            + ([r["skipped"]] if show_skipped else []) + ([r.get("dropped", 0)] if show_dropped else [])
+            for r in result["classes"]]
     parts = [table(names, rows)]
     compared = [r for r in result["files"] if r["status"] == "ok"]
     parts.append(f"{len(compared)} unit(s) compared "
@@ -320,6 +353,9 @@ def render_audit(result: dict) -> str:
     if skipped:
         parts.append(f"skipped {len(skipped)} file(s), not counted above:")
         parts.extend(f"  {_located(r['file'], r['reason'])}" for r in skipped)
+    if result.get("dropped"):
+        parts.append(f"left out by the reader with a warning ({len(result['dropped'])}), not counted above:")
+        parts.extend(f"  {file}:{line}: {tag} {element_id!r}" for file, tag, element_id, line in result["dropped"])
     for r in compared:
         for cls in r["mismatches"]:
             parts.append(f"differs: {r['file']}: {cls}: source {r['source'][cls]}, graph {r['graph'][cls]}")

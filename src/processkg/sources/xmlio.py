@@ -57,8 +57,6 @@ _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
     (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-#: The prolog up to a DOCTYPE: XML declaration, comments, processing instructions, blanks.
-_DOCTYPE = re.compile(r"\A\s*(?:(?:<\?.*?\?>|<!--.*?-->)\s*)*<!DOCTYPE\b(?P<decl>[^\[>]*)", re.S)
 _PROLOG_BYTES = 1 << 16
 
 
@@ -75,22 +73,56 @@ def _prolog(data: bytes) -> str:
     return head.decode("latin-1")
 
 
+def _doctype_start(text: str) -> int:
+    """Index just after ``<!DOCTYPE`` in the prolog, or -1 when the root comes first.
+
+    A scan over the prolog (XML declaration, comments, processing instructions, blanks) that
+    visits each character once: a regular expression with nested repetition here was
+    exponential in the number of comments before the root.
+    """
+    pos, size = 0, len(text)
+    while pos < size:
+        if text[pos].isspace():
+            pos += 1
+        elif text.startswith("<?", pos):
+            pos = _after(text, "?>", pos + 2)
+        elif text.startswith("<!--", pos):
+            pos = _after(text, "-->", pos + 4)
+        elif text.startswith("<!DOCTYPE", pos) and (pos + 9 >= size or not _name_char(text[pos + 9])):
+            return pos + 9
+        else:
+            return -1
+    return -1
+
+
+def _after(text: str, end: str, start: int) -> int:
+    """Index after the next ``end``; the text's length when it is not closed (the parser says so)."""
+    found = text.find(end, start)
+    return len(text) if found < 0 else found + len(end)
+
+
+def _name_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "-_.:"
+
+
 def _reject_doctype(data: bytes, name: str) -> None:
     """Refuse a DTD that declares entities or names an external DTD, before any parsing."""
     text = _prolog(data)
-    match = _DOCTYPE.match(text)
-    if match is None:
+    start = _doctype_start(text)
+    if start < 0:
         return
-    line = text.count("\n", 0, match.start("decl")) + 1
-    end = text.find("]>", match.end())
-    subset = text[match.end():end if end >= 0 else len(text)]
+    line = text.count("\n", 0, start) + 1
+    decl_end = min((i for i in (text.find("[", start), text.find(">", start)) if i >= 0), default=len(text))
+    decl = text[start:decl_end]
+    end = text.find("]>", decl_end)
+    subset = text[decl_end:end if end >= 0 else len(text)]
     if "<!ENTITY" in subset:
         raise MalformedXMLError(
             "document declares DTD entities; entity expansion is disabled for safety "
             "(possible entity bomb or external entity), so it is not parsed",
             name, line,
         )
-    if re.search(r"\b(?:SYSTEM|PUBLIC)\b", match.group("decl")):
+    if re.search(r"\b(?:SYSTEM|PUBLIC)\b", decl):
         raise MalformedXMLError(
             "document refers to an external DTD; external resources are not loaded", name, line
         )

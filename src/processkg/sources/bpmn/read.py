@@ -2,9 +2,14 @@
 
 Two passes: :func:`read_definitions` collects every element of the BPMN model
 namespace by id, then resolves sequence flows, message flows, lanes, boundary
-attachments and participants; a reference to an undeclared id raises
-:class:`UnresolvedReferenceError`. Vendor extension elements (other namespaces,
-``extensionElements``) are ignored. :func:`next_activities` computes the
+attachments and participants. References may be plain ids or QNames whose prefix
+names the document's ``targetNamespace`` (``sourceRef="tns:Task_1"``, BPMN 2.0.2 §8.3.1).
+A reference to an id declared nowhere drops the element that holds it, with a warning
+naming file, line and id (element-level recovery, as bpmn.io imports); the rest of the
+model is kept. Two elements with one id, or an element without an id, raise
+:class:`DuplicateDeclarationError` / :class:`MissingIdError`, or (``strict=False``, for
+``kg build --on-error warn``) drop the element with a warning. Vendor extension elements
+(other namespaces, ``extensionElements``) are ignored. :func:`next_activities` computes the
 ``bpmn:next`` relation: activity to the activities that follow it, through
 gateways, events and sub-process boundaries.
 """
@@ -17,7 +22,9 @@ from pathlib import Path
 
 from lxml import etree
 
-from processkg.errors import NotBPMNError, UnresolvedReferenceError
+from processkg.errors import (
+    DuplicateDeclarationError, InputError, MissingIdError, NotBPMNError, UnresolvedReferenceError,
+)
 from processkg.sources.xmlio import local, namespace, parse_xml
 
 MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
@@ -35,6 +42,8 @@ EVENTS = frozenset({
 GATEWAYS = frozenset({
     "exclusiveGateway", "parallelGateway", "inclusiveGateway", "eventBasedGateway", "complexGateway",
 })
+#: Flow elements that are not flow nodes; lanes list them as ``flowNodeRef`` too.
+DATA = frozenset({"dataObject", "dataObjectReference", "dataStoreReference"})
 _Q = f"{{{MODEL}}}"
 
 
@@ -97,6 +106,7 @@ class Lane:
     line: int
     process: str
     nodes: list = field(default_factory=list)
+    data: list = field(default_factory=list)  # dataObjectReference / dataStoreReference ids
 
 
 @dataclass
@@ -129,10 +139,45 @@ class Definitions:
     nodes: dict = field(default_factory=dict)
     flows: dict = field(default_factory=dict)
     message_flows: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # "file:line: ..." for each element dropped
+    dropped: list = field(default_factory=list)  # (tag, id, line) of each element dropped
+    target_namespace: str = ""
+    strict: bool = True
+    declared: dict = field(default_factory=dict, repr=False)  # id -> (tag, line), every element read
+
+    def drop(self, exc: InputError, tag: str, element_id: str, line: int | None) -> None:
+        """Leave an element out of the model and say so (file, line, id, reason)."""
+        self.warnings.append(f"{exc}; the {tag} is left out")
+        self.dropped.append((tag, element_id, line))
+
+    def problem(self, exc: InputError, tag: str, element_id: str, line: int | None) -> None:
+        """An element that makes the document invalid: raise, or (not strict) drop it with a warning."""
+        if self.strict:
+            raise exc
+        self.drop(exc, tag, element_id, line)
+
+    def register(self, el: etree._Element, tag: str) -> str | None:
+        """The element's id when it is new; None (after :meth:`problem`) when missing or taken."""
+        element_id = (el.get("id") or "").strip()
+        if not element_id:
+            self.problem(MissingIdError(f"{tag} has no id, which BPMN 2.0 requires to refer to it "
+                                        f"(see {SPEC} §8.3.1)", self.file, el.sourceline), tag, "", el.sourceline)
+            return None
+        first = self.declared.get(element_id)
+        if first is not None:
+            self.problem(DuplicateDeclarationError(
+                f"{tag} id {element_id!r} is already declared by the {first[0]} on line {first[1]}; ids must be "
+                f"unique in a document (see {SPEC} §8.3.1)", self.file, el.sourceline), tag, element_id, el.sourceline)
+            return None
+        self.declared[element_id] = (tag, el.sourceline)
+        return element_id
 
 
-def read_definitions(path: Path, display: str | None = None) -> Definitions:
-    """Parse one BPMN file: collect (pass 1), then resolve references (pass 2)."""
+def read_definitions(path: Path, display: str | None = None, strict: bool = True) -> Definitions:
+    """Parse one BPMN file: collect (pass 1), then resolve references (pass 2).
+
+    ``strict=False`` turns duplicate and missing ids into warnings (the element is left out).
+    """
     name = display or str(path)
     root = parse_xml(path, name).getroot()
     if namespace(root.tag) != MODEL or local(root.tag) != "definitions":
@@ -141,7 +186,8 @@ def read_definitions(path: Path, display: str | None = None) -> Definitions:
             f"document; expected bpmn:definitions in namespace {MODEL} ({SPEC}, §8.2)",
             name, root.sourceline,
         )
-    defs = Definitions(name, root.sourceline, root.get("exporter", ""))
+    defs = Definitions(name, root.sourceline, root.get("exporter", ""),
+                       target_namespace=root.get("targetNamespace", ""), strict=strict)
     for el in root:
         handler = _TOP_LEVEL.get(el.tag)
         if handler:
@@ -155,23 +201,42 @@ def _documentation(el: etree._Element) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _ref(el: etree._Element, value: str | None, defs: Definitions) -> str:
+    """The id a reference names: ``tns:Task_1`` -> ``Task_1`` when ``tns`` is bound (on ``el``)
+    to the document's targetNamespace (a QName reference, BPMN 2.0.2 §8.3.1); else as written."""
+    ref = (value or "").strip()
+    prefix, colon, rest = ref.partition(":")
+    if colon and defs.target_namespace and el.nsmap.get(prefix) == defs.target_namespace:
+        return rest
+    return ref
+
+
 def _collaboration(el: etree._Element, defs: Definitions) -> None:
-    cid = el.get("id", "")
+    cid = defs.register(el, "collaboration")
+    if cid is None:
+        return
     defs.collaborations.append((cid, el.get("name", ""), el.sourceline))
     for child in el:
         if child.tag == _Q + "participant":
-            p = Participant(child.get("id", ""), child.get("name", ""), child.sourceline,
-                            child.get("processRef", ""), cid)
-            defs.participants[p.id] = p
-        elif child.tag == _Q + "messageFlow":
+            _participant(child, defs, cid)
+        elif child.tag == _Q + "messageFlow" and (mid := defs.register(child, "messageFlow")) is not None:
             defs.message_flows.append(MessageFlow(
-                child.get("id", ""), child.get("name", ""), child.get("sourceRef", ""),
-                child.get("targetRef", ""), child.sourceline, cid,
+                mid, child.get("name", ""), _ref(child, child.get("sourceRef"), defs),
+                _ref(child, child.get("targetRef"), defs), child.sourceline, cid,
             ))
 
 
+def _participant(el: etree._Element, defs: Definitions, cid: str) -> None:
+    pid = defs.register(el, "participant")
+    if pid is not None:
+        defs.participants[pid] = Participant(pid, el.get("name", ""), el.sourceline,
+                                             _ref(el, el.get("processRef"), defs), cid)
+
+
 def _process(el: etree._Element, defs: Definitions) -> None:
-    pid = el.get("id", "")
+    pid = defs.register(el, "process")
+    if pid is None:
+        return
     executable = el.get("isExecutable")
     defs.processes[pid] = Process(
         pid, el.get("name", ""), el.sourceline,
@@ -191,20 +256,26 @@ def _flow_elements(container: etree._Element, defs: Definitions, pid: str, paren
             _sequence_flow(el, defs, pid, parent)
         elif tag == "laneSet":
             _lanes(el, defs, pid)
+        elif tag in DATA:
+            defs.register(el, tag)
 
 
 def _flow_node(el: etree._Element, tag: str, defs: Definitions, pid: str, parent: str) -> None:
+    node_id = defs.register(el, tag)
+    if node_id is None:
+        return
     node = FlowNode(
-        el.get("id", ""), tag, el.get("name", ""), el.sourceline, pid, parent,
+        node_id, tag, el.get("name", ""), el.sourceline, pid, parent,
         documentation=_documentation(el),
-        attached_to=el.get("attachedToRef", ""),
+        attached_to=_ref(el, el.get("attachedToRef"), defs),
         called_element=el.get("calledElement", ""),
-        default_flow=el.get("default", ""),
+        default_flow=_ref(el, el.get("default"), defs),
         for_compensation=el.get("isForCompensation", "").strip().lower() == "true",
         triggered_by_event=el.get("triggeredByEvent", "").strip().lower() == "true",
     )
     node.event_definitions = sorted(
-        local(c.tag) for c in el if c.tag.startswith(_Q) and local(c.tag).endswith("EventDefinition")
+        local(c.tag) for c in el
+        if isinstance(c.tag, str) and c.tag.startswith(_Q) and local(c.tag).endswith("EventDefinition")
     )
     defs.nodes[node.id] = node
     if tag in SUBPROCESSES:
@@ -212,49 +283,85 @@ def _flow_node(el: etree._Element, tag: str, defs: Definitions, pid: str, parent
 
 
 def _sequence_flow(el: etree._Element, defs: Definitions, pid: str, parent: str) -> None:
+    flow_id = defs.register(el, "sequenceFlow")
+    if flow_id is None:
+        return
     cond = el.find(_Q + "conditionExpression")
-    defs.flows[el.get("id", "")] = SequenceFlow(
-        el.get("id", ""), el.get("name", ""), el.get("sourceRef", ""), el.get("targetRef", ""),
+    defs.flows[flow_id] = SequenceFlow(
+        flow_id, el.get("name", ""), _ref(el, el.get("sourceRef"), defs), _ref(el, el.get("targetRef"), defs),
         el.sourceline, pid, (cond.text or "").strip() if cond is not None else "", parent,
     )
 
 
 def _lanes(lane_set: etree._Element, defs: Definitions, pid: str) -> None:
     for lane in lane_set.iterchildren(_Q + "lane"):
-        refs = [(r.text or "").strip() for r in lane.iterchildren(_Q + "flowNodeRef")]
-        defs.lanes.append(Lane(lane.get("id", ""), lane.get("name", ""), lane.sourceline, pid, refs))
+        lane_id = defs.register(lane, "lane")
+        if lane_id is None:
+            continue
+        refs = [_ref(r, r.text, defs) for r in lane.iterchildren(_Q + "flowNodeRef")]
+        defs.lanes.append(Lane(lane_id, lane.get("name", ""), lane.sourceline, pid, refs))
         for child_set in lane.iterchildren(_Q + "childLaneSet"):
             _lanes(child_set, defs, pid)
 
 
 def _resolve(defs: Definitions) -> None:
-    nodes = defs.nodes
-    for flow in defs.flows.values():
-        for attribute, ref in (("sourceRef", flow.source), ("targetRef", flow.target)):
-            if ref not in nodes:
-                raise UnresolvedReferenceError(
-                    defs.file, flow.line, "sequenceFlow", flow.id, ref, f"{SPEC} §10.2", attribute
-                )
-    targets = set(nodes) | set(defs.participants)
-    for mf in defs.message_flows:
-        for attribute, ref in (("sourceRef", mf.source), ("targetRef", mf.target)):
-            if ref not in targets:
-                raise UnresolvedReferenceError(
-                    defs.file, mf.line, "messageFlow", mf.id, ref, f"{SPEC} §9.3", attribute
-                )
-    for node in nodes.values():
-        if node.attached_to and node.attached_to not in nodes:
-            raise UnresolvedReferenceError(
-                defs.file, node.line, node.tag, node.id, node.attached_to, f"{SPEC} §10.5.4"
-            )
-    for lane in defs.lanes:
-        lane.nodes = [ref for ref in lane.nodes if ref]
-        for ref in lane.nodes:
-            if ref not in nodes:
-                raise UnresolvedReferenceError(defs.file, lane.line, "lane", lane.id, ref, f"{SPEC} §10.8")
+    """Pass 2: every reference names a declared element, or the element holding it is left out.
+
+    Order matters: a boundary event left out takes its outgoing flows with it.
+    """
     for p in defs.participants.values():
         if p.process and p.process not in defs.processes:
-            raise UnresolvedReferenceError(defs.file, p.line, "participant", p.id, p.process, f"{SPEC} §9.2")
+            error = UnresolvedReferenceError(defs.file, p.line, "participant", p.id, p.process, f"{SPEC} §9.2")
+            defs.warnings.append(f"{error}; its processRef is left out")
+            p.process = ""
+    _drop_where(defs, defs.nodes, lambda n: n.attached_to and n.attached_to not in defs.nodes,
+                lambda n: UnresolvedReferenceError(defs.file, n.line, n.tag, n.id, n.attached_to, f"{SPEC} §10.5.4"))
+    _drop_where(defs, defs.flows, lambda f: _dangling(f, defs.nodes) is not None,
+                lambda f: _unresolved_flow(defs, f, "sequenceFlow", defs.nodes, "§10.2"))
+    targets = set(defs.nodes) | set(defs.participants)
+    kept = []
+    for mf in defs.message_flows:
+        if _dangling(mf, targets) is None:
+            kept.append(mf)
+        else:
+            defs.drop(_unresolved_flow(defs, mf, "messageFlow", targets, "§9.3"), "messageFlow", mf.id, mf.line)
+    defs.message_flows = kept
+    for lane in defs.lanes:
+        _resolve_lane(defs, lane)
+
+
+def _dangling(flow, targets) -> tuple[str, str] | None:
+    """(reference, attribute) of the first end of a flow that names nothing in ``targets``."""
+    for attribute, ref in (("sourceRef", flow.source), ("targetRef", flow.target)):
+        if ref not in targets:
+            return ref, attribute
+    return None
+
+
+def _unresolved_flow(defs: Definitions, flow, tag: str, targets, section: str) -> UnresolvedReferenceError:
+    ref, attribute = _dangling(flow, targets) or ("", "")
+    return UnresolvedReferenceError(defs.file, flow.line, tag, flow.id, ref, f"{SPEC} {section}", attribute)
+
+
+def _drop_where(defs: Definitions, elements: dict, dangles, error) -> None:
+    for element_id in [k for k, v in elements.items() if dangles(v)]:
+        element = elements.pop(element_id)
+        defs.drop(error(element), getattr(element, "tag", "sequenceFlow"), element_id, element.line)
+
+
+def _resolve_lane(defs: Definitions, lane: Lane) -> None:
+    """Flow nodes stay in ``lane.nodes``; data object and data store references (which modelers
+    list as ``flowNodeRef`` too) go to ``lane.data``; an id declared nowhere is left out."""
+    nodes, data = [], []
+    for ref in filter(None, lane.nodes):
+        if ref in defs.nodes:
+            nodes.append(ref)
+        elif defs.declared.get(ref, ("",))[0] in DATA:
+            data.append(ref)
+        else:
+            error = UnresolvedReferenceError(defs.file, lane.line, "lane", lane.id, ref, f"{SPEC} §10.8")
+            defs.warnings.append(f"{error}; the flowNodeRef is left out")
+    lane.nodes, lane.data = nodes, data
 
 
 # ---------------------------------------------------------------- bpmn:next
@@ -268,49 +375,118 @@ def next_activities(defs: Definitions) -> list[tuple[str, str]]:
     the boundary event leads to. Compensation handlers and event sub-processes are outside the
     normal flow: they are never entered from their sub-process and never leave it; their own
     inner activities are still chained.
+
+    Linear in the flows (plus the pairs it returns): the activities behind each gateway or
+    event are computed once, not once per activity that reaches it, so a gateway joining and
+    splitting thousands of branches costs no more than its flows.
     """
-    flows = defaultdict(list)
-    for flow in defs.flows.values():
-        flows[flow.source].append(flow.target)
-    out = defaultdict(list, {k: list(v) for k, v in flows.items()})
-    for node in defs.nodes.values():
-        if node.attached_to:
-            out[node.attached_to].append(node.id)
-    incoming = {flow.target for flow in defs.flows.values()}
+    graph = _FlowGraph(defs)
     pairs = set()
     for node in defs.nodes.values():
         if node.category == "activity":
-            for nxt in _reach(defs, out, flows, incoming, node.id):
-                pairs.add((node.id, nxt))
+            pairs.update((node.id, nxt) for nxt in graph.reach(node))
     return sorted(pairs)
 
 
-def _reach(defs: Definitions, out: dict, flows: dict, incoming: set, start: str) -> set:
-    """Activities reached from ``start`` without passing through another activity.
+class _FlowGraph:
+    """Successors of each node, and the activities behind each non-activity node (memoised)."""
 
-    ``out`` holds sequence-flow successors plus boundary events; ``flows`` only the former.
-    """
-    node = defs.nodes[start]
-    stack = list(out.get(start, ()))
-    if node.tag in SUBPROCESSES:
-        stack += _entry_nodes(defs, incoming, node.id)
-    if not flows.get(start):
-        stack += _exits(defs, flows, node)  # a last inner activity leaves its sub-process
-    found, seen = set(), set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        cur = defs.nodes[current]
-        if cur.category == "activity":
-            found.add(current)
-            continue
-        successors = out.get(current, ())
-        stack.extend(successors)
-        if not successors and not cur.attached_to:
-            stack.extend(_exits(defs, flows, cur))  # an inner end leaves the sub-process
-    return found
+    def __init__(self, defs: Definitions) -> None:
+        self.defs = defs
+        self.flows: dict = defaultdict(list)  # sequence-flow successors only
+        for flow in defs.flows.values():
+            self.flows[flow.source].append(flow.target)
+        self.out: dict = defaultdict(list, {k: list(v) for k, v in self.flows.items()})
+        for node in defs.nodes.values():
+            if node.attached_to:
+                self.out[node.attached_to].append(node.id)
+        incoming = {flow.target for flow in defs.flows.values()}
+        self.entries: dict = defaultdict(list)
+        for n in defs.nodes.values():
+            if n.parent and n.id not in incoming and not n.attached_to and n.in_normal_flow:
+                self.entries[n.parent].append(n.id)
+        self.behind: dict = {}  # non-activity id -> frozenset of activity ids
+
+    def reach(self, node: FlowNode) -> set:
+        """Activities reached from activity ``node`` without passing through another activity."""
+        start = list(self.out.get(node.id, ()))
+        if node.tag in SUBPROCESSES:
+            start += sorted(self.entries.get(node.id, ()))
+        if not self.flows.get(node.id):
+            start += _exits(self.defs, self.flows, node)  # a last inner activity leaves its sub-process
+        found = set()
+        for nxt in start:
+            found |= {nxt} if self._is_activity(nxt) else self._behind(nxt)
+        return found
+
+    def _is_activity(self, node_id: str) -> bool:
+        return self.defs.nodes[node_id].category == "activity"
+
+    def _successors(self, node_id: str) -> list:
+        successors = self.out.get(node_id, ())
+        node = self.defs.nodes[node_id]
+        if not successors and not node.attached_to:
+            return _exits(self.defs, self.flows, node)  # an inner end leaves the sub-process
+        return list(successors)
+
+    def _behind(self, root: str) -> frozenset:
+        """Activities behind a gateway or event: Tarjan's strongly connected components over the
+        non-activity nodes, iteratively; a component's set is complete when it closes, and every
+        member of a cycle of gateways and events shares it."""
+        if root in self.behind:
+            return self.behind[root]
+        index: dict = {}
+        low: dict = {}
+        stack: list = []
+        on_stack: set = set()
+        work = [(root, iter(self._successors(root)))]
+        index[root] = low[root] = 0
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            current, successors = work[-1]
+            advanced = False
+            for nxt in successors:
+                if self._is_activity(nxt) or nxt in self.behind:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(self._successors(nxt))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[current] = min(low[current], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[current])
+            if low[current] == index[current]:
+                self._close(current, stack, on_stack)
+        return self.behind[root]
+
+    def _close(self, head: str, stack: list, on_stack: set) -> None:
+        """Pop the component headed by ``head``; its activities are those its members lead to."""
+        members = []
+        while True:
+            member = stack.pop()
+            on_stack.discard(member)
+            members.append(member)
+            if member == head:
+                break
+        found: set = set()
+        for member in members:
+            for nxt in self._successors(member):
+                if self._is_activity(nxt):
+                    found.add(nxt)
+                elif nxt in self.behind:
+                    found |= self.behind[nxt]
+        result = frozenset(found)
+        for member in members:
+            self.behind[member] = result
 
 
 def _exits(defs: Definitions, flows: dict, node: FlowNode) -> list:
@@ -327,15 +503,6 @@ def _exits(defs: Definitions, flows: dict, node: FlowNode) -> list:
         if flows.get(node.id):
             return list(flows[node.id])
     return []
-
-
-def _entry_nodes(defs: Definitions, incoming: set, sub: str) -> list:
-    """Inner nodes of a sub-process where its flow starts: no incoming sequence flow, not a
-    boundary event, not a compensation handler or event sub-process."""
-    return sorted(
-        n.id for n in defs.nodes.values()
-        if n.parent == sub and n.id not in incoming and not n.attached_to and n.in_normal_flow
-    )
 
 
 _TOP_LEVEL = {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from processkg.errors import NotODataError
+from processkg.errors import DuplicateDeclarationError, NotODataError
 from processkg.sources.xmlio import local, namespace, parse_xml
 
 EDMX_V1 = "http://schemas.microsoft.com/ado/2007/06/edmx"
@@ -215,6 +215,8 @@ class ServiceDocument:
     containers: list = field(default_factory=list)
     annotations: list = field(default_factory=list)  # (target, Annotation) from <Annotations>
     name: str = ""
+    strict: bool = True  # a duplicate declaration raises; else it is left out with a warning
+    warnings: list = field(default_factory=list)
 
     @property
     def is_service(self) -> bool:
@@ -234,12 +236,17 @@ def service_name(path: Path) -> str:
     return path.stem
 
 
-def read_document(path: Path, display: str | None = None) -> ServiceDocument:
-    """Parse one CSDL document and collect its declarations (pass 1)."""
+def read_document(path: Path, display: str | None = None, strict: bool = True) -> ServiceDocument:
+    """Parse one CSDL document and collect its declarations (pass 1).
+
+    Two declarations of one qualified name (entity or complex type, enum type, association)
+    raise :class:`DuplicateDeclarationError`; with ``strict=False`` (``kg build --on-error warn``)
+    the later one is left out with a warning naming file and line.
+    """
     name = display or str(path)
     root = parse_xml(path, name).getroot()
     version, edmx_version, dsv = _detect_version(root, name)
-    doc = ServiceDocument(name, Path(path), version, edmx_version, dsv, root.sourceline or 1)
+    doc = ServiceDocument(name, Path(path), version, edmx_version, dsv, root.sourceline or 1, strict=strict)
     doc.name = service_name(Path(path))
     _collect_references(root, doc)
     for schema_el in _schemas(root, name):
@@ -386,14 +393,29 @@ def _structured(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
             st.annotations.append(_annotation(child, doc))
     for prop in st.properties:
         prop.is_key = prop.name in st.key
-    doc.types[st.qname] = st
+    _declare(doc, doc.types, st.qname, st, st.kind)
+
+
+def _declare(doc: ServiceDocument, table: dict, qname: str, item, kind: str) -> None:
+    """Add ``item`` under ``qname`` unless the name is taken: CSDL names are unique within a
+    schema (CSDL 4.01 §5.1), and a second declaration would silently replace the first."""
+    first = table.get(qname)
+    if first is None:
+        table[qname] = item
+        return
+    error = DuplicateDeclarationError(
+        f"{kind} {qname!r} is already declared on line {first.line}; a qualified name is declared once "
+        f"(see {SPEC_V4}#sec_Schema)", doc.file, item.line)
+    if doc.strict:
+        raise error
+    doc.warnings.append(f"{error}; the second {kind} is left out")
 
 
 def _enum(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
     enum = EnumType(ns, el.get("Name", ""), el.sourceline, annotations=_inline_annotations(el, doc))
     for i, member in enumerate(m for m in el if local(m.tag) == "Member"):
         enum.members.append((member.get("Name", ""), member.get("Value", str(i)), member.sourceline))
-    doc.enums[enum.qname] = enum
+    _declare(doc, doc.enums, enum.qname, enum, "EnumType")
 
 
 def _association(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
@@ -405,7 +427,7 @@ def _association(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
             assoc.ends[end.role] = end
         elif tag == "ReferentialConstraint":
             assoc.constraint = _association_constraint(child)
-    doc.associations[assoc.qname] = assoc
+    _declare(doc, doc.associations, assoc.qname, assoc, "Association")
 
 
 def _association_constraint(el: etree._Element) -> tuple:

@@ -16,7 +16,8 @@ from processkg.sources.bpmn import read as bpmn
 from processkg.sources.odata import read as csdl
 from processkg.sources.odata import model as edm
 from processkg.sources.codes import codes_for, read_code_lists
-from processkg.errors import ProcessKGError
+from processkg.sources.code_bindings import bound_properties, read_bindings
+from processkg.errors import CodeListError, ProcessKGError
 from processkg.sources.odata.lift import ServiceLifter
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
@@ -41,6 +42,7 @@ class BuildOptions:
     chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
     openapi: list = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
+    code_bindings: Path | None = None  # YAML: SERVICE/EntityType/Property -> value_list of a --codes CSV
 
 
 @dataclass
@@ -97,7 +99,9 @@ class Builder:
     def _run(self) -> BuildReport:
         start = time.perf_counter()
         codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
+        self._read_bindings(codes)
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
+        self._unused_bindings()
         self._openapi()
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
@@ -137,12 +141,38 @@ class Builder:
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
         self.triples.extend(lifter.lift())
+        self._bind_codes(lifter, doc, codes)
         self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
         sets = self.entity_sets.setdefault(doc.name, {})
         for name, iri in lifter.set_iris.items():
             sets.setdefault(name, []).append(iri)
         self.report.services[key] = len(lifter.set_iris)
+
+    def _read_bindings(self, codes: dict) -> None:
+        """Read --code-bindings; a binding naming a value list that no --codes CSV has is an error."""
+        self.bindings, self.bindings_used = [], set()
+        if not self.opt.code_bindings:
+            return
+        path = Path(self.opt.code_bindings)
+        self.bindings = read_bindings(path, path.name)
+        known = {vl for by_vl in codes.values() for vl in by_vl}
+        for b in self.bindings:
+            if b.value_list not in known:
+                raise CodeListError(f"value list {b.value_list!r} is in no --codes CSV", path.name, b.line)
+        self.report.files.append(path.name)
+
+    def _bind_codes(self, lifter, doc, codes: dict) -> None:
+        rows = codes_for(codes, doc.name)
+        for binding, type_qname, prop in bound_properties(self.bindings, doc.name, doc.types.values()):
+            if binding.value_list in rows:
+                self.triples.extend(lifter.bind_codes(type_qname, prop, rows[binding.value_list], binding.line))
+                self.bindings_used.add(binding.line)
+
+    def _unused_bindings(self) -> None:
+        name = Path(self.opt.code_bindings).name if self.opt.code_bindings else ""
+        self.report.warnings.extend(f"{name}:{b.line}: binding {b.pattern!r} matches no property in this build"
+                                    for b in self.bindings if b.line not in self.bindings_used)
 
     def _openapi(self) -> None:
         if not self.opt.openapi:

@@ -295,6 +295,17 @@ class ServiceLifter:
             for value, label, file, line in self.codes.get(path, ()) if path else ():
                 self._code(entry["iri"], NamedNode(prop_value), qualifier, value, label, "codelist", line, file)
 
+    def bind_codes(self, type_qname: str, prop_name: str, rows: list, line: int | None) -> list:
+        """Give a property the codes of a code list a binding file names (``kg build --code-bindings``):
+        they join its unqualified value list (made if missing), lifted as any ``"codelist"`` code;
+        returns the new triples. ``rows`` are ``(code, description, file, line)`` as ``codes_for`` gives."""
+        start = len(self.t.items)
+        s = self.prop_iri(type_qname, prop_name)
+        vl = self._value_list_node(s, "", line)
+        for value, label, file, row in rows:
+            self._code(vl, s, "", value, label, "codelist", row, file)
+        return self.t.items[start:]
+
     # ---------------------------------------------------------------- enums, sets, navs
     def _enum(self, enum) -> None:
         t = self.t

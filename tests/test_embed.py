@@ -31,7 +31,6 @@ from conftest import shared  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
 A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
-needs_a2x = pytest.mark.skipif(not A2X.is_dir(), reason=f"real SAP A2X metadata not present at {A2X}")
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +47,7 @@ def shared_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory, encoder, shared_cache) -> Path:
+def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
     store = tmp_path_factory.mktemp("embed") / "demo"
     build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
                        codes=[DEMO / "codes"], store=store))
@@ -57,9 +56,7 @@ def demo(tmp_path_factory, encoder, shared_cache) -> Path:
 
 
 @pytest.fixture(scope="module")
-def a2x_store(tmp_path_factory, shared_cache) -> Path:
-    if not A2X.is_dir():
-        pytest.skip(f"real SAP A2X metadata not present at {A2X}")
+def a2x_indexed(tmp_path_factory, shared_cache) -> Path:
     store = tmp_path_factory.mktemp("embed") / "a2x"
     build(BuildOptions(odata=[A2X], store=store))
     build_index(store, cache_dir=shared_cache)
@@ -87,7 +84,7 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 
 # ---------------------------------------------------------------- cache
 
-def test_shared_cache_survives_a_store_rebuild(demo, shared_cache, tmp_path):
+def test_shared_cache_survives_a_store_rebuild(demo_indexed, shared_cache, tmp_path):
     store = tmp_path / "again"
     build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
                        codes=[DEMO / "codes"], store=store))
@@ -110,17 +107,17 @@ def test_cache_encodes_only_new_texts(encoder, tmp_path):
     assert loaded.encoded == 0
 
 
-def test_rebuild_reencodes_nothing_and_is_identical(demo):
-    before = (demo / "index" / "index.json").read_bytes()
-    vectors = np.load(demo / "index" / "set.npy")
-    report = build_index(demo, odata=[DEMO / "odata"])
+def test_rebuild_reencodes_nothing_and_is_identical(demo_indexed):
+    before = (demo_indexed / "index" / "index.json").read_bytes()
+    vectors = np.load(demo_indexed / "index" / "set.npy")
+    report = build_index(demo_indexed, odata=[DEMO / "odata"])
     assert report.encoded == 0 and report.cached == sum(report.counts.values())
-    assert (demo / "index" / "index.json").read_bytes() == before
-    assert np.array_equal(np.load(demo / "index" / "set.npy"), vectors)
+    assert (demo_indexed / "index" / "index.json").read_bytes() == before
+    assert np.array_equal(np.load(demo_indexed / "index" / "set.npy"), vectors)
 
 
-def test_index_holds_every_entity_set_and_activity(demo):
-    index = load_index(demo)
+def test_index_holds_every_entity_set_and_activity(demo_indexed):
+    index = load_index(demo_indexed)
     assert len(index.items["set"]) == 23 and len(index.items["activity"]) == 27
     assert index.vectors["set"].shape == (23, 384)
     names = {(s["service"], s["name"]) for s in index.items["set"]}
@@ -135,8 +132,8 @@ def test_missing_index_is_a_clear_error(tmp_path):
 
 # ---------------------------------------------------------------- summaries
 
-def test_names_are_split_and_labels_used(demo):
-    store = open_store(demo)
+def test_names_are_split_and_labels_used(demo_indexed):
+    store = open_store(demo_indexed)
     items = {i.name: i for i in summaries.set_items(store)}
     text = items["A_OutbDeliveryHeader"].text
     assert text.startswith("outbound delivery header (A_OutbDeliveryHeader).")
@@ -145,9 +142,8 @@ def test_names_are_split_and_labels_used(demo):
     assert "Links to: outbound delivery item." in text
 
 
-@needs_a2x
-def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_store):
-    lex = summaries.lexicon(open_store(a2x_store))
+def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_indexed):
+    lex = summaries.lexicon(open_store(a2x_indexed))
     assert lex.phrase("A_SlsPrcgCndnRecd") == "sales pricing condition record"
     assert lex.phrase("A_OutbDeliveryHeader") == "outbound delivery header"
     assert lex.phrase("API_PURCHASEORDER_PROCESS_SRV") == "purchase order process"
@@ -209,14 +205,14 @@ def test_kg_index_on_a_store_built_without_index(fiori_indexed):
     assert load_index(store).items["set"] == load_index(tmp / "store").items["set"]
 
 
-def test_activity_texts_carry_documentation_lane_and_process(demo):
-    acts = {a.name: a.text for a in summaries.activity_items(open_store(demo))}
+def test_activity_texts_carry_documentation_lane_and_process(demo_indexed):
+    acts = {a.name: a.text for a in summaries.activity_items(open_store(demo_indexed))}
     text = acts["Create billing document"]
     assert "customer invoice" in text and "Lane: Billing." in text and "Process: Order to Cash." in text
 
 
-def test_chunks_map_back_to_the_entity_sets_they_describe(demo):
-    index = load_index(demo)
+def test_chunks_map_back_to_the_entity_sets_they_describe(demo_indexed):
+    index = load_index(demo_indexed)
     chunks = index.items["chunk"]
     assert chunks, "the demo metadata was given, so chunks exist"
     covered = {iri for c in chunks for iri in c["sets"]}
@@ -237,9 +233,8 @@ def test_chunk_spans_cover_the_text_and_end_after_tags():
 
 # ---------------------------------------------------------------- HNSW
 
-@needs_a2x
-def test_hnsw_recall_against_exact_search(a2x_store, encoder):
-    loaded = load_index(a2x_store)
+def test_hnsw_recall_against_exact_search(a2x_indexed, encoder):
+    loaded = load_index(a2x_indexed)
     vectors, index = loaded.vectors["set"], loaded.hnsw["set"]  # the persisted index, reloaded
     queries = encoder.encode([
         "create a sales order for a customer", "post goods issue for an outbound delivery",
@@ -269,31 +264,31 @@ def test_hnsw_is_deterministic(encoder):
 
 # ---------------------------------------------------------------- CLI
 
-def test_kg_index_command(demo):
-    result = CliRunner().invoke(index_cmd, ["--store", str(demo), "--odata", str(DEMO / "odata")])
+def test_kg_index_command(demo_indexed):
+    result = CliRunner().invoke(index_cmd, ["--store", str(demo_indexed), "--odata", str(DEMO / "odata")])
     assert result.exit_code == 0, result.output
     assert "indexed 23 entity sets, 27 activities, 84 metadata chunks" in result.output
     assert "(0 encoded, 134 from cache)" in result.output  # nothing changed, nothing re-encoded
-    manifest = json.loads((demo / "index" / "index.json").read_text())
+    manifest = json.loads((demo_indexed / "index" / "index.json").read_text())
     assert manifest["model"] == DEFAULT_MODEL and len(manifest["items"]["chunk"]) == 84
 
 
-def test_encoding_reports_progress_to_a_callback(demo, tmp_path):
+def test_encoding_reports_progress_to_a_callback(demo_indexed, tmp_path):
     calls = []
-    report = build_index(demo, cache_dir=tmp_path / "empty-cache", progress=lambda d, t: calls.append((d, t)))
+    report = build_index(demo_indexed, cache_dir=tmp_path / "empty-cache", progress=lambda d, t: calls.append((d, t)))
     total = report.encoded
     assert total > 0 and calls[0] == (0, total) and calls[-1] == (total, total)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls) and {t for _, t in calls} == {total}
 
 
-def test_kg_index_shows_progress_on_a_terminal_only(demo, tmp_path):
+def test_kg_index_shows_progress_on_a_terminal_only(demo_indexed, tmp_path):
     """Encoding a large corpus ran minutes without a sign of life; on a terminal it now reports."""
     import pty
     import subprocess
     import sys
 
     kg = str(Path(sys.executable).with_name("kg"))
-    command = [kg, "index", "--store", str(demo), "--cache", str(tmp_path / "c1")]
+    command = [kg, "index", "--store", str(demo_indexed), "--cache", str(tmp_path / "c1")]
     leader, follower = pty.openpty()
     try:
         done = subprocess.run(command, stderr=follower, stdout=subprocess.PIPE, timeout=300,
@@ -304,7 +299,7 @@ def test_kg_index_shows_progress_on_a_terminal_only(demo, tmp_path):
         os.close(leader)
     assert done.returncode == 0, err
     assert "index: encoded 0 of 50 texts" in err and "index: encoded 50 of 50 texts" in err
-    quiet = CliRunner().invoke(index_cmd, ["--store", str(demo), "--cache", str(tmp_path / "c2")])
+    quiet = CliRunner().invoke(index_cmd, ["--store", str(demo_indexed), "--cache", str(tmp_path / "c2")])
     assert quiet.exit_code == 0 and "index: encoded" not in quiet.output
 
 

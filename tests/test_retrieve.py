@@ -44,7 +44,7 @@ def shared_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory, shared_cache) -> Retriever:
+def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "demo"
     build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
                        codes=[DEMO / "codes"], store=store))
@@ -53,7 +53,7 @@ def demo(tmp_path_factory, shared_cache) -> Retriever:
 
 
 @pytest.fixture(scope="module")
-def a2x(tmp_path_factory, shared_cache) -> Retriever:
+def a2x_retriever(tmp_path_factory, shared_cache) -> Retriever:
     if not A2X.is_dir():
         pytest.skip(f"real SAP A2X metadata not present at {A2X}")
     store = tmp_path_factory.mktemp("retrieve") / "a2x"
@@ -68,27 +68,27 @@ def names(results) -> list[str]:
 
 # ---------------------------------------------------------------- process-aware retrieval
 
-def test_hybrid_finds_the_downstream_entity_set_that_dense_misses(demo):
-    dense = demo.retrieve(DOWNSTREAM_QUERY, 5, method="dense")
-    hybrid = demo.retrieve(DOWNSTREAM_QUERY, 5, method="hybrid")
+def test_hybrid_finds_the_downstream_entity_set_that_dense_misses(demo_retriever):
+    dense = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="dense")
+    hybrid = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="hybrid")
     assert "SupplierInvoice" not in names(dense)
     invoice = [r for r in hybrid if r.entity_set == "SupplierInvoice"]
     assert invoice and invoice[0].source == "expanded" and invoice[0].service == "DEMO_PROCUREMENT"
     assert invoice[0].via == ("Perform three-way match", "Post supplier invoice")
 
 
-def test_hybrid_paper_reaches_billing_after_the_goods_issue(demo):
-    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
-    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
+def test_hybrid_paper_reaches_billing_after_the_goods_issue(demo_retriever):
+    dense = demo_retriever.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
     assert "A_BillingDocument" not in names(dense)
     billing = [r for r in paper if r.entity_set == "A_BillingDocument"]
     assert billing and billing[0].source == "expanded" and billing[0].service == "DEMO_DELIVERY_BILLING_SRV"
     assert billing[0].via == ("Pick and post goods issue", "Create billing document")
 
 
-def test_hybrid_paper_keeps_dense_seed_order_and_inserts_after_each_seed(demo):
-    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
-    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
+def test_hybrid_paper_keeps_dense_seed_order_and_inserts_after_each_seed(demo_retriever):
+    dense = demo_retriever.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
     seeds = [r for r in paper if r.source == "seed"]
     assert names(seeds) == names(dense)[:len(seeds)]
     assert len(paper) == 5 and len(set(names(paper))) == 5
@@ -99,46 +99,46 @@ def test_hybrid_paper_keeps_dense_seed_order_and_inserts_after_each_seed(demo):
             assert 2 <= len(r.via) <= 3  # bpmn:next{1,2} from the seed's activity
 
 
-def test_expansion_query_follows_next_and_uses_edges(demo):
+def test_expansion_query_follows_next_and_uses_edges(demo_retriever):
     activity = "https://w3id.org/processkg/id/bpmn/bpmn%2Forder-to-cash.bpmn/Task_PickAndPostGoodsIssue"
-    starts, nexts, uses = _subgraph(demo.store, activity)
+    starts, nexts, uses = _subgraph(demo_retriever.store, activity)
     assert starts == {activity}
     assert any(n.endswith("Task_CreateBillingDocument") for n in nexts[activity])
     assert {u.rsplit("/", 1)[-1] for u in uses[activity]} == {"A_GoodsMovement", "A_OutbDeliveryItem"}
-    chain = demo.chain(activity, 1, 1)
-    assert sorted(demo.sets[row]["name"] for row, _ in chain) == ["A_BillingDocument", "A_OutbDeliveryHeader"]
+    chain = demo_retriever.chain(activity, 1, 1)
+    assert sorted(demo_retriever.sets[row]["name"] for row, _ in chain) == ["A_BillingDocument", "A_OutbDeliveryHeader"]
 
 
-def test_hop_bound_is_respected(demo):
+def test_hop_bound_is_respected(demo_retriever):
     for hops in (1, 2, 3):
-        results = demo.retrieve(CHAIN_QUERY, 10, method="hybrid-paper", hops=hops)
+        results = demo_retriever.retrieve(CHAIN_QUERY, 10, method="hybrid-paper", hops=hops)
         assert max(len(r.via) for r in results) - 1 <= hops
     with pytest.raises(ProcessKGError, match="--hops"):
-        demo.retrieve(CHAIN_QUERY, 5, method="hybrid", hops=7)
+        demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid", hops=7)
 
 
-def test_no_mapping_edges_turns_expansion_off(demo):
-    dense = demo.retrieve(CHAIN_QUERY, 5, method="dense")
-    paper = demo.retrieve(CHAIN_QUERY, 5, method="hybrid-paper", mapping_edges=False)
-    hybrid = demo.retrieve(CHAIN_QUERY, 5, method="hybrid", mapping_edges=False)
+def test_no_mapping_edges_turns_expansion_off(demo_retriever):
+    dense = demo_retriever.retrieve(CHAIN_QUERY, 5, method="dense")
+    paper = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-paper", mapping_edges=False)
+    hybrid = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid", mapping_edges=False)
     assert paper == dense
     assert all(r.source == "seed" and r.via == () for r in hybrid)
 
 
-def test_no_sequence_edges_keeps_only_the_seeds_own_activities(demo):
-    results = demo.retrieve(CHAIN_QUERY, 8, method="hybrid-paper", sequence_edges=False)
+def test_no_sequence_edges_keeps_only_the_seeds_own_activities(demo_retriever):
+    results = demo_retriever.retrieve(CHAIN_QUERY, 8, method="hybrid-paper", sequence_edges=False)
     expanded = [r for r in results if r.source == "expanded"]
     assert expanded and all(len(r.via) == 1 for r in expanded)
     assert "A_BillingDocument" not in names(results)
 
 
-def test_verify_seeds_expands_only_supported_seeds(demo):
+def test_verify_seeds_expands_only_supported_seeds(demo_retriever):
     query = "the vendor invoice is booked; transfer the money"
-    dense = demo.retrieve(query, 5, method="dense")
-    status = {r.entity_set: demo.verified(query, demo.set_row[r.iri], r.score, dense[0].score) for r in dense}
+    dense = demo_retriever.retrieve(query, 5, method="dense")
+    status = {r.entity_set: demo_retriever.verified(query, demo_retriever.set_row[r.iri], r.score, dense[0].score) for r in dense}
     assert any(status.values()) and not all(status.values())  # the switch matters for this query
-    verified = demo.retrieve(query, 5, method="hybrid-paper", verify_seeds=True)
-    plain = demo.retrieve(query, 5, method="hybrid-paper")
+    verified = demo_retriever.retrieve(query, 5, method="hybrid-paper", verify_seeds=True)
+    plain = demo_retriever.retrieve(query, 5, method="hybrid-paper")
     assert verified != plain
     seed = None
     for r in verified:
@@ -151,61 +151,61 @@ def test_verify_seeds_expands_only_supported_seeds(demo):
 
 # ---------------------------------------------------------------- baselines
 
-def test_tokens_is_bm25_over_the_summaries(demo):
-    results = demo.retrieve("supplier invoice payment", 3, method="tokens")
+def test_tokens_is_bm25_over_the_summaries(demo_retriever):
+    results = demo_retriever.retrieve("supplier invoice payment", 3, method="tokens")
     assert results[0].entity_set == "SupplierInvoice" and results[0].score > 0
-    assert demo.retrieve("zzzz qqqq", 3, method="tokens") == []
+    assert demo_retriever.retrieve("zzzz qqqq", 3, method="tokens") == []
     assert tokenize("SupplierInvoices of the dealers") == ["supplier", "invoice", "dealer"]
 
 
-def test_chunkrag_maps_metadata_chunks_back_to_entity_sets(demo):
-    results = demo.retrieve("purchase order item net price and order quantity", 5, method="chunkrag")
+def test_chunkrag_maps_metadata_chunks_back_to_entity_sets(demo_retriever):
+    results = demo_retriever.retrieve("purchase order item net price and order quantity", 5, method="chunkrag")
     assert "PurchaseOrderItem" in names(results)
     assert all(r.source == "seed" for r in results)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
 
 
-def test_every_method_answers_and_is_deterministic(demo):
+def test_every_method_answers_and_is_deterministic(demo_retriever):
     for method in METHODS:
-        first = demo.retrieve("which currencies can we sell in", 4, method=method)
+        first = demo_retriever.retrieve("which currencies can we sell in", 4, method=method)
         assert 0 < len(first) <= 4, method
-        assert demo.retrieve("which currencies can we sell in", 4, method=method) == first
+        assert demo_retriever.retrieve("which currencies can we sell in", 4, method=method) == first
 
 
-def test_batch_equals_single_queries(demo):
+def test_batch_equals_single_queries(demo_retriever):
     queries = [CHAIN_QUERY, "a dealer orders ten city bikes", "pay the suppliers whose invoices are due"]
-    batch = demo.retrieve_many(queries, 5, Settings("hybrid"))
-    assert batch == [demo.retrieve(q, 5) for q in queries]
+    batch = demo_retriever.retrieve_many(queries, 5, Settings("hybrid"))
+    assert batch == [demo_retriever.retrieve(q, 5) for q in queries]
 
 
-def test_index_built_with_another_model_is_refused(demo, tmp_path):
+def test_index_built_with_another_model_is_refused(demo_retriever, tmp_path):
     with pytest.raises(IndexNotFoundError, match="was built with"):
-        Retriever(demo.store_dir, model=str(tmp_path))
+        Retriever(demo_retriever.store_dir, model=str(tmp_path))
 
 
-def test_navigations_are_the_target_entity_sets_of_each_set(demo):
-    nav = {demo.sets[s]["name"]: {demo.sets[t]["name"] for t in ts} for s, ts in demo.navigations.items()}
+def test_navigations_are_the_target_entity_sets_of_each_set(demo_retriever):
+    nav = {demo_retriever.sets[s]["name"]: {demo_retriever.sets[t]["name"] for t in ts} for s, ts in demo_retriever.navigations.items()}
     assert nav["A_SalesOrder"] == {"A_Customer", "A_SalesOrderItem"}
     assert nav["PurchaseOrder"] == {"PurchaseOrderItem", "Supplier"}
     assert "A_Customer" not in nav  # no navigation properties
 
 
-def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo):
+def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo_retriever):
     about_object = "the schedule lines of sales order 4711"
-    v_object, v_step = demo.embed([about_object, CHAIN_QUERY])
-    assert _object_query(demo, v_object, HYBRID) and not _object_query(demo, v_step, HYBRID)
-    nearest = [row for row, _ in demo.dense_sets(v_object, NAVIGATION_SEEDS)]
-    navigation = _navigation_list(demo, about_object, v_object, 20, Settings())
-    assert {row for row, _ in navigation} == {t for row in nearest for t in demo.navigations.get(row, ())}
-    sims = [demo.similarity(v_object, row) for row, _ in navigation]
+    v_object, v_step = demo_retriever.embed([about_object, CHAIN_QUERY])
+    assert _object_query(demo_retriever, v_object, HYBRID) and not _object_query(demo_retriever, v_step, HYBRID)
+    nearest = [row for row, _ in demo_retriever.dense_sets(v_object, NAVIGATION_SEEDS)]
+    navigation = _navigation_list(demo_retriever, about_object, v_object, 20, Settings())
+    assert {row for row, _ in navigation} == {t for row in nearest for t in demo_retriever.navigations.get(row, ())}
+    sims = [demo_retriever.similarity(v_object, row) for row, _ in navigation]
     assert sims == sorted(sims, reverse=True) and "A_SalesOrderItem" in names(
-        [demo.result(row, 0) for row, _ in navigation])
+        [demo_retriever.result(row, 0) for row, _ in navigation])
     without = replace(HYBRID, object_lists=())
-    plain = {s.row: s.score for s in fused_seeds(demo, about_object, v_object, Settings(), without)}
-    fused = {s.row: s.score for s in fused_seeds(demo, about_object, v_object, Settings())}
+    plain = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, Settings(), without)}
+    fused = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, Settings())}
     for rank, (row, _path) in enumerate(navigation, 1):  # one more reciprocal-rank term per target
         assert fused[row] == pytest.approx(plain.get(row, 0.0) + 1 / (RRF_K + rank))
-    steps = [fused_seeds(demo, CHAIN_QUERY, v_step, Settings(), c) for c in (HYBRID, without)]
+    steps = [fused_seeds(demo_retriever, CHAIN_QUERY, v_step, Settings(), c) for c in (HYBRID, without)]
     assert [(s.row, s.score) for s in steps[0]] == [(s.row, s.score) for s in steps[1]]
 
 
@@ -216,33 +216,33 @@ def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo):
     ("outbound delivery header", "A_OutbDeliveryHeader"),
     ("sales pricing condition records", "A_SlsPrcgConditionRecord"),
 ])
-def test_a2x_dense_and_hybrid_find_the_entity_set(a2x, query, expected):
+def test_a2x_dense_and_hybrid_find_the_entity_set(a2x_retriever, query, expected):
     for method in ("dense", "hybrid", "hybrid-paper", "tokens"):
-        assert expected in names(a2x.retrieve(query, 5, method=method)), method
+        assert expected in names(a2x_retriever.retrieve(query, 5, method=method)), method
 
 
-def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x):
-    results = a2x.retrieve(CHAIN_QUERY, 5)
+def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x_retriever):
+    results = a2x_retriever.retrieve(CHAIN_QUERY, 5)
     assert len(results) == 5 and all(r.source == "seed" and r.via == () for r in results)
-    pool = names(a2x.retrieve(CHAIN_QUERY, 20, method="dense")) + names(a2x.retrieve(CHAIN_QUERY, 20, method="tokens"))
+    pool = names(a2x_retriever.retrieve(CHAIN_QUERY, 20, method="dense")) + names(a2x_retriever.retrieve(CHAIN_QUERY, 20, method="tokens"))
     assert set(names(results)) <= set(pool)  # no activities: dense and BM25 seeds only
-    goods_issue = a2x.retrieve("post the goods issue for the delivery", 5)
+    goods_issue = a2x_retriever.retrieve("post the goods issue for the delivery", 5)
     assert {"A_OutbDeliveryHeader", "A_OutbDeliveryItem"} <= set(names(goods_issue))
 
 
-def test_a2x_all_methods_and_ablations_run(a2x):
+def test_a2x_all_methods_and_ablations_run(a2x_retriever):
     for method in METHODS:
         for options in ({}, {"mapping_edges": False}, {"sequence_edges": False}, {"verify_seeds": True}):
-            results = a2x.retrieve("stock of a material in a plant", 5, method=method, **options)
+            results = a2x_retriever.retrieve("stock of a material in a plant", 5, method=method, **options)
             assert results, (method, options)
-    stock = a2x.retrieve("stock of a material in a plant", 5, method="chunkrag")
+    stock = a2x_retriever.retrieve("stock of a material in a plant", 5, method="chunkrag")
     assert {r.service for r in stock} <= {"API_PLANT_SRV", "API_COMPANYCODE_SRV", "API_MATERIAL_STOCK_SRV"}
 
 
 # ---------------------------------------------------------------- CLI
 
-def test_cli_json_single_query(demo):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), CHAIN_QUERY, "-k", "5", "--json",
+def test_cli_json_single_query(demo_retriever):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "5", "--json",
                                             "--method", "hybrid-paper"])
     assert out.exit_code == 0, out.output
     line = json.loads(out.output)
@@ -251,16 +251,16 @@ def test_cli_json_single_query(demo):
         next(r for r in line["results"] if r["entity_set"] == "A_BillingDocument").items()
 
 
-def test_cli_batch_jsonl(demo, tmp_path):
+def test_cli_batch_jsonl(demo_retriever, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"id": "q1", "query": CHAIN_QUERY, "gold": ["x"]}) + "\n\n"
                        + json.dumps({"id": 7, "query": "a dealer orders ten city bikes"}) + "\n")
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries),
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries),
                                             "-k", "3", "--method", "hybrid-paper", "--json"])
     assert out.exit_code == 0, out.output
     lines = [json.loads(x) for x in out.output.splitlines()]
     assert [x["id"] for x in lines] == ["q1", 7]
-    assert [r["entity_set"] for r in lines[0]["results"]] == names(demo.retrieve(CHAIN_QUERY, 3, method="hybrid-paper"))
+    assert [r["entity_set"] for r in lines[0]["results"]] == names(demo_retriever.retrieve(CHAIN_QUERY, 3, method="hybrid-paper"))
 
 
 @pytest.mark.parametrize("content, message", [
@@ -268,16 +268,16 @@ def test_cli_batch_jsonl(demo, tmp_path):
     ('{"id": "a"}\n', ':1: "query" must be a non-empty string'),
     ('["a", "b"]\n', ":1: expected an object"),
 ])
-def test_cli_bad_jsonl_names_the_line(demo, tmp_path, content, message):
+def test_cli_bad_jsonl_names_the_line(demo_retriever, tmp_path, content, message):
     queries = tmp_path / "bad.jsonl"
     queries.write_text(content)
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries), "--json"])
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"])
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
 
 
-def test_cli_table_and_context(demo):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), CHAIN_QUERY, "-k", "3", "--context",
+def test_cli_table_and_context(demo_retriever):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "3", "--context",
                                             "--method", "hybrid-paper"])
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
@@ -285,24 +285,24 @@ def test_cli_table_and_context(demo):
     assert "## 3. DEMO_DELIVERY_BILLING_SRV/A_BillingDocument" in out.output
 
 
-def test_cli_needs_a_query_or_a_file(demo):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir)])
+def test_cli_needs_a_query_or_a_file(demo_retriever):
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir)])
     assert out.exit_code == 2 and "either a QUERY or --queries" in out.output
 
 
-def test_cli_refuses_an_empty_query(demo):
+def test_cli_refuses_an_empty_query(demo_retriever):
     for query in ("", "   \t "):
-        out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), query])
+        out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), query])
         assert out.exit_code == 2, out.output
         assert out.output.strip() == "error: the query is empty: give the question to retrieve for"
     with pytest.raises(ProcessKGError, match="the query is empty"):
-        demo.retrieve_many(["bikes", " "], 5)
+        demo_retriever.retrieve_many(["bikes", " "], 5)
 
 
-def test_cli_batch_names_the_line_of_an_empty_query(demo, tmp_path):
+def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": 1, "query": "bikes"}\n{"id": 2, "query": "  "}\n')
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo.store_dir), "--queries", str(queries)])
+    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries)])
     assert out.exit_code == 2
     assert out.output.strip() == f'error: {queries}:2: "query" must be a non-empty string'
 
@@ -356,13 +356,13 @@ def test_vectors_that_disagree_with_the_manifest_are_damage(small_store, tmp_pat
 
 # ---------------------------------------------------------------- typed context
 
-def _result(demo: Retriever, name: str):
-    row = next(i for i, s in enumerate(demo.sets) if s["name"] == name)
-    return demo.result(row, 1.0)
+def _result(demo_retriever: Retriever, name: str):
+    row = next(i for i, s in enumerate(demo_retriever.sets) if s["name"] == name)
+    return demo_retriever.result(row, 1.0)
 
 
-def test_context_of_a_sales_order_is_complete(demo):
-    text = render_set(demo.store, _result(demo, "A_SalesOrder"))
+def test_context_of_a_sales_order_is_complete(demo_retriever):
+    text = render_set(demo_retriever.store, _result(demo_retriever, "A_SalesOrder"))
     assert "path: /sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder; one record: A_SalesOrder('{SalesOrder}')" in text
     # keys are not "required on create": SAP may number the order (the rule kg validate applies)
     assert "- SalesOrder: String(10), key\n" in text
@@ -373,25 +373,25 @@ def test_context_of_a_sales_order_is_complete(demo):
     assert "after: Create outbound delivery uses DEMO_DELIVERY_BILLING_SRV/A_OutbDeliveryHeader" in text
 
 
-def test_context_says_when_codes_are_unknown_and_what_is_read_only(demo):
-    text = render_set(demo.store, _result(demo, "A_GoodsMovement"))
+def test_context_says_when_codes_are_unknown_and_what_is_read_only(demo_retriever):
+    text = render_set(demo_retriever.store, _result(demo_retriever, "A_GoodsMovement"))
     assert "- GoodsMovementType from VL_GoodsMovementType: codes unknown" in text
     assert "- CreatedByUser: String(12), read-only" in text
     assert "- GoodsMovementIsCancelled: Boolean, read-only" in text
     assert "entity set does not allow: update, delete" in text
 
 
-def test_context_of_a_v4_entity_set(demo):
-    text = render_set(demo.store, _result(demo, "PurchaseOrder"))
+def test_context_of_a_v4_entity_set(demo_retriever):
+    text = render_set(demo_retriever.store, _result(demo_retriever, "PurchaseOrder"))
     assert "path: <DEMO_PROCUREMENT service root>/PurchaseOrder" in text
     assert "_PurchaseOrderNote" in text
 
 
-def test_context_covers_every_result_and_is_compact(demo):
-    results = demo.retrieve(CHAIN_QUERY, 5)
-    text = render_context(demo.store, results)
+def test_context_covers_every_result_and_is_compact(demo_retriever):
+    results = demo_retriever.retrieve(CHAIN_QUERY, 5)
+    text = render_context(demo_retriever.store, results)
     assert text.count("\n## ") + text.startswith("## ") == len(results)
-    per_set = [demo.encoder.count_tokens(render_set(demo.store, r)) for r in results]
+    per_set = [demo_retriever.encoder.count_tokens(render_set(demo_retriever.store, r)) for r in results]
     assert max(per_set) < 900, per_set
 
 

@@ -22,19 +22,15 @@ A2X = SHARED / "s4-a2x"
 FIORI = SHARED / "s4-fiori"
 FIORI_SERVICES = ("MM_PUR_PO_MAINT_V2_SRV", "C_SALESORDERMANAGE_SD_V4", "SD_F1814_SO_FS_SRV")
 DEMO = ROOT / "data" / "demo"
-needs_a2x = pytest.mark.skipif(not A2X.is_dir(), reason=f"real A2X metadata not present at {A2X}")
-needs_fiori = pytest.mark.skipif(not FIORI.is_dir(), reason=f"real Fiori metadata not present at {FIORI}")
 
 
 @pytest.fixture(scope="session")
-def a2x(a2x_store):
+def a2x_validator(a2x_store):
     return Validator(a2x_store)
 
 
 @pytest.fixture(scope="session")
-def fiori(tmp_path_factory):
-    if not FIORI.is_dir():
-        pytest.skip(f"real Fiori metadata not present at {FIORI}")
+def fiori_validator(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fiori")
     codes = tmp / "po-types.csv"
     codes.write_text("value_list,code,description\nC_POMntnDocumentTypeValueHelp,NB,Standard PO\n"
@@ -66,7 +62,6 @@ SAP_SALES_ORDER = {
 
 # ---------------------------------------------------------------- documented payloads pass
 
-@needs_a2x
 @pytest.mark.parametrize("call", [
     {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": SAP_SALES_ORDER},
     post("API_BUSINESS_PARTNER", "A_BusinessPartner", {
@@ -87,8 +82,8 @@ SAP_SALES_ORDER = {
               "OrganizationDivision": "00", "SoldToParty": "17100001", "RequestedDeliveryDate": "2025-03-01",
               "_Item": [{"Product": "TG11", "RequestedQuantity": 2, "RequestedQuantityISOUnit": "PCE"}]}},
 ], ids=["sales-order-v2", "business-partner", "product", "purchase-order", "sales-order-v4"])
-def test_sap_documented_payloads_are_valid(a2x, call):
-    result = a2x.validate_call(call)
+def test_sap_documented_payloads_are_valid(a2x_validator, call):
+    result = a2x_validator.validate_call(call)
     assert result.valid, result.as_dict()
 
 
@@ -110,10 +105,9 @@ A2X_CASES = [
 ]
 
 
-@needs_a2x
 @pytest.mark.parametrize("kind,call,path", A2X_CASES, ids=[c[0] for c in A2X_CASES])
-def test_each_kind_on_a2x(a2x, kind, call, path):
-    result = a2x.validate_call(call)
+def test_each_kind_on_a2x(a2x_validator, kind, call, path):
+    result = a2x_validator.validate_call(call)
     assert (kind, path) in kinds(result), result.as_dict()
     assert all(v.kind == kind for v in result.violations), result.as_dict()
 
@@ -123,9 +117,8 @@ def test_every_kind_is_covered_on_a2x_and_fiori():
     assert {c[0] for c in FIORI_CASES} == set(KINDS)
 
 
-@needs_a2x
-def test_messages_name_the_repair(a2x):
-    result = a2x.validate_call(post(SO, "A_SalesOrder", {
+def test_messages_name_the_repair(a2x_validator):
+    result = a2x_validator.validate_call(post(SO, "A_SalesOrder", {
         "SalesOrderTyp": "OR", "TransactionCurrency": "EURO", "to_Items": [], "TotalNetAmount": "1",
         "RequestedDeliveryDate": "tomorrow", "SalesOrganization": "17100"}))
     by_kind = {v.kind: v for v in result.violations}
@@ -138,39 +131,35 @@ def test_messages_name_the_repair(a2x):
     assert by_kind["datatype"].value == "tomorrow"
 
 
-@needs_a2x
 @pytest.mark.parametrize("value,ok", [
     ("12.50", True), (12.5, False), ("1e3", False), ("abc", False),
 ])
-def test_v2_decimal_is_a_json_string(a2x, value, ok):
+def test_v2_decimal_is_a_json_string(a2x_validator, value, ok):
     item = {"Material": "TG11", "RequestedQuantity": value}
-    assert a2x.validate_call(post(SO, "A_SalesOrderItem", item)).valid is ok
+    assert a2x_validator.validate_call(post(SO, "A_SalesOrderItem", item)).valid is ok
 
 
-@needs_a2x
 @pytest.mark.parametrize("value,ok", [
     ("/Date(1735689600000)/", True), ("2025-01-01T00:00:00", True), ("2025-01-01", False), (1735689600000, False),
 ])
-def test_v2_datetime_forms(a2x, value, ok):
-    assert a2x.validate_call(post(SO, "A_SalesOrder", {"RequestedDeliveryDate": value})).valid is ok
+def test_v2_datetime_forms(a2x_validator, value, ok):
+    assert a2x_validator.validate_call(post(SO, "A_SalesOrder", {"RequestedDeliveryDate": value})).valid is ok
 
 
-@needs_a2x
 @pytest.mark.parametrize("value,ok", [(2, True), (2.5, True), ("2.5", True), (True, False), ("two", False)])
-def test_v4_decimal_is_a_json_number(a2x, value, ok):
+def test_v4_decimal_is_a_json_number(a2x_validator, value, ok):
     call = {"method": "POST", "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem",
             "body": {"Product": "TG11", "RequestedQuantity": value}}
-    assert a2x.validate_call(call).valid is ok
+    assert a2x_validator.validate_call(call).valid is ok
 
 
 # ---------------------------------------------------------------- deep insert
 
-@needs_a2x
-def test_deep_insert_to_many_reports_nested_paths(a2x):
+def test_deep_insert_to_many_reports_nested_paths(a2x_validator):
     payload = json.loads(json.dumps(SAP_SALES_ORDER))
     payload["to_Item"].append({"Material": "TG12", "RequestedQuantity": 3, "Plantt": "1710",
                                "to_PricingElement": [{"ConditionType": "PPR0"}, {"ConditionRateValue": 5}]})
-    result = a2x.validate_call(post(SO, "A_SalesOrder", payload))
+    result = a2x_validator.validate_call(post(SO, "A_SalesOrder", payload))
     assert kinds(result) == [
         ("datatype", "/to_Item/1/RequestedQuantity"),
         ("datatype", "/to_Item/1/to_PricingElement/1/ConditionRateValue"),
@@ -178,51 +167,46 @@ def test_deep_insert_to_many_reports_nested_paths(a2x):
     ]
 
 
-@needs_a2x
-def test_deep_insert_to_one_object_and_array(a2x):
+def test_deep_insert_to_one_object_and_array(a2x_validator):
     bp = {"BusinessPartnerCategory": "1", "LastName": "Doe",
           "to_Customer": {"OrderIsBlockedForCustomer": "XYZ",
                           "to_CustomerSalesArea": [{"SalesOrganization": "1710", "Currency": "EURO"}]}}
-    result = a2x.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
+    result = a2x_validator.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
     assert kinds(result) == [("invalid-code", "/to_Customer/to_CustomerSalesArea/0/Currency"),
                              ("max-length", "/to_Customer/OrderIsBlockedForCustomer")]
     bp["to_Customer"] = [{"OrderIsBlockedForCustomer": "X"}, {"OrderIsBlockedForCustomer": "Y"}]
-    result = a2x.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
+    result = a2x_validator.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
     assert ("cardinality", "/to_Customer") in kinds(result)
     assert "to-one" in next(v.message for v in result.violations if v.kind == "cardinality")
 
 
-@needs_a2x
-def test_v2_verbose_results_wrapper_and_links_are_accepted(a2x):
+def test_v2_verbose_results_wrapper_and_links_are_accepted(a2x_validator):
     payload = {"SalesOrderType": "OR", "to_Item": {"results": [{"Material": "TG11"}]},
                "__metadata": {"type": "API_SALES_ORDER_SRV.A_SalesOrderType"}}
-    assert a2x.validate_call(post(SO, "A_SalesOrder", payload)).valid
+    assert a2x_validator.validate_call(post(SO, "A_SalesOrder", payload)).valid
 
 
-@needs_a2x
-def test_null_and_v4_binding(a2x):
+def test_null_and_v4_binding(a2x_validator):
     text = post("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeaderText", {"TextElementText": None, "Language": "EN"})
-    result = a2x.validate_call(text)
+    result = a2x_validator.validate_call(text)
     assert kinds(result) == [("datatype", "/TextElementText")]
     assert "not nullable" in result.violations[0].message
-    assert a2x.validate_call(post(SO, "A_SalesOrder", {"SalesOrderType": None, "TotalNetAmount": None})).valid
+    assert a2x_validator.validate_call(post(SO, "A_SalesOrder", {"SalesOrderType": None, "TotalNetAmount": None})).valid
     root = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem"
-    bound = a2x.validate_call({"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}})
+    bound = a2x_validator.validate_call({"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}})
     assert bound.valid, bound.as_dict()
-    unbound = a2x.validate_call({"method": "POST", "url": root, "body": {"_Order@odata.bind": "SalesOrder('1')"}})
+    unbound = a2x_validator.validate_call({"method": "POST", "url": root, "body": {"_Order@odata.bind": "SalesOrder('1')"}})
     assert kinds(unbound) == [("unknown-navigation", "/_Order@odata.bind")]
 
 
-@needs_a2x
-def test_post_to_a_navigation_path_uses_the_target_type(a2x):
+def test_post_to_a_navigation_path_uses_the_target_type(a2x_validator):
     call = {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder('1')/to_Item",
             "body": {"Material": "TG11", "Foo": 1}}
-    assert kinds(a2x.validate_call(call)) == [("unknown-property", "/Foo")]
+    assert kinds(a2x_validator.validate_call(call)) == [("unknown-property", "/Foo")]
 
 
-@needs_a2x
-def test_not_creatable_entity_set_is_read_only(a2x):
-    result = a2x.validate_call(post("API_ENTERPRISE_PROJECT_0002", "A_EntProjElmntWorkItem", {}))
+def test_not_creatable_entity_set_is_read_only(a2x_validator):
+    result = a2x_validator.validate_call(post("API_ENTERPRISE_PROJECT_0002", "A_EntProjElmntWorkItem", {}))
     assert kinds(result) == [("read-only", "")]
 
 
@@ -248,29 +232,26 @@ GET_CASES = [
 ]
 
 
-@needs_a2x
 @pytest.mark.parametrize("url,expected", GET_CASES, ids=[c[0][:40] for c in GET_CASES])
-def test_get_urls_on_a2x(a2x, url, expected):
-    result = a2x.validate_call({"id": "g", "method": "GET", "url": GET_ROOT + url})
+def test_get_urls_on_a2x(a2x_validator, url, expected):
+    result = a2x_validator.validate_call({"id": "g", "method": "GET", "url": GET_ROOT + url})
     assert kinds(result) == expected, result.as_dict()
 
 
-@needs_a2x
-def test_service_is_found_in_the_url_or_by_name(a2x):
-    unknown = a2x.validate_call({"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDERS_SRV/A_SalesOrder"})
+def test_service_is_found_in_the_url_or_by_name(a2x_validator):
+    unknown = a2x_validator.validate_call({"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDERS_SRV/A_SalesOrder"})
     assert kinds(unknown) == [("unknown-service", "")]
     assert unknown.violations[0].value == "API_SALES_ORDERS_SRV"
     assert "did you mean API_SALES_ORDER_SRV" in unknown.violations[0].message
-    relative = a2x.validate_call({"method": "GET", "service": SO, "url": "A_SalesOrder?$select=Foo"})
+    relative = a2x_validator.validate_call({"method": "GET", "service": SO, "url": "A_SalesOrder?$select=Foo"})
     assert kinds(relative) == [("unknown-property", "/$select/0")]
 
 
-@needs_a2x
-def test_get_v4_nested_expand(a2x):
+def test_get_v4_nested_expand(a2x_validator):
     base = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')"
-    ok = a2x.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Product;$expand=_ScheduleLine)"})
+    ok = a2x_validator.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Product;$expand=_ScheduleLine)"})
     assert ok.valid, ok.as_dict()
-    bad = a2x.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Prodct;$expand=_Nope)"})
+    bad = a2x_validator.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Prodct;$expand=_Nope)"})
     assert kinds(bad) == [("unknown-navigation", "/$expand/0/$expand/0"), ("unknown-property", "/$expand/0/$select/0")]
 
 
@@ -295,41 +276,37 @@ FIORI_CASES = [
 ]
 
 
-@needs_fiori
 @pytest.mark.parametrize("kind,call,path", FIORI_CASES, ids=[c[0] for c in FIORI_CASES])
-def test_each_kind_on_fiori(fiori, kind, call, path):
-    result = fiori.validate_call(call)
+def test_each_kind_on_fiori(fiori_validator, kind, call, path):
+    result = fiori_validator.validate_call(call)
     assert (kind, path) in kinds(result), result.as_dict()
     assert all(v.kind == kind for v in result.violations), result.as_dict()
 
 
-@needs_fiori
-def test_fiori_code_list_codes_and_unknown_codes(fiori):
-    ok = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "NB", "PurchasingGroup": "001"}))
+def test_fiori_code_list_codes_and_unknown_codes(fiori_validator):
+    ok = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "NB", "PurchasingGroup": "001"}))
     assert ok.valid
     assert [(n.kind, n.path) for n in ok.notes] == [("codes-unknown", "/PurchasingGroup")]
-    bad = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "ZB"}))
+    bad = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "ZB"}))
     assert kinds(bad) == [("invalid-code", "/PurchaseOrderType")]
     assert "codelist: FO, NB" in bad.violations[0].message
-    wrong_type = fiori.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": 42}))
+    wrong_type = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": 42}))
     assert kinds(wrong_type) == [("datatype", "/PurchaseOrderType")]  # not also invalid-code
 
 
-@needs_fiori
-def test_fiori_deep_insert_to_many_items(fiori):
+def test_fiori_deep_insert_to_many_items(fiori_validator):
     payload = {"Supplier": "17300001", "to_PurchaseOrderItemTP": [
         {"Material": "TG11", "OrderQuantity": "10"}, {"Material": "TG11", "OrderQuantity": 10, "Matrial": "X"}]}
-    result = fiori.validate_call(post(PO, "C_PurchaseOrderTP", payload))
+    result = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", payload))
     assert kinds(result) == [("datatype", "/to_PurchaseOrderItemTP/1/OrderQuantity"),
                              ("unknown-property", "/to_PurchaseOrderItemTP/1/Matrial")]
 
 
-@needs_fiori
-def test_fiori_v4_get_and_post(fiori):
+def test_fiori_v4_get_and_post(fiori_validator):
     root = "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd/sap/c_salesordermanage_sd/0001"
-    get = fiori.validate_call({"method": "GET", "url": root + "/SalesOrderManage?$select=SalesOrder,SoldToParty"})
+    get = fiori_validator.validate_call({"method": "GET", "url": root + "/SalesOrderManage?$select=SalesOrder,SoldToParty"})
     assert get.valid, get.as_dict()
-    bad = fiori.validate_call({"method": "POST", "url": root + "/SalesOrderManage", "body": {"SalesOrderTyp": "OR"}})
+    bad = fiori_validator.validate_call({"method": "POST", "url": root + "/SalesOrderManage", "body": {"SalesOrderTyp": "OR"}})
     assert kinds(bad) == [("unknown-property", "/SalesOrderTyp")]
 
 
@@ -345,8 +322,7 @@ def test_read_calls_reports_bad_lines(tmp_path):
         read_calls(tmp_path / "missing.jsonl")
 
 
-@needs_a2x
-def test_malformed_lines_are_reported_and_the_rest_validated(a2x, tmp_path):
+def test_malformed_lines_are_reported_and_the_rest_validated(a2x_validator, tmp_path):
     path = tmp_path / "calls.jsonl"
     path.write_text("\n".join([
         json.dumps(post(SO, "A_SalesOrder", {"SalesOrderType": "OR"}) | {"id": "good"}),
@@ -355,7 +331,7 @@ def test_malformed_lines_are_reported_and_the_rest_validated(a2x, tmp_path):
         json.dumps({"id": "notarget", "method": "GET"}),
         json.dumps(post(SO, "A_SalesOrder", {"Foo": 1}) | {"id": "bad"}),
     ]) + "\n", encoding="utf-8")
-    results = a2x.validate_calls(read_calls(path))
+    results = a2x_validator.validate_calls(read_calls(path))
     assert [(r.id, r.valid) for r in results] == [("good", True), ("line 2", False), ("nomethod", False),
                                                   ("notarget", False), ("bad", False)]
     assert results[1].violations[0].kind == "malformed" and results[1].violations[0].message.startswith("line 2")
@@ -371,13 +347,12 @@ def _bench():
     return module
 
 
-@needs_a2x
-def test_batch_and_single_agree_on_generated_calls(a2x):
+def test_batch_and_single_agree_on_generated_calls(a2x_validator):
     bench = _bench()
-    pairs = bench.generate_calls(a2x.model, 300, seed=11)
+    pairs = bench.generate_calls(a2x_validator.model, 300, seed=11)
     calls = [c for c, _ in pairs]
-    batch = a2x.validate_calls(calls)
-    single = [a2x.validate_call(c) for c in calls]
+    batch = a2x_validator.validate_calls(calls)
+    single = [a2x_validator.validate_call(c) for c in calls]
     assert [bench.verdict(r) for r in batch] == [bench.verdict(r) for r in single]
     injected = [(kind, r) for (_c, kind), r in zip(pairs, batch) if kind]
     assert len({k for k, _ in injected}) == len(bench.INJECTED)

@@ -1,0 +1,1 @@
+"""serve: kg serve, a validating OData server built from the graph."""

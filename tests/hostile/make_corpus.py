@@ -278,7 +278,7 @@ GENERATORS: dict[str, Generator] = {
     "nan.jsonl": text('{"id": "nan", "method": "POST", "service": "DEMO_SALES_ORDER_SRV", '
                       '"entity_set": "A_SalesOrder", "payload": {"SalesOrderType": NaN}}\n'),
     # SPARQL
-    "cartesian.rq": text("SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }\n"),
+    "cartesian.rq": text("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }\n"),  # no row until done
     "service-comment.rq": text("SELECT * WHERE { SERVICE # endpoint:\n <http://127.0.0.1:PORT/sparql> "
                                "{ ?s ?p ?o } }\n"),
     "service-prefixed.rq": text("PREFIX ep: <http://127.0.0.1:PORT/>\nSELECT * WHERE { SERVICE ep:sparql "

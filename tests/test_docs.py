@@ -23,7 +23,6 @@ from rdflib import OWL, RDF
 
 from processkg import docgen
 from processkg.cli import main
-from processkg.cli import main
 from processkg.cli.docs import docs_cmd
 from processkg.docgen import split_comment
 from processkg.assets import internal_queries_dir, queries_dir

@@ -76,7 +76,7 @@ def test_default_model_is_the_bundled_package(encoder):
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path):
-    from processkg.retrieve.index import ModelError
+    from processkg.errors import ModelError
 
     with pytest.raises(ModelError, match="cannot load embedding model"):
         Encoder(str(tmp_path / "no-such-model")).encode(["x"])

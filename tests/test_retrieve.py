@@ -19,7 +19,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from processkg.pipeline import BuildOptions, build  # noqa: E402
 from processkg.cli.retrieve import retrieve_cmd  # noqa: E402
 from processkg.retrieve.context import key_predicate, render_context, render_set  # noqa: E402
-from processkg.retrieve.index import IndexNotFoundError, build_index, index_dir  # noqa: E402
+from processkg.retrieve.index import build_index, index_dir  # noqa: E402
+from processkg.errors import IndexNotFoundError
 from processkg.errors import ProcessKGError  # noqa: E402
 from processkg.retrieve.retriever import (  # noqa: E402
     HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, Settings, _navigation_list, _object_query, _subgraph,

@@ -19,7 +19,8 @@ from processkg.evaluate import socbench  # noqa: E402
 from processkg.cli.socbench import build_openapi_store, socbench_cmd  # noqa: E402
 from processkg.retrieve import retriever as engine  # noqa: E402
 from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.evaluate.socbench import KS, METHODS, SOCBenchError, protocol_recall  # noqa: E402
+from processkg.evaluate.socbench import KS, METHODS, protocol_recall  # noqa: E402
+from processkg.errors import SOCBenchError
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
 

@@ -140,3 +140,42 @@ class StoreBusyError(ProcessKGError):
 
 class OutputRefusedError(ProcessKGError):
     """An output file that is not replaced: it exists and is not a regular file (a directory, a device)."""
+
+
+class SOCBenchError(InputError):
+    """A SOCBench-D folder or queries.json that does not follow the benchmark's layout."""
+
+
+class BenchmarkError(ProcessKGError):
+    """A retrieval benchmark file (JSON Lines of queries with gold entity sets) that cannot be used."""
+
+
+class ModelError(ProcessKGError):
+    """The embedding model cannot be loaded (offline: only local paths and cached models)."""
+
+
+class IndexNotFoundError(ProcessKGError):
+    """The store has no retrieval index, or one built with another model or format."""
+
+
+class ModelNotInstalledError(ProcessKGError):
+    """An embedding model that is named but not installed (its PyPI parts are missing)."""
+
+
+class QueryFileError(ProcessKGError):
+    """A ``kg retrieve --queries`` file that cannot be read."""
+
+
+class LLMError(ProcessKGError):
+    """The LLM endpoint failed or answered something that is not a usable choice."""
+
+
+class GraphCheckError(ProcessKGError):
+    """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
+
+    def __init__(self, violations: list) -> None:
+        self.violations = violations
+        lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
+        more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
+        super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
+                         "the previous store is unchanged:\n" + "\n".join(lines) + more)

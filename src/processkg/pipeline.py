@@ -17,7 +17,7 @@ from processkg.sources.odata import read as csdl
 from processkg.sources.odata import model as edm
 from processkg.sources.codes import codes_for, read_code_lists
 from processkg.sources.code_bindings import bound_properties, read_bindings
-from processkg.errors import CodeListError, ProcessKGError
+from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.sources.odata.lift import ServiceLifter
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
@@ -259,17 +259,6 @@ class Builder:
                     write_atomic(Path(self.opt.out), self.report.turtle)
         elif self.opt.out:
             write_atomic(Path(self.opt.out), self.report.turtle)
-
-
-class GraphCheckError(ProcessKGError):
-    """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
-
-    def __init__(self, violations: list) -> None:
-        self.violations = violations
-        lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
-        more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
-        super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
-                         "the previous store is unchanged:\n" + "\n".join(lines) + more)
 
 
 def _class_counts(triples: list) -> dict:

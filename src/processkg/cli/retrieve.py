@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.errors import JsonLinesError, ProcessKGError, QueryFileError
 from processkg.jsonl import read_strict
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings, check_query
 
@@ -30,10 +30,6 @@ def _clean_errors(command):
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     return wrapper
-
-
-class QueryFileError(ProcessKGError):
-    pass
 
 
 def read_queries(path: Path) -> list[tuple[object, str]]:

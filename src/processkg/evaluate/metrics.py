@@ -20,14 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
-from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.errors import BenchmarkError, JsonLinesError
 from processkg.jsonl import read_strict
 
 KS = (1, 3, 5, 10)
-
-
-class BenchmarkError(ProcessKGError):
-    pass
 
 
 @dataclass

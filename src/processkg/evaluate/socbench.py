@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from processkg.errors import InputError, ProcessKGError
+from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.graph.store import load_query, plain, select
 from processkg.retrieve.index import Encoder, build_index
 from processkg.retrieve.retriever import CANDIDATES, HYBRID, METHODS as RETRIEVAL_METHODS, RRF_K, Retriever, Settings
@@ -54,10 +54,6 @@ PUBLISHED = {
 }
 _INSTANCE = re.compile(r"^socbenchd_\d+$")
 _ENDPOINT = re.compile(r"^[A-Z]+ /\S*$")
-
-
-class SOCBenchError(InputError):
-    """A SOCBench-D folder or queries.json that does not follow the benchmark's layout."""
 
 
 # ---------------------------------------------------------------- the benchmark files

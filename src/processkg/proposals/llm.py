@@ -13,16 +13,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from processkg.errors import ProcessKGError
+from processkg.errors import LLMError
 from processkg.proposals.model import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
 
 
 MAX_RESPONSE = 1 << 20  # bytes read from an LLM answer
-
-
-class LLMError(ProcessKGError):
-    """The LLM endpoint failed or answered something that is not a usable choice."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import lru_cache
-from pathlib import Path
 
 from processkg.validate.payload_shapes import required_on_create
 from processkg.assets import templates_dir

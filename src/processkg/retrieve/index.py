@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
-from processkg.errors import IndexDamagedError, ProcessKGError
+from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -41,14 +41,6 @@ HNSW_SEED = 100
 SMALL_BATCH = 8  # texts; up to this many are encoded on one thread (queries)
 PROGRESS_CHUNK = 256  # texts encoded between two progress reports
 PROGRESS_SECONDS = 5.0  # at most one progress line this often (stderr a terminal, no callback given)
-
-
-class ModelError(ProcessKGError):
-    """The embedding model cannot be loaded (offline: only local paths and cached models)."""
-
-
-class IndexNotFoundError(ProcessKGError):
-    """The store has no retrieval index, or one built with another model or format."""
 
 
 # ---------------------------------------------------------------- model

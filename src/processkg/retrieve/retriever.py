@@ -32,7 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from processkg.retrieve.index import Encoder, IndexNotFoundError, load_index, model_id
+from processkg.retrieve.index import Encoder, load_index, model_id
+
+from processkg.errors import IndexNotFoundError
 from processkg.errors import EmptyQueryError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.texts import words_of

@@ -318,6 +318,12 @@ def _resolve(defs: Definitions) -> None:
                 lambda n: UnresolvedReferenceError(defs.file, n.line, n.tag, n.id, n.attached_to, f"{SPEC} §10.5.4"))
     _drop_where(defs, defs.flows, lambda f: _dangling(f, defs.nodes) is not None,
                 lambda f: _unresolved_flow(defs, f, "sequenceFlow", defs.nodes, "§10.2"))
+    for node in defs.nodes.values():
+        if node.default_flow and node.default_flow not in defs.flows:
+            error = UnresolvedReferenceError(defs.file, node.line, node.tag, node.id, node.default_flow,
+                                             f"{SPEC} §10.6", "default")
+            defs.warnings.append(f"{error}; its default is left out")
+            node.default_flow = ""
     targets = set(defs.nodes) | set(defs.participants)
     kept = []
     for mf in defs.message_flows:

@@ -32,7 +32,7 @@ from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.pipeline import BuildOptions, build  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
 from processkg.retrieve.index import build_index  # noqa: E402
-from processkg.retrieve.retriever import METHODS, HybridConfig, Retriever, Settings, _subgraph  # noqa: E402
+from processkg.retrieve.retriever import METHODS, HybridConfig, Retriever, RetrievalSettings, _subgraph  # noqa: E402
 
 A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 DEMO = ROOT / "data" / "demo"
@@ -117,7 +117,7 @@ def bench_expansion(retriever: Retriever) -> dict:
 
 def bench_batch(retriever: Retriever, queries: list, repeat: int = 5) -> dict:
     batch = queries * repeat
-    seconds, _ = timed(lambda: retriever.retrieve_many(batch, 5, Settings("hybrid")))
+    seconds, _ = timed(lambda: retriever.retrieve_many(batch, 5, RetrievalSettings("hybrid")))
     return {"queries": len(batch), "seconds": round(seconds, 3), "queries_per_second": round(len(batch) / seconds, 1)}
 
 
@@ -157,11 +157,11 @@ def _hit(gold, found: set, names: set) -> bool:
 def evaluate(retriever: Retriever, items: list) -> dict:
     """Recall@3/5 per configuration and split (and for chain queries alone)."""
     vectors = dict(zip((q["id"] for q in items), retriever.embed([q["query"] for q in items])))
-    configs = {m: Settings(m) for m in METHODS if m != "chunkrag" or retriever.index.items["chunk"]}
+    configs = {m: RetrievalSettings(m) for m in METHODS if m != "chunkrag" or retriever.index.items["chunk"]}
     for method in ("hybrid-paper", "hybrid"):
-        configs[f"{method} --no-mapping-edges"] = Settings(method, mapping_edges=False)
-        configs[f"{method} --no-sequence-edges"] = Settings(method, sequence_edges=False)
-        configs[f"{method} --verify-seeds"] = Settings(method, verify_seeds=True)
+        configs[f"{method} --no-mapping-edges"] = RetrievalSettings(method, mapping_edges=False)
+        configs[f"{method} --no-sequence-edges"] = RetrievalSettings(method, sequence_edges=False)
+        configs[f"{method} --verify-seeds"] = RetrievalSettings(method, verify_seeds=True)
     table = {}
     for name, settings in configs.items():
         run = lambda q, k: retriever.retrieve(q["query"], k, settings, vector=vectors[q["id"]])  # noqa: E731
@@ -200,7 +200,7 @@ def forward_selection(retriever: Retriever, items: list) -> list:
     R@3 + R@5 while the gain is at least two queries' worth (guard against noise); repeat."""
     train = [q for q in items if q.get("split") == "train"]
     vectors = dict(zip((q["id"] for q in train), retriever.embed([q["query"] for q in train])))
-    settings = Settings("hybrid")
+    settings = RetrievalSettings("hybrid")
 
     def score(config: HybridConfig) -> float:
         return sum(statistics.mean(recall(R.hybrid(retriever, q["query"], vectors[q["id"]], k, settings, config),

@@ -23,7 +23,7 @@ from processkg.retrieve.index import build_index, index_dir  # noqa: E402
 from processkg.errors import IndexNotFoundError
 from processkg.errors import ProcessKGError  # noqa: E402
 from processkg.retrieve.retriever import (  # noqa: E402
-    HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, Settings, _navigation_list, _object_query, _subgraph,
+    HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, RetrievalSettings, _navigation_list, _object_query, _subgraph,
     fused_seeds, tokenize)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +175,7 @@ def test_every_method_answers_and_is_deterministic(demo_retriever):
 
 def test_batch_equals_single_queries(demo_retriever):
     queries = [CHAIN_QUERY, "a dealer orders ten city bikes", "pay the suppliers whose invoices are due"]
-    batch = demo_retriever.retrieve_many(queries, 5, Settings("hybrid"))
+    batch = demo_retriever.retrieve_many(queries, 5, RetrievalSettings("hybrid"))
     assert batch == [demo_retriever.retrieve(q, 5) for q in queries]
 
 
@@ -196,17 +196,17 @@ def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo_retriever)
     v_object, v_step = demo_retriever.embed([about_object, CHAIN_QUERY])
     assert _object_query(demo_retriever, v_object, HYBRID) and not _object_query(demo_retriever, v_step, HYBRID)
     nearest = [row for row, _ in demo_retriever.dense_sets(v_object, NAVIGATION_SEEDS)]
-    navigation = _navigation_list(demo_retriever, about_object, v_object, 20, Settings())
+    navigation = _navigation_list(demo_retriever, about_object, v_object, 20, RetrievalSettings())
     assert {row for row, _ in navigation} == {t for row in nearest for t in demo_retriever.navigations.get(row, ())}
     sims = [demo_retriever.similarity(v_object, row) for row, _ in navigation]
     assert sims == sorted(sims, reverse=True) and "A_SalesOrderItem" in names(
         [demo_retriever.result(row, 0) for row, _ in navigation])
     without = replace(HYBRID, object_lists=())
-    plain = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, Settings(), without)}
-    fused = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, Settings())}
+    plain = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, RetrievalSettings(), without)}
+    fused = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, RetrievalSettings())}
     for rank, (row, _path) in enumerate(navigation, 1):  # one more reciprocal-rank term per target
         assert fused[row] == pytest.approx(plain.get(row, 0.0) + 1 / (RRF_K + rank))
-    steps = [fused_seeds(demo_retriever, CHAIN_QUERY, v_step, Settings(), c) for c in (HYBRID, without)]
+    steps = [fused_seeds(demo_retriever, CHAIN_QUERY, v_step, RetrievalSettings(), c) for c in (HYBRID, without)]
     assert [(s.row, s.score) for s in steps[0]] == [(s.row, s.score) for s in steps[1]]
 
 

@@ -13,7 +13,7 @@ from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_ef
 from processkg.retrieve.retriever import METHODS
 
 DEFAULT_METHODS = ",".join(METHODS)  # the registry of kg retrieve, baselines first
-#: Ablations of a hybrid method: (suffix, Settings overrides).
+#: Ablations of a hybrid method: (suffix, RetrievalSettings overrides).
 ABLATIONS = (
     ("no-mapping-edges", {"mapping_edges": False}),
     ("no-sequence-edges", {"sequence_edges": False}),
@@ -27,13 +27,13 @@ def _csv(value: str) -> list[str]:
 
 def run_methods(retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
     """{label: {qid: [(service, set)]}}, {qid: [source]} of hybrid, {label: seconds}."""
-    from processkg.retrieve.retriever import Settings
+    from processkg.retrieve.retriever import RetrievalSettings
 
-    runs = [(m, Settings(method=m)) for m in methods]
+    runs = [(m, RetrievalSettings(method=m)) for m in methods]
     if ablations:
         for base in ("hybrid-paper", "hybrid"):
             if base in methods:
-                runs += [(f"{base}/{name}", Settings(method=base, **over)) for name, over in ABLATIONS]
+                runs += [(f"{base}/{name}", RetrievalSettings(method=base, **over)) for name, over in ABLATIONS]
     texts = [q.text for q in queries]
     results, sources, seconds = {}, {}, {}
     for label, settings in runs:

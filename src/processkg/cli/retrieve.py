@@ -15,7 +15,7 @@ import click
 
 from processkg.errors import JsonLinesError, ProcessKGError, QueryFileError
 from processkg.jsonl import read_strict
-from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Settings, check_query
+from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, RetrievalSettings, check_query
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
@@ -90,7 +90,7 @@ def retrieve_cmd(store, query, queries, k, method, hops, no_mapping_edges, no_se
     if query is not None:
         check_query(query)  # before the store and the model are loaded
     items = read_queries(queries) if queries else [(None, query)]
-    settings = Settings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
+    settings = RetrievalSettings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
     retriever = Retriever(store, model=model)
     answers = retriever.retrieve_many([q for _, q in items], k, settings)
     for (qid, text), results in zip(items, answers):

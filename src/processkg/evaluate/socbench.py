@@ -38,7 +38,7 @@ import numpy as np
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.graph.store import load_query, plain, select
 from processkg.retrieve.index import Encoder, build_index
-from processkg.retrieve.retriever import CANDIDATES, HYBRID, METHODS as RETRIEVAL_METHODS, RRF_K, Retriever, Settings
+from processkg.retrieve.retriever import CANDIDATES, HYBRID, METHODS as RETRIEVAL_METHODS, RRF_K, Retriever, RetrievalSettings
 from processkg.sources import openapi
 
 KS = (5, 10, 20)
@@ -197,7 +197,7 @@ def _run_domain(domain: Domain, retriever: Retriever, out: Run, limit: int) -> N
         out.process_edges[edge] = out.process_edges.get(edge, 0) + count
     known = {u["name"] for u in units}
     texts = [q.text for q in domain.queries]
-    answers = {m: retriever.retrieve_many(texts, max(KS), Settings(method=m)) for m in METHODS}
+    answers = {m: retriever.retrieve_many(texts, max(KS), RetrievalSettings(method=m)) for m in METHODS}
     for i, query in enumerate(domain.queries):
         out.missing_gold.extend((query.id, g) for g in dict.fromkeys(query.gold) if g not in known)
         out.results.append(_evaluate(domain, query, {m: answers[m][i] for m in METHODS}))

@@ -72,7 +72,7 @@ def _location(ident: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def load_model(ident: str):
+def load_encoder_model(ident: str):
     """A SentenceTransformer on CPU, offline; loaded once per process and model."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -111,7 +111,7 @@ class Encoder:
 
     @property
     def model(self):
-        return load_model(self.id)
+        return load_encoder_model(self.id)
 
     @property
     def dim(self) -> int:

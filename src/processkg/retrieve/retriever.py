@@ -70,7 +70,7 @@ class Result:
 
 
 @dataclass(frozen=True)
-class Settings:
+class RetrievalSettings:
     """How to retrieve: the method and the ablation switches."""
 
     method: str = "hybrid"
@@ -79,7 +79,7 @@ class Settings:
     sequence_edges: bool = True
     verify_seeds: bool = False
 
-    def check(self) -> "Settings":
+    def check(self) -> "RetrievalSettings":
         if self.method not in METHODS:
             raise ProcessKGError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if not 0 <= self.hops <= MAX_HOPS:
@@ -193,10 +193,10 @@ class Retriever:
     def embed(self, queries: list[str]) -> np.ndarray:
         return self.encoder.encode(list(queries))
 
-    def retrieve(self, query: str, k: int = 5, settings: Settings | None = None,
+    def retrieve(self, query: str, k: int = 5, settings: RetrievalSettings | None = None,
                  vector: np.ndarray | None = None, **options) -> list[Result]:
         """The top ``k`` entity sets for ``query``; ``options`` override ``settings`` fields."""
-        settings = replace(settings or Settings(), **options).check()
+        settings = replace(settings or RetrievalSettings(), **options).check()
         if k < 1:
             raise ProcessKGError(f"-k must be at least 1, not {k}")
         check_query(query)
@@ -204,10 +204,10 @@ class Retriever:
             vector = self.embed([query])[0]
         return METHODS[settings.method].run(self, query, vector, k, settings)
 
-    def retrieve_many(self, queries: list[str], k: int = 5, settings: Settings | None = None,
+    def retrieve_many(self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None,
                       **options) -> list[list[Result]]:
         """Batch retrieval: all query embeddings computed in one call."""
-        settings = replace(settings or Settings(), **options).check()
+        settings = replace(settings or RetrievalSettings(), **options).check()
         for query in queries:
             check_query(query)
         dense = METHODS[settings.method].dense and queries
@@ -292,11 +292,11 @@ def _subgraph(store, seed: str, counts: dict | None = None) -> tuple[set, dict, 
 
 # ---------------------------------------------------------------- methods
 
-def dense(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+def dense(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
     return [r.result(row, score) for row, score in r.dense_sets(vector, k)]
 
 
-def tokens(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+def tokens(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
     scores = r.lexical.scores(query)
     return [r.result(row, scores[row]) for row in _ranked(scores, k, positive=True)]
 
@@ -319,7 +319,7 @@ class _Ranking:
             self.items.append(result)
 
 
-def hybrid_paper(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+def hybrid_paper(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
     """Dense seeds in dense order, each followed by its downstream entity sets."""
     seeds = r.dense_sets(vector, k)
     best = seeds[0][1] if seeds else 0.0
@@ -331,7 +331,7 @@ def hybrid_paper(r: Retriever, query: str, vector, k: int, settings: Settings) -
     return out.items
 
 
-def _expands(r: Retriever, settings: Settings, query: str, row: int, score: float, best: float) -> bool:
+def _expands(r: Retriever, settings: RetrievalSettings, query: str, row: int, score: float, best: float) -> bool:
     if not settings.mapping_edges:
         return False
     return not settings.verify_seeds or r.verified(query, row, score, best)
@@ -371,7 +371,7 @@ class _Seed:
     direct: bool = False  # matched on its own summary (dense or tokens), not only through an activity
 
 
-def fused_seeds(r: Retriever, query: str, vector, settings: Settings, config: HybridConfig = HYBRID,
+def fused_seeds(r: Retriever, query: str, vector, settings: RetrievalSettings, config: HybridConfig = HYBRID,
                 n: int = CANDIDATES) -> list[_Seed]:
     """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
     seeds: dict = {}
@@ -396,15 +396,15 @@ def _object_query(r: Retriever, vector, config: HybridConfig) -> bool:
     return best_set >= r.dense_activities(vector, 1)[0][1] - config.object_margin
 
 
-def _dense_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+def _dense_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
     return [(row, ()) for row, _sim in r.dense_sets(vector, n)]
 
 
-def _token_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+def _token_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
     return [(row, ()) for row in _ranked(r.lexical.scores(query), n, positive=True)]
 
 
-def _activity_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+def _activity_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
     """Entity sets in the order of the activities (nearest first) that use them."""
     out, seen = [], set()
     for activity, _sim in r.dense_activities(vector, n):
@@ -415,7 +415,7 @@ def _activity_list(r: Retriever, query: str, vector, n: int, settings: Settings)
     return out[:n]
 
 
-def _chain_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+def _chain_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
     """Entity sets by their best activity path A -> ... -> B (0..h hops), scored sim(A) + sim(B):
     "the goods left the warehouse (A), now charge the customer (B)" matches both ends."""
     sim_of = dict(r.dense_activities(vector, len(r.activities)))
@@ -429,7 +429,7 @@ def _chain_list(r: Retriever, query: str, vector, n: int, settings: Settings) ->
     return [(row, path) for row, (_score, path) in ranked[:n]]
 
 
-def _navigation_list(r: Retriever, query: str, vector, n: int, settings: Settings) -> list[tuple[int, tuple]]:
+def _navigation_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
     """The navigation targets (``kg:targetEntitySet``) of the nearest entity sets, most similar
     to the query first: "the schedule lines of order 4711" finds the order, needs its lines."""
     targets = {t for row, _sim in r.dense_sets(vector, NAVIGATION_SEEDS) for t in r.navigations.get(row, ())}
@@ -441,7 +441,7 @@ _LISTS = {"dense": _dense_list, "tokens": _token_list, "activity": _activity_lis
           "navigation": _navigation_list}
 
 
-def hybrid(r: Retriever, query: str, vector, k: int, settings: Settings,
+def hybrid(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings,
            config: HybridConfig = HYBRID) -> list[Result]:
     """Fused seeds in fused order, each followed by the entity sets downstream of it."""
     fused = fused_seeds(r, query, vector, settings, config)
@@ -480,7 +480,7 @@ def _joined(prefix: tuple, path: tuple) -> tuple:
     return path
 
 
-def chunkrag(r: Retriever, query: str, vector, k: int, settings: Settings) -> list[Result]:
+def chunkrag(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
     """Raw-metadata chunks nearest to the query, mapped back to the entity sets they describe."""
     chunks = r.index.items["chunk"]
     if not chunks:
@@ -520,4 +520,4 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            hybrid),
 )}
 
-__all__ = ["METHODS", "Method", "Result", "Retriever", "Settings", "tokenize"]
+__all__ = ["METHODS", "Method", "Result", "Retriever", "RetrievalSettings", "tokenize"]

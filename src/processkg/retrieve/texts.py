@@ -27,7 +27,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 #: Name parts that carry no meaning for a reader: SAP prefixes and suffixes.
 NOISE = frozenset({"a", "i", "c", "api", "srv", "ce", "to", "op", "yy", "zz", "sap"})
 #: SAP prefixes that do mean something, spelled out.
-PREFIXES = {"vl": "value list", "vh": "value help"}
+NAME_PREFIXES = {"vl": "value list", "vh": "value help"}
 #: Custom-field prefixes: rare names, but not telling ones.
 _CUSTOM = re.compile(r"^(YY\d|ZZ\d|SAP__)")
 TELLING = 8  # non-key properties per summary
@@ -124,8 +124,8 @@ class Lexicon:
         out = []
         for token in split_name(name):
             low = token.lower()
-            if low in PREFIXES:
-                out.append(PREFIXES[low])
+            if low in NAME_PREFIXES:
+                out.append(NAME_PREFIXES[low])
             elif low not in NOISE and not low.isdigit():
                 out.append(self.expand(token))
         return " ".join(out)

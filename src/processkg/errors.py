@@ -179,3 +179,23 @@ class GraphCheckError(ProcessKGError):
         more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
         super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
                          "the previous store is unchanged:\n" + "\n".join(lines) + more)
+
+
+class MalformedJSONError(InputError):
+    """The file is not well-formed JSON (or not UTF-8)."""
+
+
+class NotOpenAPIError(InputError):
+    """The document is JSON, but has no top-level ``openapi`` field."""
+
+
+class UnsupportedOpenAPIError(InputError):
+    """An OpenAPI document of a version this reader does not lift (Swagger/OpenAPI 2.0)."""
+
+
+class OpenAPIStructureError(InputError):
+    """A member of the document has the wrong JSON type or lacks a required field."""
+
+
+class OpenAPIReferenceError(InputError):
+    """A ``$ref`` that points at nothing in the document, outside it, or in a circle."""

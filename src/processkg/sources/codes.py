@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections import defaultdict
 from pathlib import Path
 
 from processkg.errors import CodeListError
+from processkg.sources.limits import MAX_CODE_ROWS, read_text
 
 REQUIRED = ("value_list", "code")
 
@@ -40,18 +42,29 @@ def codes_for(codes: dict, service: str) -> dict:
 
 
 def _rows(path: Path):
+    text = read_text(path, "code list", str(path), CodeListError)
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    last = 0  # the line the last good row (or the header) ended on: a broken row starts after it
     try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-            if missing:
-                raise CodeListError(f"code list lacks column(s) {', '.join(missing)}; expected "
-                                    "value_list,code,description[,service]", str(path), 1)
-            for row in reader:
-                line = reader.line_num
-                value_list, code = (row.get("value_list") or "").strip(), (row.get("code") or "").strip()
-                if not value_list or not code:
-                    raise CodeListError("row has an empty value_list or code", str(path), line)
-                yield (row.get("service") or "").strip(), value_list, code, (row.get("description") or "").strip(), line
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise CodeListError(f"cannot read code list: {exc}", str(path)) from None
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        last = reader.line_num
+        if missing:
+            raise CodeListError(f"code list lacks column(s) {', '.join(missing)}; expected "
+                                "value_list,code,description[,service]", str(path), 1)
+        for count, row in enumerate(reader, start=1):
+            last = reader.line_num
+            yield _row(path, row, last, count)
+    except csv.Error as exc:
+        raise CodeListError(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path),
+                            last + 1) from None
+
+
+def _row(path: Path, row: dict, line: int, count: int) -> tuple[str, str, str, str, int]:
+    if count > MAX_CODE_ROWS:
+        raise CodeListError(f"more than {MAX_CODE_ROWS:,} codes in one file", str(path), line)
+    value_list, code = (row.get("value_list") or "").strip(), (row.get("code") or "").strip()
+    if not value_list or not code:
+        raise CodeListError("row has an empty value_list or code", str(path), line)
+    if any("\n" in (v or "") or "\r" in (v or "") for v in row.values() if isinstance(v, str)):
+        raise CodeListError("a field spans several lines (an unterminated quote before it?)", str(path), line)
+    return (row.get("service") or "").strip(), value_list, code, (row.get("description") or "").strip(), line

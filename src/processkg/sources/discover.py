@@ -26,6 +26,8 @@ def discover_marked(roots: list[Path] | list[str], suffixes: tuple[str, ...]) ->
         elif root.is_dir():
             found.extend((p, f"{root.name}/{p.relative_to(root).as_posix()}", False)
                          for p in sorted(root.rglob("*")) if _wanted(p, suffixes))
+        elif root.exists():
+            raise ProcessKGError(f"{root}: not a regular file or folder (a device, pipe or socket is not read)")
         else:
             raise ProcessKGError(f"{root}: no such file or directory")
     return found

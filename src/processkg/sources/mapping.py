@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from processkg.errors import MappingError
+from processkg.sources.limits import read_text
 from processkg.triples import Triples, child
 from processkg.vocab import USEST
 
@@ -51,16 +52,34 @@ class MappingEntry:
 
 def read_mapping(path: Path, display: str | None = None) -> list[MappingEntry]:
     name = display or str(path)
+    text = read_text(path, "mapping", name, MappingError)
     try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"))
+        root = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise MappingError(f"not valid YAML: {getattr(exc, 'problem', exc)}", name,
                            mark.line + 1 if mark else None) from None
-    except OSError as exc:
-        raise MappingError(f"cannot read mapping file: {exc.strerror}", name) from None
+    _refuse_duplicate_keys(root, name)
     items = _mappings_node(root, name)
     return [_entry(node, name) for node in items]
+
+
+def _refuse_duplicate_keys(root, name: str) -> None:
+    """YAML keeps the last of two equal keys silently; a mapping file may not have them (YAML 1.2 §3.2.1.1)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in seen:
+                    raise MappingError(f"duplicate key {key.value!r} (first at line {seen[key.value]}); "
+                                       "YAML would keep only the last one", name, key.start_mark.line + 1)
+                if isinstance(key, yaml.ScalarNode):
+                    seen[key.value] = key.start_mark.line + 1
+                todo.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
 
 
 def _mappings_node(root, name: str) -> list:

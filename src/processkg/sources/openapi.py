@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from processkg.sources.discover import OPENAPI_SUFFIXES, discover_marked
-from processkg.errors import InputError, ProcessKGError
+from processkg.sources.limits import read_bytes
+from processkg.errors import MalformedJSONError, NotOpenAPIError, OpenAPIReferenceError, OpenAPIStructureError, ProcessKGError, UnsupportedOpenAPIError
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT
 
@@ -39,27 +40,11 @@ LOCATIONS = ("path", "query", "header", "cookie")
 GENERIC_NAMES = frozenset({"openapi", "swagger"})
 #: Keys whose values are literal data, not OpenAPI structure: never searched for ``$ref``.
 _LITERAL_KEYS = frozenset({"example", "default", "enum", "const"})
+#: Most references one ``$ref`` chain may follow before it reaches a schema.
+MAX_REF_CHAIN = 64
+#: Most schema nodes one request body may expand to (``allOf``/``oneOf``/``anyOf`` multiply them).
+MAX_SCHEMA_NODES = 10_000
 _NEWLINE = re.compile(r"\n")
-
-
-class MalformedJSONError(InputError):
-    """The file is not well-formed JSON (or not UTF-8)."""
-
-
-class NotOpenAPIError(InputError):
-    """The document is JSON, but has no top-level ``openapi`` field."""
-
-
-class UnsupportedOpenAPIError(InputError):
-    """An OpenAPI document of a version this reader does not lift (Swagger/OpenAPI 2.0)."""
-
-
-class OpenAPIStructureError(InputError):
-    """A member of the document has the wrong JSON type or lacks a required field."""
-
-
-class OpenAPIReferenceError(InputError):
-    """A ``$ref`` that points at nothing in the document, outside it, or in a circle."""
 
 
 # ---------------------------------------------------------------- JSON with line numbers
@@ -102,9 +87,7 @@ def _line_decoder(text: str) -> json.JSONDecoder:
 def read_json(path: Path, display: str):
     """Parse a JSON file; objects carry their line. Bad input raises MalformedJSONError."""
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise MalformedJSONError(f"cannot read: {exc.strerror}", display) from None
+        text = read_bytes(path, "OpenAPI document", display, MalformedJSONError).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise MalformedJSONError(f"not UTF-8 text (byte {exc.start})", display) from None
     try:
@@ -133,6 +116,7 @@ class References:
     def __init__(self, root, file: str) -> None:
         self.root = root
         self.file = file
+        self.resolved: dict[str, tuple] = {}  # $ref -> (target, its pointer path)
 
     def target(self, ref: str, where: tuple, line: int | None):
         """The node a ``$ref`` string points at."""
@@ -152,16 +136,28 @@ class References:
         return node
 
     def follow(self, node, where: tuple):
-        """``node`` with ``$ref`` chains followed: (target, its pointer path or ``where``)."""
+        """``node`` with ``$ref`` chains followed: (target, its pointer path or ``where``).
+
+        A chain is at most :data:`MAX_REF_CHAIN` references long; a reference followed once is
+        remembered, so a document full of chains is read in linear time."""
         seen: list = []
+        start = node.get("$ref") if isinstance(node, dict) else None
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
+            if ref in self.resolved:
+                node, where = self.resolved[ref]
+                break
             if ref in seen:
                 chain = " -> ".join(seen + [ref])
                 raise OpenAPIReferenceError(f"at {pointer(where)}: circular $ref {chain}", self.file, line_of(node))
+            if len(seen) == MAX_REF_CHAIN:
+                raise OpenAPIReferenceError(f"at {pointer(where)}: a $ref chain longer than {MAX_REF_CHAIN} "
+                                            f"references (from {start})", self.file, line_of(node))
             seen.append(ref)
             node = self.target(ref, where, line_of(node))
             where = _ref_path(ref)
+        for ref in seen:
+            self.resolved[ref] = (node, where)
         return node, where
 
     def check_all(self, node=None, where: tuple = ()) -> None:
@@ -385,8 +381,16 @@ class _Reader:
                 taken.add(("body", param.name))
                 op.parameters.append(param)
 
-    def _fields(self, node, where: tuple, required: bool, seen: set) -> list[Parameter]:
-        """The top-level properties of a request-body schema (allOf merged, oneOf/anyOf united)."""
+    def _fields(self, node, where: tuple, required: bool, seen: set, budget: list[int] | None = None
+                ) -> list[Parameter]:
+        """The top-level properties of a request-body schema (allOf merged, oneOf/anyOf united);
+        at most :data:`MAX_SCHEMA_NODES` schema nodes are expanded (``budget`` counts them down)."""
+        budget = budget if budget is not None else [MAX_SCHEMA_NODES]
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OpenAPIStructureError(f"at {pointer(where)}: the request body expands to more than "
+                                        f"{MAX_SCHEMA_NODES:,} schema nodes (allOf/oneOf/anyOf nested too "
+                                        f"widely)", self.file, line_of(node))
         schema, where = self.followed(node, where)
         if id(schema) in seen:
             return []
@@ -394,10 +398,10 @@ class _Reader:
         out: list = []
         for key, all_required in (("allOf", required), ("oneOf", False), ("anyOf", False)):
             for i, member in enumerate(self.arr(schema.get(key, []), where + (key,))):
-                out.extend(self._fields(member, where + (key, i), all_required, seen))
+                out.extend(self._fields(member, where + (key, i), all_required, seen, budget))
         kind, _ = _schema_type(schema)
         if kind == "array" and "items" in schema:
-            return out + self._fields(schema["items"], where + ("items",), required, seen)
+            return out + self._fields(schema["items"], where + ("items",), required, seen, budget)
         props = self.obj(schema.get("properties", {}), where + ("properties",))
         needed = set(schema.get("required", [])) if isinstance(schema.get("required"), list) else set()
         for name in props:

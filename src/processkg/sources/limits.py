@@ -1,0 +1,58 @@
+"""Size limits for every input a reader takes whole, and the one bounded way to read such a file.
+
+A reader never trusts a path to be a small regular file: ``/dev/zero``, a FIFO or an endless
+stream would otherwise grow memory without end. :func:`read_bytes` refuses anything that is not a
+regular file and any file over its kind's limit, with one line naming the file and the limit.
+The limits are generous for real data (the largest SAP metadata document in ``../shared/data`` is
+under 3 MB, the largest SOCBench-D document under 1 MB) and are listed in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from processkg.errors import InputError
+
+MB = 1024 * 1024
+#: Largest file of each kind that is read at all.
+MAX_BYTES = {
+    "mapping": 16 * MB,
+    "code list": 64 * MB,
+    "code bindings": 4 * MB,
+    "OpenAPI document": 64 * MB,
+}
+#: Most rows of one code-list file.
+MAX_CODE_ROWS = 1_000_000
+
+
+def read_bytes(path: Path | str, kind: str, display: str | None = None,
+               error: type[InputError] = InputError) -> bytes:
+    """The whole file, after checking that it is a regular file within ``MAX_BYTES[kind]``;
+    problems raise ``error`` (the reader's own error class)."""
+    name = display or str(path)
+    limit = MAX_BYTES[kind]
+    try:
+        info = Path(path).stat()
+    except OSError as exc:
+        raise error(f"cannot read {kind}: {exc.strerror}", name) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise error(f"not a regular file: a {kind} must be a file, not a device, pipe or folder", name)
+    if info.st_size > limit:
+        raise error(f"{kind} is {info.st_size / MB:.1f} MB, over the limit of {limit // MB} MB", name)
+    with Path(path).open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise error(f"{kind} grew over the limit of {limit // MB} MB while it was read", name)
+    return data
+
+
+def read_text(path: Path | str, kind: str, display: str | None = None,
+              error: type[InputError] = InputError) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a BOM is dropped); bad bytes name the file and line."""
+    data = read_bytes(path, kind, display, error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"{kind} is not UTF-8 text (byte {exc.start})", display or str(path), line) from None

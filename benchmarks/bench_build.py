@@ -40,9 +40,16 @@ def _one_run(corpus: str, queue) -> None:
         report = build(BuildOptions(odata=[path], store=Path(tmp) / "store"))
         seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put({"seconds": seconds - report.shapes_seconds, "with_shapes": seconds,
-               "files": len(report.files), "triples": report.triples,
-               "properties": report.classes.get("Property", 0), "peak_mb": peak_mb})
+    queue.put(
+        {
+            "seconds": seconds - report.shapes_seconds,
+            "with_shapes": seconds,
+            "files": len(report.files),
+            "triples": report.triples,
+            "properties": report.classes.get("Property", 0),
+            "peak_mb": peak_mb,
+        }
+    )
 
 
 def measure(corpus: str, runs: int) -> dict:
@@ -57,13 +64,19 @@ def measure(corpus: str, runs: int) -> dict:
     seconds = statistics.median(r["seconds"] for r in results)
     first = results[0]
     return {
-        "corpus": corpus, "runs": runs, "median_seconds": round(seconds, 3),
+        "corpus": corpus,
+        "runs": runs,
+        "median_seconds": round(seconds, 3),
         "all_seconds": [round(r["seconds"], 3) for r in results],
         "median_seconds_with_shapes": round(statistics.median(r["with_shapes"] for r in results), 3),
-        "files": first["files"], "triples": first["triples"], "properties": first["properties"],
-        "files_per_s": round(first["files"] / seconds, 1), "triples_per_s": round(first["triples"] / seconds),
+        "files": first["files"],
+        "triples": first["triples"],
+        "properties": first["properties"],
+        "files_per_s": round(first["files"] / seconds, 1),
+        "triples_per_s": round(first["triples"] / seconds),
         "peak_rss_mb": round(max(r["peak_mb"] for r in results), 1),
-        "target_seconds": CORPORA[corpus][1], "meets_target": seconds < CORPORA[corpus][1],
+        "target_seconds": CORPORA[corpus][1],
+        "meets_target": seconds < CORPORA[corpus][1],
     }
 
 
@@ -77,11 +90,13 @@ def main() -> int:
         return 0
     rows = [measure(corpus, args.runs) for corpus in CORPORA]
     for r in rows:
-        print(f"{r['corpus']:9s} {r['files']:4d} files {r['properties']:6d} properties  "
-              f"median {r['median_seconds']:6.2f} s (target < {r['target_seconds']:.0f} s: "
-              f"{'met' if r['meets_target'] else 'MISSED'})  {r['files_per_s']:7.1f} files/s  "
-              f"{r['triples_per_s']:9,d} triples/s  peak {r['peak_rss_mb']:.0f} MB  "
-              f"(with SHACL shapes generated into the store: {r['median_seconds_with_shapes']:.2f} s)")
+        print(
+            f"{r['corpus']:9s} {r['files']:4d} files {r['properties']:6d} properties  "
+            f"median {r['median_seconds']:6.2f} s (target < {r['target_seconds']:.0f} s: "
+            f"{'met' if r['meets_target'] else 'MISSED'})  {r['files_per_s']:7.1f} files/s  "
+            f"{r['triples_per_s']:9,d} triples/s  peak {r['peak_rss_mb']:.0f} MB  "
+            f"(with SHACL shapes generated into the store: {r['median_seconds_with_shapes']:.2f} s)"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     env = {"python": platform.python_version(), "machine": platform.machine(), "cpus": mp.cpu_count()}
     args.out.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")

@@ -28,28 +28,46 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
 from processkg.retrieve.index import build_index  # noqa: E402
-from processkg.retrieve.retriever import METHODS, HybridConfig, Retriever, RetrievalSettings, _subgraph  # noqa: E402
+from processkg.retrieve.retriever import METHODS, HybridConfig, RetrievalSettings, Retriever, _subgraph  # noqa: E402
 
 A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 DEMO = ROOT / "data" / "demo"
 RESULTS = ROOT / "benchmarks" / "results" / "retrieve.json"
 QUERIES = [
-    "create a sales order for a customer", "post goods issue for an outbound delivery",
-    "supplier invoice payment block", "bill of material components", "cost centre master data",
-    "maintenance order operations", "purchase requisition release", "business partner address",
-    "product plant data", "billing document items", "sales quotation validity",
-    "material stock in a storage location", "journal entry line items", "equipment classification",
-    "customer return reason", "pricing condition scales", "inbound delivery from supplier",
-    "production order confirmation", "bank master data", "credit memo request items",
-    "the goods left the warehouse, now charge the customer", "which currencies can we sell in",
-    "a dealer orders ten city bikes", "pay the suppliers whose invoices are due",
-    "who is the contact person of this business partner", "schedule lines of a purchase order",
+    "create a sales order for a customer",
+    "post goods issue for an outbound delivery",
+    "supplier invoice payment block",
+    "bill of material components",
+    "cost centre master data",
+    "maintenance order operations",
+    "purchase requisition release",
+    "business partner address",
+    "product plant data",
+    "billing document items",
+    "sales quotation validity",
+    "material stock in a storage location",
+    "journal entry line items",
+    "equipment classification",
+    "customer return reason",
+    "pricing condition scales",
+    "inbound delivery from supplier",
+    "production order confirmation",
+    "bank master data",
+    "credit memo request items",
+    "the goods left the warehouse, now charge the customer",
+    "which currencies can we sell in",
+    "a dealer orders ten city bikes",
+    "pay the suppliers whose invoices are due",
+    "who is the contact person of this business partner",
+    "schedule lines of a purchase order",
     "the technician finished the repair, close the maintenance notification",
-    "GL account in the chart of accounts", "time sheet entries of a worker", "sales district names",
+    "GL account in the chart of accounts",
+    "time sheet entries of a worker",
+    "sales district names",
 ]
 
 
@@ -70,11 +88,19 @@ def timed(fn) -> tuple[float, object]:
 
 # ---------------------------------------------------------------- stages
 
+
 def build_stores(work: Path) -> dict:
     stores = {"a2x": work / "a2x", "demo": work / "demo"}
     build(BuildOptions(odata=[A2X], store=stores["a2x"]))
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=stores["demo"]))
+    build(
+        BuildOptions(
+            odata=[DEMO / "odata"],
+            bpmn=[DEMO / "bpmn"],
+            mapping=DEMO / "mapping.yaml",
+            codes=[DEMO / "codes"],
+            store=stores["demo"],
+        )
+    )
     return stores
 
 
@@ -128,16 +154,25 @@ def bench_context(retriever: Retriever) -> dict:
         tokens.append(retriever.encoder.count_tokens(text))
         chars.append(len(text))
         seconds.append(took)
-    return {"entity_sets": len(tokens), "wordpiece_tokens": _spread(tokens),
-            "chars_div_4": _spread([c / 4 for c in chars]), "render": ms(seconds)}
+    return {
+        "entity_sets": len(tokens),
+        "wordpiece_tokens": _spread(tokens),
+        "chars_div_4": _spread([c / 4 for c in chars]),
+        "render": ms(seconds),
+    }
 
 
 def _spread(values: list) -> dict:
-    return {"mean": round(statistics.mean(values), 1), "median": round(statistics.median(values), 1),
-            "p95": round(pct(values, 95), 1), "max": round(max(values), 1)}
+    return {
+        "mean": round(statistics.mean(values), 1),
+        "median": round(statistics.median(values), 1),
+        "p95": round(pct(values, 95), 1),
+        "max": round(max(values), 1),
+    }
 
 
 # ---------------------------------------------------------------- evaluation
+
 
 def recall(results: list, gold: list, k: int) -> float:
     """Share of gold entries found in the top k. A gold entry is an entity set name (dev file) or
@@ -165,8 +200,9 @@ def evaluate(retriever: Retriever, items: list) -> dict:
     table = {}
     for name, settings in configs.items():
         run = lambda q, k: retriever.retrieve(q["query"], k, settings, vector=vectors[q["id"]])  # noqa: E731
-        table[name] = {split: _scores(run, [q for q in items if q.get("split") == split])
-                       for split in ("train", "test")}
+        table[name] = {
+            split: _scores(run, [q for q in items if q.get("split") == split]) for split in ("train", "test")
+        }
     return table
 
 
@@ -190,8 +226,7 @@ MOVES = {
     "hop 0": lambda c: replace(c, min_hops=0) if c.min_hops else None,
     "cap 1 per seed": lambda c: replace(c, per_seed=1) if c.per_seed != 1 else None,
     "rank expansions": lambda c: replace(c, rank_expansions=True) if not c.rank_expansions else None,
-    "+navigation (object queries)": lambda c: (replace(c, object_lists=("navigation",))
-                                               if not c.object_lists else None),
+    "+navigation (object queries)": lambda c: replace(c, object_lists=("navigation",)) if not c.object_lists else None,
 }
 
 
@@ -203,8 +238,13 @@ def forward_selection(retriever: Retriever, items: list) -> list:
     settings = RetrievalSettings("hybrid")
 
     def score(config: HybridConfig) -> float:
-        return sum(statistics.mean(recall(R.hybrid(retriever, q["query"], vectors[q["id"]], k, settings, config),
-                                          q["gold"], k) for q in train) for k in (3, 5))
+        return sum(
+            statistics.mean(
+                recall(R.hybrid(retriever, q["query"], vectors[q["id"]], k, settings, config), q["gold"], k)
+                for q in train
+            )
+            for k in (3, 5)
+        )
 
     current = HybridConfig(lists=("dense",), min_hops=1, object_lists=())
     best, trace = score(current), []
@@ -220,11 +260,13 @@ def forward_selection(retriever: Retriever, items: list) -> list:
 
 # ---------------------------------------------------------------- main
 
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--eval", type=Path, help="JSONL queries with gold entity sets and a split")
-    parser.add_argument("--eval-store", type=Path,
-                        help="store (with index) to evaluate on; default: the demo store built here")
+    parser.add_argument(
+        "--eval-store", type=Path, help="store (with index) to evaluate on; default: the demo store built here"
+    )
     parser.add_argument("--eval-only", action="store_true", help="skip the speed figures")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -249,8 +291,10 @@ def main() -> None:
             target = Retriever(args.eval_store) if args.eval_store else demo
             items = [json.loads(line) for line in args.eval.read_text().splitlines() if line.strip()]
             results.setdefault("eval", {})[args.eval.name] = {
-                "store": str(args.eval_store or "demo"), "recall": evaluate(target, items),
-                "forward_selection": forward_selection(target, items)}
+                "store": str(args.eval_store or "demo"),
+                "recall": evaluate(target, items),
+                "forward_selection": forward_selection(target, items),
+            }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2))

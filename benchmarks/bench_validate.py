@@ -21,11 +21,23 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 A2X = HERE.parent.parent / "shared" / "data" / "odata" / "s4-a2x"
-INJECTED = ("unknown-property", "missing-required", "read-only", "invalid-code", "datatype", "max-length",
-            "cardinality", "unknown-navigation", "unknown-entity-set", "unknown-service", "malformed")
+INJECTED = (
+    "unknown-property",
+    "missing-required",
+    "read-only",
+    "invalid-code",
+    "datatype",
+    "max-length",
+    "cardinality",
+    "unknown-navigation",
+    "unknown-entity-set",
+    "unknown-service",
+    "malformed",
+)
 
 
 # ---------------------------------------------------------------- values
+
 
 def good_value(p, v2: bool, rnd: random.Random):
     """A value of ``p`` in the OData JSON format of the service's version."""
@@ -62,8 +74,11 @@ def settable(t) -> list:
     """Properties of ``t`` a generated payload may set: simple, creatable, with a known value form."""
     from processkg.validate.payload_shapes import EDM_XSD
 
-    return [p for n, p in sorted(t.props.items())
-            if not p.read_only and not p.collection and not p.complex_type and p.item_type in EDM_XSD]
+    return [
+        p
+        for n, p in sorted(t.props.items())
+        if not p.read_only and not p.collection and not p.complex_type and p.item_type in EDM_XSD
+    ]
 
 
 def entity(model, t, v2: bool, rnd: random.Random, depth: int = 0) -> dict:
@@ -85,11 +100,16 @@ def entity(model, t, v2: bool, rnd: random.Random, depth: int = 0) -> dict:
 
 # ---------------------------------------------------------------- calls
 
+
 def generate_calls(model, n: int, seed: int = 7, invalid_share: float = 0.45) -> list[tuple[dict, str | None]]:
     """``n`` POST calls as (call, injected kind or None)."""
     rnd = random.Random(seed)
-    targets = [(svc, name, model.types[iri]) for svc in sorted(model.services.values(), key=lambda s: s.name)
-               for name, (iri, creatable) in sorted(svc.sets.items()) if creatable and iri in model.types]
+    targets = [
+        (svc, name, model.types[iri])
+        for svc in sorted(model.services.values(), key=lambda s: s.name)
+        for name, (iri, creatable) in sorted(svc.sets.items())
+        if creatable and iri in model.types
+    ]
     calls = []
     for i in range(n):
         kind = INJECTED[i % len(INJECTED)] if rnd.random() < invalid_share else None
@@ -102,8 +122,13 @@ def _call(model, targets: list, call_id: str, kind: str | None, rnd: random.Rand
     for _attempt in range(500):
         svc, set_name, t = rnd.choice(targets)
         v2 = svc.version == "2.0"
-        call = {"id": call_id, "service": svc.name, "entity_set": set_name, "method": "POST",
-                "payload": entity(model, t, v2, rnd)}
+        call = {
+            "id": call_id,
+            "service": svc.name,
+            "entity_set": set_name,
+            "method": "POST",
+            "payload": entity(model, t, v2, rnd),
+        }
         if kind is None or inject(call, t, kind, v2, rnd):
             return call, kind
     return call, None
@@ -171,6 +196,7 @@ def verdict(result) -> tuple:
 
 # ---------------------------------------------------------------- main
 
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=10_000)
@@ -201,22 +227,38 @@ def main(argv=None) -> int:
     agree = sum(verdict(a) == verdict(b) for a, b in zip(batch, single))
     caught = sum(1 for (c, kind), r in zip(pairs, batch) if kind and kind in {v.kind for v in r.violations})
     injected = sum(1 for _, kind in pairs if kind)
-    print(f"{len(calls):,} calls, {injected:,} with an injected violation ({caught:,} caught), "
-          f"{sum(r.valid for r in batch):,} valid")
-    print(f"(a) batch:      {len(calls) / batch_s:6,.0f} calls/s  ({batch_s:.2f} s wall; "
-          f"{len(calls) / batch_cpu:,.0f} calls per CPU second)")
-    print(f"(b) one by one: {len(sample) / single_s:6,.0f} calls/s  ({single_s:.2f} s wall for {len(sample):,}; "
-          f"{len(sample) / single_cpu:,.0f} calls per CPU second)")
+    print(
+        f"{len(calls):,} calls, {injected:,} with an injected violation ({caught:,} caught), "
+        f"{sum(r.valid for r in batch):,} valid"
+    )
+    print(
+        f"(a) batch:      {len(calls) / batch_s:6,.0f} calls/s  ({batch_s:.2f} s wall; "
+        f"{len(calls) / batch_cpu:,.0f} calls per CPU second)"
+    )
+    print(
+        f"(b) one by one: {len(sample) / single_s:6,.0f} calls/s  ({single_s:.2f} s wall for {len(sample):,}; "
+        f"{len(sample) / single_cpu:,.0f} calls per CPU second)"
+    )
     print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"ratio batch / one-by-one: {(len(calls) / batch_s) / (len(sample) / single_s):.1f}x")
     print(f"verdicts agree: {agree:,} of {len(sample):,}")
-    _write(args.out, {
-        "calls": len(calls), "injected": injected, "caught": caught,
-        "batch_calls_per_s": round(len(calls) / batch_s, 1), "batch_calls_per_cpu_s": round(len(calls) / batch_cpu, 1),
-        "single_calls_per_s": round(len(sample) / single_s, 1), "single_sample": len(sample),
-        "ratio": round((len(calls) / batch_s) / (len(sample) / single_s), 2), "verdicts_agree": agree,
-        "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(), "target_batch_calls_per_s": 1000,
-    })
+    _write(
+        args.out,
+        {
+            "calls": len(calls),
+            "injected": injected,
+            "caught": caught,
+            "batch_calls_per_s": round(len(calls) / batch_s, 1),
+            "batch_calls_per_cpu_s": round(len(calls) / batch_cpu, 1),
+            "single_calls_per_s": round(len(sample) / single_s, 1),
+            "single_sample": len(sample),
+            "ratio": round((len(calls) / batch_s) / (len(sample) / single_s), 2),
+            "verdicts_agree": agree,
+            "load_average": round(os.getloadavg()[0], 2),
+            "cpus": os.cpu_count(),
+            "target_batch_calls_per_s": 1000,
+        },
+    )
     return 0 if agree == len(sample) else 1
 
 

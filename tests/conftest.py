@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, Store
 
-from processkg.pipeline import BuildOptions, BuildReport, build
 from processkg.graph.store import plain
+from processkg.pipeline import BuildOptions, BuildReport, build
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +38,7 @@ def shared(*parts: str) -> Path:
 
 
 # ------------------------------------------------------------------ graph helpers
+
 
 def graph_of(turtle: bytes) -> Store:
     """An in-memory store holding exactly the built triples (default graph)."""
@@ -66,7 +67,8 @@ def tree_digest(path: Path) -> dict:
     """{relative path: sha256} of every file below ``path`` (store directories)."""
     return {
         p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.rglob("*")) if p.is_file()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -97,6 +99,7 @@ def run_build(tmp: Path, **options) -> Built:
 
 # ------------------------------------------------------------------ session builds
 
+
 @pytest.fixture(scope="session")
 def a2x_built(tmp_path_factory) -> Built:
     """The 45 SAP S/4HANA A2X services (39 V2, 6 V4), built once for the whole session."""
@@ -122,8 +125,11 @@ def samples(tmp_path_factory) -> Built:
 
 #: A few Fiori service folders: V2 with separate annotation files, and both V4 services.
 FIORI_SERVICES = (
-    "BILLOFMATERIALV2_SRV", "MD_BUSINESSPARTNER_SRV", "SD_F1814_SO_FS_SRV",
-    "C_SALESORDERMANAGE_SD_V4", "UI_PPS_PURCHASEORDER_MANAGE_2_V4",
+    "BILLOFMATERIALV2_SRV",
+    "MD_BUSINESSPARTNER_SRV",
+    "SD_F1814_SO_FS_SRV",
+    "C_SALESORDERMANAGE_SD_V4",
+    "UI_PPS_PURCHASEORDER_MANAGE_2_V4",
 )
 
 
@@ -141,8 +147,10 @@ def miwg(tmp_path_factory) -> Built:
 
 def handmade_options() -> dict:
     return dict(
-        odata=[DATA / "odata"], bpmn=[DATA / "bpmn"],
-        mapping=DATA / "mapping.yaml", codes=[DATA / "codes"],
+        odata=[DATA / "odata"],
+        bpmn=[DATA / "bpmn"],
+        mapping=DATA / "mapping.yaml",
+        codes=[DATA / "codes"],
     )
 
 

@@ -73,7 +73,8 @@ def test_imports_go_only_downward(module):
         assert other in RANK, f"{imported} is in no layer; add it to LAYERS"
         assert other == own or RANK[other] < RANK[own], (
             f"{MODULES[module].relative_to(SRC.parent)}:{line}: {module} ({own}) imports {imported} "
-            f"({other}), which is not below it")
+            f"({other}), which is not below it"
+        )
 
 
 def test_module_graph_has_no_cycle():

@@ -17,15 +17,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from processkg.graph.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
-from processkg.pipeline import BuildOptions, build
 from processkg.cli import main
+from processkg.graph.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
 from processkg.graph.store import open_store
+from processkg.pipeline import BuildOptions, build
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 assert (DATA / "stats" / "odata_stats.tsv").is_file(), (
-    f"the shared real-world corpus is not at {DATA} (see its README.md); the audit tests need it")
+    f"the shared real-world corpus is not at {DATA} (see its README.md); the audit tests need it"
+)
 
 #: corpus -> (input kind, path below DATA)
 CORPORA = {
@@ -38,15 +39,27 @@ CORPORA = {
 
 #: TSV column -> audit class
 ODATA_COLUMNS = {
-    "entity_sets": "EntitySet", "singletons": "Singleton", "entity_types": "EntityType",
-    "properties": "Property", "nav_to_one": "NavigationProperty to-one",
-    "nav_to_many": "NavigationProperty to-many", "sap_value_list_props": "sap:value-list",
-    "anno_ValueList": "Common.ValueList", "anno_ValueListWithFixedValues": "Common.ValueListWithFixedValues",
+    "entity_sets": "EntitySet",
+    "singletons": "Singleton",
+    "entity_types": "EntityType",
+    "properties": "Property",
+    "nav_to_one": "NavigationProperty to-one",
+    "nav_to_many": "NavigationProperty to-many",
+    "sap_value_list_props": "sap:value-list",
+    "anno_ValueList": "Common.ValueList",
+    "anno_ValueListWithFixedValues": "Common.ValueListWithFixedValues",
 }
 BPMN_COLUMNS = {
-    "processes": "Process", "participants": "Participant", "lanes": "Lane", "tasks": "Task",
-    "subprocesses": "SubProcess", "call_activities": "CallActivity", "gateways": "Gateway",
-    "events": "Event", "sequence_flows": "SequenceFlow", "message_flows": "MessageFlow",
+    "processes": "Process",
+    "participants": "Participant",
+    "lanes": "Lane",
+    "tasks": "Task",
+    "subprocesses": "SubProcess",
+    "call_activities": "CallActivity",
+    "gateways": "Gateway",
+    "events": "Event",
+    "sequence_flows": "SequenceFlow",
+    "message_flows": "MessageFlow",
 }
 
 #: Files the readers reject on purpose, with (a distinctive part of) the reason they give.
@@ -89,6 +102,7 @@ GRAPH_GAPS = {
 
 # ---------------------------------------------------------------- fixtures and helpers
 
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
     """corpus name -> (store dir, OData roots, BPMN roots, audit result); each corpus is built once, on first use."""
@@ -130,6 +144,7 @@ def skipped(result: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the counts against the reference
+
 
 @pytest.mark.parametrize("name", list(CORPORA))
 def test_xpath_counts_equal_the_reference_for_every_file(corpus, name):
@@ -184,12 +199,21 @@ def test_annotation_documents_are_audited_with_their_service(corpus):
 
 # ---------------------------------------------------------------- class rows
 
+
 def test_a2x_every_class_is_complete_and_exact(corpus):
     _store, _odata, _bpmn, result = corpus("s4-a2x")
     rows = {r["class"]: r for r in result["classes"]}
     assert list(rows) == [
-        "EntitySet", "Singleton", "EntityType", "Property", "Key", "NavigationProperty to-one",
-        "NavigationProperty to-many", "sap:value-list", "Common.ValueList", "Common.ValueListWithFixedValues",
+        "EntitySet",
+        "Singleton",
+        "EntityType",
+        "Property",
+        "Key",
+        "NavigationProperty to-one",
+        "NavigationProperty to-many",
+        "sap:value-list",
+        "Common.ValueList",
+        "Common.ValueListWithFixedValues",
     ]
     assert (rows["EntitySet"]["source"], rows["Property"]["source"]) == (411, 10413)
     assert rows["NavigationProperty to-one"]["source"] + rows["NavigationProperty to-many"]["source"] == 610
@@ -221,6 +245,7 @@ def test_bpmn_activities_are_tasks_subprocesses_and_call_activities(corpus):
 
 
 # ---------------------------------------------------------------- skipped, absent, opened stores
+
 
 def test_a_file_missing_from_the_graph_is_skipped_not_mismatched(corpus):
     store, odata, _bpmn, _result = corpus("s4-a2x")
@@ -262,6 +287,7 @@ def test_render_lists_skipped_files_and_differences(corpus):
 
 
 # ---------------------------------------------------------------- the command line
+
 
 def test_kg_audit_on_the_a2x_store(corpus):
     store, odata, _bpmn, _result = corpus("s4-a2x")

@@ -16,10 +16,9 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from processkg.pipeline import BuildOptions, build
-from processkg.evaluate.metrics import read_queries
-
 from conftest import ROOT, graph_of, rows, shared
+from processkg.evaluate.metrics import read_queries
+from processkg.pipeline import BuildOptions, build
 
 BENCH = ROOT / "data" / "sap" / "benchmark"
 QUERIES = BENCH / "queries.jsonl"
@@ -41,10 +40,14 @@ def records() -> list:
 @pytest.fixture(scope="module")
 def sap_graph():
     """The A2X services with the SAP process layer, built in memory."""
-    report = build(BuildOptions(
-        odata=[shared("odata", "s4-a2x")], bpmn=[ROOT / "data" / "sap" / "processes"],
-        mapping=ROOT / "data" / "sap" / "mapping.yaml", on_error="fail",
-    ))
+    report = build(
+        BuildOptions(
+            odata=[shared("odata", "s4-a2x")],
+            bpmn=[ROOT / "data" / "sap" / "processes"],
+            mapping=ROOT / "data" / "sap" / "mapping.yaml",
+            on_error="fail",
+        )
+    )
     return graph_of(report.turtle)
 
 
@@ -59,6 +62,7 @@ def _refs(item: dict) -> list:
 
 
 # ------------------------------------------------------------------ shape (no real data needed)
+
 
 def test_read_by_evaluate(records):
     queries = read_queries(QUERIES)
@@ -132,6 +136,7 @@ def test_tokens_and_overlap_definition():
 
 # ------------------------------------------------------------------ against the real metadata
 
+
 def test_file_is_finalized(records, metadata):
     """Alternatives, overlap and split are what finalize.py computes (the file is not stale)."""
     fin, meta = metadata
@@ -148,8 +153,13 @@ def test_overlap_recomputed(records, metadata):
 
 
 def test_every_reference_resolves(records, sap_graph):
-    existing = set(rows(sap_graph, """SELECT ?svc ?set WHERE {
-        ?s kg:serviceName ?svc ; kg:entityContainer/kg:entitySet/kg:name ?set }"""))
+    existing = set(
+        rows(
+            sap_graph,
+            """SELECT ?svc ?set WHERE {
+        ?s kg:serviceName ?svc ; kg:entityContainer/kg:entitySet/kg:name ?set }""",
+        )
+    )
     assert len({svc for svc, _ in existing}) == 45
     missing = []
     for r in records:
@@ -175,10 +185,13 @@ def test_every_service_and_process_is_covered(records, sap_graph):
 def test_navigation_gold_is_reachable(records, sap_graph):
     """Every navigation gold set is one or two navigation properties away from the anchor."""
     step = defaultdict(set)
-    for svc, src, dst in rows(sap_graph, """SELECT ?svc ?from ?to WHERE {
+    for svc, src, dst in rows(
+        sap_graph,
+        """SELECT ?svc ?from ?to WHERE {
             ?s kg:serviceName ?svc ; kg:entityContainer/kg:entitySet ?a .
             ?a kg:name ?from ; kg:entityType/kg:baseType*/kg:navigationProperty/kg:targetEntitySet ?b .
-            ?b kg:name ?to }"""):
+            ?b kg:name ?to }""",
+    ):
         step[(svc, src)].add(dst)
     for r in records:
         if r["type"] != "navigation":
@@ -203,10 +216,10 @@ def test_process_chain_gold_is_downstream(records, sap_graph):
             values = " ".join(f'("{s}" "{e}")' for s, e in _refs(g))
             query = f"""ASK {{
                 VALUES (?gs ?ge) {{ {values} }}
-                ?as kg:serviceName "{anchor['service']}" ; kg:entityContainer/kg:entitySet ?anchor .
-                ?anchor kg:name "{anchor['entity_set']}" .
+                ?as kg:serviceName "{anchor["service"]}" ; kg:entityContainer/kg:entitySet ?anchor .
+                ?anchor kg:name "{anchor["entity_set"]}" .
                 ?start a bpmn:Activity ; uses:entitySet ?anchor ;
-                       bpmn:process/bpmn:elementId "{r['process']}" ; bpmn:next+ ?act .
+                       bpmn:process/bpmn:elementId "{r["process"]}" ; bpmn:next+ ?act .
                 ?act uses:entitySet ?target .
                 ?target kg:name ?ge . ?ts kg:serviceName ?gs ; kg:entityContainer/kg:entitySet ?target .
             }}"""
@@ -215,9 +228,12 @@ def test_process_chain_gold_is_downstream(records, sap_graph):
 
 def test_workflow_gold_is_in_the_process(records, sap_graph):
     used = defaultdict(set)
-    for pid, svc, es in rows(sap_graph, """SELECT ?pid ?svc ?set WHERE {
+    for pid, svc, es in rows(
+        sap_graph,
+        """SELECT ?pid ?svc ?set WHERE {
             ?a a bpmn:Activity ; bpmn:process/bpmn:elementId ?pid ; uses:entitySet ?e .
-            ?e kg:name ?set . ?s kg:serviceName ?svc ; kg:entityContainer/kg:entitySet ?e }"""):
+            ?e kg:name ?set . ?s kg:serviceName ?svc ; kg:entityContainer/kg:entitySet ?e }""",
+    ):
         used[pid].add((svc, es))
     for r in records:
         if r["type"] == "workflow":

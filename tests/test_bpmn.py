@@ -11,37 +11,55 @@ import csv
 from collections import Counter
 
 import pytest
-
-from conftest import DATA, INVALID, SHARED, shared
-from processkg.sources.bpmn import read as bpmn
 from click.testing import CliRunner
 
+from conftest import DATA, INVALID, SHARED, shared
 from processkg.cli import main
 from processkg.errors import DuplicateDeclarationError, MissingIdError, NotBPMNError
+from processkg.sources.bpmn import read as bpmn
 
 ORDER_FLOW = DATA / "bpmn" / "order-flow.bpmn"
 ALL_KINDS = DATA / "bpmn" / "all-kinds.bpmn"
 EXPORTS = DATA / "bpmn-exports"  # small exports in the styles of other modelers (not in the handmade build)
 
 ORDER_FLOW_NEXT = {
-    ("CheckOrder", "ReserveStock"), ("CheckOrder", "Reject"),
+    ("CheckOrder", "ReserveStock"),
+    ("CheckOrder", "Reject"),
     ("ReserveStock", "Fulfil"),
-    ("Fulfil", "Pick"), ("Fulfil", "InvoiceCall"),
-    ("Pick", "Pack"), ("Pick", "Label"),
-    ("Pack", "Ship"), ("Label", "Ship"),
-    ("Ship", "ShipTask"), ("Ship", "InvoiceCall"), ("ShipTask", "InvoiceCall"),
+    ("Fulfil", "Pick"),
+    ("Fulfil", "InvoiceCall"),
+    ("Pick", "Pack"),
+    ("Pick", "Label"),
+    ("Pack", "Ship"),
+    ("Label", "Ship"),
+    ("Ship", "ShipTask"),
+    ("Ship", "InvoiceCall"),
+    ("ShipTask", "InvoiceCall"),
     ("CancelSub", "Cancel"),
-    ("InvoiceCall", "SendConfirmation"), ("InvoiceCall", "Escalate"),
+    ("InvoiceCall", "SendConfirmation"),
+    ("InvoiceCall", "Escalate"),
 }
 
 ALL_KINDS_NEXT = {
-    ("T_task", "T_user"), ("T_user", "T_service"), ("T_service", "T_send"), ("T_send", "T_receive"),
-    ("T_receive", "T_manual"), ("T_manual", "T_rule"), ("T_rule", "T_script"),
+    ("T_task", "T_user"),
+    ("T_user", "T_service"),
+    ("T_service", "T_send"),
+    ("T_send", "T_receive"),
+    ("T_receive", "T_manual"),
+    ("T_manual", "T_rule"),
+    ("T_rule", "T_script"),
     ("T_script", "S_adhoc"),  # through five gateways and three events
-    ("S_adhoc", "A_one"), ("S_adhoc", "A_two"), ("S_adhoc", "S_transaction"),
-    ("A_one", "S_transaction"), ("A_two", "S_transaction"),  # ad-hoc activities have no flows
-    ("S_transaction", "Tx_book"), ("S_transaction", "S_plain"), ("Tx_book", "S_plain"),
-    ("S_plain", "P_inner"), ("S_plain", "C_call"), ("P_inner", "C_call"),
+    ("S_adhoc", "A_one"),
+    ("S_adhoc", "A_two"),
+    ("S_adhoc", "S_transaction"),
+    ("A_one", "S_transaction"),
+    ("A_two", "S_transaction"),  # ad-hoc activities have no flows
+    ("S_transaction", "Tx_book"),
+    ("S_transaction", "S_plain"),
+    ("Tx_book", "S_plain"),
+    ("S_plain", "P_inner"),
+    ("S_plain", "C_call"),
+    ("P_inner", "C_call"),
 }
 
 
@@ -57,10 +75,13 @@ def all_kinds() -> bpmn.Definitions:
 
 # ---------------------------------------------------------------- reader
 
+
 def test_collaboration_participants_and_message_flows(order_flow):
     assert order_flow.collaborations == [("Collaboration_Order", "Order collaboration", 27)]
     assert {p.id: p.process for p in order_flow.participants.values()} == {
-        "Participant_Seller": "Process_Order", "Participant_Customer": ""}
+        "Participant_Seller": "Process_Order",
+        "Participant_Customer": "",
+    }
     assert [(m.id, m.source, m.target) for m in order_flow.message_flows] == [
         ("MessageFlow_Order", "Participant_Customer", "Start_OrderReceived"),
         ("MessageFlow_Confirmation", "SendConfirmation", "Participant_Customer"),
@@ -81,7 +102,9 @@ def test_nodes_kinds_nesting_and_vendor_extensions(order_flow):
     nodes = order_flow.nodes
     assert "Vendor_Task" not in nodes  # <vendor:task> is in another namespace
     assert (nodes["CheckOrder"].tag, nodes["CheckOrder"].documentation) == (
-        "userTask", "Check the order against stock and credit.")
+        "userTask",
+        "Check the order against stock and credit.",
+    )
     assert nodes["Pick"].parent == "Fulfil" and nodes["ShipTask"].parent == "Ship" and nodes["Ship"].parent == "Fulfil"
     assert nodes["InvoiceCall"].called_element == "Process_Invoicing"
     assert nodes["Boundary_Timeout"].attached_to == "InvoiceCall"
@@ -99,21 +122,35 @@ def test_every_kind_of_element(all_kinds):
     tags = Counter(n.tag for n in all_kinds.nodes.values())
     for task in bpmn.TASKS:
         assert tags[task] >= 1, task
-    for kind in ("subProcess", "adHocSubProcess", "transaction", "callActivity", *bpmn.GATEWAYS,
-                 "startEvent", "endEvent", "intermediateCatchEvent", "intermediateThrowEvent", "boundaryEvent"):
+    for kind in (
+        "subProcess",
+        "adHocSubProcess",
+        "transaction",
+        "callActivity",
+        *bpmn.GATEWAYS,
+        "startEvent",
+        "endEvent",
+        "intermediateCatchEvent",
+        "intermediateThrowEvent",
+        "boundaryEvent",
+    ):
         assert tags[kind] >= 1, kind
     categories = Counter(n.category for n in all_kinds.nodes.values())
     assert categories == {"activity": 16, "gateway": 5, "event": 9}
     definitions = {n.id: n.event_definitions for n in all_kinds.nodes.values() if n.event_definitions}
     assert definitions == {
-        "Start": ["timerEventDefinition"], "E_message": ["messageEventDefinition"],
-        "E_signal": ["signalEventDefinition"], "E_escalate": ["escalationEventDefinition"],
-        "B_error": ["errorEventDefinition"], "End_terminate": ["terminateEventDefinition"],
+        "Start": ["timerEventDefinition"],
+        "E_message": ["messageEventDefinition"],
+        "E_signal": ["signalEventDefinition"],
+        "E_escalate": ["escalationEventDefinition"],
+        "B_error": ["errorEventDefinition"],
+        "End_terminate": ["terminateEventDefinition"],
     }
     assert all_kinds.processes["Process_AllKinds"].executable is True
 
 
 # ---------------------------------------------------------------- bpmn:next
+
 
 def test_next_through_gateways_events_and_sub_processes(order_flow):
     assert set(bpmn.next_activities(order_flow)) == ORDER_FLOW_NEXT
@@ -124,41 +161,54 @@ def test_next_through_every_gateway_kind_and_sub_process_kind(all_kinds):
 
 
 def test_next_is_lifted_for_every_pair(handmade):
-    pairs = set(handmade.rows("""SELECT ?a ?b WHERE { ?x bpmn:next ?y .
-        ?x bpmn:elementId ?a ; kg:sourceFile "bpmn/order-flow.bpmn" . ?y bpmn:elementId ?b }"""))
+    pairs = set(
+        handmade.rows("""SELECT ?a ?b WHERE { ?x bpmn:next ?y .
+        ?x bpmn:elementId ?a ; kg:sourceFile "bpmn/order-flow.bpmn" . ?y bpmn:elementId ?b }""")
+    )
     assert pairs == ORDER_FLOW_NEXT
 
 
 # ---------------------------------------------------------------- lifted graph
 
+
 def test_lifted_kinds_flows_lanes_and_links(handmade):
-    kinds = dict(handmade.rows("""SELECT ?id ?kind WHERE { ?a a bpmn:Activity ; bpmn:kind ?kind ;
-        bpmn:elementId ?id ; kg:sourceFile "bpmn/all-kinds.bpmn" }"""))
-    assert {kinds[i] for i in ("T_task", "T_user", "T_service", "T_send", "T_receive", "T_manual",
-                                "T_rule", "T_script")} == set(bpmn.TASKS)
-    assert set(handmade.values("""SELECT ?k WHERE { ?g a bpmn:Gateway ; bpmn:gatewayKind ?k ;
-        kg:sourceFile "bpmn/all-kinds.bpmn" }""")) == set(bpmn.GATEWAYS)
+    kinds = dict(
+        handmade.rows("""SELECT ?id ?kind WHERE { ?a a bpmn:Activity ; bpmn:kind ?kind ;
+        bpmn:elementId ?id ; kg:sourceFile "bpmn/all-kinds.bpmn" }""")
+    )
+    assert {
+        kinds[i] for i in ("T_task", "T_user", "T_service", "T_send", "T_receive", "T_manual", "T_rule", "T_script")
+    } == set(bpmn.TASKS)
+    assert set(
+        handmade.values("""SELECT ?k WHERE { ?g a bpmn:Gateway ; bpmn:gatewayKind ?k ;
+        kg:sourceFile "bpmn/all-kinds.bpmn" }""")
+    ) == set(bpmn.GATEWAYS)
     assert handmade.rows("""SELECT ?kind ?def WHERE { ?e bpmn:elementId "B_error" ; bpmn:eventKind ?kind ;
-        bpmn:eventDefinition ?def ; bpmn:attachedTo/bpmn:elementId "S_transaction" }""") \
-        == [("boundaryEvent", "errorEventDefinition")]
+        bpmn:eventDefinition ?def ; bpmn:attachedTo/bpmn:elementId "S_transaction" }""") == [
+        ("boundaryEvent", "errorEventDefinition")
+    ]
     flows = handmade.rows("""SELECT ?id ?cond ?default WHERE { ?f a bpmn:SequenceFlow ; bpmn:elementId ?id ;
         bpmn:sourceRef/bpmn:elementId "Gateway_Valid" . OPTIONAL { ?f bpmn:conditionExpression ?cond }
         OPTIONAL { ?f bpmn:isDefault ?default } } ORDER BY ?id""")
     assert flows == [("Flow_Invalid", None, True), ("Flow_Valid", "${valid}", None)]
     assert handmade.values("""SELECT ?n WHERE { ?l a bpmn:Lane ; bpmn:elementId "Lane_Finance" ;
         bpmn:flowElement/bpmn:elementId ?n }""") == sorted(
-        ["Event_WaitOneDay", "InvoiceCall", "Boundary_Timeout", "Escalate", "End_Escalated"])
+        ["Event_WaitOneDay", "InvoiceCall", "Boundary_Timeout", "Escalate", "End_Escalated"]
+    )
     assert handmade.values("""SELECT ?p WHERE { ?x bpmn:elementId "Participant_Seller" ;
         bpmn:process/bpmn:elementId ?p }""") == ["Process_Order"]
     assert handmade.rows("""SELECT ?s ?t WHERE { ?m a bpmn:MessageFlow ; bpmn:elementId "MessageFlow_Order" ;
-        bpmn:sourceRef/bpmn:elementId ?s ; bpmn:targetRef/bpmn:elementId ?t }""") \
-        == [("Participant_Customer", "Start_OrderReceived")]
+        bpmn:sourceRef/bpmn:elementId ?s ; bpmn:targetRef/bpmn:elementId ?t }""") == [
+        ("Participant_Customer", "Start_OrderReceived")
+    ]
     assert handmade.values("""SELECT ?sub WHERE { ?x bpmn:elementId "ShipTask" ;
         bpmn:subProcessOf/bpmn:elementId ?sub }""") == ["Ship"]
-    assert handmade.values("""SELECT ?c WHERE { ?x bpmn:elementId "InvoiceCall" ; bpmn:calledElement ?c }""") \
-        == ["Process_Invoicing"]
-    assert handmade.values("""SELECT ?d WHERE { ?x bpmn:elementId "Process_Order" ; bpmn:documentation ?d }""") \
-        == ["Handles one customer order from receipt to confirmation."]
+    assert handmade.values("""SELECT ?c WHERE { ?x bpmn:elementId "InvoiceCall" ; bpmn:calledElement ?c }""") == [
+        "Process_Invoicing"
+    ]
+    assert handmade.values("""SELECT ?d WHERE { ?x bpmn:elementId "Process_Order" ; bpmn:documentation ?d }""") == [
+        "Handles one customer order from receipt to confirmation."
+    ]
     assert handmade.values("""SELECT ?x WHERE { ?x bpmn:elementId "Vendor_Task" }""") == []
     assert handmade.values("""SELECT ?e WHERE { ?d a bpmn:Definitions ; bpmn:exporter ?e }""") == ["processkg tests"]
 
@@ -185,13 +235,16 @@ def test_reader_counts_match_the_independent_count_on_all_real_bpmn():
             dropped[row["file"]] = [line for _tag, _id, line in defs.dropped]
         nodes = list(defs.nodes.values())
         got = {
-            "processes": len(defs.processes), "participants": len(defs.participants), "lanes": len(defs.lanes),
+            "processes": len(defs.processes),
+            "participants": len(defs.participants),
+            "lanes": len(defs.lanes),
             "tasks": sum(n.tag in bpmn.TASKS for n in nodes),
             "subprocesses": sum(n.tag in bpmn.SUBPROCESSES for n in nodes),
             "call_activities": sum(n.tag == "callActivity" for n in nodes),
             "gateways": sum(n.category == "gateway" for n in nodes),
             "events": sum(n.category == "event" for n in nodes),
-            "sequence_flows": len(defs.flows) + len(defs.dropped), "message_flows": len(defs.message_flows),
+            "sequence_flows": len(defs.flows) + len(defs.dropped),
+            "message_flows": len(defs.message_flows),
         }
         assert got == {k: int(row[k]) for k in got}, row["file"]
     assert len(stats) == 208
@@ -200,10 +253,13 @@ def test_reader_counts_match_the_independent_count_on_all_real_bpmn():
 
 
 def test_signavio_export_keeps_its_process_and_warns_for_the_dangling_flow():
-    defs = bpmn.read_definitions(shared("bpmn", "miwg", "sap-signavio-19.9.0", "C.9.0-export.bpmn"), "C.9.0-export.bpmn")
+    defs = bpmn.read_definitions(
+        shared("bpmn", "miwg", "sap-signavio-19.9.0", "C.9.0-export.bpmn"), "C.9.0-export.bpmn"
+    )
     assert defs.warnings == [
         "C.9.0-export.bpmn:493: sequenceFlow 'sid-02C7B32C-AE9C-4236-B4D3-2B3AA0F07853' has no sourceRef, which is "
-        f"required (see {bpmn.SPEC} §10.2); the sequenceFlow is left out"]
+        f"required (see {bpmn.SPEC} §10.2); the sequenceFlow is left out"
+    ]
     assert "sid-02C7B32C-AE9C-4236-B4D3-2B3AA0F07853" not in defs.flows and len(defs.flows) > 10
     assert bpmn.next_activities(defs)
 
@@ -239,16 +295,44 @@ def test_miwg_compensation_and_event_sub_process_are_not_next():
 
 # ---------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("name, line, tag, element, message, kept", [
-    ("unresolved-sequenceflow.bpmn", 10, "sequenceFlow", "Flow_2",
-     "sequenceFlow 'Flow_2' refers to 'Task_Ship', which is not declared", {"Flow_1"}),
-    ("sequenceflow-without-source.bpmn", 8, "sequenceFlow", "Flow_Orphan",
-     "sequenceFlow 'Flow_Orphan' has no sourceRef, which is required", set()),
-    ("unresolved-messageflow.bpmn", 7, "messageFlow", "MessageFlow_1",
-     "messageFlow 'MessageFlow_1' refers to 'Participant_Bank'", set()),
-    ("unresolved-boundary.bpmn", 7, "boundaryEvent", "Boundary_Timeout",
-     "boundaryEvent 'Boundary_Timeout' refers to 'Task_Wait'", set()),
-])
+
+@pytest.mark.parametrize(
+    "name, line, tag, element, message, kept",
+    [
+        (
+            "unresolved-sequenceflow.bpmn",
+            10,
+            "sequenceFlow",
+            "Flow_2",
+            "sequenceFlow 'Flow_2' refers to 'Task_Ship', which is not declared",
+            {"Flow_1"},
+        ),
+        (
+            "sequenceflow-without-source.bpmn",
+            8,
+            "sequenceFlow",
+            "Flow_Orphan",
+            "sequenceFlow 'Flow_Orphan' has no sourceRef, which is required",
+            set(),
+        ),
+        (
+            "unresolved-messageflow.bpmn",
+            7,
+            "messageFlow",
+            "MessageFlow_1",
+            "messageFlow 'MessageFlow_1' refers to 'Participant_Bank'",
+            set(),
+        ),
+        (
+            "unresolved-boundary.bpmn",
+            7,
+            "boundaryEvent",
+            "Boundary_Timeout",
+            "boundaryEvent 'Boundary_Timeout' refers to 'Task_Wait'",
+            set(),
+        ),
+    ],
+)
 def test_a_dangling_reference_leaves_out_its_element_with_a_warning(name, line, tag, element, message, kept):
     defs = bpmn.read_definitions(INVALID / name, name)
     assert defs.dropped[0] == (tag, element, line)
@@ -264,7 +348,9 @@ def test_qname_references_resolve_through_the_target_namespace():
     defs = bpmn.read_definitions(EXPORTS / "qname-references.bpmn", "qname-references.bpmn")
     assert defs.warnings == [] and defs.dropped == []
     assert {(f.id, f.source, f.target) for f in defs.flows.values()} == {
-        ("Flow_1", "Start", "Task_1"), ("Flow_2", "Task_1", "Task_2")}
+        ("Flow_1", "Start", "Task_1"),
+        ("Flow_2", "Task_1", "Task_2"),
+    }
     assert [(m.source, m.target) for m in defs.message_flows] == [("Participant_2", "Start")]
     assert defs.participants["Participant_1"].process == "Process_1"
     assert defs.nodes["Timer"].attached_to == "Task_1"
@@ -284,14 +370,21 @@ def test_lanes_may_list_data_object_and_data_store_references():
     defs = bpmn.read_definitions(EXPORTS / "lane-data-references.bpmn", "lane-data-references.bpmn")
     assert defs.warnings == []
     assert [(lane.nodes, lane.data) for lane in defs.lanes] == [
-        (["Task_Write"], ["DataObjectReference_Order", "DataStoreReference_Db"])]
+        (["Task_Write"], ["DataObjectReference_Order", "DataStoreReference_Db"])
+    ]
 
 
-@pytest.mark.parametrize("name, error, message", [
-    ("duplicate-id.bpmn", DuplicateDeclarationError,
-     r"^duplicate-id\.bpmn:8: task id 'Task_1' is already declared by the task on line 7"),
-    ("missing-id.bpmn", MissingIdError, r"^missing-id\.bpmn:7: task has no id"),
-])
+@pytest.mark.parametrize(
+    "name, error, message",
+    [
+        (
+            "duplicate-id.bpmn",
+            DuplicateDeclarationError,
+            r"^duplicate-id\.bpmn:8: task id 'Task_1' is already declared by the task on line 7",
+        ),
+        ("missing-id.bpmn", MissingIdError, r"^missing-id\.bpmn:7: task has no id"),
+    ],
+)
 def test_duplicate_and_missing_ids_are_errors(name, error, message):
     with pytest.raises(error, match=message):
         bpmn.read_definitions(INVALID / name, name)
@@ -307,11 +400,15 @@ def test_duplicate_and_missing_ids_are_warnings_when_not_strict():
 
 def test_kg_build_fails_on_a_duplicate_id_and_warns_with_on_error_warn(tmp_path):
     runner = CliRunner()
-    failed = runner.invoke(main, ["build", "--bpmn", str(INVALID / "duplicate-id.bpmn"), "--out", str(tmp_path / "a.ttl")])
+    failed = runner.invoke(
+        main, ["build", "--bpmn", str(INVALID / "duplicate-id.bpmn"), "--out", str(tmp_path / "a.ttl")]
+    )
     assert failed.exit_code == 2 and "duplicate-id.bpmn:8: task id 'Task_1' is already declared" in failed.output
     assert not (tmp_path / "a.ttl").exists()
-    warned = runner.invoke(main, ["build", "--bpmn", str(INVALID / "duplicate-id.bpmn"), "--out", str(tmp_path / "b.ttl"),
-                                  "--on-error", "warn"])
+    warned = runner.invoke(
+        main,
+        ["build", "--bpmn", str(INVALID / "duplicate-id.bpmn"), "--out", str(tmp_path / "b.ttl"), "--on-error", "warn"],
+    )
     assert warned.exit_code == 0, warned.output
     assert "warning: duplicate-id.bpmn:8: task id 'Task_1' is already declared" in warned.output
     assert "Check" in (tmp_path / "b.ttl").read_text() and "Ship" not in (tmp_path / "b.ttl").read_text()

@@ -8,17 +8,23 @@ import re
 import threading
 import uuid
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from conftest import DATA, INVALID, handmade_options, demo_options, run_build, shared, tree_digest
-from processkg.sources.odata import read as csdl
-from processkg.pipeline import BuildOptions, build
-from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
+from conftest import DATA, INVALID, demo_options, handmade_options, run_build, shared, tree_digest
 from processkg.errors import (
-    CodeListError, MalformedXMLError, MappingError, NotBPMNError, NotODataError, ProcessKGError,
+    CodeListError,
+    MalformedXMLError,
+    MappingError,
+    NotBPMNError,
+    NotODataError,
+    ProcessKGError,
     UnresolvedReferenceError,
 )
+from processkg.pipeline import BuildOptions, build
+from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
+from processkg.sources.odata import read as csdl
 
 # ---------------------------------------------------------------- discovery and naming
 
@@ -46,8 +52,9 @@ def test_same_service_name_in_two_files_gets_two_iris(samples):
         ("samples/SAP__cloud-sdk-js/v4/API_TEST_SRV.edmx", 15),
     ]
     assert rows[0][0] != rows[1][0]
-    assert {"samples/SAP__cloud-sdk-js/v2/API_TEST_SRV", "samples/SAP__cloud-sdk-js/v4/API_TEST_SRV"} \
-        <= set(samples.report.services)
+    assert {"samples/SAP__cloud-sdk-js/v2/API_TEST_SRV", "samples/SAP__cloud-sdk-js/v4/API_TEST_SRV"} <= set(
+        samples.report.services
+    )
 
 
 def test_metadata_xml_service_is_named_after_its_folder(samples):
@@ -70,11 +77,17 @@ def test_miwg_same_ids_in_files_of_several_tools_do_not_collide(miwg):
         kg:sourceFile ?file }""")
     assert len(per_file) == len({p for _f, p in per_file}) == len({f for f, _p in per_file}) == 16
     a10 = sorted(f for f, _p in per_file if "A.1.0" in f)
-    assert a10 == ["miwg/aris-10.2025.07/A.1.0-roundtrip.bpmn", "miwg/bpmn-io-18.6.1/A.1.0-roundtrip.bpmn",
-                   "miwg/camunda-eclipse-plugin-3.0.0/A.1.0-roundtrip.bpmn", "miwg/reference/A.1.0.bpmn",
-                   "miwg/sap-signavio-19.9.0/A.1.0-roundtrip.bpmn"]
+    assert a10 == [
+        "miwg/aris-10.2025.07/A.1.0-roundtrip.bpmn",
+        "miwg/bpmn-io-18.6.1/A.1.0-roundtrip.bpmn",
+        "miwg/camunda-eclipse-plugin-3.0.0/A.1.0-roundtrip.bpmn",
+        "miwg/reference/A.1.0.bpmn",
+        "miwg/sap-signavio-19.9.0/A.1.0-roundtrip.bpmn",
+    ]
     # and no element belongs to two files: each IRI has one source file
-    assert not miwg.rows("""SELECT ?x WHERE { ?x bpmn:elementId ?id ; kg:sourceFile ?a , ?b . FILTER(?a < ?b) } LIMIT 1""")
+    assert not miwg.rows(
+        """SELECT ?x WHERE { ?x bpmn:elementId ?id ; kg:sourceFile ?a , ?b . FILTER(?a < ?b) } LIMIT 1"""
+    )
 
 
 def test_miwg_build_keeps_the_broken_exports_without_their_dangling_flows(miwg):
@@ -82,8 +95,8 @@ def test_miwg_build_keeps_the_broken_exports_without_their_dangling_flows(miwg):
     assert len(miwg.report.files) == len(list(shared("bpmn", "miwg").rglob("*.bpmn"))) == 178
     dropped = sorted((file, line) for file, _tag, _id, line in miwg.report.dropped)
     assert dropped == [("miwg/sap-signavio-19.9.0/B.1.0-export.bpmn", n) for n in (429, 434)] + [
-        ("miwg/sap-signavio-19.9.0/B.2.0-export.bpmn", n) for n in (1247, 1252, 1257, 1262, 1267, 1272)] + [
-        ("miwg/sap-signavio-19.9.0/C.9.0-export.bpmn", 493)]
+        ("miwg/sap-signavio-19.9.0/B.2.0-export.bpmn", n) for n in (1247, 1252, 1257, 1262, 1267, 1272)
+    ] + [("miwg/sap-signavio-19.9.0/C.9.0-export.bpmn", 493)]
     flows = [w for w in miwg.report.warnings if "sequenceFlow" in w]
     assert len(flows) == 9 and all(w.endswith("; the sequenceFlow is left out") for w in flows)
     assert miwg.ask("""ASK { ?t bpmn:elementId ?id ; kg:sourceFile "miwg/sap-signavio-19.9.0/C.9.0-export.bpmn" }""")
@@ -91,29 +104,41 @@ def test_miwg_build_keeps_the_broken_exports_without_their_dangling_flows(miwg):
 
 # ---------------------------------------------------------------- mapping
 
+
 def test_mapping_lifts_usage_edges(handmade):
     edges = handmade.rows("""SELECT ?act ?set ?mode WHERE { ?a uses:usage ?u . ?u a uses:Usage ;
         uses:activity ?a ; uses:entitySet ?s ; uses:mode ?mode . ?a bpmn:elementId ?act . ?s kg:name ?set }
         ORDER BY ?act""")
-    assert edges == [("CheckOrder", "Orders", "read"), ("InvoiceCall", "PurchaseOrder", "read"),
-                     ("ReserveStock", "Items", "write")]  # "Reserve stock" was named, not id'd
+    assert edges == [
+        ("CheckOrder", "Orders", "read"),
+        ("InvoiceCall", "PurchaseOrder", "read"),
+        ("ReserveStock", "Items", "write"),
+    ]  # "Reserve stock" was named, not id'd
     assert handmade.rows("""SELECT ?set WHERE { ?a bpmn:elementId "ReserveStock" ; uses:writes/kg:name ?set ;
         uses:entitySet/kg:name ?set }""") == [("Items",)]
-    assert handmade.rows("""SELECT ?set WHERE { ?a bpmn:elementId "CheckOrder" ; uses:reads/kg:name ?set }""") \
-        == [("Orders",)]
+    assert handmade.rows("""SELECT ?set WHERE { ?a bpmn:elementId "CheckOrder" ; uses:reads/kg:name ?set }""") == [
+        ("Orders",)
+    ]
     assert not handmade.ask("""ASK { ?a bpmn:elementId "CheckOrder" ; uses:writes ?s }""")
     assert handmade.report.mapping_edges == 3
 
 
-@pytest.mark.parametrize("name, line, message", [
-    ("unresolved-process.mapping.yaml", 4, r"process 'Process_Shipping' is not in any BPMN file"),
-    ("unresolved-activity.mapping.yaml", 9, r"process 'Process_Order' has no activity with id or name 'Ship parcel'"),
-    ("unresolved-service.mapping.yaml", 4, r"service 'API_SALES_ORDER_SRV' is not in this build"),
-    ("unresolved-entityset.mapping.yaml", 4, r"service 'HANDMADE_SALES_SRV' has no EntitySet 'Order'"),
-    ("malformed.mapping.yaml", 6, r"not valid YAML"),
-    ("bad-mode.mapping.yaml", 7, r"mode must be read or write, not 'update'"),
-    ("missing-field.mapping.yaml", 3, r"mapping entry lacks entity_set"),
-])
+@pytest.mark.parametrize(
+    "name, line, message",
+    [
+        ("unresolved-process.mapping.yaml", 4, r"process 'Process_Shipping' is not in any BPMN file"),
+        (
+            "unresolved-activity.mapping.yaml",
+            9,
+            r"process 'Process_Order' has no activity with id or name 'Ship parcel'",
+        ),
+        ("unresolved-service.mapping.yaml", 4, r"service 'API_SALES_ORDER_SRV' is not in this build"),
+        ("unresolved-entityset.mapping.yaml", 4, r"service 'HANDMADE_SALES_SRV' has no EntitySet 'Order'"),
+        ("malformed.mapping.yaml", 6, r"not valid YAML"),
+        ("bad-mode.mapping.yaml", 7, r"mode must be read or write, not 'update'"),
+        ("missing-field.mapping.yaml", 3, r"mapping entry lacks entity_set"),
+    ],
+)
 def test_bad_mapping_entry_names_the_mapping_file_and_line(tmp_path, name, line, message):
     options = handmade_options() | {"mapping": INVALID / name}
     with pytest.raises(MappingError, match=r"mapping\.yaml:\d+") as info:
@@ -133,6 +158,7 @@ def test_unresolved_mapping_entry_is_skipped_with_warn(tmp_path):
 
 # ---------------------------------------------------------------- code lists
 
+
 def test_codes_attach_to_value_lists_by_collection_path(handmade):
     codes = handmade.rows("""SELECT ?code ?label WHERE { ?p kg:name "OrderType" ; kg:valueList ?vl .
         ?vl kg:collectionPath "VL_OrderType" ; kg:code ?c . ?c kg:codeValue ?code ; rdfs:label ?label ;
@@ -143,22 +169,27 @@ def test_codes_attach_to_value_lists_by_collection_path(handmade):
 
 def test_codes_attach_to_a_real_value_list(tmp_path):
     # SAP__python-pyodata/metadata.xml: MasterEntity/Data has CollectionPath "DataValueHelp"
-    built = run_build(tmp_path, odata=[shared("odata", "samples", "SAP__python-pyodata")],
-                      codes=[DATA / "codes" / "order-types.csv"])
+    built = run_build(
+        tmp_path, odata=[shared("odata", "samples", "SAP__python-pyodata")], codes=[DATA / "codes" / "order-types.csv"]
+    )
     assert built.rows("""SELECT ?prop ?code WHERE { ?p kg:name ?prop ; kg:valueList/kg:code ?c .
         ?c kg:codeValue ?code ; kg:codeSource "codelist" }""") == [("Data", "D1")]
 
 
-@pytest.mark.parametrize("folder, line, message", [
-    ("codes-missing-column", 1, r"code list lacks column\(s\) code"),
-    ("codes-empty-code", 3, r"row has an empty value_list or code"),
-])
+@pytest.mark.parametrize(
+    "folder, line, message",
+    [
+        ("codes-missing-column", 1, r"code list lacks column\(s\) code"),
+        ("codes-empty-code", 3, r"row has an empty value_list or code"),
+    ],
+)
 def test_bad_code_list_names_file_and_line(tmp_path, folder, line, message):
     with pytest.raises(CodeListError, match=rf"{folder}/codes\.csv:{line}: {message}"):
         build(BuildOptions(odata=[DATA / "odata"], codes=[INVALID / folder], out=tmp_path / "g.ttl"))
 
 
 # ---------------------------------------------------------------- bad input
+
 
 def test_malformed_xml_stops_the_build_with_file_line_and_column(tmp_path):
     with pytest.raises(MalformedXMLError, match=r"^malformed\.xml:8:\d+: malformed XML"):
@@ -170,8 +201,10 @@ def test_entity_framework_file_in_a_build(tmp_path):
     with pytest.raises(NotODataError, match=r"Entity Framework designer file"):
         build(BuildOptions(odata=[folder], out=tmp_path / "g.ttl"))
     report = build(BuildOptions(odata=[folder, DATA / "odata"], out=tmp_path / "g.ttl", on_error="warn"))
-    assert sorted(f for f, _m in report.skipped) == ["not-service-metadata/AdventureWorksModel.edmx",
-                                                     "not-service-metadata/NorthwindModel.edmx"]
+    assert sorted(f for f, _m in report.skipped) == [
+        "not-service-metadata/AdventureWorksModel.edmx",
+        "not-service-metadata/NorthwindModel.edmx",
+    ]
     assert set(report.services) == {"HANDMADE_SALES_SRV", "HANDMADE_PURCHASING"}
 
 
@@ -225,9 +258,9 @@ def test_xxe_to_etc_hostname_is_refused(tmp_path):
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    requests: list = []
+    requests: ClassVar[list] = []
 
-    def do_GET(self):  # noqa: N802 (http.server API)
+    def do_GET(self):
         _Recorder.requests.append(self.path)
         self.send_response(200)
         self.end_headers()
@@ -252,13 +285,17 @@ def http_port():
 def test_xxe_and_external_dtd_over_http_are_refused_without_network(tmp_path, http_port, name):
     doc = tmp_path / name
     doc.write_text((INVALID / name).read_text(encoding="utf-8").replace("PORT", str(http_port)), encoding="utf-8")
-    with pytest.raises(MalformedXMLError, match=rf"^{name.replace('.', '[.]')}:\d+: document (declares DTD entities|refers to an external DTD)") as info:
+    with pytest.raises(
+        MalformedXMLError,
+        match=rf"^{name.replace('.', '[.]')}:\d+: document (declares DTD entities|refers to an external DTD)",
+    ) as info:
         build(BuildOptions(bpmn=[doc], out=tmp_path / "g.ttl"))
     assert "LEAKED" not in str(info.value)
     assert _Recorder.requests == []
 
 
 # ---------------------------------------------------------------- on_error and atomic writes
+
 
 def test_on_error_warn_and_skip_go_on_and_fail_stops(tmp_path):
     inputs = dict(odata=[DATA / "odata", INVALID / "unresolved-entitytype.xml"], bpmn=[DATA / "bpmn"])
@@ -303,6 +340,7 @@ def test_rebuild_replaces_the_store_and_leaves_no_temporary_files(tmp_path):
 
 # ---------------------------------------------------------------- determinism
 
+
 def test_two_builds_of_the_demo_are_byte_identical(demo_built, tmp_path):
     again = build(BuildOptions(out=tmp_path / "again.ttl", **demo_options()))
     assert again.turtle == demo_built.ttl.read_bytes()
@@ -341,15 +379,17 @@ def test_check_passes_on_the_demo_and_keeps_the_old_store_when_it_fails(tmp_path
     from processkg.cli import main
 
     store = tmp_path / "store"
-    ok = CliRunner().invoke(main, ["build", "--odata", str(demo_options()["odata"][0]), "--store", str(store),
-                                   "--no-index", "--check"])
+    ok = CliRunner().invoke(
+        main, ["build", "--odata", str(demo_options()["odata"][0]), "--store", str(store), "--no-index", "--check"]
+    )
     assert ok.exit_code == 0, ok.output
     before = tree_digest(store)
     people = tmp_path / "People.xml"
     people.write_text(_EXTERNAL_NAV)
     bad = CliRunner().invoke(main, ["build", "--odata", str(people), "--store", str(store), "--no-index", "--check"])
     assert bad.exit_code == 2
-    assert re.search(r"violates shapes/graph\.ttl \(1 violations\).*nav/Products .*targetEntityType MinCount",
-                     bad.output, re.S)
+    assert re.search(
+        r"violates shapes/graph\.ttl \(1 violations\).*nav/Products .*targetEntityType MinCount", bad.output, re.S
+    )
     assert tree_digest(store) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["People.xml", "store"]

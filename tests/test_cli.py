@@ -35,11 +35,25 @@ def assert_one_line_error(result, pattern: str) -> str:
 
 
 def handmade_args(tmp_path):
-    return ["build", "--odata", DATA / "odata", "--bpmn", DATA / "bpmn", "--mapping", DATA / "mapping.yaml",
-            "--codes", DATA / "codes", "--store", tmp_path / "store", "--out", tmp_path / "graph.ttl"]
+    return [
+        "build",
+        "--odata",
+        DATA / "odata",
+        "--bpmn",
+        DATA / "bpmn",
+        "--mapping",
+        DATA / "mapping.yaml",
+        "--codes",
+        DATA / "codes",
+        "--store",
+        tmp_path / "store",
+        "--out",
+        tmp_path / "graph.ttl",
+    ]
 
 
 # ---------------------------------------------------------------- kg build
+
 
 def test_build_prints_the_summary(tmp_path, handmade):
     result = run(*handmade_args(tmp_path))
@@ -55,8 +69,19 @@ def test_build_prints_the_summary(tmp_path, handmade):
 
 
 def test_build_on_error_warn_lists_skipped_files(tmp_path):
-    result = run("build", "--odata", DATA / "odata", "--odata", INVALID / "unresolved-entitytype.xml",
-                 "--odata", INVALID / "malformed.xml", "--out", tmp_path / "g.ttl", "--on-error", "warn")
+    result = run(
+        "build",
+        "--odata",
+        DATA / "odata",
+        "--odata",
+        INVALID / "unresolved-entitytype.xml",
+        "--odata",
+        INVALID / "malformed.xml",
+        "--out",
+        tmp_path / "g.ttl",
+        "--on-error",
+        "warn",
+    )
     assert result.exit_code == 0, result.output
     assert "skipped 2 file(s):" in result.stdout
     assert "  unresolved-entitytype.xml:11: EntitySet 'Orders' refers to 'Shop.OrderType'" in result.stdout
@@ -65,25 +90,47 @@ def test_build_on_error_warn_lists_skipped_files(tmp_path):
 
 
 def test_build_on_error_skip_goes_on_quietly(tmp_path):
-    result = run("build", "--odata", DATA / "odata", "--odata", INVALID / "unresolved-entitytype.xml",
-                 "--out", tmp_path / "g.ttl", "--on-error", "skip")
+    result = run(
+        "build",
+        "--odata",
+        DATA / "odata",
+        "--odata",
+        INVALID / "unresolved-entitytype.xml",
+        "--out",
+        tmp_path / "g.ttl",
+        "--on-error",
+        "skip",
+    )
     assert result.exit_code == 0, result.output
     assert "skipped" not in result.output and "unresolved-entitytype" not in result.output
     assert "2 Service" in result.stdout
 
 
 def test_build_on_error_fail_exits_2_with_the_message(tmp_path):
-    result = run("build", "--odata", DATA / "odata", "--odata", INVALID / "unresolved-entitytype.xml",
-                 "--out", tmp_path / "g.ttl")  # fail is the default
-    assert_one_line_error(result, r"^error: unresolved-entitytype\.xml:11: EntitySet 'Orders' refers to "
-                                  r"'Shop\.OrderType', which is not declared")
+    result = run(
+        "build",
+        "--odata",
+        DATA / "odata",
+        "--odata",
+        INVALID / "unresolved-entitytype.xml",
+        "--out",
+        tmp_path / "g.ttl",
+    )  # fail is the default
+    assert_one_line_error(
+        result,
+        r"^error: unresolved-entitytype\.xml:11: EntitySet 'Orders' refers to "
+        r"'Shop\.OrderType', which is not declared",
+    )
     assert not (tmp_path / "g.ttl").exists()
 
 
-@pytest.mark.parametrize("name, pattern", [
-    ("billion-laughs.xml", r"billion-laughs\.xml:4: document declares DTD entities"),
-    ("xxe-file.xml", r"xxe-file\.xml:4: document declares DTD entities"),
-])
+@pytest.mark.parametrize(
+    "name, pattern",
+    [
+        ("billion-laughs.xml", r"billion-laughs\.xml:4: document declares DTD entities"),
+        ("xxe-file.xml", r"xxe-file\.xml:4: document declares DTD entities"),
+    ],
+)
 def test_build_refuses_entity_documents_in_one_line(tmp_path, name, pattern):
     assert_one_line_error(run("build", "--odata", INVALID / name, "--out", tmp_path / "g.ttl"), pattern)
 
@@ -100,6 +147,7 @@ def test_build_bad_mapping_names_file_and_line(tmp_path):
 
 
 # ---------------------------------------------------------------- kg stats
+
 
 def test_stats_table_has_class_service_and_process_counts(handmade):
     result = run("stats", "--store", handmade.store_dir)
@@ -135,6 +183,7 @@ def test_stats_without_store_is_an_error(tmp_path):
 
 # ---------------------------------------------------------------- kg query
 
+
 @pytest.fixture
 def query_file(tmp_path):
     path = tmp_path / "sets.rq"
@@ -162,72 +211,90 @@ def test_query_stdin_as_csv(handmade):
 
 
 def test_query_as_json_with_typed_values(handmade, query_file):
-    query_file.write_text("""SELECT ?name ?len ?key WHERE { ?p a kg:Property ; kg:name ?name ;
+    query_file.write_text(
+        """SELECT ?name ?len ?key WHERE { ?p a kg:Property ; kg:name ?name ;
         kg:maxLength ?len ; kg:isKey ?key ; kg:sourceFile "odata/HANDMADE_SALES_SRV/metadata.xml" .
-        FILTER(?name IN ("Item", "Material")) } ORDER BY ?name""", encoding="utf-8")
+        FILTER(?name IN ("Item", "Material")) } ORDER BY ?name""",
+        encoding="utf-8",
+    )
     result = run("query", "--store", handmade.store_dir, query_file, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == [{"name": "Item", "len": 6, "key": True},
-                                         {"name": "Material", "len": 40, "key": False}]
+    assert json.loads(result.stdout) == [
+        {"name": "Item", "len": 6, "key": True},
+        {"name": "Material", "len": 40, "key": False},
+    ]
 
 
 def test_query_param_binds_a_value(handmade):
     query = "SELECT ?s ?name WHERE { ?s a kg:EntitySet ; kg:name ?name }"
-    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json",
-                 input=query)
+    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json", input=query)
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == ["Orders"]
     assert rows[0]["s"].endswith("/odata/HANDMADE_SALES_SRV/set/Orders")
 
 
-@pytest.mark.parametrize("value", [
-    'Orders" } UNION { ?s ?p ?name } #',
-    "Orders' } UNION { ?s ?p ?name } #",
-    "} ?s ?p ?o {",
-    'x") || true || ("',
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        'Orders" } UNION { ?s ?p ?name } #',
+        "Orders' } UNION { ?s ?p ?name } #",
+        "} ?s ?p ?o {",
+        'x") || true || ("',
+    ],
+)
 def test_query_param_cannot_inject_sparql(handmade, value):
     query = "SELECT ?s ?name WHERE { ?s a kg:EntitySet ; kg:name ?name }"
-    result = run("query", "--store", handmade.store_dir, "-", "--param", f"name={value}", "--format", "json",
-                 input=query)
+    result = run(
+        "query", "--store", handmade.store_dir, "-", "--param", f"name={value}", "--format", "json", input=query
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == []
 
 
 def test_query_param_must_be_projected_and_says_so(handmade):
     query = "SELECT ?s WHERE { ?s a kg:EntitySet ; kg:name ?name }"
-    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json",
-                 input=query)
+    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json", input=query)
     assert_one_line_error(result, r"^error: cannot bind parameters: .*\?name.*SELECT")
 
 
 def test_query_param_binds_a_projected_variable(handmade):
     query = "SELECT ?s ?name WHERE { ?s a kg:EntitySet ; kg:name ?name }"
-    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json",
-                 input=query)
+    result = run("query", "--store", handmade.store_dir, "-", "--param", "name=Orders", "--format", "json", input=query)
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)) == 1
 
 
 def test_query_refuses_federated_service(handmade):
     query = "SELECT ?s WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }"
-    assert_one_line_error(run("query", "--store", handmade.store_dir, "-", input=query),
-                          r"^error: federated SERVICE queries are not supported")
+    assert_one_line_error(
+        run("query", "--store", handmade.store_dir, "-", input=query),
+        r"^error: federated SERVICE queries are not supported",
+    )
 
 
 def test_query_param_iri_with_bad_characters_is_one_error_line(handmade):
-    result = run("query", "--store", handmade.store_dir, "-", "--param", "s=http://x> } ?s ?p ?o {",
-                 input="SELECT ?s WHERE { ?s ?p ?o }")
+    result = run(
+        "query",
+        "--store",
+        handmade.store_dir,
+        "-",
+        "--param",
+        "s=http://x> } ?s ?p ?o {",
+        input="SELECT ?s WHERE { ?s ?p ?o }",
+    )
     assert_one_line_error(result, r"^error: ")
 
 
-@pytest.mark.parametrize("args, stdin, pattern", [
-    (["-"], "SELEC ?x WHERE { ?x ?y ?z }", r"^error: SPARQL syntax error"),
-    (["-"], "ASK { ?x ?y ?z }", r"^error: only SELECT queries return tables"),
-    (["missing.rq"], None, r"^error: missing\.rq: no such query file"),
-    (["no-such-library-query"], None, r"^error: no query named 'no-such-library-query'"),
-])
+@pytest.mark.parametrize(
+    "args, stdin, pattern",
+    [
+        (["-"], "SELEC ?x WHERE { ?x ?y ?z }", r"^error: SPARQL syntax error"),
+        (["-"], "ASK { ?x ?y ?z }", r"^error: only SELECT queries return tables"),
+        (["missing.rq"], None, r"^error: missing\.rq: no such query file"),
+        (["no-such-library-query"], None, r"^error: no query named 'no-such-library-query'"),
+    ],
+)
 def test_query_errors_are_one_line(handmade, args, stdin, pattern):
     assert_one_line_error(run("query", "--store", handmade.store_dir, *args, input=stdin), pattern)
 
@@ -244,11 +311,17 @@ def test_library_query_by_name(handmade):
 
 # ---------------------------------------------------------------- exit codes of the group
 
+
 def test_main_help_documents_the_exit_codes():
     result = run("--help")
     assert result.exit_code == 0
-    for code, meaning in (("0", "success"), ("1", "the command ran and found problems"), ("2", "bad input"),
-                          ("3", "internal error"), ("130", "interrupted")):
+    for code, meaning in (
+        ("0", "success"),
+        ("1", "the command ran and found problems"),
+        ("2", "bad input"),
+        ("3", "internal error"),
+        ("130", "interrupted"),
+    ):
         assert re.search(rf"^\s+{code}\s+{meaning}", result.stdout, re.MULTILINE), code
 
 
@@ -270,7 +343,8 @@ def test_a_crash_is_one_line_and_exit_3(monkeypatch):
     result = CliRunner().invoke(_group_with(ZeroDivisionError("division by zero")), ["boom"])
     assert result.exit_code == 3, result.output
     assert result.stderr.splitlines() == [
-        "internal error: ZeroDivisionError: division by zero; please report (PROCESSKG_DEBUG=1 shows the traceback)"]
+        "internal error: ZeroDivisionError: division by zero; please report (PROCESSKG_DEBUG=1 shows the traceback)"
+    ]
     assert "Traceback" not in result.output
 
 

@@ -19,8 +19,13 @@ def inputs(case: Path, *suffixes: str) -> list[Path]:
 def lift(case: Path) -> bytes:
     """The Turtle ``kg build`` writes for the case's inputs (in memory, no store)."""
     mapping = case / "mapping.yaml"
-    options = BuildOptions(odata=inputs(case, ".edmx", ".xml"), bpmn=inputs(case, ".bpmn"),
-                           codes=inputs(case, ".csv"), mapping=mapping if mapping.exists() else None, shapes=False)
+    options = BuildOptions(
+        odata=inputs(case, ".edmx", ".xml"),
+        bpmn=inputs(case, ".bpmn"),
+        codes=inputs(case, ".csv"),
+        mapping=mapping if mapping.exists() else None,
+        shapes=False,
+    )
     return build(options).turtle
 
 

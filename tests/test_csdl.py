@@ -12,24 +12,27 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from lxml import etree
 
 from conftest import DATA, FIORI_SERVICES, INVALID, SHARED, shared
-from processkg.sources.odata import read as csdl
-from processkg.sources.odata import model as edm
 from processkg.errors import (
-    MalformedXMLError, NotODataError, UnresolvedReferenceError,
+    MalformedXMLError,
+    NotODataError,
+    UnresolvedReferenceError,
 )
+from processkg.sources.odata import model as edm
+from processkg.sources.odata import read as csdl
 
 COMMON = "com.sap.vocabularies.Common.v1"
 
 
 def type_of(service: str, type_name: str, var: str = "?t") -> str:
     """A SPARQL pattern binding ``var`` to the entity/complex type named so in the service."""
-    return (f'?svc_{var[1:]} kg:serviceName "{service}" ; kg:schema ?schema_{var[1:]} . '
-            f'{{ ?schema_{var[1:]} kg:entityType {var} }} UNION {{ ?schema_{var[1:]} kg:complexType {var} }} '
-            f'{var} kg:name "{type_name}" . ')
+    return (
+        f'?svc_{var[1:]} kg:serviceName "{service}" ; kg:schema ?schema_{var[1:]} . '
+        f"{{ ?schema_{var[1:]} kg:entityType {var} }} UNION {{ ?schema_{var[1:]} kg:complexType {var} }} "
+        f'{var} kg:name "{type_name}" . '
+    )
 
 
 def prop_of(service: str, type_name: str, prop: str) -> str:
@@ -49,27 +52,34 @@ def one(built, query: str):
 
 # ---------------------------------------------------------------- service names and versions
 
-@pytest.mark.parametrize("path, name", [
-    ("s4-a2x/API_SALES_ORDER_SRV.edmx", "API_SALES_ORDER_SRV"),
-    ("x/BILLOFMATERIALV2_SRV/metadata.xml", "BILLOFMATERIALV2_SRV"),
-    ("x/SERVICE/$metadata", "SERVICE"),
-    ("samples/oasis/TripPin.xml", "TripPin"),
-])
+
+@pytest.mark.parametrize(
+    "path, name",
+    [
+        ("s4-a2x/API_SALES_ORDER_SRV.edmx", "API_SALES_ORDER_SRV"),
+        ("x/BILLOFMATERIALV2_SRV/metadata.xml", "BILLOFMATERIALV2_SRV"),
+        ("x/SERVICE/$metadata", "SERVICE"),
+        ("samples/oasis/TripPin.xml", "TripPin"),
+    ],
+)
 def test_service_name_is_file_stem_or_folder_of_metadata_xml(path, name):
     assert csdl.service_name(Path(path)) == name
 
 
-@pytest.mark.parametrize("rel, version, edmx, dsv", [
-    # EDMX 1.0 with DataServiceVersion 1.0, 2.0 and 3.0 (OData V2/V3 family)
-    ("samples/SAP__python-pyodata/metadata_odata_org_northwind_v2.xml", "2.0", "1.0", "1.0"),
-    ("s4-a2x/API_SALES_ORDER_SRV.edmx", "2.0", "1.0", "2.0"),
-    ("samples/oasis-tcs__odata-openapi/odata-rw-v3.xml", "3.0", "1.0", "3.0"),
-    # EDMX 4.0 / 4.01
-    ("samples/OData__ODataSamples/TripPin.xml", "4.0", "4.0", ""),
-    ("s4-a2x/CE_SALESORDER_0001.edmx", "4.01", "4.01", ""),
-    # SAP Cloud SDK's "v4" test service: Version="4.0" in the EDMX 1.0 namespace, V4 content
-    ("samples/SAP__cloud-sdk-js/v4/API_TEST_SRV.edmx", "4.0", "4.0", "2.0"),
-])
+@pytest.mark.parametrize(
+    "rel, version, edmx, dsv",
+    [
+        # EDMX 1.0 with DataServiceVersion 1.0, 2.0 and 3.0 (OData V2/V3 family)
+        ("samples/SAP__python-pyodata/metadata_odata_org_northwind_v2.xml", "2.0", "1.0", "1.0"),
+        ("s4-a2x/API_SALES_ORDER_SRV.edmx", "2.0", "1.0", "2.0"),
+        ("samples/oasis-tcs__odata-openapi/odata-rw-v3.xml", "3.0", "1.0", "3.0"),
+        # EDMX 4.0 / 4.01
+        ("samples/OData__ODataSamples/TripPin.xml", "4.0", "4.0", ""),
+        ("s4-a2x/CE_SALESORDER_0001.edmx", "4.01", "4.01", ""),
+        # SAP Cloud SDK's "v4" test service: Version="4.0" in the EDMX 1.0 namespace, V4 content
+        ("samples/SAP__cloud-sdk-js/v4/API_TEST_SRV.edmx", "4.0", "4.0", "2.0"),
+    ],
+)
 def test_versions_are_read_from_edmx_and_data_service_version(rel, version, edmx, dsv):
     doc = csdl.read_document(shared("odata", *rel.split("/")))
     assert (doc.version, doc.edmx_version, doc.data_service_version) == (version, edmx, dsv)
@@ -85,6 +95,7 @@ def test_v2_document_reads_includes_declared_in_the_v4_edmx_namespace():
 
 # ---------------------------------------------------------------- counts against an independent script
 
+
 def _stats(source: str) -> dict:
     path = SHARED / "stats" / "odata_stats.tsv"
     with path.open(encoding="utf-8") as fh:
@@ -94,13 +105,16 @@ def _stats(source: str) -> dict:
 def test_a2x_counts_per_service_match_the_independent_count(a2x):
     """Entity sets, entity types, their properties and to-one / to-many navigation per file."""
     stats = _stats("s4-a2x")
-    got = {r[0]: r[1:] for r in a2x.rows("""
+    got = {
+        r[0]: r[1:]
+        for r in a2x.rows("""
         SELECT ?file (COUNT(DISTINCT ?set) AS ?sets) (COUNT(DISTINCT ?type) AS ?types)
                (COUNT(DISTINCT ?prop) AS ?props)
         WHERE { ?svc a kg:Service ; kg:sourceFile ?file ; kg:schema/kg:entityType ?type .
                 OPTIONAL { ?type kg:property ?prop }
                 OPTIONAL { ?svc kg:entityContainer/kg:entitySet ?set } }
-        GROUP BY ?file""")}
+        GROUP BY ?file""")
+    }
     navs = Counter()
     for file, card in a2x.rows("""
         SELECT ?file ?card WHERE { ?svc a kg:Service ; kg:sourceFile ?file ;
@@ -120,18 +134,23 @@ def _operation_parameter_annotations(path: Path, term: str) -> int:
     The independent count includes them; the graph has no operations, so it cannot hold them.
     """
     tree = etree.parse(str(path))
-    return int(tree.xpath(
-        "count(//*[local-name()='Annotations'][contains(@Target, '(')]"
-        f"/*[local-name()='Annotation'][substring-after(@Term, '.') = '{term}'])"
-    ))
+    return int(
+        tree.xpath(
+            "count(//*[local-name()='Annotations'][contains(@Target, '(')]"
+            f"/*[local-name()='Annotation'][substring-after(@Term, '.') = '{term}'])"
+        )
+    )
 
 
 def test_fiori_value_help_counts_match_the_independent_count(fiori):
     """sap:value-list properties and Common.ValueList / ValueListWithFixedValues /
     ValueListReferences annotations per service, including its separate annotation files."""
     stats = _stats("s4-fiori")
-    terms = {"anno_ValueList": "ValueList", "anno_ValueListWithFixedValues": "ValueListWithFixedValues",
-             "anno_ValueListReferences": "ValueListReferences"}
+    terms = {
+        "anno_ValueList": "ValueList",
+        "anno_ValueListWithFixedValues": "ValueListWithFixedValues",
+        "anno_ValueListReferences": "ValueListReferences",
+    }
     expected = Counter()
     for file, row in stats.items():
         service = file.split("/")[0]
@@ -140,7 +159,8 @@ def test_fiori_value_help_counts_match_the_independent_count(fiori):
         for column, term in terms.items():
             if service in FIORI_SERVICES:
                 expected[(service, column)] -= _operation_parameter_annotations(
-                    SHARED / "odata" / "s4-fiori" / file, term)
+                    SHARED / "odata" / "s4-fiori" / file, term
+                )
     got = Counter()
     for service, count in fiori.rows("""
         SELECT ?service (COUNT(DISTINCT ?p) AS ?n) WHERE {
@@ -163,78 +183,137 @@ def test_fiori_value_help_counts_match_the_independent_count(fiori):
 
 # ---------------------------------------------------------------- V2: structure and sap: attributes
 
+
 def test_v2_entity_set_key_and_property_facets(a2x):
     # API_SALES_ORDER_SRV.edmx line 45-49: A_SalesOrderType, key SalesOrder, MaxLength 10
     svc = "API_SALES_ORDER_SRV"
-    key = one(a2x, f"""SELECT ?name WHERE {{ ?svc kg:serviceName "{svc}" ;
+    key = one(
+        a2x,
+        f"""SELECT ?name WHERE {{ ?svc kg:serviceName "{svc}" ;
         kg:entityContainer/kg:entitySet ?set . ?set kg:name "A_SalesOrder" ; kg:entityType ?t .
-        ?t kg:keyProperty/kg:name ?name }}""")
+        ?t kg:keyProperty/kg:name ?name }}""",
+    )
     assert key == "SalesOrder"
-    assert one(a2x, f"""SELECT ?label WHERE {{ {type_of(svc, "A_SalesOrderType")} ?t kg:label ?label }}""") \
+    assert (
+        one(a2x, f"""SELECT ?label WHERE {{ {type_of(svc, "A_SalesOrderType")} ?t kg:label ?label }}""")
         == "Sales Order Header"
-    facets = one(a2x, f"""SELECT ?type ?len ?nullable ?isKey ?label WHERE {{
+    )
+    facets = one(
+        a2x,
+        f"""SELECT ?type ?len ?nullable ?isKey ?label WHERE {{
         {prop_of(svc, "A_SalesOrderType", "SalesOrder")}
-        ?p kg:edmType ?type ; kg:maxLength ?len ; kg:nullable ?nullable ; kg:isKey ?isKey ; kg:label ?label }}""")
+        ?p kg:edmType ?type ; kg:maxLength ?len ; kg:nullable ?nullable ; kg:isKey ?isKey ; kg:label ?label }}""",
+    )
     assert facets == ("Edm.String", 10, False, True, "Sales Order")
-    assert one(a2x, f"""SELECT ?line WHERE {{ {prop_of(svc, "A_SalesOrderType", "SalesOrder")}
-        ?p kg:sourceLine ?line }}""") == 49
+    assert (
+        one(
+            a2x,
+            f"""SELECT ?line WHERE {{ {prop_of(svc, "A_SalesOrderType", "SalesOrder")}
+        ?p kg:sourceLine ?line }}""",
+        )
+        == 49
+    )
 
 
 def test_v2_sap_attributes_unit_semantics_flags_and_quickinfo(a2x):
     # API_SALES_ORDER_SRV.edmx line 69: TotalNetAmount sap:unit="TransactionCurrency" sap:creatable="false" ...
     svc = "API_SALES_ORDER_SRV"
-    row = one(a2x, f"""SELECT ?prec ?scale ?label ?desc ?creatable ?updatable ?unit WHERE {{
+    row = one(
+        a2x,
+        f"""SELECT ?prec ?scale ?label ?desc ?creatable ?updatable ?unit WHERE {{
         {prop_of(svc, "A_SalesOrderType", "TotalNetAmount")}
         ?p kg:precision ?prec ; kg:scale ?scale ; kg:label ?label ; kg:description ?desc ;
-           kg:creatable ?creatable ; kg:updatable ?updatable ; kg:unitProperty/kg:name ?unit }}""")
-    assert row == (16, "3", "Net Value", "Net Value of the Sales Order in Document Currency", False, False,
-                   "TransactionCurrency")
-    assert one(a2x, f"""SELECT ?sem WHERE {{ {prop_of(svc, "A_SalesOrderType", "TransactionCurrency")}
-        ?p kg:semantics ?sem }}""") == "currency-code"
+           kg:creatable ?creatable ; kg:updatable ?updatable ; kg:unitProperty/kg:name ?unit }}""",
+    )
+    assert row == (
+        16,
+        "3",
+        "Net Value",
+        "Net Value of the Sales Order in Document Currency",
+        False,
+        False,
+        "TransactionCurrency",
+    )
+    assert (
+        one(
+            a2x,
+            f"""SELECT ?sem WHERE {{ {prop_of(svc, "A_SalesOrderType", "TransactionCurrency")}
+        ?p kg:semantics ?sem }}""",
+        )
+        == "currency-code"
+    )
     # line 548-549: A_SalesOrder has no sap:creatable, A_SalesOrderHeaderPartner is not creatable
     assert a2x.values(f"""SELECT ?c WHERE {{ ?svc kg:serviceName "{svc}" ; kg:entityContainer/kg:entitySet ?s .
         ?s kg:name "A_SalesOrderHeaderPartner" ; kg:creatable ?c }}""") == [False]
-    assert a2x.values(f"""SELECT ?c WHERE {{ ?svc kg:serviceName "{svc}" ; kg:entityContainer/kg:entitySet ?s .
-        ?s kg:name "A_SalesOrder" ; kg:creatable ?c }}""") == []
+    assert (
+        a2x.values(f"""SELECT ?c WHERE {{ ?svc kg:serviceName "{svc}" ; kg:entityContainer/kg:entitySet ?s .
+        ?s kg:name "A_SalesOrder" ; kg:creatable ?c }}""")
+        == []
+    )
 
 
 def test_v2_sap_text_filterable_and_value_list_kind(samples):
     # SAP__python-pyodata/metadata.xml lines 17-25: Key sap:value-list="standard",
     # Data sap:filterable="false" sap:text="DataName"
     svc = "SAP__python-pyodata"  # metadata.xml: the service is named after its folder
-    assert one(samples, f"""SELECT ?f ?text WHERE {{ {prop_of(svc, "MasterEntity", "Data")}
-        ?p kg:filterable ?f ; kg:textProperty/kg:name ?text }}""") == (False, "DataName")
-    assert one(samples, f"""SELECT ?kind WHERE {{ {prop_of(svc, "MasterEntity", "Key")}
-        ?p kg:sapValueList ?kind }}""") == "standard"
+    assert one(
+        samples,
+        f"""SELECT ?f ?text WHERE {{ {prop_of(svc, "MasterEntity", "Data")}
+        ?p kg:filterable ?f ; kg:textProperty/kg:name ?text }}""",
+    ) == (False, "DataName")
+    assert (
+        one(
+            samples,
+            f"""SELECT ?kind WHERE {{ {prop_of(svc, "MasterEntity", "Key")}
+        ?p kg:sapValueList ?kind }}""",
+        )
+        == "standard"
+    )
 
 
 def test_v2_navigation_cardinality_target_set_and_association(a2x):
     # API_SALES_ORDER_SRV.edmx line 125 (to_Item) and lines 491-494 (End Multiplicity="*")
     svc = "API_SALES_ORDER_SRV"
-    row = one(a2x, f"""SELECT ?card ?type ?set ?rel ?to WHERE {{ {nav_of(svc, "A_SalesOrderType", "to_Item")}
+    row = one(
+        a2x,
+        f"""SELECT ?card ?type ?set ?rel ?to WHERE {{ {nav_of(svc, "A_SalesOrderType", "to_Item")}
         ?n kg:cardinality ?card ; kg:targetEntityType/kg:name ?type ; kg:targetEntitySet/kg:name ?set ;
-           kg:relationship ?rel ; kg:toRole ?to }}""")
-    assert row == ("*", "A_SalesOrderItemType", "A_SalesOrderItem",
-                   "API_SALES_ORDER_SRV.assoc_42CCE6159E335C5B7697EE6BC8D37107",
-                   "ToRole_assoc_42CCE6159E335C5B7697EE6BC8D37107")
+           kg:relationship ?rel ; kg:toRole ?to }}""",
+    )
+    assert row == (
+        "*",
+        "A_SalesOrderItemType",
+        "A_SalesOrderItem",
+        "API_SALES_ORDER_SRV.assoc_42CCE6159E335C5B7697EE6BC8D37107",
+        "ToRole_assoc_42CCE6159E335C5B7697EE6BC8D37107",
+    )
     # every End multiplicity of V2 appears among the A2X navigation properties
-    assert set(a2x.values("SELECT DISTINCT ?c WHERE { ?n a kg:NavigationProperty ; kg:cardinality ?c }")) \
-        == {"1", "0..1", "*"}
+    assert set(a2x.values("SELECT DISTINCT ?c WHERE { ?n a kg:NavigationProperty ; kg:cardinality ?c }")) == {
+        "1",
+        "0..1",
+        "*",
+    }
 
 
 def test_v2_partner_and_referential_constraint_seen_from_both_ends(samples):
     # metadata_odata_org_northwind_v2.xml lines 13, 118 and 365-376 (FK_Products_Categories:
     # Categories 0..1, Products *, principal Categories.CategoryID, dependent Products.CategoryID)
     svc = "metadata_odata_org_northwind_v2"
-    products = one(samples, f"""SELECT ?card ?partner ?local ?remote WHERE {{
+    products = one(
+        samples,
+        f"""SELECT ?card ?partner ?local ?remote WHERE {{
         {nav_of(svc, "Category", "Products")}
         ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ;
            kg:referentialConstraint ?rc . ?rc kg:localProperty ?l ; kg:referencedProperty ?r .
         ?t kg:property ?l . ?l kg:name ?local . ?r kg:name ?remote .
-        ?n kg:targetEntityType ?target . ?target kg:property ?r }}""")
+        ?n kg:targetEntityType ?target . ?target kg:property ?r }}""",
+    )
     assert products == ("*", "Category", "CategoryID", "CategoryID")
-    category = one(samples, f"""SELECT ?card ?partner ?target WHERE {{ {nav_of(svc, "Product", "Category")}
-        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:targetEntityType/kg:name ?target }}""")
+    category = one(
+        samples,
+        f"""SELECT ?card ?partner ?target WHERE {{ {nav_of(svc, "Product", "Category")}
+        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:targetEntityType/kg:name ?target }}""",
+    )
     assert category == ("0..1", "Products", "Category")
 
 
@@ -242,27 +321,35 @@ def test_v2_association_end_of_undeclared_type_resolves_through_association_set(
     # SAP__cloud-sdk-js/v2/API_TEST_SRV.edmx lines 213-215 name End types ...LinkParent/...LinkChild
     # that are not declared (the types are ...Type); the AssociationSet (lines 284-286) binds the
     # roles to entity sets of declared types, as SAP's own clients resolve it.
-    row = one(samples, """SELECT ?card ?target WHERE {
+    row = one(
+        samples,
+        """SELECT ?card ?target WHERE {
         ?svc kg:serviceName "API_TEST_SRV" ; kg:odataVersion "2.0" ;
              kg:schema/kg:entityType ?t . ?t kg:name "A_TestEntityCircularLinkParentType" ;
              kg:navigationProperty ?n . ?n kg:name "to_Child" ; kg:cardinality ?card ;
-             kg:targetEntityType/kg:name ?target }""")
+             kg:targetEntityType/kg:name ?target }""",
+    )
     assert row == ("*", "A_TestEntityCircularLinkChildType")
 
 
 # ---------------------------------------------------------------- V4
+
 
 def test_v4_collection_navigation_partner_binding_and_constraints(a2x):
     # CE_SALESORDER_0001.edmx: SalesOrder_Type/_Item is Collection(...) with Partner="_SalesOrder"
     # (line 705-707) and bound to SalesOrderItem (line 843); SalesOrderItemText_Type/_Item is
     # Nullable="false" with Partner="_ItemText" and two ReferentialConstraints (lines 87-92).
     svc = "CE_SALESORDER_0001"
-    assert one(a2x, f"""SELECT ?card ?partner ?set WHERE {{ {nav_of(svc, "SalesOrder_Type", "_Item")}
-        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:targetEntitySet/kg:name ?set }}""") \
-        == ("*", "_SalesOrder", "SalesOrderItem")
-    assert one(a2x, f"""SELECT ?card ?partner ?type WHERE {{ {nav_of(svc, "SalesOrderItemText_Type", "_Item")}
-        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:edmType ?type }}""") \
-        == ("1", "_ItemText", "com.sap.gateway.srvd_a2x.api_salesorder.v0001.SalesOrderItem_Type")
+    assert one(
+        a2x,
+        f"""SELECT ?card ?partner ?set WHERE {{ {nav_of(svc, "SalesOrder_Type", "_Item")}
+        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:targetEntitySet/kg:name ?set }}""",
+    ) == ("*", "_SalesOrder", "SalesOrderItem")
+    assert one(
+        a2x,
+        f"""SELECT ?card ?partner ?type WHERE {{ {nav_of(svc, "SalesOrderItemText_Type", "_Item")}
+        ?n kg:cardinality ?card ; kg:partner/kg:name ?partner ; kg:edmType ?type }}""",
+    ) == ("1", "_ItemText", "com.sap.gateway.srvd_a2x.api_salesorder.v0001.SalesOrderItem_Type")
     pairs = a2x.rows(f"""SELECT ?local ?remote WHERE {{ {nav_of(svc, "SalesOrderItemText_Type", "_Item")}
         ?n kg:referentialConstraint ?rc . ?rc kg:localProperty/kg:name ?local ;
         kg:referencedProperty/kg:name ?remote }} ORDER BY ?local""")
@@ -274,12 +361,17 @@ def test_v4_annotations_through_sap_self_and_sap_common_aliases(a2x):
     # with SAP__core.Computed and SAP__common.Label "Sales Order"; lines 3093-3099: SalesOrderType
     # SAP__core.Immutable, SAP__common.Label "Language key", SAP__common.QuickInfo.
     svc = "CE_SALESORDER_0001"
-    assert one(a2x, f"""SELECT ?label ?computed ?nullable WHERE {{
+    assert one(
+        a2x,
+        f"""SELECT ?label ?computed ?nullable WHERE {{
         {prop_of(svc, "SalesOrderItemText_Type", "SalesOrder")}
-        ?p kg:label ?label ; kg:computed ?computed ; kg:nullable ?nullable }}""") == ("Sales Order", True, False)
-    assert one(a2x, f"""SELECT ?label ?desc ?immutable WHERE {{ {prop_of(svc, "SalesOrder_Type", "SalesOrderType")}
-        ?p kg:label ?label ; kg:description ?desc ; kg:immutable ?immutable }}""") \
-        == ("Language key", "Language key for sales document type", True)
+        ?p kg:label ?label ; kg:computed ?computed ; kg:nullable ?nullable }}""",
+    ) == ("Sales Order", True, False)
+    assert one(
+        a2x,
+        f"""SELECT ?label ?desc ?immutable WHERE {{ {prop_of(svc, "SalesOrder_Type", "SalesOrderType")}
+        ?p kg:label ?label ; kg:description ?desc ; kg:immutable ?immutable }}""",
+    ) == ("Language key", "Language key for sales document type", True)
 
 
 def test_v4_contains_target_and_nullable_to_one(samples):
@@ -322,18 +414,26 @@ def test_v4_core_description(samples):
 
 # ---------------------------------------------------------------- value lists
 
+
 def test_common_value_list_with_parameters_and_collection_path(samples):
     # SAP__python-pyodata/metadata.xml lines 242-268
     svc = "SAP__python-pyodata"
-    vl = one(samples, f"""SELECT ?path ?label ?search ?set WHERE {{ {prop_of(svc, "MasterEntity", "Data")}
+    vl = one(
+        samples,
+        f"""SELECT ?path ?label ?search ?set WHERE {{ {prop_of(svc, "MasterEntity", "Data")}
         ?p kg:valueList ?vl . ?vl kg:collectionPath ?path ; kg:label ?label ; kg:searchSupported ?search ;
-        kg:valueListEntitySet/kg:name ?set }}""")
+        kg:valueListEntitySet/kg:name ?set }}""",
+    )
     assert vl == ("DataValueHelp", "Data", True, "DataValueHelp")
     params = samples.rows(f"""SELECT ?order ?kind ?vlp ?local WHERE {{ {prop_of(svc, "MasterEntity", "Data")}
         ?p kg:valueList/kg:parameter ?x . ?x kg:parameterOrder ?order ; kg:parameterKind ?kind ;
         kg:valueListPropertyName ?vlp . OPTIONAL {{ ?x kg:localDataProperty/kg:name ?local }} }} ORDER BY ?order""")
-    assert params == [(0, "In", "Type", "DataType"), (1, "Out", "Value", "Data"),
-                      (2, "InOut", "Name", "DataName"), (3, "DisplayOnly", "Description", None)]
+    assert params == [
+        (0, "In", "Type", "DataType"),
+        (1, "Out", "Value", "Data"),
+        (2, "InOut", "Name", "DataName"),
+        (3, "DisplayOnly", "Description", None),
+    ]
 
 
 def test_qualified_value_lists_stay_apart(samples):
@@ -349,13 +449,21 @@ def test_v2_value_list_annotations_in_v4_namespace_resolve_common_alias(fiori):
     # BILLOFMATERIALV2_SRV/metadata.xml: <Annotations Target="BILLOFMATERIALV2_SRV.C_MaterialBOMType/Material">
     # with Term="Common.ValueList", where "Common" is an alias from an edmx:Include in the V4 namespace
     svc = "BILLOFMATERIALV2_SRV"
-    assert one(fiori, f"""SELECT ?path ?label ?kind ?local WHERE {{ {prop_of(svc, "C_MaterialBOMType", "Material")}
+    assert one(
+        fiori,
+        f"""SELECT ?path ?label ?kind ?local WHERE {{ {prop_of(svc, "C_MaterialBOMType", "Material")}
         ?p kg:valueList ?vl . ?vl kg:collectionPath ?path ; kg:label ?label ;
-        kg:parameter ?x . ?x kg:parameterOrder 0 ; kg:parameterKind ?kind ; kg:localDataProperty/kg:name ?local }}""") \
-        == ("C_BOMMaterialVH", "Value help view for BOM application", "InOut", "Material")
+        kg:parameter ?x . ?x kg:parameterOrder 0 ; kg:parameterKind ?kind ; kg:localDataProperty/kg:name ?local }}""",
+    ) == ("C_BOMMaterialVH", "Value help view for BOM application", "InOut", "Material")
     # ... followed by <Annotation Term="Common.ValueListWithFixedValues"/> (a tagging term: true)
-    assert one(fiori, f"""SELECT ?fixed WHERE {{ {prop_of(svc, "I_ChangeMasterType", "ChangeNumberStatus")}
-        ?p kg:valueList/kg:fixedValues ?fixed }}""") is True
+    assert (
+        one(
+            fiori,
+            f"""SELECT ?fixed WHERE {{ {prop_of(svc, "I_ChangeMasterType", "ChangeNumberStatus")}
+        ?p kg:valueList/kg:fixedValues ?fixed }}""",
+        )
+        is True
+    )
 
 
 def test_v4_value_list_references_and_fixed_values(fiori):
@@ -364,8 +472,11 @@ def test_v4_value_list_references_and_fixed_values(fiori):
     refs = fiori.values(f"""SELECT ?ref WHERE {{ {prop_of(svc, "SalesOrderItemType", "SalesOrderItemCategory")}
         ?p kg:valueList/kg:valueListReference ?ref }}""")
     assert len(refs) == 1 and refs[0].startswith("../../../../srvd_f4/sap/i_salesdocumentitemcategory/0001;")
-    assert one(fiori, f"""SELECT ?label ?computed WHERE {{ {prop_of(svc, "SalesOrderItemType", "HigherLevelItem")}
-        ?p kg:label ?label ; kg:computed ?computed }}""") == ("Higher-Level Item", True)
+    assert one(
+        fiori,
+        f"""SELECT ?label ?computed WHERE {{ {prop_of(svc, "SalesOrderItemType", "HigherLevelItem")}
+        ?p kg:label ?label ; kg:computed ?computed }}""",
+    ) == ("Higher-Level Item", True)
 
 
 def test_annotation_file_is_merged_into_its_service(fiori):
@@ -381,51 +492,79 @@ def test_value_list_only_in_annotation_file_shows_on_the_service_property(handma
     # tests/data/odata/HANDMADE_SALES_SRV: OrderType's value list and label are only in the
     # annotation file, which reaches the service through its include alias "SAP"
     svc = "HANDMADE_SALES_SRV"
-    row = one(handmade, f"""SELECT ?label ?path ?set ?line WHERE {{ {prop_of(svc, "OrderType", "OrderType")}
+    row = one(
+        handmade,
+        f"""SELECT ?label ?path ?set ?line WHERE {{ {prop_of(svc, "OrderType", "OrderType")}
         ?p kg:label ?label ; kg:valueList ?vl . ?vl kg:collectionPath ?path ;
-        kg:valueListEntitySet/kg:name ?set ; kg:sourceLine ?line }}""")
+        kg:valueListEntitySet/kg:name ?set ; kg:sourceLine ?line }}""",
+    )
     assert row == ("Sales Order Type", "VL_OrderType", "VL_OrderType", 19)  # line 19 of the annotation file
     assert "odata/HANDMADE_SALES_SRV/HANDMADE_SALES_ANNO_MDL.annotation.xml" in handmade.values(
-        f"""SELECT ?f WHERE {{ {prop_of(svc, "OrderType", "OrderType")} ?p kg:valueList/kg:sourceFile ?f }}""")
-    assert one(handmade, f"""SELECT ?kind ?local WHERE {{ {prop_of(svc, "OrderType", "OrderType")}
+        f"""SELECT ?f WHERE {{ {prop_of(svc, "OrderType", "OrderType")} ?p kg:valueList/kg:sourceFile ?f }}"""
+    )
+    assert one(
+        handmade,
+        f"""SELECT ?kind ?local WHERE {{ {prop_of(svc, "OrderType", "OrderType")}
         ?p kg:valueList/kg:parameter ?x . ?x kg:parameterOrder 0 ; kg:parameterKind ?kind ;
-        kg:localDataProperty ?l . ?l kg:name ?local . ?t kg:property ?l }}""") == ("InOut", "OrderType")
+        kg:localDataProperty ?l . ?l kg:name ?local . ?t kg:property ?l }}""",
+    ) == ("InOut", "OrderType")
     # Status: sap:value-list="fixed-values" in metadata.xml and ValueListWithFixedValues in the annotation file
-    assert one(handmade, f"""SELECT ?kind ?fixed WHERE {{ {prop_of(svc, "OrderType", "Status")}
-        ?p kg:sapValueList ?kind ; kg:valueList/kg:fixedValues ?fixed }}""") == ("fixed-values", True)
+    assert one(
+        handmade,
+        f"""SELECT ?kind ?fixed WHERE {{ {prop_of(svc, "OrderType", "Status")}
+        ?p kg:sapValueList ?kind ; kg:valueList/kg:fixedValues ?fixed }}""",
+    ) == ("fixed-values", True)
 
 
 def test_handmade_v4_features(handmade):
     svc = "HANDMADE_PURCHASING"
-    assert one(handmade, f"""SELECT ?label ?desc ?computed WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "PurchaseOrder")}
-        ?p kg:label ?label ; kg:description ?desc ; kg:computed ?computed }}""") \
-        == ("Purchase Order", "Number of the purchase order", True)
+    assert one(
+        handmade,
+        f"""SELECT ?label ?desc ?computed WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "PurchaseOrder")}
+        ?p kg:label ?label ; kg:description ?desc ; kg:computed ?computed }}""",
+    ) == ("Purchase Order", "Number of the purchase order", True)
     assert handmade.rows(f"""SELECT ?code ?label WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Priority")}
-        ?p kg:valueList/kg:code ?c . ?c kg:codeValue ?code ; rdfs:label ?label }} ORDER BY ?code""") \
-        == [("1", "High"), ("2", "Normal")]
-    assert one(handmade, f"""SELECT ?q ?path ?text WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Supplier")}
-        ?p kg:valueList ?vl ; kg:textProperty/kg:name ?text . ?vl kg:qualifier ?q ; kg:collectionPath ?path }}""") \
-        == ("ByName", "Supplier", "SupplierName")
+        ?p kg:valueList/kg:code ?c . ?c kg:codeValue ?code ; rdfs:label ?label }} ORDER BY ?code""") == [
+        ("1", "High"),
+        ("2", "Normal"),
+    ]
+    assert one(
+        handmade,
+        f"""SELECT ?q ?path ?text WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Supplier")}
+        ?p kg:valueList ?vl ; kg:textProperty/kg:name ?text . ?vl kg:qualifier ?q ; kg:collectionPath ?path }}""",
+    ) == ("ByName", "Supplier", "SupplierName")
     assert handmade.rows(f"""SELECT ?kind ?vlp ?local ?const WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Supplier")}
         ?p kg:valueList/kg:parameter ?x . ?x kg:parameterOrder ?o ; kg:parameterKind ?kind ;
         kg:valueListPropertyName ?vlp . OPTIONAL {{ ?x kg:localDataProperty/kg:name ?local }}
-        OPTIONAL {{ ?x kg:constant ?const }} }} ORDER BY ?o""") \
-        == [("In", "SupplierName", "SupplierName", None), ("Out", "Supplier", "Supplier", None),
-            ("Constant", "Language", None, "EN")]
-    assert one(handmade, f"""SELECT ?c ?et WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Notes")}
-        ?p kg:isCollection ?c ; kg:edmType ?et }}""") == (True, "Collection(Edm.String)")
+        OPTIONAL {{ ?x kg:constant ?const }} }} ORDER BY ?o""") == [
+        ("In", "SupplierName", "SupplierName", None),
+        ("Out", "Supplier", "Supplier", None),
+        ("Constant", "Language", None, "EN"),
+    ]
+    assert one(
+        handmade,
+        f"""SELECT ?c ?et WHERE {{ {prop_of(svc, "PurchaseOrder_Type", "Notes")}
+        ?p kg:isCollection ?c ; kg:edmType ?et }}""",
+    ) == (True, "Collection(Edm.String)")
     navs = handmade.rows(f"""SELECT ?nav ?card ?contains ?set WHERE {{ {type_of(svc, "PurchaseOrder_Type")}
         ?t kg:navigationProperty ?n . ?n kg:name ?nav ; kg:cardinality ?card .
         OPTIONAL {{ ?n kg:containsTarget ?contains }} OPTIONAL {{ ?n kg:targetEntitySet/kg:name ?set }} }}
         ORDER BY ?nav""")
     assert navs == [("_Items", "*", True, None), ("_Supplier", "0..1", None, "Supplier")]
-    assert one(handmade, f"""SELECT ?label WHERE {{ ?svc kg:serviceName "{svc}" ;
-        kg:entityContainer/kg:entitySet ?s . ?s kg:name "PurchaseOrder" ; kg:label ?label }}""") == "Purchase Orders"
+    assert (
+        one(
+            handmade,
+            f"""SELECT ?label WHERE {{ ?svc kg:serviceName "{svc}" ;
+        kg:entityContainer/kg:entitySet ?s . ?s kg:name "PurchaseOrder" ; kg:label ?label }}""",
+        )
+        == "Purchase Orders"
+    )
     assert handmade.values(f"""SELECT ?name WHERE {{ ?svc kg:serviceName "{svc}" ;
         kg:entityContainer/kg:singleton/kg:name ?name }}""") == ["Settings"]
 
 
 # ---------------------------------------------------------------- errors
+
 
 def test_malformed_xml_reports_file_line_and_column():
     with pytest.raises(MalformedXMLError, match=r"malformed\.xml:8:\d+: malformed XML") as info:
@@ -454,13 +593,22 @@ def test_edmx_without_data_services_is_not_odata():
         csdl.read_document(INVALID / "no-dataservices.xml", "no-dataservices.xml")
 
 
-@pytest.mark.parametrize("name, line, tag, element, ref", [
-    ("unresolved-entitytype.xml", 11, "EntitySet", "Orders", "Shop.OrderType"),
-    ("unresolved-association.edmx", 11, "NavigationProperty", "SHOP_SRV.Order/to_Items", "SHOP_SRV.assoc_OrderItems"),
-    ("unresolved-association-end.edmx", 17, "Association", "SHOP_SRV.assoc_OrderItems", "SHOP_SRV.Item"),
-    ("unresolved-nav-target.xml", 10, "NavigationProperty", "Shop.Order/Items", "Shop.Item"),
-    ("unresolved-property-type.xml", 9, "Property", "Shop.Customer/Address", "Shop.Address"),
-])
+@pytest.mark.parametrize(
+    "name, line, tag, element, ref",
+    [
+        ("unresolved-entitytype.xml", 11, "EntitySet", "Orders", "Shop.OrderType"),
+        (
+            "unresolved-association.edmx",
+            11,
+            "NavigationProperty",
+            "SHOP_SRV.Order/to_Items",
+            "SHOP_SRV.assoc_OrderItems",
+        ),
+        ("unresolved-association-end.edmx", 17, "Association", "SHOP_SRV.assoc_OrderItems", "SHOP_SRV.Item"),
+        ("unresolved-nav-target.xml", 10, "NavigationProperty", "Shop.Order/Items", "Shop.Item"),
+        ("unresolved-property-type.xml", 9, "Property", "Shop.Customer/Address", "Shop.Address"),
+    ],
+)
 def test_unresolved_references_name_file_line_tag_and_id(name, line, tag, element, ref):
     doc = csdl.read_document(INVALID / name, name)
     with pytest.raises(UnresolvedReferenceError, match=rf"^{name.replace('.', '[.]')}:{line}: {tag} ") as info:
@@ -474,10 +622,13 @@ def test_a_duplicate_entity_type_is_an_error_or_with_warn_a_warning():
     from processkg.errors import DuplicateDeclarationError
 
     name = "duplicate-entitytype.xml"
-    with pytest.raises(DuplicateDeclarationError,
-                       match=rf"^{name}:12: EntityType 'DUP\.Order' is already declared on line 8"):
+    with pytest.raises(
+        DuplicateDeclarationError, match=rf"^{name}:12: EntityType 'DUP\.Order' is already declared on line 8"
+    ):
         csdl.read_document(INVALID / name, name)
     doc = csdl.read_document(INVALID / name, name, strict=False)
     assert [p.name for p in doc.types["DUP.Order"].properties] == ["Id"]  # the first is kept
-    assert doc.warnings == [f"{name}:12: EntityType 'DUP.Order' is already declared on line 8; a qualified "
-                            f"name is declared once (see {csdl.SPEC_V4}#sec_Schema); the second EntityType is left out"]
+    assert doc.warnings == [
+        f"{name}:12: EntityType 'DUP.Order' is already declared on line 8; a qualified "
+        f"name is declared once (see {csdl.SPEC_V4}#sec_Schema); the second EntityType is left out"
+    ]

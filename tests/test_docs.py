@@ -22,17 +22,19 @@ from click.testing import CliRunner
 from rdflib import OWL, RDF
 
 from processkg import docgen
+from processkg.assets import internal_queries_dir, queries_dir
 from processkg.cli import main
 from processkg.cli.docs import docs_cmd
 from processkg.docgen import split_comment
-from processkg.assets import internal_queries_dir, queries_dir
 from processkg.vocab import BPMN, KG, USES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 TTL = ROOT / "ontology" / "processkg.ttl"
 DEMO = ROOT / "data" / "demo"
-REGENERATE = "run `kg docs --out docs/` (or `python -c 'from processkg.docgen import write_docs; write_docs(\"docs\")'`)"
+REGENERATE = (
+    "run `kg docs --out docs/` (or `python -c 'from processkg.docgen import write_docs; write_docs(\"docs\")'`)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def declared_terms() -> dict:
         for s in g.subjects(RDF.type, kind):
             for base, prefix in prefixes.items():
                 if str(s).startswith(base):
-                    out[f"{prefix}:{str(s)[len(base):]}"] = label
+                    out[f"{prefix}:{str(s)[len(base) :]}"] = label
     return out
 
 
@@ -61,6 +63,7 @@ def row_of(page: str, curie: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- generated pages are current
+
 
 @pytest.mark.parametrize("name", docgen.PAGES)
 def test_committed_page_equals_a_fresh_generation(pages, name):
@@ -74,6 +77,7 @@ def test_generation_is_deterministic(pages):
 
 
 # ---------------------------------------------------------------- ontology reference
+
 
 def test_ontology_reference_has_one_row_per_declared_term(pages):
     page = pages["ontology-reference.md"]
@@ -96,7 +100,10 @@ def test_ontology_reference_shows_domain_range_hierarchy_and_specs(pages):
     assert "inverse of `uses:usage`" in row_of(page, "uses:activity")[1]
     key = row_of(page, "kg:keyProperty")
     assert key[3].startswith("**key property.** Links an entity type to a property that is part of its key")
-    assert key[4] == "[CSDL: Key](https://docs.oasis-open.org/odata/odata-csdl-xml/v4.01/odata-csdl-xml-v4.01.html#sec_Key)"
+    assert (
+        key[4]
+        == "[CSDL: Key](https://docs.oasis-open.org/odata/odata-csdl-xml/v4.01/odata-csdl-xml-v4.01.html#sec_Key)"
+    )
     assert "See " not in key[3]
 
 
@@ -104,9 +111,16 @@ def test_ontology_reference_groups_terms_by_the_sections_of_the_ttl(pages):
     page = pages["ontology-reference.md"]
     headings = re.findall(r"^(##+) (.+)$", page, re.M)
     assert ("##", "`kg:` OData CSDL") in headings and ("##", "`uses:` activity-to-entity-set mapping") in headings
-    ttl_sections = list(dict.fromkeys(
-        m.group(1) for m in re.finditer(r"^# --- (.+?)(?::\s*(?:classes|object properties|datatype properties))?$",
-                                        TTL.read_text(encoding="utf-8"), re.M)))
+    ttl_sections = list(
+        dict.fromkeys(
+            m.group(1)
+            for m in re.finditer(
+                r"^# --- (.+?)(?::\s*(?:classes|object properties|datatype properties))?$",
+                TTL.read_text(encoding="utf-8"),
+                re.M,
+            )
+        )
+    )
     assert [h for level, h in headings if level == "###"] == ttl_sections
     assert "Other" not in ttl_sections
 
@@ -136,22 +150,43 @@ kg:Gadget
     assert page.index("### Brand new things") > page.index("### Provenance and naming")
 
 
-@pytest.mark.parametrize("comment, see_also, expected", [
-    ("The key. See OData CSDL XML 4.01, section 'Key': https://x.org/csdl#sec_Key.", [],
-     ("The key.", [("CSDL: Key", ["https://x.org/csdl#sec_Key"])])),
-    ("A set. See OData Version 2.0 overview (EntitySet): https://odata.org/v2/ | SAP Annotations for OData "
-     "Version 2.0, sap: attributes on edm:EntitySet: https://wiki.example/sap ; https://github.com/x#set.", [],
-     ("A set.", [("OData V2 (EntitySet)", ["https://odata.org/v2/"]),
-                 ("SAP V2: sap: attributes on edm:EntitySet", ["https://wiki.example/sap", "https://github.com/x#set"])])),
-    ("No citation here.", ["https://b.org", "https://a.org"],
-     ("No citation here.", [("https://b.org", ["https://b.org"]), ("https://a.org", ["https://a.org"])])),
-    ("See also is not a citation without a link.", [], ("See also is not a citation without a link.", [])),
-])
+@pytest.mark.parametrize(
+    "comment, see_also, expected",
+    [
+        (
+            "The key. See OData CSDL XML 4.01, section 'Key': https://x.org/csdl#sec_Key.",
+            [],
+            ("The key.", [("CSDL: Key", ["https://x.org/csdl#sec_Key"])]),
+        ),
+        (
+            "A set. See OData Version 2.0 overview (EntitySet): https://odata.org/v2/ | SAP Annotations for OData "
+            "Version 2.0, sap: attributes on edm:EntitySet: https://wiki.example/sap ; https://github.com/x#set.",
+            [],
+            (
+                "A set.",
+                [
+                    ("OData V2 (EntitySet)", ["https://odata.org/v2/"]),
+                    (
+                        "SAP V2: sap: attributes on edm:EntitySet",
+                        ["https://wiki.example/sap", "https://github.com/x#set"],
+                    ),
+                ],
+            ),
+        ),
+        (
+            "No citation here.",
+            ["https://b.org", "https://a.org"],
+            ("No citation here.", [("https://b.org", ["https://b.org"]), ("https://a.org", ["https://a.org"])]),
+        ),
+        ("See also is not a citation without a link.", [], ("See also is not a citation without a link.", [])),
+    ],
+)
 def test_split_comment(comment, see_also, expected):
     assert split_comment(comment, see_also) == expected
 
 
 # ---------------------------------------------------------------- CLI reference
+
 
 def all_commands(group: click.Group, ctx: click.Context, path: str = "kg") -> dict:
     """{"kg name [sub]": command} for every command of the group, nested groups included."""
@@ -221,22 +256,31 @@ def test_cli_reference_is_generated_from_click():
 
 # ---------------------------------------------------------------- query reference
 
+
 def test_query_reference_lists_every_query_with_its_parameters(pages):
     page = pages["queries.md"]
     stems = [sorted(p.stem for p in d.glob("*.rq")) for d in (queries_dir(), internal_queries_dir())]
     assert re.findall(r"^## (\S+)$", page, re.M) == stems[0] + stems[1]
-    assert "| [`process-chain-after`](#process-chain-after) | Once an entity set has been read or written, what " \
-           "happens next? | `?entitySet`, `?service` |" in page
-    assert "| [`services-by-writes`](#services-by-writes) | Which services do the processes write to most? | none |" \
+    assert (
+        "| [`process-chain-after`](#process-chain-after) | Once an entity set has been read or written, what "
+        "happens next? | `?entitySet`, `?service` |" in page
+    )
+    assert (
+        "| [`services-by-writes`](#services-by-writes) | Which services do the processes write to most? | none |"
         in page
+    )
     assert "- Example: `kg query --store build/demo required-keys --param entitySet=A_SalesOrderItem`" in page
 
 
 def test_query_header_parser():
-    doc = docgen.parse_query_header("x", (
-        "# x: what is it?\n# It is a thing\n# that spans lines. Parameters (all optional; unbound: all):\n"
-        "#   ?a: a name; ?b, ?c: more.\n# Result: ?d ?e\n#   (?a echoes).\n# Example: kg query --store S x\n"
-        "SELECT ?d ?e ?a WHERE {}\n# not a header\n"))
+    doc = docgen.parse_query_header(
+        "x",
+        (
+            "# x: what is it?\n# It is a thing\n# that spans lines. Parameters (all optional; unbound: all):\n"
+            "#   ?a: a name; ?b, ?c: more.\n# Result: ?d ?e\n#   (?a echoes).\n# Example: kg query --store S x\n"
+            "SELECT ?d ?e ?a WHERE {}\n# not a header\n"
+        ),
+    )
     assert doc.summary == "what is it?"
     assert doc.description == "It is a thing that spans lines."
     assert doc.parameters == "(all optional; unbound: all) ?a: a name; ?b, ?c: more."
@@ -246,6 +290,7 @@ def test_query_header_parser():
 
 
 # ---------------------------------------------------------------- kg docs
+
 
 def test_docs_command_writes_and_checks(tmp_path, pages):
     runner = CliRunner()
@@ -280,6 +325,7 @@ def test_docs_command_documents_the_group_it_is_registered_in(tmp_path):
 
 
 # ---------------------------------------------------------------- hand-written pages
+
 
 def test_architecture_names_every_module_and_command():
     page = (DOCS / "architecture.md").read_text(encoding="utf-8")
@@ -334,4 +380,5 @@ def test_generated_pages_need_only_the_installed_templates(tmp_path, monkeypatch
     monkeypatch.setattr(docgen, "TEMPLATES", copy)
     (copy / "queries.md.j2").write_text("{% for q in queries + internal %}{{ q.name }}\n{% endfor %}", encoding="utf-8")
     assert docgen.queries_reference().splitlines() == [
-        p.stem for d in (queries_dir(), internal_queries_dir()) for p in sorted(d.glob("*.rq"))]
+        p.stem for d in (queries_dir(), internal_queries_dir()) for p in sorted(d.glob("*.rq"))
+    ]

@@ -7,6 +7,7 @@ chunks of the ChunkRAG baseline, HNSW recall against exact search, and ``kg inde
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -18,15 +19,23 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.retrieve import texts as summaries  # noqa: E402
-from processkg.pipeline import BuildOptions, build  # noqa: E402
-from processkg.cli.retrieve import index_cmd  # noqa: E402
-from processkg.retrieve.index import (  # noqa: E402
-    DEFAULT_MODEL, EmbeddingCache, Encoder, IndexNotFoundError, VectorIndex, build_index, bundled_model_dir,
-    exact_search, load_index, model_id,
+from conftest import shared
+from processkg.cli.retrieve import index_cmd
+from processkg.graph.store import open_store
+from processkg.pipeline import BuildOptions, build
+from processkg.retrieve import texts as summaries
+from processkg.retrieve.index import (
+    DEFAULT_MODEL,
+    EmbeddingCache,
+    Encoder,
+    IndexNotFoundError,
+    VectorIndex,
+    build_index,
+    bundled_model_dir,
+    exact_search,
+    load_index,
+    model_id,
 )
-from processkg.graph.store import open_store  # noqa: E402
-from conftest import shared  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -36,7 +45,7 @@ A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 @pytest.fixture(scope="session")
 def encoder() -> Encoder:
     enc = Encoder()
-    enc.dim  # load the model once for the session
+    assert enc.dim  # load the model once for the session
     return enc
 
 
@@ -49,8 +58,15 @@ def shared_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
     store = tmp_path_factory.mktemp("embed") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
+    build(
+        BuildOptions(
+            odata=[DEMO / "odata"],
+            bpmn=[DEMO / "bpmn"],
+            mapping=DEMO / "mapping.yaml",
+            codes=[DEMO / "codes"],
+            store=store,
+        )
+    )
     build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
     return store
 
@@ -65,11 +81,13 @@ def a2x_indexed(tmp_path_factory, shared_cache) -> Path:
 
 # ---------------------------------------------------------------- model
 
+
 def test_default_model_is_the_bundled_package(encoder):
     assert (bundled_model_dir() / "model.safetensors").is_file()
     assert model_id(None) == model_id("all-MiniLM-L6-v2") == DEFAULT_MODEL
-    vectors = encoder.encode(["create the customer invoice", "billing document header",
-                              "purchase requisition approval"])
+    vectors = encoder.encode(
+        ["create the customer invoice", "billing document header", "purchase requisition approval"]
+    )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]  # invoice is nearer to billing
@@ -84,10 +102,18 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 
 # ---------------------------------------------------------------- cache
 
+
 def test_shared_cache_survives_a_store_rebuild(demo_indexed, shared_cache, tmp_path):
     store = tmp_path / "again"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
+    build(
+        BuildOptions(
+            odata=[DEMO / "odata"],
+            bpmn=[DEMO / "bpmn"],
+            mapping=DEMO / "mapping.yaml",
+            codes=[DEMO / "codes"],
+            store=store,
+        )
+    )
     report = build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
     assert report.encoded == 0 and report.counts == {"set": 23, "activity": 27, "chunk": 84}
     own = EmbeddingCache.load(store / "index")  # the index also keeps its own vectors
@@ -132,6 +158,7 @@ def test_missing_index_is_a_clear_error(tmp_path):
 
 # ---------------------------------------------------------------- summaries
 
+
 def test_names_are_split_and_labels_used(demo_indexed):
     store = open_store(demo_indexed)
     items = {i.name: i for i in summaries.set_items(store)}
@@ -151,11 +178,14 @@ def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_indexed):
     assert lex.expand("Order") == "order"  # a dictionary word is left alone
 
 
-@pytest.mark.parametrize("name, words", [
-    ("SALESORDERSET", "sales order set"),
-    ("VL_SH_RELIFNRCN", "value list sh relifnrcn"),
-    ("X" * 400, "x" * 400),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("SALESORDERSET", "sales order set"),
+        ("VL_SH_RELIFNRCN", "value list sh relifnrcn"),
+        ("X" * 400, "x" * 400),
+    ],
+)
 def test_run_together_names_are_segmented_without_recursing(name, words):
     """Regression: an unsplittable run came back whole from ``segment`` and was segmented again,
     forever (RecursionError in ``kg build`` on the s4-fiori corpus)."""
@@ -168,8 +198,9 @@ def test_kg_build_indexes_a_service_with_run_together_names(tmp_path):
     from processkg.cli import main
 
     store = tmp_path / "store"
-    result = CliRunner().invoke(main, ["build", "--odata", str(ROOT / "tests" / "data" / "retrieve"),
-                                       "--store", str(store)])
+    result = CliRunner().invoke(
+        main, ["build", "--odata", str(ROOT / "tests" / "data" / "retrieve"), "--store", str(store)]
+    )
     assert result.exit_code == 0, result.output
     texts = {s["name"]: s["text"] for s in load_index(store).items["set"]}
     assert texts["SALESORDERSET"].startswith("sales order set (SALESORDERSET). Sales Order.")
@@ -227,24 +258,40 @@ def test_chunk_spans_cover_the_text_and_end_after_tags():
     text = "<a>" + "<b x='1'/>" * 300 + "</a>"
     spans = summaries.chunk_spans(text, 200)
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
     assert all(text[e - 1] == ">" for _, e in spans)
 
 
 # ---------------------------------------------------------------- HNSW
 
+
 def test_hnsw_recall_against_exact_search(a2x_indexed, encoder):
     loaded = load_index(a2x_indexed)
     vectors, index = loaded.vectors["set"], loaded.hnsw["set"]  # the persisted index, reloaded
-    queries = encoder.encode([
-        "create a sales order for a customer", "post goods issue for an outbound delivery",
-        "supplier invoice payment block", "bill of material components", "cost centre master data",
-        "maintenance order operations", "purchase requisition release", "business partner address",
-        "product plant data", "billing document items", "sales quotation validity",
-        "material stock in a storage location", "journal entry line items", "equipment classification",
-        "customer return reason", "pricing condition scales", "inbound delivery from supplier",
-        "production order confirmation", "bank master data", "credit memo request items",
-    ])
+    queries = encoder.encode(
+        [
+            "create a sales order for a customer",
+            "post goods issue for an outbound delivery",
+            "supplier invoice payment block",
+            "bill of material components",
+            "cost centre master data",
+            "maintenance order operations",
+            "purchase requisition release",
+            "business partner address",
+            "product plant data",
+            "billing document items",
+            "sales quotation validity",
+            "material stock in a storage location",
+            "journal entry line items",
+            "equipment classification",
+            "customer return reason",
+            "pricing condition scales",
+            "inbound delivery from supplier",
+            "production order confirmation",
+            "bank master data",
+            "credit memo request items",
+        ]
+    )
     hits = total = 0
     for q in queries:
         approx, _ = index.search(q, 10)
@@ -263,6 +310,7 @@ def test_hnsw_is_deterministic(encoder):
 
 
 # ---------------------------------------------------------------- CLI
+
 
 def test_kg_index_command(demo_indexed):
     result = CliRunner().invoke(index_cmd, ["--store", str(demo_indexed), "--odata", str(DEMO / "odata")])
@@ -291,8 +339,9 @@ def test_kg_index_shows_progress_on_a_terminal_only(demo_indexed, tmp_path):
     command = [kg, "index", "--store", str(demo_indexed), "--cache", str(tmp_path / "c1")]
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run(command, stderr=follower, stdout=subprocess.PIPE, timeout=300,
-                              env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        done = subprocess.run(
+            command, stderr=follower, stdout=subprocess.PIPE, timeout=300, env=dict(os.environ, HF_HUB_OFFLINE="1")
+        )
         os.close(follower)
         err = _read_all(leader)
     finally:

@@ -8,8 +8,17 @@ import math
 import pytest
 
 from processkg.evaluate.metrics import (
-    BenchmarkError, Query, evaluate_methods, gold_ranks, ndcg_at, paired_test, per_query_scores,
-    read_queries, recall_at, reciprocal_rank, write_outputs,
+    BenchmarkError,
+    Query,
+    evaluate_methods,
+    gold_ranks,
+    ndcg_at,
+    paired_test,
+    per_query_scores,
+    read_queries,
+    recall_at,
+    reciprocal_rank,
+    write_outputs,
 )
 
 SO = ("API_SALES_ORDER_SRV", "A_SalesOrder")
@@ -64,10 +73,21 @@ def test_paired_test_detects_a_consistent_gain_and_not_noise():
 
 def test_read_queries_formats_and_errors(tmp_path):
     good = tmp_path / "q.jsonl"
-    good.write_text(json.dumps({"id": "q1", "query": "bill it", "type": "process-chain", "split": "test",
-                                "gold": [{"service": BILL[0], "entity_set": BILL[1],
-                                          "alternatives": [{"entity_set": "BillingDocument"}]}],
-                                "lexical_overlap": 0.1}) + "\n\n")
+    good.write_text(
+        json.dumps(
+            {
+                "id": "q1",
+                "query": "bill it",
+                "type": "process-chain",
+                "split": "test",
+                "gold": [
+                    {"service": BILL[0], "entity_set": BILL[1], "alternatives": [{"entity_set": "BillingDocument"}]}
+                ],
+                "lexical_overlap": 0.1,
+            }
+        )
+        + "\n\n"
+    )
     [q] = read_queries(good)
     assert q.gold == [[BILL, ("", "BillingDocument")]] and q.extra == {"lexical_overlap": 0.1}
     bad = tmp_path / "bad.jsonl"
@@ -81,8 +101,10 @@ def test_read_queries_formats_and_errors(tmp_path):
 
 def test_write_outputs_report_json_and_plots(tmp_path):
     queries = [Query(f"q{i}", "x", [[SO]], "single" if i % 2 else "process-chain") for i in range(12)]
-    results = {"hybrid": {q.id: [SO] for q in queries},
-               "dense": {q.id: ([SO] if i % 3 else [DLV]) for i, q in enumerate(queries)}}
+    results = {
+        "hybrid": {q.id: [SO] for q in queries},
+        "dense": {q.id: ([SO] if i % 3 else [DLV]) for i, q in enumerate(queries)},
+    }
     ev = evaluate_methods(results, queries, ks=(1, 3))
     files = write_outputs(ev, tmp_path, command="kg eval retrieval ...")
     names = sorted(p.name for p in files)

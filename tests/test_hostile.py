@@ -57,7 +57,6 @@ def duplicate(name: str) -> str:
     return XML_AT + rf"(?=.*\b{name}\b)(?=.*(?i:duplicate|more than once|already|twice))"
 
 
-
 @dataclass(frozen=True)
 class Case:
     """One hostile input: ``input`` (a make_corpus name, or "" when ``args`` name it), the ``kg``
@@ -90,20 +89,38 @@ CASES = [
     Case("bpmn-flow-without-id", "flow-without-id.bpmn", BPMN, XML_AT + r".*(?i:sequenceFlow).*\bid\b"),
     Case("bpmn-fan-out-3000", "fan-out.bpmn", BPMN, codes=(0,), timeout=15),
     # a dangling reference drops only the element that holds it, with a warning naming file:line and id
-    Case("bpmn-dangling-default", "dangling-default.bpmn", BPMN, codes=(0,),
-         stdout=r"warning: dangling-default\.bpmn:\d+: .*NoSuchFlow.*left out"),
-    Case("bpmn-dangling-lane-node", "dangling-lane.bpmn", BPMN, codes=(0,),
-         stdout=r"warning: dangling-lane\.bpmn:\d+: .*NoSuchTask.*left out"),
-    Case("bpmn-dangling-attached-to", "dangling-attached.bpmn", BPMN, codes=(0,),
-         stdout=r"warning: dangling-attached\.bpmn:\d+: .*NoSuchTask.*left out"),
+    Case(
+        "bpmn-dangling-default",
+        "dangling-default.bpmn",
+        BPMN,
+        codes=(0,),
+        stdout=r"warning: dangling-default\.bpmn:\d+: .*NoSuchFlow.*left out",
+    ),
+    Case(
+        "bpmn-dangling-lane-node",
+        "dangling-lane.bpmn",
+        BPMN,
+        codes=(0,),
+        stdout=r"warning: dangling-lane\.bpmn:\d+: .*NoSuchTask.*left out",
+    ),
+    Case(
+        "bpmn-dangling-attached-to",
+        "dangling-attached.bpmn",
+        BPMN,
+        codes=(0,),
+        stdout=r"warning: dangling-attached\.bpmn:\d+: .*NoSuchTask.*left out",
+    ),
     # OData, code lists, mapping
-    Case("odata-duplicate-entity-types", "duplicate-types.xml", ODATA,
-         duplicate("Thing")),
+    Case("odata-duplicate-entity-types", "duplicate-types.xml", ODATA, duplicate("Thing")),
     Case("codes-unterminated-quote", "unterminated.csv", CODES, r"{name}:\d+: .*(?i:quot)"),
     Case("mapping-duplicate-keys", "duplicate-keys.mapping.yaml", MAPPING, r"{name}:\d+: .*(?i:duplicate).*entity_set"),
     # /dev/zero where a file is expected: never read to the end (it has none)
-    Case("dev-zero-mapping", "", ("build", "--odata", "{demo}/odata", "--bpmn", "{demo}/bpmn", "--mapping",
-                                  "/dev/zero", "--out", "{out}"), r"\bzero\b"),
+    Case(
+        "dev-zero-mapping",
+        "",
+        ("build", "--odata", "{demo}/odata", "--bpmn", "{demo}/bpmn", "--mapping", "/dev/zero", "--out", "{out}"),
+        r"\bzero\b",
+    ),
     Case("dev-zero-codes", "", ("build", "--codes", "/dev/zero", "--out", "{out}"), ZERO),
     Case("dev-zero-openapi", "", ("build", "--openapi", "/dev/zero", "--out", "{out}"), ZERO),
     Case("dev-zero-calls", "", ("validate", "--store", "{store}", "/dev/zero"), ZERO),
@@ -123,8 +140,13 @@ CASES = [
     Case("calls-bom", "bom.jsonl", CALLS, codes=(0,), stdout=r"(?m)^bom \(line 1\): valid$"),
     Case("calls-nan", "nan.jsonl", CALLS, JSONL_AT + r".*NaN"),
     # SPARQL: bounded, and never a network (the server must see no request)
-    Case("query-cartesian", "cartesian.rq", ("query", "--store", "{store}", "--timeout", "3", "{f}"),
-         r"(?i)time", timeout=25),
+    Case(
+        "query-cartesian",
+        "cartesian.rq",
+        ("query", "--store", "{store}", "--timeout", "3", "{f}"),
+        r"(?i)time",
+        timeout=25,
+    ),
     Case("query-service-comment", "service-comment.rq", QUERY, r"SERVICE"),
     Case("query-service-prefixed", "service-prefixed.rq", QUERY, r"SERVICE"),
     Case("query-service-variable", "service-variable.rq", QUERY, r"SERVICE"),
@@ -135,11 +157,19 @@ CASES = [
     Case("store-dot", "precious", (*STORE_BUILD, "."), r"(?i)store", cwd_is_input=True),
     # a damaged store: one line, and the damaged files left as they are
     Case("stats-store-without-current", "store-no-current", ("stats", "--store", "{f}"), r"store-no-current"),
-    Case("query-store-without-current", "store-no-current", ("query", "--store", "{f}", "unused-entity-sets"),
-         r"store-no-current"),
+    Case(
+        "query-store-without-current",
+        "store-no-current",
+        ("query", "--store", "{f}", "unused-entity-sets"),
+        r"store-no-current",
+    ),
     Case("stats-store-truncated-sst", "store-truncated-sst", ("stats", "--store", "{f}"), r"store-truncated-sst"),
-    Case("query-store-truncated-sst", "store-truncated-sst", ("query", "--store", "{f}", "unused-entity-sets"),
-         r"store-truncated-sst"),
+    Case(
+        "query-store-truncated-sst",
+        "store-truncated-sst",
+        ("query", "--store", "{f}", "unused-entity-sets"),
+        r"store-truncated-sst",
+    ),
 ]
 
 
@@ -181,8 +211,10 @@ def inputs(tmp_path_factory, demo_store, server):
 def digest(path: Path) -> dict:
     """{relative path: sha256} of every file below a folder (or of the file itself)."""
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    return {p.relative_to(path).as_posix() if path.is_dir() else p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in files}
+    return {
+        p.relative_to(path).as_posix() if path.is_dir() else p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in files
+    }
 
 
 # ---------------------------------------------------------------- the test
@@ -213,8 +245,10 @@ def test_hostile_input(case: Case, inputs, demo_store, server, tmp_path):
 def test_runner_reports_a_hang_and_the_memory_cap(tmp_path):
     """Control: the runner would notice a hang (kill) and a process over the cap (it cannot grow past it)."""
     script = tmp_path / "hog.py"
-    script.write_text("import sys, time\ntry:\n    b = bytearray(4 * 1024**3)\nexcept MemoryError:\n"
-                      "    print('capped')\nsys.stdout.flush()\ntime.sleep(60)\n")
+    script.write_text(
+        "import sys, time\ntry:\n    b = bytearray(4 * 1024**3)\nexcept MemoryError:\n"
+        "    print('capped')\nsys.stdout.flush()\ntime.sleep(60)\n"
+    )
     run = run_capped([sys.executable, str(script)], timeout=2, scratch=tmp_path)
     assert run.timed_out and 1.9 < run.seconds < 10
     assert run.stdout.strip() == "capped" and run.max_rss < MEMORY_CAP

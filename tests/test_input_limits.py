@@ -56,8 +56,11 @@ def test_more_rows_than_the_limit_are_refused(tmp_path, monkeypatch):
 
 def test_duplicate_keys_in_a_mapping_are_refused_with_both_lines(tmp_path):
     path = tmp_path / "mapping.yaml"
-    path.write_text("mappings:\n  - process: P\n    activity: A\n    service: S\n    entity_set: X\n"
-                    "    entity_set: Y\n    mode: read\n", encoding="utf-8")
+    path.write_text(
+        "mappings:\n  - process: P\n    activity: A\n    service: S\n    entity_set: X\n"
+        "    entity_set: Y\n    mode: read\n",
+        encoding="utf-8",
+    )
     with pytest.raises(MappingError, match=r"mapping\.yaml:6: duplicate key 'entity_set' \(first at line 5\)"):
         read_mapping(path)
 
@@ -70,10 +73,19 @@ def test_a_mapping_that_is_not_utf8_names_the_line(tmp_path):
 
 
 def openapi(tmp_path, schemas: dict, body_ref: str) -> object:
-    doc = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
-           "paths": {"/x": {"post": {"requestBody": {"content": {"application/json": {
-               "schema": {"$ref": body_ref}}}}, "responses": {"200": {"description": "ok"}}}}},
-           "components": {"schemas": schemas}}
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/x": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": {"$ref": body_ref}}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+        "components": {"schemas": schemas},
+    }
     path = tmp_path / "openapi.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
@@ -84,7 +96,9 @@ def test_a_ref_chain_longer_than_the_limit_is_refused(tmp_path):
     schemas = {f"S{i}": {"$ref": f"#/components/schemas/S{i + 1}"} for i in range(n)}
     schemas[f"S{n}"] = {"type": "object"}
     path = openapi(tmp_path, schemas, "#/components/schemas/S0")
-    with pytest.raises(OpenAPIReferenceError, match=rf"openapi\.json:\d+: at .*: a \$ref chain longer than {MAX_REF_CHAIN}"):
+    with pytest.raises(
+        OpenAPIReferenceError, match=rf"openapi\.json:\d+: at .*: a \$ref chain longer than {MAX_REF_CHAIN}"
+    ):
         read_spec(path)
 
 

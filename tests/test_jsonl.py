@@ -39,12 +39,15 @@ def test_a_malformed_line_is_file_line_reason_and_the_next_line_is_read(tmp_path
         list(read_strict(path))
 
 
-@pytest.mark.parametrize("text, reason", [
-    ('{"a": NaN}', "NaN is not a JSON number"),
-    ('[-Infinity]', "-Infinity is not a JSON number"),
-    ('{"a": 1e999}', "the number 1e999 is too large for a 64-bit float"),
-    ('[' + "9" * 5000 + ']', "Exceeds the limit"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ("[-Infinity]", "-Infinity is not a JSON number"),
+        ('{"a": 1e999}', "the number 1e999 is too large for a 64-bit float"),
+        ("[" + "9" * 5000 + "]", "Exceeds the limit"),
+    ],
+)
 def test_what_python_accepts_but_json_does_not_is_malformed(text, reason):
     with pytest.raises(JsonLinesError, match=rf"^q\.jsonl:7: not valid JSON: .*{reason}"):
         parse_line(text, "q.jsonl", 7)
@@ -71,7 +74,7 @@ def test_keys_per_object_and_values_per_record_are_bounded():
 def test_escaped_quotes_outside_strings_do_not_make_the_scan_quadratic():
     started = time.monotonic()
     with pytest.raises(JsonLinesError, match="not valid JSON"):
-        parse_line('[' + '\\"' * 2_000_000 + "]" + "," * 100)
+        parse_line("[" + '\\"' * 2_000_000 + "]" + "," * 100)
     assert time.monotonic() - started < 5
 
 
@@ -96,16 +99,23 @@ def test_a_small_line_limit_counts_bytes_and_the_line_end_is_not_part_of_it(tmp_
 
 def test_a_file_over_the_limit_is_refused(tmp_path):
     path = write(tmp_path, b'{"a": 1}\n' * 20)
-    with pytest.raises(JsonLinesError, match=r"x\.jsonl: cannot read queries: the file has 180 bytes, more than "
-                                             r"the limit of 100 bytes"):
+    with pytest.raises(
+        JsonLinesError,
+        match=r"x\.jsonl: cannot read queries: the file has 180 bytes, more than "
+        r"the limit of 100 bytes",
+    ):
         list(read_records(path, Limits(file_bytes=100), what="queries"))
 
 
 def test_devices_fifos_directories_and_missing_files_are_refused(tmp_path):
     fifo = tmp_path / "calls.fifo"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
-    cases = [(fifo, "not a regular file"), ("/dev/zero", "not a regular file"), (tmp_path, "it is a directory"),
-             (tmp_path / "none.jsonl", "No such file or directory")]
+    cases = [
+        (fifo, "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+        (tmp_path, "it is a directory"),
+        (tmp_path / "none.jsonl", "No such file or directory"),
+    ]
     for path, reason in cases:
         with pytest.raises(JsonLinesError, match=f"^{path}: cannot read recorded calls: {reason}"):
             list(read_records(path, what="recorded calls"))

@@ -38,7 +38,8 @@ def test_mpnet_is_assembled_once_and_encodes(monkeypatch, tmp_path):
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(folder), device="cpu")
-    a, b, c = model.encode(["post the goods issue", "goods issue posting", "pay the supplier invoice"],
-                           normalize_embeddings=True)
+    a, b, c = model.encode(
+        ["post the goods issue", "goods issue posting", "pay the supplier invoice"], normalize_embeddings=True
+    )
     assert a.shape == (768,)
     assert float(a @ b) > float(a @ c)

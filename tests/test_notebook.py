@@ -50,14 +50,19 @@ def _all_text(nb) -> str:
 
 
 def _errors(nb) -> list[str]:
-    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
-            for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
-            for o in c.get("outputs", []) if o["output_type"] == "error"]
+    return [
+        f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
 
 
 def _has_png(nb) -> bool:
-    return any("image/png" in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code"
-               for o in c.get("outputs", []))
+    return any(
+        "image/png" in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +93,16 @@ def test_build_and_query_tables(executed):
     assert "built 5,747 triples from 8 files" in text
     html = [t for c in executed["cells"] for t in _texts(c) if t.startswith("<table")]
     assert any("<td style='text-align:left'>A_SalesOrder</td>" in t for t in html)  # process-entity-sets
-    for name in ("process-entity-sets", "process-chain-after", "required-keys", "navigation-paths",
-                 "value-helps", "unmapped-activities", "unknown-code-value-helps", "services-by-writes"):
+    for name in (
+        "process-entity-sets",
+        "process-chain-after",
+        "required-keys",
+        "navigation-paths",
+        "value-helps",
+        "unmapped-activities",
+        "unknown-code-value-helps",
+        "services-by-writes",
+    ):
         assert f"{name}(" in text, name
     assert "SubProcess_InvoiceVerification" in text  # the one unmapped activity
 
@@ -119,8 +132,9 @@ def test_committed_notebook_has_outputs():
     """The committed notebook was executed (``notebooks/run.py``) and no cell failed."""
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert code and [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), \
+    assert code and [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), (
         "re-run the notebook: .venv/bin/python notebooks/run.py"
+    )
     assert _errors(nb) == []
     assert _has_png(nb)
     text = _all_text(nb)

@@ -216,7 +216,7 @@ def test_docs_mention_every_term():
     missing = []
     for iri in vocab_terms():
         ns = next(n for n in NAMESPACES if iri.startswith(n))
-        curie = prefix[ns] + iri[len(ns):]
+        curie = prefix[ns] + iri[len(ns) :]
         if not re.search(re.escape(curie) + r"(?![A-Za-z0-9_])", text):
             missing.append(curie)
     assert missing == []

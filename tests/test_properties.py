@@ -43,20 +43,26 @@ from kg_runner import assert_bounded, run_kg
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
 SHARED = ROOT.parent / "shared" / "data"
-OPENAPI_DOC = SHARED.joinpath("socbench-d", "socbenchd_1", "01-energy", "02-Renewable Energy Production Data Service",
-                              "openapi.json")
+OPENAPI_DOC = SHARED.joinpath(
+    "socbench-d", "socbenchd_1", "01-energy", "02-Renewable Energy Production Data Service", "openapi.json"
+)
 
-IN_PROCESS = settings(max_examples=100, deadline=3000, derandomize=True, database=None,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                             HealthCheck.function_scoped_fixture])
+IN_PROCESS = settings(
+    max_examples=100,
+    deadline=3000,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 THROUGH_KG = settings(IN_PROCESS, max_examples=3, deadline=None)
 
 
 # ---------------------------------------------------------------- mutations
 
+
 def flip(data: bytes, at: int, mask: int) -> bytes:
     i = at % len(data) if data else 0
-    return data[:i] + bytes([data[i] ^ mask]) + data[i + 1:] if data else data
+    return data[:i] + bytes([data[i] ^ mask]) + data[i + 1 :] if data else data
 
 
 def truncate(data: bytes, at: int, _mask: int) -> bytes:
@@ -76,7 +82,7 @@ def duplicate_line(data: bytes, at: int, _mask: int) -> bytes:
 def remove_line(data: bytes, at: int, _mask: int) -> bytes:
     lines = _lines(data)
     i = at % len(lines)
-    return b"".join(lines[:i] + lines[i + 1:])
+    return b"".join(lines[:i] + lines[i + 1 :])
 
 
 BYTE_MUTATIONS = [flip, truncate, duplicate_line, remove_line]
@@ -103,8 +109,24 @@ def remove_attribute(data: bytes, at: int, _mask: int) -> bytes:
 XML_MUTATIONS = [remove_element, remove_attribute]
 
 #: Values a JSON member may be replaced by: other types, extremes, references to nothing or to loops.
-ODD_VALUES = [None, 0, -1, 1e308, "", "x" * 300, [], {}, True, "\u2028", {"$ref": "#/nope"}, {"$ref": "#"},
-              {"$ref": "#/components/schemas"}, [[[[[]]]]], {"type": "array"}, {"allOf": [{"$ref": "#"}]}]
+ODD_VALUES = [
+    None,
+    0,
+    -1,
+    1e308,
+    "",
+    "x" * 300,
+    [],
+    {},
+    True,
+    "\u2028",
+    {"$ref": "#/nope"},
+    {"$ref": "#"},
+    {"$ref": "#/components/schemas"},
+    [[[[[]]]]],
+    {"type": "array"},
+    {"allOf": [{"$ref": "#"}]},
+]
 
 
 def _members(value, found: list) -> list:
@@ -156,6 +178,7 @@ def inserted_text(draw) -> Callable[[bytes], bytes]:
     def insert(data: bytes) -> bytes:
         i = at % (len(data) + 1)
         return data[:i] + text.encode("utf-8", "surrogatepass") + data[i:]
+
     insert.__name__ = f"insert {text!r} at {at}"
     return insert
 
@@ -169,6 +192,7 @@ def one_mutation(draw, kinds: list) -> Callable[[bytes], bytes]:
 
     def mutate(data: bytes) -> bytes:
         return kind(data, at, mask)
+
     mutate.__name__ = f"{kind.__name__}({at}, {mask})"
     return mutate
 
@@ -188,6 +212,7 @@ def apply(data: bytes, ms: list) -> bytes:
 
 
 # ---------------------------------------------------------------- readers (read and lift, as kg build does)
+
 
 def lift_csdl(path: Path) -> None:
     doc = read_document(path, path.name)
@@ -211,8 +236,9 @@ def read_calls(path: Path) -> None:
     """Every broken line comes back as a JsonLinesError value naming ``file:line``."""
     for number, value in read_records(path):
         if isinstance(value, ProcessKGError):
-            assert str(value).startswith(f"{path.name}:{number}: ") or str(value).startswith(f"{path}:{number}: "), \
+            assert str(value).startswith(f"{path.name}:{number}: ") or str(value).startswith(f"{path}:{number}: "), (
                 f"the error does not name {path.name}:{number}: {value}"
+            )
 
 
 @dataclass(frozen=True)
@@ -226,18 +252,42 @@ class Input:
 
 
 INPUTS = [
-    Input("csdl-v4", ROOT / "tests" / "data" / "odata" / "HANDMADE_PURCHASING.xml", lift_csdl, structure="xml",
-          lines=True,
-          kg=("build", "--odata", "{f}", "--out", "{out}")),
-    Input("csdl-v2", DEMO / "odata" / "DEMO_SALES_ORDER_SRV.edmx", lift_csdl, structure="xml", lines=True,
-          kg=("build", "--odata", "{f}", "--out", "{out}")),
-    Input("bpmn", DEMO / "bpmn" / "order-to-cash.bpmn", lift_bpmn, structure="xml", lines=True,
-          kg=("build", "--bpmn", "{f}", "--out", "{out}")),
+    Input(
+        "csdl-v4",
+        ROOT / "tests" / "data" / "odata" / "HANDMADE_PURCHASING.xml",
+        lift_csdl,
+        structure="xml",
+        lines=True,
+        kg=("build", "--odata", "{f}", "--out", "{out}"),
+    ),
+    Input(
+        "csdl-v2",
+        DEMO / "odata" / "DEMO_SALES_ORDER_SRV.edmx",
+        lift_csdl,
+        structure="xml",
+        lines=True,
+        kg=("build", "--odata", "{f}", "--out", "{out}"),
+    ),
+    Input(
+        "bpmn",
+        DEMO / "bpmn" / "order-to-cash.bpmn",
+        lift_bpmn,
+        structure="xml",
+        lines=True,
+        kg=("build", "--bpmn", "{f}", "--out", "{out}"),
+    ),
     Input("openapi", OPENAPI_DOC, lift_openapi, structure="json", kg=("build", "--openapi", "{f}", "--out", "{out}")),
-    Input("codes", DEMO / "codes" / "sales-order-types.csv", read_codes,
-          kg=("build", "--codes", "{f}", "--out", "{out}")),
-    Input("calls", DEMO / "calls.jsonl", read_calls, structure="jsonl", lines=True,
-          kg=("validate", "--store", "{store}", "{f}")),
+    Input(
+        "codes", DEMO / "codes" / "sales-order-types.csv", read_codes, kg=("build", "--codes", "{f}", "--out", "{out}")
+    ),
+    Input(
+        "calls",
+        DEMO / "calls.jsonl",
+        read_calls,
+        structure="jsonl",
+        lines=True,
+        kg=("validate", "--store", "{store}", "{f}"),
+    ),
 ]
 
 
@@ -251,8 +301,9 @@ def check(read: Callable[[Path], None], path: Path, lines: bool) -> None:
         where = rf"(?:{'|'.join(names)}):\d+" if lines else rf"(?:{'|'.join(names)})"
         if lines and "cannot read" in message:
             where = rf"(?:{'|'.join(names)})"
-        assert re.match(where, message), f"{type(exc).__name__} does not begin with {path.name}" \
-            f"{':line' if lines else ''}: {message[:300]!r}"
+        assert re.match(where, message), (
+            f"{type(exc).__name__} does not begin with {path.name}{':line' if lines else ''}: {message[:300]!r}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -266,8 +317,11 @@ def _source(item: Input) -> bytes:
     return item.source.read_bytes()
 
 
-@pytest.mark.parametrize(("item", "structure"), [(i, s) for i in INPUTS for s in dict.fromkeys(("", i.structure))],
-                         ids=[f"{i.id}-{s or 'bytes'}" for i in INPUTS for s in dict.fromkeys(("", i.structure))])
+@pytest.mark.parametrize(
+    ("item", "structure"),
+    [(i, s) for i in INPUTS for s in dict.fromkeys(("", i.structure))],
+    ids=[f"{i.id}-{s or 'bytes'}" for i in INPUTS for s in dict.fromkeys(("", i.structure))],
+)
 def test_mutated_input_is_read_or_refused_with_a_located_error(item: Input, structure: str, scratch: Path):
     original = _source(item)
     path = scratch / item.source.name
@@ -282,6 +336,7 @@ def test_mutated_input_is_read_or_refused_with_a_located_error(item: Input, stru
 
 
 # ---------------------------------------------------------------- the mapping, resolved against the demo
+
 
 @pytest.fixture(scope="module")
 def demo_parts():
@@ -312,6 +367,7 @@ def test_mutated_mapping_is_read_or_refused_with_a_located_error(demo_parts, scr
 
 
 # ---------------------------------------------------------------- a few examples through kg itself
+
 
 @pytest.mark.parametrize("item", INPUTS, ids=[i.id for i in INPUTS])
 def test_mutated_input_through_kg_exits_0_1_or_2_with_one_line(item: Input, demo_store: Path, tmp_path: Path):

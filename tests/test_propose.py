@@ -24,15 +24,34 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.pipeline import BuildOptions, build  # noqa: E402
-from processkg.cli.map import map_group, mapping_cmd  # noqa: E402
-from processkg.retrieve.index import build_index  # noqa: E402
-from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.sources.mapping import MappingEntry, read_mapping  # noqa: E402
-from processkg.proposals.propose import (  # noqa: E402
-    ActivityFacts, EntitySetFacts, LLMError, LLMSettings, Proposal, ProposalWeights, Signals, _duplicates, build_messages,
-    chosen, evaluate_mapping, parse_choices, propose, ranked, read_proposals, render_proposals, split_processes,
-    tune, verb_mode, write_proposals, WEIGHT_GRID)
+from processkg.cli.map import map_group, mapping_cmd
+from processkg.errors import ProcessKGError
+from processkg.pipeline import BuildOptions, build
+from processkg.proposals.propose import (
+    WEIGHT_GRID,
+    ActivityFacts,
+    EntitySetFacts,
+    LLMError,
+    LLMSettings,
+    Proposal,
+    ProposalWeights,
+    Signals,
+    _duplicates,
+    build_messages,
+    chosen,
+    evaluate_mapping,
+    parse_choices,
+    propose,
+    ranked,
+    read_proposals,
+    render_proposals,
+    split_processes,
+    tune,
+    verb_mode,
+    write_proposals,
+)
+from processkg.retrieve.index import build_index
+from processkg.sources.mapping import MappingEntry, read_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -42,6 +61,7 @@ DOC = ROOT / "docs" / "mapping-proposals.md"
 
 
 # ---------------------------------------------------------------- stores
+
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
@@ -69,6 +89,7 @@ def demo_gold() -> list[MappingEntry]:
 
 # ---------------------------------------------------------------- the fake LLM
 
+
 class FakeLLM:
     """A real HTTP server on 127.0.0.1 playing ``/v1/chat/completions``: ``answer(payload)``
     gives (status, body text); every request's JSON payload and headers are kept."""
@@ -80,7 +101,7 @@ class FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 payload = json.loads(self.rfile.read(length))
                 fake.requests.append(payload)
@@ -103,7 +124,7 @@ class FakeLLM:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         self.thread.start()
         return self
 
@@ -114,8 +135,13 @@ class FakeLLM:
 
 
 def completion(content: str) -> str:
-    return json.dumps({"id": "x", "object": "chat.completion",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+        }
+    )
 
 
 def first_two(payload: dict) -> tuple[int, str]:
@@ -125,6 +151,7 @@ def first_two(payload: dict) -> tuple[int, str]:
 
 
 # ---------------------------------------------------------------- small parts
+
 
 def test_verb_cues_decide_the_mode():
     def act(name):
@@ -165,12 +192,18 @@ def _set(service, name, version=2.0, writable=True):
 
 
 def test_copies_of_a_set_count_once_as_the_preferred_copy():
-    sets = [_set("API_SALES_ORDER_SRV", "A_SalesOrder"), _set("CE_SALESORDER_0001", "SalesOrder", 4.0),
-            _set("API_JOURNALENTRYITEMBASIC_SRV", "A_CostCenter"), _set("API_COSTCENTER_SRV", "A_CostCenter"),
-            _set("OP_API_BUSINESS_PARTNER_SRV", "A_Customer"), _set("API_BUSINESS_PARTNER", "A_Customer"),
-            _set("API_BUSINESS_PARTNER", "A_Supplier"), _set("API_SALES_ORDER_SRV", "A_SalesOrderItem"),
-            _set("API_BILLING_DOCUMENT_SRV", "A_BillingDocument", writable=False),
-            _set("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocument", 4.0)]
+    sets = [
+        _set("API_SALES_ORDER_SRV", "A_SalesOrder"),
+        _set("CE_SALESORDER_0001", "SalesOrder", 4.0),
+        _set("API_JOURNALENTRYITEMBASIC_SRV", "A_CostCenter"),
+        _set("API_COSTCENTER_SRV", "A_CostCenter"),
+        _set("OP_API_BUSINESS_PARTNER_SRV", "A_Customer"),
+        _set("API_BUSINESS_PARTNER", "A_Customer"),
+        _set("API_BUSINESS_PARTNER", "A_Supplier"),
+        _set("API_SALES_ORDER_SRV", "A_SalesOrderItem"),
+        _set("API_BILLING_DOCUMENT_SRV", "A_BillingDocument", writable=False),
+        _set("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocument", 4.0),
+    ]
     # V2 first; the service named after the set; the fuller service; for a write, a writable copy
     assert list(_duplicates(sets)) == [0, 0, 3, 3, 5, 5, 6, 7, 8, 8]
     assert list(_duplicates(sets, writable_first=True)) == [0, 0, 3, 3, 5, 5, 6, 7, 9, 9]
@@ -181,7 +214,9 @@ def test_parse_choices_accepts_the_usual_shapes_and_rejects_nonsense():
     assert parse_choices('{"edges": [{"candidate": 2, "mode": "Write"}]}', cands) == [(1, "write")]
     assert parse_choices("```json\n[1, 3]\n```", cands) == [(0, ""), (2, "")]
     assert parse_choices('Sure! {"choices": ["S2/A_Two", "A_Three", "A_Three"]} done', cands) == [(1, ""), (2, "")]
-    assert parse_choices('{"edges": [{"service": "S1", "entity_set": "A_One", "mode": "read"}]}', cands) == [(0, "read")]
+    assert parse_choices('{"edges": [{"service": "S1", "entity_set": "A_One", "mode": "read"}]}', cands) == [
+        (0, "read")
+    ]
     assert parse_choices('{"edges": [{"index": "3", "mode": "sometimes"}]}', cands) == [(2, "")]
     assert parse_choices('{"edges": []}', cands) == []  # "none fits" is an answer
     for bad in ("candidate one, I think", '{"edges": [{"candidate": 9}]}', '{"answer": 1}', '"A_One"'):
@@ -193,11 +228,19 @@ def test_evaluate_mapping_by_hand():
     def gold(p, a, s, m):
         return MappingEntry(p, a, "SVC", s, m, 1)
 
-    golds = [gold("P_a", "T1", "X", "write"), gold("P_a", "T1", "Y", "write"), gold("P_a", "T2", "Z", "read"),
-             gold("P_b", "T3", "X", "read")]
-    props = [Proposal("P_a", "T1", "SVC", "X", "write", 0.9), Proposal("P_a", "T2", "SVC", "Z", "write", 0.8),
-             Proposal("P_a", "T2", "SVC", "Q", "read", 0.7), Proposal("P_b", "T3", "SVC", "X", "read", 0.9),
-             Proposal("P_other", "T9", "SVC", "X", "read", 0.9)]  # not in the gold: not counted
+    golds = [
+        gold("P_a", "T1", "X", "write"),
+        gold("P_a", "T1", "Y", "write"),
+        gold("P_a", "T2", "Z", "read"),
+        gold("P_b", "T3", "X", "read"),
+    ]
+    props = [
+        Proposal("P_a", "T1", "SVC", "X", "write", 0.9),
+        Proposal("P_a", "T2", "SVC", "Z", "write", 0.8),
+        Proposal("P_a", "T2", "SVC", "Q", "read", 0.7),
+        Proposal("P_b", "T3", "SVC", "X", "read", 0.9),
+        Proposal("P_other", "T9", "SVC", "X", "read", 0.9),
+    ]  # not in the gold: not counted
     result = evaluate_mapping(props, golds)
     assert result["split"]["train"] == ["P_a"] and result["split"]["test"] == ["P_b"]
     edges = result["edges"]["all"]
@@ -212,6 +255,7 @@ def test_evaluate_mapping_by_hand():
 
 
 # ---------------------------------------------------------------- proposals on the demo
+
 
 def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_signals):
     settings = ProposalWeights()
@@ -243,8 +287,9 @@ def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store,
     raw = yaml.safe_load(text)["mappings"]
     assert all({"score", "reason", "mode", "entity_set"} <= set(item) for item in raw)
     back = read_proposals(path)
-    assert [(p.edge(), p.mode, p.score, p.reason) for p in back] == \
-           [(p.edge(), p.mode, p.score, p.reason) for p in proposals]
+    assert [(p.edge(), p.mode, p.score, p.reason) for p in back] == [
+        (p.edge(), p.mode, p.score, p.reason) for p in proposals
+    ]
     # as a mapping, the file builds (score and reason are ignored)
     store = tmp_path / "store"
     report = build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=path, store=store))
@@ -252,6 +297,7 @@ def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store,
 
 
 # ---------------------------------------------------------------- the LLM path
+
 
 def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch):
     """Against FakeLLM (a local HTTP server, not a real LLM): it always picks candidates 1 and 2."""
@@ -293,11 +339,14 @@ def test_llm_http_errors_fall_back_to_the_embedding_proposals(demo_store, demo_s
     assert not any("sk-never-shown" in w for w in warnings)
 
 
-@pytest.mark.parametrize("answer, per_activity", [
-    (lambda payload: (200, completion("I would choose the first one.")), True),  # no JSON in the answer
-    (lambda payload: (200, completion('{"edges": [{"candidate": 99}]}')), True),  # no such candidate
-    (lambda payload: (200, "<html>not an API</html>"), False),  # not a chat completion: the endpoint fails
-])
+@pytest.mark.parametrize(
+    "answer, per_activity",
+    [
+        (lambda payload: (200, completion("I would choose the first one.")), True),  # no JSON in the answer
+        (lambda payload: (200, completion('{"edges": [{"candidate": 99}]}')), True),  # no such candidate
+        (lambda payload: (200, "<html>not an API</html>"), False),  # not a chat completion: the endpoint fails
+    ],
+)
 def test_unusable_llm_answers_fall_back(demo_store, demo_signals, answer, per_activity):
     """FakeLLM (a local HTTP server) answers something unusable for every activity: a bad answer
     costs that activity its LLM choice; a response that is no chat completion counts as a failure
@@ -325,6 +374,7 @@ def test_messages_name_the_step_and_the_candidates():
 
 # ---------------------------------------------------------------- command line
 
+
 def test_cli_propose_and_eval_mapping(tmp_path, demo_store):
     runner = CliRunner()
     out = tmp_path / "proposals.yaml"
@@ -332,8 +382,9 @@ def test_cli_propose_and_eval_mapping(tmp_path, demo_store):
     assert result.exit_code == 0, result.output
     assert "to review" in result.output and out.exists()
     report = tmp_path / "report"
-    result = runner.invoke(mapping_cmd, ["--proposals", str(out), "--gold", str(DEMO / "mapping.yaml"),
-                                         "--out", str(report)])
+    result = runner.invoke(
+        mapping_cmd, ["--proposals", str(out), "--gold", str(DEMO / "mapping.yaml"), "--out", str(report)]
+    )
     assert result.exit_code == 0, result.output
     assert "ignoring mode" in result.output and "with mode" in result.output
     data = json.loads((report / "results.json").read_text())
@@ -345,10 +396,25 @@ def test_cli_propose_with_an_llm_reads_the_key_from_the_environment(tmp_path, de
     """`kg map propose --llm-url` against FakeLLM (a local HTTP server, not a real LLM)."""
     out = tmp_path / "llm.yaml"
     with FakeLLM(first_two) as server:
-        result = CliRunner().invoke(map_group, ["propose", "--store", str(demo_store), "--out", str(out),
-                                                "--llm-url", server.url, "--llm-model", "fake-model",
-                                                "--llm-candidates", "3", "--llm-timeout", "10"],
-                                    env={"OPENAI_API_KEY": "sk-cli-secret"})
+        result = CliRunner().invoke(
+            map_group,
+            [
+                "propose",
+                "--store",
+                str(demo_store),
+                "--out",
+                str(out),
+                "--llm-url",
+                server.url,
+                "--llm-model",
+                "fake-model",
+                "--llm-candidates",
+                "3",
+                "--llm-timeout",
+                "10",
+            ],
+            env={"OPENAI_API_KEY": "sk-cli-secret"},
+        )
     assert result.exit_code == 0, result.output
     assert server.headers and all(h["Authorization"] == "Bearer sk-cli-secret" for h in server.headers)
     assert "sk-cli-secret" not in result.output and "sk-cli-secret" not in out.read_text()
@@ -356,12 +422,15 @@ def test_cli_propose_with_an_llm_reads_the_key_from_the_environment(tmp_path, de
 
 
 def test_cli_llm_options_go_together(tmp_path, demo_store):
-    result = CliRunner().invoke(map_group, ["propose", "--store", str(demo_store), "--out", str(tmp_path / "p.yaml"),
-                                            "--llm-url", "http://127.0.0.1:9"])
+    result = CliRunner().invoke(
+        map_group,
+        ["propose", "--store", str(demo_store), "--out", str(tmp_path / "p.yaml"), "--llm-url", "http://127.0.0.1:9"],
+    )
     assert result.exit_code != 0 and "go together" in result.output
 
 
 # ---------------------------------------------------------------- the real evaluation
+
 
 @pytest.fixture(scope="module")
 def sap_signals(tmp_path_factory, cache) -> Signals:
@@ -386,10 +455,12 @@ def documented(label: str) -> tuple[float, float, float]:
 def test_sap_proposals_reproduce_the_documented_numbers(sap_signals):
     gold = read_mapping(SAP / "mapping.yaml")
     result = evaluate_mapping(propose(Path("."), signals=sap_signals), gold)
-    for label, key, group in (("ignoring mode, test half", "edges", "test"),
-                              ("ignoring mode, all", "edges", "all"),
-                              ("with mode, test half", "edges_with_mode", "test"),
-                              ("with mode, all", "edges_with_mode", "all")):
+    for label, key, group in (
+        ("ignoring mode, test half", "edges", "test"),
+        ("ignoring mode, all", "edges", "all"),
+        ("with mode, test half", "edges_with_mode", "test"),
+        ("with mode, all", "edges_with_mode", "all"),
+    ):
         m = result[key][group]
         assert (m["precision"], m["recall"], m["f1"]) == pytest.approx(documented(label), abs=0.011), label
 
@@ -398,12 +469,16 @@ def test_the_defaults_are_the_ones_tuned_on_the_train_half(sap_signals):
     """`kg map tune --weights`: weights, top-n, threshold and ratio chosen by F1 on train only."""
     result = tune(sap_signals, read_mapping(SAP / "mapping.yaml"), weights=WEIGHT_GRID)
     assert result["settings"] == ProposalWeights()
-    assert f"--top-n {ProposalWeights().top_n} --threshold {ProposalWeights().threshold} --ratio {ProposalWeights().ratio}" in \
-        DOC.read_text(encoding="utf-8")
+    assert (
+        f"--top-n {ProposalWeights().top_n} --threshold {ProposalWeights().threshold} --ratio {ProposalWeights().ratio}"
+        in DOC.read_text(encoding="utf-8")
+    )
     assert result["train_f1"] == result["evaluation"]["edges"]["train"]["f1"]
 
 
 def test_every_sap_activity_but_the_containers_is_considered(sap_signals):
     assert len(sap_signals.activities) == 164 and len(sap_signals.sets) == 411
     scores = sap_signals.scores(ProposalWeights())
-    assert all(chosen(scores, i, replace(ProposalWeights(), threshold=-1.0)) for i in range(len(sap_signals.activities)))
+    assert all(
+        chosen(scores, i, replace(ProposalWeights(), threshold=-1.0)) for i in range(len(sap_signals.activities))
+    )

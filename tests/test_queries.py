@@ -24,11 +24,11 @@ import yaml
 from click.testing import CliRunner
 from lxml import etree
 
-from processkg.pipeline import BuildOptions, build
+from processkg.assets import internal_queries_dir, queries_dir
 from processkg.cli import main
 from processkg.docgen import parse_query_header
-from processkg.assets import internal_queries_dir, queries_dir
 from processkg.graph.store import load_query, open_store, plain, select
+from processkg.pipeline import BuildOptions, build
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -38,18 +38,42 @@ ID = "https://w3id.org/processkg/id/"
 
 #: The library queries this module documents and checks (the issue asks for at least 12).
 LIBRARY = [
-    "process-entity-sets", "process-activities", "process-chain-after", "process-chain-before",
-    "entity-set-usage", "required-keys", "entity-set-properties", "value-helps", "value-help-codes",
-    "unknown-code-value-helps", "navigation-paths", "unmapped-activities", "unused-entity-sets",
-    "services-by-writes", "find-entity-sets",
+    "process-entity-sets",
+    "process-activities",
+    "process-chain-after",
+    "process-chain-before",
+    "entity-set-usage",
+    "required-keys",
+    "entity-set-properties",
+    "value-helps",
+    "value-help-codes",
+    "unknown-code-value-helps",
+    "navigation-paths",
+    "unmapped-activities",
+    "unused-entity-sets",
+    "services-by-writes",
+    "find-entity-sets",
 ]
 ALL_QUERIES = sorted(p.stem for d in (queries_dir(), internal_queries_dir()) for p in d.glob("*.rq"))
-ACTIVITY_TAGS = {"task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask", "businessRuleTask",
-                 "scriptTask", "subProcess", "adHocSubProcess", "transaction", "callActivity"}
+ACTIVITY_TAGS = {
+    "task",
+    "userTask",
+    "serviceTask",
+    "sendTask",
+    "receiveTask",
+    "manualTask",
+    "businessRuleTask",
+    "scriptTask",
+    "subProcess",
+    "adHocSubProcess",
+    "transaction",
+    "callActivity",
+}
 BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 
 
 # ---------------------------------------------------------------- stores
+
 
 @pytest.fixture(scope="session")
 def demo_dir(demo_store) -> Path:
@@ -95,6 +119,7 @@ def cli(*args: str):
 
 
 # ---------------------------------------------------------------- independent truth from the sources
+
 
 def edmx_model(path: Path) -> dict:
     """{entity set: {"keys", "properties" {name: MaxLength}, "navs" {name: (target set, multiplicity)}}}.
@@ -142,7 +167,10 @@ def edmx_model(path: Path) -> dict:
                 else:  # V4
                     many = nav.get("Type", "").startswith("Collection(")
                     nullable = nav.get("Nullable", "true") != "false"
-                    navs[nav.get("Name")] = (bindings.get(nav.get("Name")), "*" if many else "0..1" if nullable else "1")
+                    navs[nav.get("Name")] = (
+                        bindings.get(nav.get("Name")),
+                        "*" if many else "0..1" if nullable else "1",
+                    )
         result[es.get("Name")] = {"keys": sorted(k.split("/")[0] for k in keys), "properties": props, "navs": navs}
     return result
 
@@ -163,8 +191,11 @@ def bpmn_activities(folder: Path) -> list[tuple[str, str, str]]:
         tree = etree.parse(str(path))
         for process in tree.iter(f"{{{BPMN_MODEL}}}process"):
             for el in process.iter():
-                if isinstance(el.tag, str) and el.tag.startswith(f"{{{BPMN_MODEL}}}") \
-                        and etree.QName(el).localname in ACTIVITY_TAGS:
+                if (
+                    isinstance(el.tag, str)
+                    and el.tag.startswith(f"{{{BPMN_MODEL}}}")
+                    and etree.QName(el).localname in ACTIVITY_TAGS
+                ):
                     out.append((process.get("id"), el.get("id"), el.get("name") or el.get("id")))
     return out
 
@@ -180,6 +211,7 @@ def mapped_activity_ids(activities: list, entries: list) -> set:
 
 
 # ---------------------------------------------------------------- the library is documented
+
 
 def test_library_is_exactly_the_user_facing_query_folder():
     assert sorted(LIBRARY) == sorted(p.stem for p in queries_dir().glob("*.rq"))
@@ -220,7 +252,7 @@ def test_example_runs_through_kg_query(demo_dir, name):
 def test_every_query_runs_unbound_on_demo_and_a2x(demo_graph, a2x_graph, name):
     """Every .rq of queries/ (library, stats, audit, retrieval, shapes, expand) runs with no parameter."""
     for store in (demo_graph, a2x_graph):
-        names, rows = select(store, load_query(name))
+        names, _rows = select(store, load_query(name))
         assert names
     if name in LIBRARY:
         assert select(demo_graph, load_query(name))[1], f"{name} finds nothing on the demo data"
@@ -244,27 +276,34 @@ O2C = [  # process-entity-sets, Order to Cash: (step, activity, mode, service, e
 PES = ("step", "activityName", "mode", "serviceName", "entitySetName")
 
 
-@pytest.mark.parametrize("value", [
-    "Order to Cash",
-    "Process_OrderToCash",
-    ID + "bpmn/bpmn%2Forder-to-cash.bpmn/Process_OrderToCash",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Order to Cash",
+        "Process_OrderToCash",
+        ID + "bpmn/bpmn%2Forder-to-cash.bpmn/Process_OrderToCash",
+    ],
+)
 def test_process_given_by_name_id_or_iri(demo_graph, value):
     rows = run(demo_graph, "process-entity-sets", process=value)
     assert cols(rows, *PES) == O2C
     assert {r["processName"] for r in rows} == {"Order to Cash"}
 
 
-@pytest.mark.parametrize("value", [
-    'Order to Cash" ) || true || ("',
-    "Order to Cash' } UNION { ?p ?x ?y } #",
-    "} ?s ?p ?o {",
-    "no such process",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        'Order to Cash" ) || true || ("',
+        "Order to Cash' } UNION { ?p ?x ?y } #",
+        "} ?s ?p ?o {",
+        "no such process",
+    ],
+)
 def test_parameter_values_cannot_change_the_query(demo_dir, demo_graph, value):
     assert run(demo_graph, "process-entity-sets", process=value) == []
-    result = cli("query", "--store", str(demo_dir), "process-entity-sets", "--param", f"process={value}",
-                 "--format", "json")
+    result = cli(
+        "query", "--store", str(demo_dir), "process-entity-sets", "--param", f"process={value}", "--format", "json"
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == []
 
@@ -273,8 +312,10 @@ def test_unbound_parameter_lists_every_process(demo_graph):
     rows = run(demo_graph, "process-entity-sets")
     assert {r["processName"] for r in rows} == {"Order to Cash", "Procure to Pay", "Customer Returns"}
     assert all(r["process"] is None for r in rows)
-    per_process = sum(len(run(demo_graph, "process-entity-sets", process=p))
-                      for p in ("Order to Cash", "Procure to Pay", "Customer Returns"))
+    per_process = sum(
+        len(run(demo_graph, "process-entity-sets", process=p))
+        for p in ("Order to Cash", "Procure to Pay", "Customer Returns")
+    )
     assert len(rows) == per_process == 31
     expected = Counter((e["service"], e["entity_set"], e["mode"]) for e in mapping_entries(DEMO / "mapping.yaml"))
     assert Counter(cols(rows, "serviceName", "entitySetName", "mode")) == expected
@@ -289,8 +330,18 @@ def test_entity_set_given_by_name_or_iri(demo_graph):
 
 
 def test_kg_query_binds_several_parameters_by_name(demo_dir, demo_graph):
-    result = cli("query", "--store", str(demo_dir), "process-chain-after", "--param", "entitySet=A_SalesOrder",
-                 "--param", "service=DEMO_SALES_ORDER_SRV", "--format", "json")
+    result = cli(
+        "query",
+        "--store",
+        str(demo_dir),
+        "process-chain-after",
+        "--param",
+        "entitySet=A_SalesOrder",
+        "--param",
+        "service=DEMO_SALES_ORDER_SRV",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     library = run(demo_graph, "process-chain-after", entitySet="A_SalesOrder", service="DEMO_SALES_ORDER_SRV")
@@ -303,24 +354,70 @@ def test_kg_query_binds_several_parameters_by_name(demo_dir, demo_graph):
 
 # ---------------------------------------------------------------- demo_graph: process queries
 
+
 def test_process_activities_in_order_with_lanes_sets_and_next(demo_graph):
     rows = run(demo_graph, "process-activities", process="Process_CustomerReturns")
-    got = [(r["step"], r["activityName"], r["kind"], r["laneName"], set(filter(None, r["entitySets"].split(", "))),
-            set(filter(None, r["next"].split(", ")))) for r in rows]
+    got = [
+        (
+            r["step"],
+            r["activityName"],
+            r["kind"],
+            r["laneName"],
+            set(filter(None, r["entitySets"].split(", "))),
+            set(filter(None, r["next"].split(", "))),
+        )
+        for r in rows
+    ]
     assert got == [
-        (0, "Create customer returns order", "userTask", "Customer Service", {"A_SalesOrder (write)"},
-         {"Create returns delivery"}),
-        (1, "Create returns delivery", "serviceTask", "Warehouse", {"A_OutbDeliveryHeader (write)"},
-         {"Post goods receipt for return"}),
-        (2, "Post goods receipt for return", "serviceTask", "Warehouse", {"A_GoodsMovement (write)"},
-         {"Inspect returned bicycle"}),
-        (3, "Inspect returned bicycle", "userTask", "Quality Inspection", {"A_OutbDeliveryItem (read)"},
-         {"Send return rejection to customer", "Calculate refund amount"}),
-        (4, "Calculate refund amount", "scriptTask", "Billing", {"A_SalesOrderItem (read)"},
-         {"Create credit memo request"}),
+        (
+            0,
+            "Create customer returns order",
+            "userTask",
+            "Customer Service",
+            {"A_SalesOrder (write)"},
+            {"Create returns delivery"},
+        ),
+        (
+            1,
+            "Create returns delivery",
+            "serviceTask",
+            "Warehouse",
+            {"A_OutbDeliveryHeader (write)"},
+            {"Post goods receipt for return"},
+        ),
+        (
+            2,
+            "Post goods receipt for return",
+            "serviceTask",
+            "Warehouse",
+            {"A_GoodsMovement (write)"},
+            {"Inspect returned bicycle"},
+        ),
+        (
+            3,
+            "Inspect returned bicycle",
+            "userTask",
+            "Quality Inspection",
+            {"A_OutbDeliveryItem (read)"},
+            {"Send return rejection to customer", "Calculate refund amount"},
+        ),
+        (
+            4,
+            "Calculate refund amount",
+            "scriptTask",
+            "Billing",
+            {"A_SalesOrderItem (read)"},
+            {"Create credit memo request"},
+        ),
         (4, "Send return rejection to customer", "sendTask", "Customer Service", {"A_Customer (read)"}, set()),
-        (5, "Create credit memo request", "userTask", "Billing", {"A_CreditMemoRequest (write)"},
-         {"Create credit memo"}),
+        (
+            5,
+            "Create credit memo request",
+            "userTask",
+            "Billing",
+            {"A_CreditMemoRequest (write)"},
+            {"Create credit memo"},
+        ),
         (6, "Create credit memo", "serviceTask", "Billing", {"A_BillingDocument (write)"}, set()),
     ]
     assert all(r["activity"].startswith(ID + "bpmn/") for r in rows)
@@ -339,13 +436,47 @@ def test_process_steps_respect_every_next_edge(demo_graph):
 def test_process_chain_after_an_entity_set(demo_graph):
     rows = run(demo_graph, "process-chain-after", entitySet="A_SalesOrder")
     assert cols(rows, "processName", "seedActivity", "step", "activityName", "mode", "entitySetName") == [
-        ("Customer Returns", "Create customer returns order", 1, "Create returns delivery", "write", "A_OutbDeliveryHeader"),
-        ("Customer Returns", "Create customer returns order", 2, "Post goods receipt for return", "write", "A_GoodsMovement"),
-        ("Customer Returns", "Create customer returns order", 3, "Inspect returned bicycle", "read", "A_OutbDeliveryItem"),
+        (
+            "Customer Returns",
+            "Create customer returns order",
+            1,
+            "Create returns delivery",
+            "write",
+            "A_OutbDeliveryHeader",
+        ),
+        (
+            "Customer Returns",
+            "Create customer returns order",
+            2,
+            "Post goods receipt for return",
+            "write",
+            "A_GoodsMovement",
+        ),
+        (
+            "Customer Returns",
+            "Create customer returns order",
+            3,
+            "Inspect returned bicycle",
+            "read",
+            "A_OutbDeliveryItem",
+        ),
         ("Customer Returns", "Create customer returns order", 4, "Calculate refund amount", "read", "A_SalesOrderItem"),
-        ("Customer Returns", "Create customer returns order", 4, "Send return rejection to customer", "read", "A_Customer"),
-        ("Customer Returns", "Create customer returns order", 5, "Create credit memo request", "write",
-         "A_CreditMemoRequest"),
+        (
+            "Customer Returns",
+            "Create customer returns order",
+            4,
+            "Send return rejection to customer",
+            "read",
+            "A_Customer",
+        ),
+        (
+            "Customer Returns",
+            "Create customer returns order",
+            5,
+            "Create credit memo request",
+            "write",
+            "A_CreditMemoRequest",
+        ),
         ("Customer Returns", "Create customer returns order", 6, "Create credit memo", "write", "A_BillingDocument"),
         ("Order to Cash", "Create sales order", 2, "Create outbound delivery", "write", "A_OutbDeliveryHeader"),
         ("Order to Cash", "Create sales order", 2, "Create outbound delivery", "read", "A_SalesOrderItem"),
@@ -361,7 +492,8 @@ def test_process_chain_after_lists_activities_without_mapping(demo_graph):
     rows = run(demo_graph, "process-chain-after", entitySet="GoodsReceipt")
     unmapped = [r for r in rows if r["entitySetName"] is None]
     assert cols(unmapped, "seedActivity", "activityName", "mode") == [
-        ("Post goods receipt", "Verify supplier invoice", None)]
+        ("Post goods receipt", "Verify supplier invoice", None)
+    ]
     after_match = {r["activityName"] for r in rows if r["seedActivity"] == "Perform three-way match"}
     assert after_match == {"Post supplier invoice", "Execute payment run"}
 
@@ -375,9 +507,14 @@ def test_process_chain_before_an_entity_set(demo_graph):
     assert dict(before) == {
         "Create billing document": o2c,
         "Post invoice to accounting": o2c | {"Create billing document"},
-        "Create credit memo": {"Create customer returns order", "Create returns delivery",
-                               "Post goods receipt for return", "Inspect returned bicycle",
-                               "Calculate refund amount", "Create credit memo request"},
+        "Create credit memo": {
+            "Create customer returns order",
+            "Create returns delivery",
+            "Post goods receipt for return",
+            "Inspect returned bicycle",
+            "Calculate refund amount",
+            "Create credit memo request",
+        },
     }
     assert all(r["activityName"] != "Notify customer of rejection" for r in rows)  # a branch that ends
 
@@ -395,8 +532,15 @@ def test_entity_set_usage(demo_graph):
 def test_unmapped_activities(demo_graph):
     rows = run(demo_graph, "unmapped-activities")
     assert cols(rows, "processName", "step", "activityName", "kind", "activityId", "file") == [
-        ("Procure to Pay", 7, "Verify supplier invoice", "subProcess", "SubProcess_InvoiceVerification",
-         "bpmn/procure-to-pay.bpmn")]
+        (
+            "Procure to Pay",
+            7,
+            "Verify supplier invoice",
+            "subProcess",
+            "SubProcess_InvoiceVerification",
+            "bpmn/procure-to-pay.bpmn",
+        )
+    ]
     xml = bpmn_activities(DEMO / "bpmn")
     expected = {a[1] for a in xml} - mapped_activity_ids(xml, mapping_entries(DEMO / "mapping.yaml"))
     assert {r["activityId"] for r in rows} == expected
@@ -404,8 +548,9 @@ def test_unmapped_activities(demo_graph):
 
 
 def test_services_by_writes(demo_graph):
-    assert cols(run(demo_graph, "services-by-writes"), "serviceName", "writes", "reads", "entitySetsWritten",
-                "activities") == [
+    assert cols(
+        run(demo_graph, "services-by-writes"), "serviceName", "writes", "reads", "entitySetsWritten", "activities"
+    ) == [
         ("DEMO_DELIVERY_BILLING_SRV", 8, 2, 4, 9),
         ("DEMO_PROCUREMENT", 8, 4, 6, 10),
         ("DEMO_SALES_ORDER_SRV", 4, 5, 3, 8),
@@ -426,10 +571,12 @@ def test_unused_entity_sets(demo_graph):
         ("DEMO_SALES_ORDER_SRV", "VL_SalesOrderType", True),
     ]
     assert cols(run(demo_graph, "unused-entity-sets", service="DEMO_PROCUREMENT"), "entitySetName") == [
-        ("PurchaseOrderTypeVH",)]
+        ("PurchaseOrderTypeVH",)
+    ]
 
 
 # ---------------------------------------------------------------- demo_graph: metadata queries
+
 
 def test_required_keys(demo_graph):
     rows = run(demo_graph, "required-keys", entitySet="A_SalesOrderItem")
@@ -440,7 +587,11 @@ def test_required_keys(demo_graph):
     v4 = run(demo_graph, "required-keys", entitySet="PurchaseOrder")
     assert [r["propertyName"] for r in v4 if r["isKey"]] == ["PurchaseOrder"]
     assert v4[0]["isKey"] and not any(r["nullable"] for r in v4)
-    assert {r["propertyName"] for r in v4 if r["computed"]} == {"CreatedByUser", "PurchaseOrderStatus", "TotalNetAmount"}
+    assert {r["propertyName"] for r in v4 if r["computed"]} == {
+        "CreatedByUser",
+        "PurchaseOrderStatus",
+        "TotalNetAmount",
+    }
     by_type = run(demo_graph, "required-keys", entityType="com.democorp.procurement.v0001.PurchaseOrder_Type")
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("entitySet", "entityType")} for r in rows]  # noqa
     assert strip(by_type) == strip(v4)
@@ -451,9 +602,12 @@ def test_entity_set_properties_match_the_metadata(demo_graph):
     xml = edmx_model(DEMO / "odata" / "DEMO_PROCUREMENT.xml")["PurchaseOrder"]
     assert {r["propertyName"] for r in rows} == set(xml["properties"]) and len(rows) == 16
     assert {r["propertyName"]: r["maxLength"] for r in rows} == {
-        k: int(v) if v else None for k, v in xml["properties"].items()}
+        k: int(v) if v else None for k, v in xml["properties"].items()
+    }
     assert {r["propertyName"]: r["valueHelp"] for r in rows if r["valueHelp"]} == {
-        "PurchaseOrderType": "PurchaseOrderTypeVH", "Supplier": "Supplier"}
+        "PurchaseOrderType": "PurchaseOrderTypeVH",
+        "Supplier": "Supplier",
+    }
     assert [r["propertyName"] for r in rows if r["isKey"]] == ["PurchaseOrder"] == xml["keys"]
 
 
@@ -473,8 +627,12 @@ def test_value_helps(demo_graph):
 def test_value_help_codes(demo_graph):
     rows = run(demo_graph, "value-help-codes", entitySet="A_SalesOrder", property="SalesOrderType")
     assert cols(rows, "code", "description", "source") == [
-        ("CR", "Credit Memo Request", "codelist"), ("DR", "Debit Memo Request", "codelist"),
-        ("OR", "Standard Order", "codelist"), ("RE", "Returns", "codelist"), ("SO", "Rush Order", "codelist")]
+        ("CR", "Credit Memo Request", "codelist"),
+        ("DR", "Debit Memo Request", "codelist"),
+        ("OR", "Standard Order", "codelist"),
+        ("RE", "Returns", "codelist"),
+        ("SO", "Rush Order", "codelist"),
+    ]
     allowed = run(demo_graph, "value-help-codes", entitySet="GoodsReceipt", property="GoodsMovementType")
     assert cols(allowed, "code", "source") == [("101", "metadata"), ("102", "metadata"), ("122", "metadata")]
     assert run(demo_graph, "value-help-codes", entitySet="A_GoodsMovement", property="GoodsMovementType") == []
@@ -492,14 +650,24 @@ def test_unknown_code_value_helps(demo_graph):
 
 
 def test_navigation_paths(demo_graph):
-    assert cols(run(demo_graph, "navigation-paths", **{"from": "A_SalesOrder", "to": "A_Customer"}),
-                "hops", "path", "cardinalities", "via") == [(1, "to_SoldToParty", "0..1", "")]
-    assert cols(run(demo_graph, "navigation-paths", **{"from": "SupplierInvoice", "to": "Supplier"}),
-                "hops", "path", "cardinalities", "via") == [
-        (1, "_InvoicingParty", "1", ""), (2, "_PurchaseOrder/_Supplier", "0..1/1", "PurchaseOrder")]
+    assert cols(
+        run(demo_graph, "navigation-paths", **{"from": "A_SalesOrder", "to": "A_Customer"}),
+        "hops",
+        "path",
+        "cardinalities",
+        "via",
+    ) == [(1, "to_SoldToParty", "0..1", "")]
+    assert cols(
+        run(demo_graph, "navigation-paths", **{"from": "SupplierInvoice", "to": "Supplier"}),
+        "hops",
+        "path",
+        "cardinalities",
+        "via",
+    ) == [(1, "_InvoicingParty", "1", ""), (2, "_PurchaseOrder/_Supplier", "0..1/1", "PurchaseOrder")]
     assert cols(run(demo_graph, "navigation-paths", **{"from": "A_GoodsMovement"}), "toSet", "path") == [
         ("A_OutbDeliveryHeader", "to_OutboundDelivery"),
-        ("A_OutbDeliveryItem", "to_OutboundDelivery/to_DeliveryDocumentItem")]
+        ("A_OutbDeliveryItem", "to_OutboundDelivery/to_DeliveryDocumentItem"),
+    ]
     assert run(demo_graph, "navigation-paths", **{"from": "A_SalesOrder", "to": "PurchaseOrder"}) == []
 
 
@@ -514,10 +682,16 @@ def test_navigation_paths_never_revisit_a_set(demo_graph):
 
 def test_find_entity_sets(demo_graph):
     assert cols(run(demo_graph, "find-entity-sets", text="delivery"), "entitySetName", "usedByActivities") == [
-        ("A_OutbDeliveryHeader", 3), ("A_OutbDeliveryItem", 2), ("VL_DeliveryDocumentType", 0)]
+        ("A_OutbDeliveryHeader", 3),
+        ("A_OutbDeliveryItem", 2),
+        ("VL_DeliveryDocumentType", 0),
+    ]
     rows = run(demo_graph, "find-entity-sets", text="Sales Order")
     assert cols(rows, "entitySetName", "usedByActivities") == [
-        ("A_SalesOrder", 2), ("A_SalesOrderItem", 3), ("VL_SalesOrderType", 0)]
+        ("A_SalesOrder", 2),
+        ("A_SalesOrderItem", 3),
+        ("VL_SalesOrderType", 0),
+    ]
     assert rows[0]["entitySetIri"] == ID + "odata/DEMO_SALES_ORDER_SRV/set/A_SalesOrder"
     assert len(run(demo_graph, "find-entity-sets")) == 23
 
@@ -527,16 +701,20 @@ def test_expand_query_of_retrieval(demo_graph):
     names, rows = select(demo_graph, load_query("expand"), {"seed": seed})
     rows = [dict(zip(names, (plain(v) for v in r))) for r in rows]
     task = (ID + "bpmn/bpmn%2F{}.bpmn/{}").format
-    assert {r["start"] for r in rows} == {task("order-to-cash", "Task_CreateSalesOrder"),
-                                          task("customer-returns", "Task_CreateReturnsOrder")}
-    assert (task("order-to-cash", "Task_CreateSalesOrder"), task("order-to-cash", "Task_CreateOutboundDelivery")) \
-        in {(r["from"], r["to"]) for r in rows}
+    assert {r["start"] for r in rows} == {
+        task("order-to-cash", "Task_CreateSalesOrder"),
+        task("customer-returns", "Task_CreateReturnsOrder"),
+    }
+    assert (task("order-to-cash", "Task_CreateSalesOrder"), task("order-to-cash", "Task_CreateOutboundDelivery")) in {
+        (r["from"], r["to"]) for r in rows
+    }
     reached = {r["set"].rsplit("/", 1)[1] for r in rows if r["set"]}
     chain = {r["entitySetName"] for r in run(demo_graph, "process-chain-after", entitySet=seed)}
     assert reached == chain | {"A_SalesOrder", "A_SalesOrderItem"}
 
 
 # ---------------------------------------------------------------- A2X: against the EDMX files, the mapping and the BPMN
+
 
 @pytest.fixture(scope="session")
 def a2x_xml(a2x_dir) -> dict:
@@ -572,8 +750,13 @@ def test_a2x_navigation_paths_match_the_edmx(a2x_graph, a2x_xml):
     navs = a2x_xml["API_SALES_ORDER_SRV"]["A_SalesOrder"]["navs"]
     assert one_hop == {(n, target, card) for n, (target, card) in navs.items() if target != "A_SalesOrder"}
     assert ("to_Item", "A_SalesOrderItem", "*") in one_hop
-    two = cols(run(a2x_graph, "navigation-paths", **{"from": "A_SalesOrder", "to": "A_SalesOrderItemPrElement"}),
-               "hops", "path", "cardinalities", "via")
+    two = cols(
+        run(a2x_graph, "navigation-paths", **{"from": "A_SalesOrder", "to": "A_SalesOrderItemPrElement"}),
+        "hops",
+        "path",
+        "cardinalities",
+        "via",
+    )
     assert (2, "to_Item/to_PricingElement", "*/*", "A_SalesOrderItem") in two
 
 
@@ -598,26 +781,35 @@ def test_a2x_find_entity_sets(a2x_graph):
     rows = run(a2x_graph, "find-entity-sets", text="sales order")
     found = set(cols(rows, "serviceName", "entitySetName"))
     assert {("API_SALES_ORDER_SRV", "A_SalesOrder"), ("CE_SALESORDER_0001", "SalesOrder")} <= found
-    type_label = {s.value: l.value for s, l in select(
-        a2x_graph, "SELECT ?s ?l WHERE { ?s a kg:EntitySet ; kg:entityType/kg:label ?l }")[1]}
+    type_label = {
+        s.value: lab.value
+        for s, lab in select(a2x_graph, "SELECT ?s ?l WHERE { ?s a kg:EntitySet ; kg:entityType/kg:label ?l }")[1]
+    }
     norm = lambda s: re.sub(r"[ _]", "", (s or "").lower())  # noqa: E731
     for r in rows:
         text = [r["entitySetName"], r["label"], r["entityTypeName"], type_label.get(r["entitySetIri"])]
         assert "salesorder" in "|".join(norm(t) for t in text)
     everything = run(a2x_graph, "find-entity-sets")
     assert len(everything) == 411
-    assert len(rows) == sum("salesorder" in "|".join(norm(t) for t in (
-        r["entitySetName"], r["label"], r["entityTypeName"], type_label.get(r["entitySetIri"]))) for r in everything)
+    assert len(rows) == sum(
+        "salesorder"
+        in "|".join(
+            norm(t) for t in (r["entitySetName"], r["label"], r["entityTypeName"], type_label.get(r["entitySetIri"]))
+        )
+        for r in everything
+    )
 
 
 def test_a2x_process_entity_sets_are_the_mapping(a2x_graph):
     entries = mapping_entries(sap_layer()[1])
     rows = run(a2x_graph, "process-entity-sets")
-    assert Counter(cols(rows, "serviceName", "entitySetName", "mode")) == \
-        Counter((e["service"], e["entity_set"], e["mode"]) for e in entries)
+    assert Counter(cols(rows, "serviceName", "entitySetName", "mode")) == Counter(
+        (e["service"], e["entity_set"], e["mode"]) for e in entries
+    )
     for process in sorted({e["process"] for e in entries}):
-        assert len(run(a2x_graph, "process-entity-sets", process=process)) == \
-            sum(1 for e in entries if e["process"] == process)
+        assert len(run(a2x_graph, "process-entity-sets", process=process)) == sum(
+            1 for e in entries if e["process"] == process
+        )
 
 
 def test_a2x_unmapped_activities_are_those_the_mapping_leaves_out(a2x_graph):
@@ -629,8 +821,12 @@ def test_a2x_unmapped_activities_are_those_the_mapping_leaves_out(a2x_graph):
 
 def test_a2x_services_by_writes_counts_the_mapping(a2x_graph, a2x_xml):
     entries = mapping_entries(sap_layer()[1])
-    writes = Counter(e["service"] for e in {(e["process"], e["activity"], e["service"], e["entity_set"]): e
-                                             for e in entries if e["mode"] == "write"}.values())
+    writes = Counter(
+        e["service"]
+        for e in {
+            (e["process"], e["activity"], e["service"], e["entity_set"]): e for e in entries if e["mode"] == "write"
+        }.values()
+    )
     rows = run(a2x_graph, "services-by-writes")
     assert len(rows) == len(a2x_xml) == 45
     assert {r["serviceName"]: r["writes"] for r in rows} == {svc: writes.get(svc, 0) for svc in a2x_xml}
@@ -649,8 +845,10 @@ def test_a2x_process_chain_after_is_what_bpmn_next_reaches(a2x_graph):
     """The chain after A_SalesOrder is the bpmn:next closure, walked here in Python, of its activities."""
     seed = ID + "odata/API_SALES_ORDER_SRV/set/A_SalesOrder"
     rows = run(a2x_graph, "process-chain-after", entitySet=seed)
-    starts = [a.value for a, _ in select(
-        a2x_graph, "SELECT ?a ?s WHERE { ?a a bpmn:Activity ; uses:entitySet ?s }", {"s": seed})[1]]
+    starts = [
+        a.value
+        for a, _ in select(a2x_graph, "SELECT ?a ?s WHERE { ?a a bpmn:Activity ; uses:entitySet ?s }", {"s": seed})[1]
+    ]
     nxt = defaultdict(set)
     for a, b in select(a2x_graph, "SELECT ?a ?b WHERE { ?a bpmn:next ?b }")[1]:
         nxt[a.value].add(b.value)

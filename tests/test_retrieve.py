@@ -16,15 +16,27 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.pipeline import BuildOptions, build  # noqa: E402
-from processkg.cli.retrieve import retrieve_cmd  # noqa: E402
-from processkg.retrieve.context import key_predicate, render_context, render_set  # noqa: E402
-from processkg.retrieve.index import build_index, index_dir  # noqa: E402
-from processkg.errors import IndexNotFoundError
-from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.retrieve.retriever import (  # noqa: E402
-    HYBRID, METHODS, NAVIGATION_SEEDS, RRF_K, Retriever, RetrievalSettings, _navigation_list, _object_query, _subgraph,
-    fused_seeds, tokenize)
+from processkg.cli.retrieve import retrieve_cmd
+from processkg.errors import (
+    IndexNotFoundError,
+    ProcessKGError,
+)
+from processkg.pipeline import BuildOptions, build
+from processkg.retrieve.context import key_predicate, render_context, render_set
+from processkg.retrieve.index import build_index, index_dir
+from processkg.retrieve.retriever import (
+    HYBRID,
+    METHODS,
+    NAVIGATION_SEEDS,
+    RRF_K,
+    RetrievalSettings,
+    Retriever,
+    _navigation_list,
+    _object_query,
+    _subgraph,
+    fused_seeds,
+    tokenize,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -47,8 +59,15 @@ def shared_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=DEMO / "mapping.yaml",
-                       codes=[DEMO / "codes"], store=store))
+    build(
+        BuildOptions(
+            odata=[DEMO / "odata"],
+            bpmn=[DEMO / "bpmn"],
+            mapping=DEMO / "mapping.yaml",
+            codes=[DEMO / "codes"],
+            store=store,
+        )
+    )
     build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
     return Retriever(store)
 
@@ -68,6 +87,7 @@ def names(results) -> list[str]:
 
 
 # ---------------------------------------------------------------- process-aware retrieval
+
 
 def test_hybrid_finds_the_downstream_entity_set_that_dense_misses(demo_retriever):
     dense = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="dense")
@@ -91,7 +111,7 @@ def test_hybrid_paper_keeps_dense_seed_order_and_inserts_after_each_seed(demo_re
     dense = demo_retriever.retrieve(CHAIN_QUERY, 5, method="dense")
     paper = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-paper")
     seeds = [r for r in paper if r.source == "seed"]
-    assert names(seeds) == names(dense)[:len(seeds)]
+    assert names(seeds) == names(dense)[: len(seeds)]
     assert len(paper) == 5 and len(set(names(paper))) == 5
     assert names(paper)[:3] == ["A_GoodsMovement", "A_OutbDeliveryHeader", "A_BillingDocument"]
     for r in paper:
@@ -136,7 +156,10 @@ def test_no_sequence_edges_keeps_only_the_seeds_own_activities(demo_retriever):
 def test_verify_seeds_expands_only_supported_seeds(demo_retriever):
     query = "the vendor invoice is booked; transfer the money"
     dense = demo_retriever.retrieve(query, 5, method="dense")
-    status = {r.entity_set: demo_retriever.verified(query, demo_retriever.set_row[r.iri], r.score, dense[0].score) for r in dense}
+    status = {
+        r.entity_set: demo_retriever.verified(query, demo_retriever.set_row[r.iri], r.score, dense[0].score)
+        for r in dense
+    }
     assert any(status.values()) and not all(status.values())  # the switch matters for this query
     verified = demo_retriever.retrieve(query, 5, method="hybrid-paper", verify_seeds=True)
     plain = demo_retriever.retrieve(query, 5, method="hybrid-paper")
@@ -151,6 +174,7 @@ def test_verify_seeds_expands_only_supported_seeds(demo_retriever):
 
 
 # ---------------------------------------------------------------- baselines
+
 
 def test_tokens_is_bm25_over_the_summaries(demo_retriever):
     results = demo_retriever.retrieve("supplier invoice payment", 3, method="tokens")
@@ -185,7 +209,10 @@ def test_index_built_with_another_model_is_refused(demo_retriever, tmp_path):
 
 
 def test_navigations_are_the_target_entity_sets_of_each_set(demo_retriever):
-    nav = {demo_retriever.sets[s]["name"]: {demo_retriever.sets[t]["name"] for t in ts} for s, ts in demo_retriever.navigations.items()}
+    nav = {
+        demo_retriever.sets[s]["name"]: {demo_retriever.sets[t]["name"] for t in ts}
+        for s, ts in demo_retriever.navigations.items()
+    }
     assert nav["A_SalesOrder"] == {"A_Customer", "A_SalesOrderItem"}
     assert nav["PurchaseOrder"] == {"PurchaseOrderItem", "Supplier"}
     assert "A_Customer" not in nav  # no navigation properties
@@ -200,7 +227,8 @@ def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo_retriever)
     assert {row for row, _ in navigation} == {t for row in nearest for t in demo_retriever.navigations.get(row, ())}
     sims = [demo_retriever.similarity(v_object, row) for row, _ in navigation]
     assert sims == sorted(sims, reverse=True) and "A_SalesOrderItem" in names(
-        [demo_retriever.result(row, 0) for row, _ in navigation])
+        [demo_retriever.result(row, 0) for row, _ in navigation]
+    )
     without = replace(HYBRID, object_lists=())
     plain = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, RetrievalSettings(), without)}
     fused = {s.row: s.score for s in fused_seeds(demo_retriever, about_object, v_object, RetrievalSettings())}
@@ -212,11 +240,15 @@ def test_hybrid_fuses_navigation_targets_for_object_queries_only(demo_retriever)
 
 # ---------------------------------------------------------------- A2X (no process layer yet)
 
-@pytest.mark.parametrize("query, expected", [
-    ("items of a sales order", "A_SalesOrderItem"),
-    ("outbound delivery header", "A_OutbDeliveryHeader"),
-    ("sales pricing condition records", "A_SlsPrcgConditionRecord"),
-])
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("items of a sales order", "A_SalesOrderItem"),
+        ("outbound delivery header", "A_OutbDeliveryHeader"),
+        ("sales pricing condition records", "A_SlsPrcgConditionRecord"),
+    ],
+)
 def test_a2x_dense_and_hybrid_find_the_entity_set(a2x_retriever, query, expected):
     for method in ("dense", "hybrid", "hybrid-paper", "tokens"):
         assert expected in names(a2x_retriever.retrieve(query, 5, method=method)), method
@@ -225,7 +257,9 @@ def test_a2x_dense_and_hybrid_find_the_entity_set(a2x_retriever, query, expected
 def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x_retriever):
     results = a2x_retriever.retrieve(CHAIN_QUERY, 5)
     assert len(results) == 5 and all(r.source == "seed" and r.via == () for r in results)
-    pool = names(a2x_retriever.retrieve(CHAIN_QUERY, 20, method="dense")) + names(a2x_retriever.retrieve(CHAIN_QUERY, 20, method="tokens"))
+    pool = names(a2x_retriever.retrieve(CHAIN_QUERY, 20, method="dense")) + names(
+        a2x_retriever.retrieve(CHAIN_QUERY, 20, method="tokens")
+    )
     assert set(names(results)) <= set(pool)  # no activities: dense and BM25 seeds only
     goods_issue = a2x_retriever.retrieve("post the goods issue for the delivery", 5)
     assert {"A_OutbDeliveryHeader", "A_OutbDeliveryItem"} <= set(names(goods_issue))
@@ -242,44 +276,73 @@ def test_a2x_all_methods_and_ablations_run(a2x_retriever):
 
 # ---------------------------------------------------------------- CLI
 
+
 def test_cli_json_single_query(demo_retriever):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "5", "--json",
-                                            "--method", "hybrid-paper"])
+    out = CliRunner().invoke(
+        retrieve_cmd,
+        ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "5", "--json", "--method", "hybrid-paper"],
+    )
     assert out.exit_code == 0, out.output
     line = json.loads(out.output)
     assert [set(r) for r in line["results"]] == [{"service", "entity_set", "score", "source", "via"}] * 5
-    assert {"service": "DEMO_DELIVERY_BILLING_SRV", "entity_set": "A_BillingDocument"}.items() <= \
-        next(r for r in line["results"] if r["entity_set"] == "A_BillingDocument").items()
+    assert {"service": "DEMO_DELIVERY_BILLING_SRV", "entity_set": "A_BillingDocument"}.items() <= next(
+        r for r in line["results"] if r["entity_set"] == "A_BillingDocument"
+    ).items()
 
 
 def test_cli_batch_jsonl(demo_retriever, tmp_path):
     queries = tmp_path / "q.jsonl"
-    queries.write_text(json.dumps({"id": "q1", "query": CHAIN_QUERY, "gold": ["x"]}) + "\n\n"
-                       + json.dumps({"id": 7, "query": "a dealer orders ten city bikes"}) + "\n")
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries),
-                                            "-k", "3", "--method", "hybrid-paper", "--json"])
+    queries.write_text(
+        json.dumps({"id": "q1", "query": CHAIN_QUERY, "gold": ["x"]})
+        + "\n\n"
+        + json.dumps({"id": 7, "query": "a dealer orders ten city bikes"})
+        + "\n"
+    )
+    out = CliRunner().invoke(
+        retrieve_cmd,
+        [
+            "--store",
+            str(demo_retriever.store_dir),
+            "--queries",
+            str(queries),
+            "-k",
+            "3",
+            "--method",
+            "hybrid-paper",
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     lines = [json.loads(x) for x in out.output.splitlines()]
     assert [x["id"] for x in lines] == ["q1", 7]
-    assert [r["entity_set"] for r in lines[0]["results"]] == names(demo_retriever.retrieve(CHAIN_QUERY, 3, method="hybrid-paper"))
+    assert [r["entity_set"] for r in lines[0]["results"]] == names(
+        demo_retriever.retrieve(CHAIN_QUERY, 3, method="hybrid-paper")
+    )
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"id": "a", "query": "x"}\n{"id": "b" "query": "y"}\n', ":2: not valid JSON"),
-    ('{"id": "a"}\n', ':1: "query" must be a non-empty string'),
-    ('["a", "b"]\n', ":1: expected an object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"id": "a", "query": "x"}\n{"id": "b" "query": "y"}\n', ":2: not valid JSON"),
+        ('{"id": "a"}\n', ':1: "query" must be a non-empty string'),
+        ('["a", "b"]\n', ":1: expected an object"),
+    ],
+)
 def test_cli_bad_jsonl_names_the_line(demo_retriever, tmp_path, content, message):
     queries = tmp_path / "bad.jsonl"
     queries.write_text(content)
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"])
+    out = CliRunner().invoke(
+        retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"]
+    )
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
 
 
 def test_cli_table_and_context(demo_retriever):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "3", "--context",
-                                            "--method", "hybrid-paper"])
+    out = CliRunner().invoke(
+        retrieve_cmd,
+        ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "3", "--context", "--method", "hybrid-paper"],
+    )
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert lines[0].split() == ["rank", "score", "service", "entity_set", "source", "via"]
@@ -310,6 +373,7 @@ def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
 
 # ---------------------------------------------------------------- a damaged index
 
+
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory, shared_cache) -> Path:
     """A store of one small service with its index; tests damage copies of it."""
@@ -323,17 +387,23 @@ def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
-@pytest.mark.parametrize("name, damage, what", [
-    ("index.json", lambda p: p.write_text('{"format": 1, "items": '), "cannot be read (JSONDecodeError"),
-    ("index.json", lambda p: p.write_bytes(b"\x80\x81 garbage"), "cannot be read (UnicodeDecodeError"),
-    ("index.json", lambda p: p.write_text("[1, 2]"), "is not a JSON object"),
-    ("index.json", lambda p: p.write_text('{"format": 1, "model": "m", "dim": 384, "items": {}}'),
-     "lacks the items of each kind"),
-    ("set.npy", _truncate, "cannot be read (Failed to read all data"),
-    ("set.npy", lambda p: p.write_bytes(b""), "cannot be read (No data left in file)"),
-    ("set.hnsw", _truncate, "cannot be read (Index seems to be corrupted"),
-    ("set.hnsw", Path.unlink, "is missing"),
-])
+@pytest.mark.parametrize(
+    "name, damage, what",
+    [
+        ("index.json", lambda p: p.write_text('{"format": 1, "items": '), "cannot be read (JSONDecodeError"),
+        ("index.json", lambda p: p.write_bytes(b"\x80\x81 garbage"), "cannot be read (UnicodeDecodeError"),
+        ("index.json", lambda p: p.write_text("[1, 2]"), "is not a JSON object"),
+        (
+            "index.json",
+            lambda p: p.write_text('{"format": 1, "model": "m", "dim": 384, "items": {}}'),
+            "lacks the items of each kind",
+        ),
+        ("set.npy", _truncate, "cannot be read (Failed to read all data"),
+        ("set.npy", lambda p: p.write_bytes(b""), "cannot be read (No data left in file)"),
+        ("set.hnsw", _truncate, "cannot be read (Index seems to be corrupted"),
+        ("set.hnsw", Path.unlink, "is missing"),
+    ],
+)
 def test_a_damaged_index_is_one_line_naming_store_file_and_command(small_store, tmp_path, name, damage, what):
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
@@ -357,6 +427,7 @@ def test_vectors_that_disagree_with_the_manifest_are_damage(small_store, tmp_pat
 
 # ---------------------------------------------------------------- typed context
 
+
 def _result(demo_retriever: Retriever, name: str):
     row = next(i for i, s in enumerate(demo_retriever.sets) if s["name"] == name)
     return demo_retriever.result(row, 1.0)
@@ -364,11 +435,13 @@ def _result(demo_retriever: Retriever, name: str):
 
 def test_context_of_a_sales_order_is_complete(demo_retriever):
     text = render_set(demo_retriever.store, _result(demo_retriever, "A_SalesOrder"))
-    assert "path: /sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder; one record: A_SalesOrder('{SalesOrder}')" in text
+    assert (
+        "path: /sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder; one record: A_SalesOrder('{SalesOrder}')" in text
+    )
     # keys are not "required on create": SAP may number the order (the rule kg validate applies)
     assert "- SalesOrder: String(10), key\n" in text
     assert "to_Item -> A_SalesOrderItem (many)" in text
-    assert 'SalesOrderType from VL_SalesOrderType: ' in text and 'OR "Standard Order"' in text
+    assert "SalesOrderType from VL_SalesOrderType: " in text and 'OR "Standard Order"' in text
     assert "- Create sales order (Order to Cash, Sales) writes this" in text
     assert "before: Check customer credit uses DEMO_SALES_ORDER_SRV/A_Customer" in text
     assert "after: Create outbound delivery uses DEMO_DELIVERY_BILLING_SRV/A_OutbDeliveryHeader" in text

@@ -86,12 +86,14 @@ def test_every_binding_reaches_an_a2x_property(built):
 
 def test_sales_order_type_gets_the_codes_with_csv_and_row(built):
     store = open_store(built[1])
-    rows = list(store.query(f"""PREFIX kg: <{KG}>
+    rows = list(
+        store.query(f"""PREFIX kg: <{KG}>
         SELECT ?code ?file ?line WHERE {{
           ?svc kg:serviceName "{SO}" ; kg:entityContainer/kg:entitySet ?set .
           ?set kg:name "A_SalesOrder" ; kg:entityType/kg:property ?p .
           ?p kg:name "SalesOrderType" ; kg:valueList/kg:code ?c .
-          ?c kg:codeValue ?code ; kg:codeSource "codelist" ; kg:sourceFile ?file ; kg:sourceLine ?line }}"""))
+          ?c kg:codeValue ?code ; kg:codeSource "codelist" ; kg:sourceFile ?file ; kg:sourceLine ?line }}""")
+    )
     found = {r["code"].value: (r["file"].value, int(r["line"].value)) for r in rows}
     assert found["OR"] == ("codes/sales-document-types.csv", _row("sales-document-types.csv", "OR"))
     assert len(found) == _count("sales-document-types.csv")
@@ -114,25 +116,44 @@ def test_invented_sales_order_type_is_an_invalid_code_and_or_is_accepted(validat
     assert not [v for v in good.violations if v.path == "/SalesOrderType"], good.as_dict()
 
 
-@pytest.mark.parametrize("prop, bad, good", [
-    ("SalesOrganization", "9999", "1710"), ("DistributionChannel", "99", "10"),
-    ("OrganizationDivision", "99", "00"), ("IncotermsClassification", "XYZ", "FOB"),
-])
+@pytest.mark.parametrize(
+    "prop, bad, good",
+    [
+        ("SalesOrganization", "9999", "1710"),
+        ("DistributionChannel", "99", "10"),
+        ("OrganizationDivision", "99", "00"),
+        ("IncotermsClassification", "XYZ", "FOB"),
+    ],
+)
 def test_org_units_and_incoterms_on_the_sales_order(validator, prop, bad, good):
-    assert [(v.kind, v.path) for v in validator.validate_call(post("A_SalesOrder", {prop: bad})).violations
-            if v.path == f"/{prop}"] == [("invalid-code", f"/{prop}")]
-    assert not [v for v in validator.validate_call(post("A_SalesOrder", {prop: good})).violations
-                if v.path == f"/{prop}"]
+    assert [
+        (v.kind, v.path)
+        for v in validator.validate_call(post("A_SalesOrder", {prop: bad})).violations
+        if v.path == f"/{prop}"
+    ] == [("invalid-code", f"/{prop}")]
+    assert not [
+        v for v in validator.validate_call(post("A_SalesOrder", {prop: good})).violations if v.path == f"/{prop}"
+    ]
 
 
 def test_sap_documented_sales_order_payload_stays_valid(validator):
     payload = {
-        "SalesOrderType": "OR", "SalesOrganization": "1710", "DistributionChannel": "10",
-        "OrganizationDivision": "00", "SoldToParty": "17100001", "PurchaseOrderByCustomer": "TEST",
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1710",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "17100001",
+        "PurchaseOrderByCustomer": "TEST",
         "TransactionCurrency": "USD",
         "to_Partner": [{"PartnerFunction": "SH", "Customer": "17100001"}],
-        "to_Item": [{"Material": "TG11", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC",
-                     "to_PricingElement": [{"ConditionType": "PPR0", "ConditionRateValue": "100"}]}],
+        "to_Item": [
+            {
+                "Material": "TG11",
+                "RequestedQuantity": "1",
+                "RequestedQuantityUnit": "PC",
+                "to_PricingElement": [{"ConditionType": "PPR0", "ConditionRateValue": "100"}],
+            }
+        ],
     }
     result = validator.validate_call(post("A_SalesOrder", payload))
     assert result.valid, result.as_dict()
@@ -140,8 +161,11 @@ def test_sap_documented_sales_order_payload_stays_valid(validator):
 
 def test_goods_movement_type_in_a_material_document_deep_insert(validator):
     def call(movement):
-        return post("A_MaterialDocumentHeader", {"to_MaterialDocumentItem": [{"GoodsMovementType": movement}]},
-                    "API_MATERIAL_DOCUMENT_SRV")
+        return post(
+            "A_MaterialDocumentHeader",
+            {"to_MaterialDocumentItem": [{"GoodsMovementType": movement}]},
+            "API_MATERIAL_DOCUMENT_SRV",
+        )
 
     path = "/to_MaterialDocumentItem/0/GoodsMovementType"
     assert ("invalid-code", path) in {(v.kind, v.path) for v in validator.validate_call(call("999")).violations}
@@ -156,12 +180,15 @@ def test_duplicate_key_is_refused_with_file_and_line(tmp_path):
         read_bindings(path, "b.yaml")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("bindings:\n  Plant: Plant\n", r"b\.yaml:2: binding key 'Plant' is not SERVICE/EntityType/Property"),
-    ("bindings:\n  A/B/C: [x]\n", r"b\.yaml:2: a binding must be"),
-    ("- a\n", r"b\.yaml:1: expected a top-level 'bindings:' map"),
-    ("bindings: {a: [\n", r"b\.yaml:\d+: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("bindings:\n  Plant: Plant\n", r"b\.yaml:2: binding key 'Plant' is not SERVICE/EntityType/Property"),
+        ("bindings:\n  A/B/C: [x]\n", r"b\.yaml:2: a binding must be"),
+        ("- a\n", r"b\.yaml:1: expected a top-level 'bindings:' map"),
+        ("bindings: {a: [\n", r"b\.yaml:\d+: not valid YAML"),
+    ],
+)
 def test_malformed_binding_files_name_file_and_line(tmp_path, text, message):
     path = tmp_path / "b.yaml"
     path.write_text(text, encoding="utf-8")
@@ -171,8 +198,9 @@ def test_malformed_binding_files_name_file_and_line(tmp_path, text, message):
 
 def test_the_most_specific_binding_wins(tmp_path):
     path = tmp_path / "b.yaml"
-    path.write_text("bindings:\n  '*/*/Plant': Plant\n  'API_X/*/Plant': Other\n  'API_X/T/Plant': Exact\n",
-                    encoding="utf-8")
+    path.write_text(
+        "bindings:\n  '*/*/Plant': Plant\n  'API_X/*/Plant': Other\n  'API_X/T/Plant': Exact\n", encoding="utf-8"
+    )
     bindings = read_bindings(path)
     assert binding_for(bindings, "API_X", "T", "Plant").value_list == "Exact"
     assert binding_for(bindings, "API_X", "U", "Plant").value_list == "Other"
@@ -183,8 +211,20 @@ def test_the_most_specific_binding_wins(tmp_path):
 def test_cli_refuses_a_binding_to_an_unknown_value_list(tmp_path):
     path = tmp_path / "b.yaml"
     path.write_text("bindings:\n  '*/*/SalesOrderType': NoSuchList\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["build", "--odata", str(A2X / f"{SO}.edmx"), "--codes", str(CODES),
-                                       "--code-bindings", str(path), "--out", str(tmp_path / "g.ttl")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "build",
+            "--odata",
+            str(A2X / f"{SO}.edmx"),
+            "--codes",
+            str(CODES),
+            "--code-bindings",
+            str(path),
+            "--out",
+            str(tmp_path / "g.ttl"),
+        ],
+    )
     assert result.exit_code == 2
     assert "b.yaml:2: value list 'NoSuchList' is in no --codes CSV" in result.output
     assert not (tmp_path / "g.ttl").exists()
@@ -192,10 +232,23 @@ def test_cli_refuses_a_binding_to_an_unknown_value_list(tmp_path):
 
 def test_cli_warns_about_a_binding_that_matches_nothing(tmp_path):
     path = tmp_path / "b.yaml"
-    path.write_text("bindings:\n  '*/*/SalesOrderType': SalesDocumentType\n  '*/*/NoSuchProperty': Plant\n",
-                    encoding="utf-8")
-    result = CliRunner().invoke(main, ["build", "--odata", str(A2X / f"{SO}.edmx"), "--codes", str(CODES),
-                                       "--code-bindings", str(path), "--out", str(tmp_path / "g.ttl")])
+    path.write_text(
+        "bindings:\n  '*/*/SalesOrderType': SalesDocumentType\n  '*/*/NoSuchProperty': Plant\n", encoding="utf-8"
+    )
+    result = CliRunner().invoke(
+        main,
+        [
+            "build",
+            "--odata",
+            str(A2X / f"{SO}.edmx"),
+            "--codes",
+            str(CODES),
+            "--code-bindings",
+            str(path),
+            "--out",
+            str(tmp_path / "g.ttl"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "b.yaml:3: binding '*/*/NoSuchProperty' matches no property in this build" in result.output
     assert "sales-document-types.csv" in (tmp_path / "g.ttl").read_text(encoding="utf-8")

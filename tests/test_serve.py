@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
@@ -64,8 +63,10 @@ def test_service_document_lists_the_entity_sets_in_each_version(client):
 
 
 def test_collection_with_filter_select_orderby_top_skip_and_count(client):
-    url = (V2 + "A_SalesOrder?$filter=SalesOrderType eq 'OR' or SalesOrderType eq 'CR'"
-           "&$select=SalesOrder,SalesOrderType&$orderby=SalesOrder desc&$top=2&$skip=1&$inlinecount=allpages")
+    url = (
+        V2 + "A_SalesOrder?$filter=SalesOrderType eq 'OR' or SalesOrderType eq 'CR'"
+        "&$select=SalesOrder,SalesOrderType&$orderby=SalesOrder desc&$top=2&$skip=1&$inlinecount=allpages"
+    )
     body = client.get(url).json()["d"]
     rows = body["results"]
     assert len(rows) == 2 and all(set(r) == {"__metadata", "SalesOrder", "SalesOrderType"} for r in rows)
@@ -75,8 +76,9 @@ def test_collection_with_filter_select_orderby_top_skip_and_count(client):
 
 
 def test_string_functions_and_not(client):
-    rows = client.get(V2 + "A_SalesOrder?$filter=startswith(SalesOrder,'000000001') and not "
-                      "(SalesOrder eq '0000000010')").json()["d"]["results"]
+    rows = client.get(
+        V2 + "A_SalesOrder?$filter=startswith(SalesOrder,'000000001') and not (SalesOrder eq '0000000010')"
+    ).json()["d"]["results"]
     assert sorted(r["SalesOrder"] for r in rows) == [f"00000000{i}" for i in range(11, 20)]
     rows = client.get(V2 + "A_SalesOrder?$filter=substringof('17',SalesOrder)").json()["d"]["results"]
     assert [r["SalesOrder"] for r in rows] == ["0000000017"]
@@ -98,12 +100,28 @@ def test_read_by_key_and_along_navigation(client):
 
 
 def test_deep_insert_of_a_sales_order_with_items_then_expand(client):
-    payload = {"SalesOrderType": "OR", "SalesOrganization": "1000", "DistributionChannel": "10",
-               "OrganizationDivision": "00", "SoldToParty": "10100001", "TransactionCurrency": "EUR",
-               "to_Item": [{"SalesOrderItem": "10", "Material": "CITY-BIKE-28", "RequestedQuantity": "5",
-                            "RequestedQuantityUnit": "PC"},
-                           {"SalesOrderItem": "20", "Material": "E-TREKKING-500", "RequestedQuantity": "2",
-                            "RequestedQuantityUnit": "PC"}]}
+    payload = {
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1000",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "10100001",
+        "TransactionCurrency": "EUR",
+        "to_Item": [
+            {
+                "SalesOrderItem": "10",
+                "Material": "CITY-BIKE-28",
+                "RequestedQuantity": "5",
+                "RequestedQuantityUnit": "PC",
+            },
+            {
+                "SalesOrderItem": "20",
+                "Material": "E-TREKKING-500",
+                "RequestedQuantity": "2",
+                "RequestedQuantityUnit": "PC",
+            },
+        ],
+    }
     created = client.post(V2 + "A_SalesOrder", json=payload)
     assert created.status_code == 201, created.text
     number = created.json()["d"]["SalesOrder"]
@@ -115,8 +133,13 @@ def test_deep_insert_of_a_sales_order_with_items_then_expand(client):
 
 
 def test_invented_code_is_rejected_with_details_then_accepted_after_repair(client):
-    payload = {"SalesOrderType": "XX", "SalesOrganization": "1000", "DistributionChannel": "10",
-               "OrganizationDivision": "00", "SoldToParty": "10100001"}
+    payload = {
+        "SalesOrderType": "XX",
+        "SalesOrganization": "1000",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "10100001",
+    }
     rejected = client.post(V2 + "A_SalesOrder", json=payload)
     assert rejected.status_code == 400
     details = rejected.json()["error"]["innererror"]["errordetails"]
@@ -136,7 +159,7 @@ def test_bad_requests_get_status_and_an_odata_error_body(client):
         ("GET", V2 + "A_SalesOrder?$filter=round(SalesOrder) eq 1", None, 501),
         ("POST", V2 + "A_SalesOrder", b"{not json", 400),
         ("POST", V2 + "A_SalesOrder", b"[" * 10 + b"]" * 10, 400),
-        ("POST", V2 + "A_SalesOrder", b"{\"x\": \"" + b"a" * 1_100_000 + b"\"}", 413),
+        ("POST", V2 + "A_SalesOrder", b'{"x": "' + b"a" * 1_100_000 + b'"}', 413),
         ("PUT", V2 + "A_SalesOrder('0000000001')", b"{}", 405),
         ("GET", V2 + "NoSuchSet", None, 400),
     ]
@@ -170,9 +193,16 @@ def test_fifty_concurrent_clients_lose_no_recorded_call_and_get_no_500(served, c
         with httpx.Client(base_url=base, timeout=60) as c:
             if i % 2:
                 return c.get(V2 + f"A_SalesOrder?$top=5&$skip={i % 7}").status_code
-            return c.post(V2 + "A_SalesOrder", json={"SalesOrderType": "OR", "SalesOrganization": "1000",
-                                                     "DistributionChannel": "10", "OrganizationDivision": "00",
-                                                     "SoldToParty": "10100001"}).status_code
+            return c.post(
+                V2 + "A_SalesOrder",
+                json={
+                    "SalesOrderType": "OR",
+                    "SalesOrganization": "1000",
+                    "DistributionChannel": "10",
+                    "OrganizationDivision": "00",
+                    "SoldToParty": "10100001",
+                },
+            ).status_code
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         statuses = list(pool.map(work, range(100)))
@@ -191,9 +221,17 @@ def test_csrf_token_is_required_for_changes_when_switched_on(served, client):
         denied = client.post(V2 + "A_SalesOrder", json={"SalesOrderType": "OR"})
         assert denied.status_code == 403 and denied.headers["x-csrf-token"] == "Required"
         token = client.get(V2, headers={"x-csrf-token": "Fetch"}).headers["x-csrf-token"]
-        allowed = client.post(V2 + "A_SalesOrder", json={"SalesOrderType": "OR", "SalesOrganization": "1000",
-                                                         "DistributionChannel": "10", "OrganizationDivision": "00",
-                                                         "SoldToParty": "10100001"}, headers={"x-csrf-token": token})
+        allowed = client.post(
+            V2 + "A_SalesOrder",
+            json={
+                "SalesOrderType": "OR",
+                "SalesOrganization": "1000",
+                "DistributionChannel": "10",
+                "OrganizationDivision": "00",
+                "SoldToParty": "10100001",
+            },
+            headers={"x-csrf-token": token},
+        )
         assert allowed.status_code == 201, allowed.text
     finally:
         server.csrf = False
@@ -205,27 +243,41 @@ def multipart(boundary: str, parts: list[str]) -> bytes:
 
 def http_part(method: str, url: str, body: dict | None = None) -> str:
     text = json.dumps(body) if body is not None else ""
-    return (f"Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
-            f"{method} {url} HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{text}\r\n")
+    return (
+        f"Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        f"{method} {url} HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{text}\r\n"
+    )
 
 
 def changeset(boundary: str, parts: list[str]) -> str:
     return f"Content-Type: multipart/mixed; boundary={boundary}\r\n\r\n" + multipart(boundary, parts).decode()
 
 
-GOOD = {"SalesOrderType": "OR", "SalesOrganization": "1000", "DistributionChannel": "10",
-        "OrganizationDivision": "00", "SoldToParty": "10100001"}
+GOOD = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1000",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "10100001",
+}
 
 
 def test_batch_change_set_rolls_back_as_a_whole(client):
-    body = multipart("batch_1", [
-        http_part("GET", "A_SalesOrder/$count"),
-        changeset("changeset_1", [http_part("POST", "A_SalesOrder", GOOD),
-                                  http_part("POST", "A_SalesOrder", {**GOOD, "SalesOrderType": "XX"})]),
-        changeset("changeset_2", [http_part("POST", "A_SalesOrder", GOOD)]),
-    ])
-    answer = client.post(V2 + "$batch", content=body,
-                         headers={"content-type": "multipart/mixed; boundary=batch_1"})
+    body = multipart(
+        "batch_1",
+        [
+            http_part("GET", "A_SalesOrder/$count"),
+            changeset(
+                "changeset_1",
+                [
+                    http_part("POST", "A_SalesOrder", GOOD),
+                    http_part("POST", "A_SalesOrder", {**GOOD, "SalesOrderType": "XX"}),
+                ],
+            ),
+            changeset("changeset_2", [http_part("POST", "A_SalesOrder", GOOD)]),
+        ],
+    )
+    answer = client.post(V2 + "$batch", content=body, headers={"content-type": "multipart/mixed; boundary=batch_1"})
     assert answer.status_code == 202, answer.text
     text = answer.text
     assert "HTTP/1.1 200 OK" in text and "HTTP/1.1 400 Bad Request" in text and "HTTP/1.1 201 Created" in text
@@ -233,10 +285,12 @@ def test_batch_change_set_rolls_back_as_a_whole(client):
 
 
 def test_v4_json_batch_with_an_atomicity_group(client):
-    requests = {"requests": [
-        {"id": "1", "method": "GET", "url": "PurchaseOrder?$top=1"},
-        {"id": "2", "method": "GET", "url": "NoSuchSet", "atomicityGroup": "g1"},
-    ]}
+    requests = {
+        "requests": [
+            {"id": "1", "method": "GET", "url": "PurchaseOrder?$top=1"},
+            {"id": "2", "method": "GET", "url": "NoSuchSet", "atomicityGroup": "g1"},
+        ]
+    }
     answer = client.post(V4 + "$batch", json=requests)
     assert answer.status_code == 200
     responses = answer.json()["responses"]

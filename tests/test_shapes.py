@@ -8,14 +8,22 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
-from processkg.validate import literals as edm_json
-from processkg.pipeline import BuildOptions, build
-from processkg.validate.shacl import to_rdflib
-from processkg.validate.payload_shapes import (
-    Prop, TypeInfo, check_graph, generate_shapes, is_required, load_model, model_shapes, shapes_turtle,
-    standard_codes, standard_list,
-)
 from processkg.graph.store import canonical_ntriples, open_store, write_store
+from processkg.pipeline import BuildOptions, build
+from processkg.validate import literals as edm_json
+from processkg.validate.payload_shapes import (
+    Prop,
+    TypeInfo,
+    check_graph,
+    generate_shapes,
+    is_required,
+    load_model,
+    model_shapes,
+    shapes_turtle,
+    standard_codes,
+    standard_list,
+)
+from processkg.validate.shacl import to_rdflib
 from processkg.vocab import KGT, RDF_TYPE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +50,7 @@ def a2x_shapes(a2x_store):
 
 # ---------------------------------------------------------------- graph shapes
 
+
 def test_graph_shapes_hold_on_the_a2x_corpus(a2x_store):
     assert check_graph(a2x_store) == []
 
@@ -59,17 +68,32 @@ def test_graph_shapes_hold_on_the_demo_graph_with_bpmn_and_mapping(demo_store):
 
 def test_graph_shapes_name_a_broken_graph(tmp_path):
     """A type without key, a navigation without target, bpmn:next from a non-activity: all reported."""
-    t, nav, ev = (NamedNode(ID + "X/type/X.T"), NamedNode(ID + "X/type/X.T/nav/to_Y"),
-                  NamedNode("https://w3id.org/processkg/id/bpmn/p.bpmn/Event_1"))
-    triples = [Triple(t, RDF_TYPE, KGT.EntityType), Triple(t, KGT.name, Literal("T")),
-               Triple(t, KGT.qualifiedName, Literal("X.T")), Triple(t, KGT.navigationProperty, nav),
-               Triple(nav, RDF_TYPE, KGT.NavigationProperty), Triple(nav, KGT.name, Literal("to_Y")),
-               Triple(nav, KGT.cardinality, Literal("many")),
-               Triple(ev, NamedNode("https://w3id.org/processkg/bpmn#next"), ev)]
+    t, nav, ev = (
+        NamedNode(ID + "X/type/X.T"),
+        NamedNode(ID + "X/type/X.T/nav/to_Y"),
+        NamedNode("https://w3id.org/processkg/id/bpmn/p.bpmn/Event_1"),
+    )
+    triples = [
+        Triple(t, RDF_TYPE, KGT.EntityType),
+        Triple(t, KGT.name, Literal("T")),
+        Triple(t, KGT.qualifiedName, Literal("X.T")),
+        Triple(t, KGT.navigationProperty, nav),
+        Triple(nav, RDF_TYPE, KGT.NavigationProperty),
+        Triple(nav, KGT.name, Literal("to_Y")),
+        Triple(nav, KGT.cardinality, Literal("many")),
+        Triple(ev, NamedNode("https://w3id.org/processkg/bpmn#next"), ev),
+    ]
     (tmp_path / "s").mkdir()
     write_store(tmp_path / "s", canonical_ntriples(triples), {})
-    found = {(r["shape"], r["focus"].rsplit("/", 1)[-1], r["path"].rsplit("#", 1)[-1] if r["path"] else None,
-              r["constraint"]) for r in check_graph(tmp_path / "s")}
+    found = {
+        (
+            r["shape"],
+            r["focus"].rsplit("/", 1)[-1],
+            r["path"].rsplit("#", 1)[-1] if r["path"] else None,
+            r["constraint"],
+        )
+        for r in check_graph(tmp_path / "s")
+    }
     assert ("EntityType", "X.T", "keyProperty", "MinCountConstraintComponent") in found
     assert ("NavigationProperty", "to_Y", "targetEntityType", "MinCountConstraintComponent") in found
     assert ("NavigationProperty", "to_Y", "cardinality", "InConstraintComponent") in found
@@ -93,8 +117,12 @@ def test_node_shape_per_entity_type_is_closed_and_targets_the_type(a2x_shapes):
 
 def test_property_shapes_carry_datatype_length_codes_and_read_only(a2x_shapes):
     org = SO + "A_SalesOrderType/prop/SalesOrganization"
-    assert {(org + "/shape", SH + "datatype", XSD + "string"), (org + "/shape", SH + "maxLength", "4"),
-            (org + "/shape", SH + "maxCount", "1"), (org + "/shape", SH + "targetSubjectsOf", org)} <= a2x_shapes
+    assert {
+        (org + "/shape", SH + "datatype", XSD + "string"),
+        (org + "/shape", SH + "maxLength", "4"),
+        (org + "/shape", SH + "maxCount", "1"),
+        (org + "/shape", SH + "targetSubjectsOf", org),
+    } <= a2x_shapes
     amount = SO + "A_SalesOrderType/prop/TotalNetAmount/shape"
     assert (amount, SH + "maxCount", "0") in a2x_shapes
     assert not any(s == amount and p == SH + "datatype" for s, p, _ in a2x_shapes)
@@ -131,6 +159,7 @@ def test_shapes_are_deterministic_and_valid_shacl(demo_store):
 
 # ---------------------------------------------------------------- what a create needs
 
+
 def _prop(**kw) -> Prop:
     return Prop(**{"iri": "urn:p", "name": "P", "edm_type": "Edm.String", "nullable": False, **kw})
 
@@ -139,24 +168,34 @@ V2_TYPE = TypeInfo("urn:t", "NS.T", "EntityType", "S", "2.0", "NS")
 RAP_TYPE = TypeInfo("urn:t", "NS.T", "EntityType", "S", "4.0", "com.sap.gateway.srvd_a2x.api_salesorder.v0001")
 
 
-@pytest.mark.parametrize("overrides,owner,required", [
-    ({}, V2_TYPE, True),
-    ({"nullable": True}, V2_TYPE, False),
-    ({"key": True}, V2_TYPE, False),
-    ({"read_only": True}, V2_TYPE, False),
-    ({"default": "X"}, V2_TYPE, False),
-    ({"edm_type": "Collection(Edm.String)"}, V2_TYPE, False),
-    ({}, RAP_TYPE, False),
-])
+@pytest.mark.parametrize(
+    "overrides,owner,required",
+    [
+        ({}, V2_TYPE, True),
+        ({"nullable": True}, V2_TYPE, False),
+        ({"key": True}, V2_TYPE, False),
+        ({"read_only": True}, V2_TYPE, False),
+        ({"default": "X"}, V2_TYPE, False),
+        ({"edm_type": "Collection(Edm.String)"}, V2_TYPE, False),
+        ({}, RAP_TYPE, False),
+    ],
+)
 def test_is_required(overrides, owner, required):
     assert is_required(_prop(**overrides), owner) is required
 
 
-@pytest.mark.parametrize("semantics,value_help,expected", [
-    ("currency-code", "", "currency"), (None, "I_Currency", "currency"), (None, "I_Country", "country"),
-    (None, "C_TelephoneCountryVHTemp", None), (None, "I_Language", "language"), (None, "I_LanguageText", None),
-    ("unit-of-measure", "I_UnitOfMeasure", None),
-])
+@pytest.mark.parametrize(
+    "semantics,value_help,expected",
+    [
+        ("currency-code", "", "currency"),
+        (None, "I_Currency", "currency"),
+        (None, "I_Country", "country"),
+        (None, "C_TelephoneCountryVHTemp", None),
+        (None, "I_Language", "language"),
+        (None, "I_LanguageText", None),
+        ("unit-of-measure", "I_UnitOfMeasure", None),
+    ],
+)
 def test_standard_lists(semantics, value_help, expected):
     assert standard_list(semantics, value_help) == expected
 
@@ -170,31 +209,46 @@ def test_standard_codes_come_from_pycountry():
 
 # ---------------------------------------------------------------- OData JSON lexical forms
 
-@pytest.mark.parametrize("value,edm,v2,lexical,ok", [
-    ("12.50", "Edm.Decimal", True, "12.50", True),
-    (12.5, "Edm.Decimal", True, None, False),
-    (12.5, "Edm.Decimal", False, "12.5", True),
-    ("42", "Edm.Int64", True, "42", True),
-    (42, "Edm.Int64", True, None, False),
-    (2**31, "Edm.Int32", False, None, False),
-    (True, "Edm.Int32", False, None, False),
-    ("/Date(0)/", "Edm.DateTime", True, "1970-01-01T00:00:00.000Z", True),
-    ("2025-01-31T10:00:00", "Edm.DateTimeOffset", False, None, False),
-    ("2025-01-31T10:00:00Z", "Edm.DateTimeOffset", False, "2025-01-31T10:00:00+00:00", True),
-    ("2025-02-30", "Edm.Date", False, None, False),
-    ("PT13H20M00S", "Edm.Time", True, "PT13H20M00S", True),
-    ("25:00:00", "Edm.TimeOfDay", False, None, False),
-    ("AQID", "Edm.Binary", False, "AQID", True),
-    ("yes", "Edm.Boolean", True, None, False),
-    (3, "Edm.String", True, None, False),
-])
+
+@pytest.mark.parametrize(
+    "value,edm,v2,lexical,ok",
+    [
+        ("12.50", "Edm.Decimal", True, "12.50", True),
+        (12.5, "Edm.Decimal", True, None, False),
+        (12.5, "Edm.Decimal", False, "12.5", True),
+        ("42", "Edm.Int64", True, "42", True),
+        (42, "Edm.Int64", True, None, False),
+        (2**31, "Edm.Int32", False, None, False),
+        (True, "Edm.Int32", False, None, False),
+        ("/Date(0)/", "Edm.DateTime", True, "1970-01-01T00:00:00.000Z", True),
+        ("2025-01-31T10:00:00", "Edm.DateTimeOffset", False, None, False),
+        ("2025-01-31T10:00:00Z", "Edm.DateTimeOffset", False, "2025-01-31T10:00:00+00:00", True),
+        ("2025-02-30", "Edm.Date", False, None, False),
+        ("PT13H20M00S", "Edm.Time", True, "PT13H20M00S", True),
+        ("25:00:00", "Edm.TimeOfDay", False, None, False),
+        ("AQID", "Edm.Binary", False, "AQID", True),
+        ("yes", "Edm.Boolean", True, None, False),
+        (3, "Edm.String", True, None, False),
+    ],
+)
 def test_edm_json_forms(value, edm, v2, lexical, ok):
     text, datatype, problem = edm_json.literal(value, edm, v2)
     assert (problem is None) is ok
     if ok:
         assert text == lexical
     else:
-        assert datatype != edm_json.XSD_NS + {"Edm.Decimal": "decimal", "Edm.Int64": "long", "Edm.Int32": "int",
-                                           "Edm.DateTime": "dateTime", "Edm.DateTimeOffset": "dateTime",
-                                           "Edm.Date": "date", "Edm.TimeOfDay": "time", "Edm.Boolean": "boolean",
-                                           "Edm.String": "string"}[edm]
+        assert (
+            datatype
+            != edm_json.XSD_NS
+            + {
+                "Edm.Decimal": "decimal",
+                "Edm.Int64": "long",
+                "Edm.Int32": "int",
+                "Edm.DateTime": "dateTime",
+                "Edm.DateTimeOffset": "dateTime",
+                "Edm.Date": "date",
+                "Edm.TimeOfDay": "time",
+                "Edm.Boolean": "boolean",
+                "Edm.String": "string",
+            }[edm]
+        )

@@ -14,13 +14,15 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from conftest import shared  # noqa: E402
-from processkg.evaluate import socbench  # noqa: E402
-from processkg.cli.socbench import build_openapi_store, socbench_cmd  # noqa: E402
-from processkg.retrieve import retriever as engine  # noqa: E402
-from processkg.errors import ProcessKGError  # noqa: E402
-from processkg.evaluate.socbench import KS, METHODS, protocol_recall  # noqa: E402
-from processkg.errors import SOCBenchError
+from conftest import shared
+from processkg.cli.socbench import build_openapi_store, socbench_cmd
+from processkg.errors import (
+    ProcessKGError,
+    SOCBenchError,
+)
+from processkg.evaluate import socbench
+from processkg.evaluate.socbench import KS, METHODS, protocol_recall
+from processkg.retrieve import retriever as engine
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
 
@@ -39,8 +41,14 @@ def stores(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def energy(socbench_cache, stores):
     root = shared("socbench-d")
-    result = socbench.run(root, instances=[INSTANCE], domains=[DOMAIN], cache_dir=socbench_cache,
-                          build_store=build_openapi_store, stores_dir=stores)
+    result = socbench.run(
+        root,
+        instances=[INSTANCE],
+        domains=[DOMAIN],
+        cache_dir=socbench_cache,
+        build_store=build_openapi_store,
+        stores_dir=stores,
+    )
     return root, result, socbench.tests(result.results)
 
 
@@ -53,8 +61,9 @@ def test_socbench_ranks_through_kg_retrieve(energy, stores):
     store = stores / INSTANCE / DOMAIN
     first = result.results[0]
     for method in socbench.METHODS:
-        out = CliRunner().invoke(retrieve_cmd, ["--store", str(store), first.query.text, "-k", "20", "--json",
-                                                "--method", method])
+        out = CliRunner().invoke(
+            retrieve_cmd, ["--store", str(store), first.query.text, "-k", "20", "--json", "--method", method]
+        )
         assert out.exit_code == 0, out.output
         ranked = [f"{r['service']}: {r['entity_set']}" for r in json.loads(out.output)["results"]]
         assert ranked == first.ranked[method]
@@ -63,8 +72,9 @@ def test_socbench_ranks_through_kg_retrieve(energy, stores):
 def test_context_of_an_operation_makes_up_no_odata_facts(energy, stores):
     from processkg.cli.retrieve import retrieve_cmd
 
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(stores / INSTANCE / DOMAIN), "energy consumption",
-                                            "-k", "1", "--context"])
+    out = CliRunner().invoke(
+        retrieve_cmd, ["--store", str(stores / INSTANCE / DOMAIN), "energy consumption", "-k", "1", "--context"]
+    )
     assert out.exit_code == 0, out.output
     assert "path: (not an OData entity set)" in out.output and "one record:" not in out.output
 
@@ -74,7 +84,7 @@ def test_methods_come_from_one_registry():
     from processkg.cli.retrieve import retrieve_cmd
 
     without_chunks = tuple(m for m in engine.METHODS if not engine.METHODS[m].chunks)
-    assert socbench.METHODS == without_chunks
+    assert without_chunks == socbench.METHODS
     assert set(socbench.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid"}
     choices = next(p for p in retrieve_cmd.params if p.name == "method").type.choices
     assert list(choices) == list(engine.METHODS) and DEFAULT_METHODS.split(",") == list(engine.METHODS)
@@ -115,7 +125,7 @@ def test_hybrid_fuses_dense_and_tokens(energy):
     _root, result, _tests = energy
     for r in result.results:
         top = set(r.ranked["hybrid"][:5])
-        assert top <= set(r.ranked["dense"][:socbench.CANDIDATES]) | set(r.ranked["tokens"][:socbench.CANDIDATES])
+        assert top <= set(r.ranked["dense"][: socbench.CANDIDATES]) | set(r.ranked["tokens"][: socbench.CANDIDATES])
 
 
 def test_recall_follows_the_benchmark_protocol():
@@ -130,8 +140,9 @@ def test_report_has_published_figures_and_is_deterministic(energy, tmp_path):
     _root, result, tests = energy
     data = socbench.as_json(result, tests)
     first = socbench.write_outputs(data, tmp_path / "a", "kg eval socbench X", socbench.query_records(result))
-    again = socbench.write_outputs(socbench.as_json(result, tests), tmp_path / "b", "kg eval socbench X",
-                                   socbench.query_records(result))
+    again = socbench.write_outputs(
+        socbench.as_json(result, tests), tmp_path / "b", "kg eval socbench X", socbench.query_records(result)
+    )
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     report = first[0].read_text(encoding="utf-8")
     assert "| bge-small-en-v1.5, one chunk per endpoint (published) | 0.502 | 0.653 | 0.835 |" in report
@@ -155,6 +166,7 @@ def test_cli_writes_the_report(energy, socbench_cache, tmp_path):
 
 # ---------------------------------------------------------------- bad input
 
+
 def _layout(tmp_path: Path, queries: str) -> Path:
     domain = tmp_path / "socbenchd_1" / "01-x"
     domain.mkdir(parents=True)
@@ -162,14 +174,21 @@ def _layout(tmp_path: Path, queries: str) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("queries, message", [
-    ('{"queries": [{"query": "a", "endpoints": ["GET /a"]},\n {"query": "", "endpoints": ["GET /b"]}]}',
-     'socbenchd_1/01-x/queries.json:2: at #/queries/1: a query needs a non-empty "query" string'),
-    ('{"queries": [{"query": "a", "endpoints": ["fetch a"]}]}',
-     'queries.json:1: at #/queries/0/endpoints: expected a non-empty array of "METHOD /path" strings'),
-    ('{"items": []}', "at #/queries: expected an array of queries"),
-    ('{"queries": [', "not well-formed JSON"),
-])
+@pytest.mark.parametrize(
+    "queries, message",
+    [
+        (
+            '{"queries": [{"query": "a", "endpoints": ["GET /a"]},\n {"query": "", "endpoints": ["GET /b"]}]}',
+            'socbenchd_1/01-x/queries.json:2: at #/queries/1: a query needs a non-empty "query" string',
+        ),
+        (
+            '{"queries": [{"query": "a", "endpoints": ["fetch a"]}]}',
+            'queries.json:1: at #/queries/0/endpoints: expected a non-empty array of "METHOD /path" strings',
+        ),
+        ('{"items": []}', "at #/queries: expected an array of queries"),
+        ('{"queries": [', "not well-formed JSON"),
+    ],
+)
 def test_bad_queries_name_file_line_and_pointer(tmp_path, queries, message):
     with pytest.raises(ProcessKGError) as err:
         socbench.find_domains(_layout(tmp_path, queries))

@@ -100,6 +100,7 @@ def kg(*args, input=None):
 
 # ---------------------------------------------------------------- never a network
 
+
 def test_control_pyoxigraph_alone_does_reach_the_server(server):
     """Without processkg's check, the same queries do send requests: the server would see a bypass."""
     store = Store()
@@ -131,18 +132,22 @@ def test_endpoint_bound_by_a_parameter_is_refused(server, demo_store):
     before = len(server.requests)
     with pytest.raises(QueryRefusedError, match="federated SERVICE"):
         select(open_store(demo_store), query, {"e": endpoint(server)})
-    one_line_error(kg("query", "--store", demo_store, "-", "--param", f"e={endpoint(server)}", input=query),
-                   "federated SERVICE")
+    one_line_error(
+        kg("query", "--store", demo_store, "-", "--param", f"e={endpoint(server)}", input=query), "federated SERVICE"
+    )
     assert len(server.requests) == before
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT ?service WHERE { ?s kg:serviceName ?service }",
-    'SELECT ?x WHERE { VALUES ?x { "SERVICE <http://127.0.0.1:9/>" "FROM" } }',
-    "SELECT ?s # SERVICE <http://127.0.0.1:9/> FROM <http://127.0.0.1:9/>\nWHERE { ?s a kg:Service }",
-    "PREFIX service: <http://example.org/#SERVICE>\nSELECT ?s WHERE { ?s service:FROM ?o }",
-    "SELECT ?from WHERE { ?from a kg:Service }",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT ?service WHERE { ?s kg:serviceName ?service }",
+        'SELECT ?x WHERE { VALUES ?x { "SERVICE <http://127.0.0.1:9/>" "FROM" } }',
+        "SELECT ?s # SERVICE <http://127.0.0.1:9/> FROM <http://127.0.0.1:9/>\nWHERE { ?s a kg:Service }",
+        "PREFIX service: <http://example.org/#SERVICE>\nSELECT ?s WHERE { ?s service:FROM ?o }",
+        "SELECT ?from WHERE { ?from a kg:Service }",
+    ],
+)
 def test_words_that_only_look_like_service_or_from_run(demo_store, query):
     check(query)
     names, _ = select(open_store(demo_store), query)
@@ -150,21 +155,35 @@ def test_words_that_only_look_like_service_or_from_run(demo_store, query):
 
 
 def test_library_query_with_a_parameter_named_from_runs(demo_store):
-    result = kg("query", "--store", demo_store, "navigation-paths", "--param", "from=A_SalesOrder",
-                "--param", "to=A_Customer", "--format", "json")
+    result = kg(
+        "query",
+        "--store",
+        demo_store,
+        "navigation-paths",
+        "--param",
+        "from=A_SalesOrder",
+        "--param",
+        "to=A_Customer",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     assert [r["path"] for r in json.loads(result.stdout)] == ["to_SoldToParty"]
 
 
 # ---------------------------------------------------------------- never an update
 
-@pytest.mark.parametrize("update", [
-    "INSERT DATA { <http://x/s> <http://x/p> <http://x/o> }",
-    "DELETE WHERE { ?s ?p ?o }",
-    "PREFIX ex: <http://x/>\nDELETE { ?s ?p ?o } INSERT { ?s ex:p 1 } WHERE { ?s ?p ?o }",
-    "CLEAR DEFAULT",
-    "LOAD <{url}>",
-])
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        "INSERT DATA { <http://x/s> <http://x/p> <http://x/o> }",
+        "DELETE WHERE { ?s ?p ?o }",
+        "PREFIX ex: <http://x/>\nDELETE { ?s ?p ?o } INSERT { ?s ex:p 1 } WHERE { ?s ?p ?o }",
+        "CLEAR DEFAULT",
+        "LOAD <{url}>",
+    ],
+)
 def test_updates_are_refused_and_never_run(server, demo_store, update):
     update = update.replace("{url}", endpoint(server))
     store = open_store(demo_store)
@@ -177,12 +196,14 @@ def test_updates_are_refused_and_never_run(server, demo_store, update):
 
 # ---------------------------------------------------------------- bounded time, rows and memory
 
+
 def _children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
 
 
-@pytest.mark.parametrize("query", [CARTESIAN, CARTESIAN + " ORDER BY ?a", "SELECT (COUNT(*) AS ?n) WHERE { "
-                                   "?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"])
+@pytest.mark.parametrize(
+    "query", [CARTESIAN, CARTESIAN + " ORDER BY ?a", "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"]
+)
 def test_cartesian_product_stops_at_the_timeout(demo_store, query):
     children = _children()
     start = time.monotonic()
@@ -194,31 +215,40 @@ def test_cartesian_product_stops_at_the_timeout(demo_store, query):
 
 
 def test_row_limit_is_a_clear_error(demo_store):
-    one_line_error(kg("query", "--store", demo_store, "-", "--limit", "10", input="SELECT * WHERE { ?s ?p ?o }"),
-                   r"query returned more than 10 rows.*--limit N")
-    result = kg("query", "--store", demo_store, "-", "--limit", "0", "--format", "json",
-                input="SELECT * WHERE { ?s ?p ?o }")
+    one_line_error(
+        kg("query", "--store", demo_store, "-", "--limit", "10", input="SELECT * WHERE { ?s ?p ?o }"),
+        r"query returned more than 10 rows.*--limit N",
+    )
+    result = kg(
+        "query", "--store", demo_store, "-", "--limit", "0", "--format", "json", input="SELECT * WHERE { ?s ?p ?o }"
+    )
     default_graph = list(open_store(demo_store).quads_for_pattern(None, None, None, DefaultGraph()))
     assert result.exit_code == 0 and len(json.loads(result.stdout)) == len(default_graph) > 1000
 
 
 def test_memory_is_capped(demo_store):
     with pytest.raises(QueryLimitError, match=r"needed more than 1 GiB of memory"):
-        run_bounded(demo_store, CARTESIAN + " ORDER BY ?a", {}, timeout=60, limit=10, memory=1024 ** 3)
+        run_bounded(demo_store, CARTESIAN + " ORDER BY ?a", {}, timeout=60, limit=10, memory=1024**3)
 
 
 def test_bounded_run_gives_what_select_gives(demo_store):
     query = load_query("process-entity-sets")
     names, rows = select(open_store(demo_store), query, {"process": "Order to Cash"})
-    assert run_bounded(demo_store, query, {"process": "Order to Cash"}, timeout=30, limit=100) == \
-        (names, [[plain(v) for v in row] for row in rows])
+    assert run_bounded(demo_store, query, {"process": "Order to Cash"}, timeout=30, limit=100) == (
+        names,
+        [[plain(v) for v in row] for row in rows],
+    )
 
 
 def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
     (tmp_path / "forever.rq").write_text(CARTESIAN, encoding="utf-8")
     kg_cmd = [sys.executable, "-c", "from processkg.cli import main; main()"]
-    proc = subprocess.Popen([*kg_cmd, "query", "--store", str(demo_store), str(tmp_path / "forever.rq"),
-                             "--timeout", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*kg_cmd, "query", "--store", str(demo_store), str(tmp_path / "forever.rq"), "--timeout", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -233,9 +263,12 @@ def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
 
 # ---------------------------------------------------------------- kg query is helpful
 
+
 def test_misspelt_library_query_suggests_the_name(demo_store):
-    one_line_error(kg("query", "--store", demo_store, "proces-entity-sets"),
-                   r"no query named 'proces-entity-sets'.*did you mean 'process-entity-sets'\?")
+    one_line_error(
+        kg("query", "--store", demo_store, "proces-entity-sets"),
+        r"no query named 'proces-entity-sets'.*did you mean 'process-entity-sets'\?",
+    )
 
 
 def test_help_lists_every_library_query():
@@ -247,22 +280,27 @@ def test_help_lists_every_library_query():
 
 
 def test_undeclared_prefix_is_one_short_line(demo_store):
-    line = one_line_error(kg("query", "--store", demo_store, "-", input="SELECT * WHERE {\n ?s foo:bar ?o }"),
-                          r"undeclared prefix foo: at line 2, column \d+")
+    line = one_line_error(
+        kg("query", "--store", demo_store, "-", input="SELECT * WHERE {\n ?s foo:bar ?o }"),
+        r"undeclared prefix foo: at line 2, column \d+",
+    )
     assert len(line) < 200 and "\\u" not in line
     with pytest.raises(QueryError, match="undeclared prefix foo:"):
         select(open_store(demo_store), "SELECT * WHERE { ?s foo:bar ?o }")
 
 
 def test_syntax_error_is_one_short_line(demo_store):
-    line = one_line_error(kg("query", "--store", demo_store, "-", input="SELECT ?s WHERE { ?s ?p }"),
-                          r"^error: SPARQL syntax error at line 1, column \d+")
+    line = one_line_error(
+        kg("query", "--store", demo_store, "-", input="SELECT ?s WHERE { ?s ?p }"),
+        r"^error: SPARQL syntax error at line 1, column \d+",
+    )
     assert len(line) < 200
 
 
 def test_library_query_does_not_repeat_its_parameters(demo_store):
-    result = kg("query", "--store", demo_store, "process-entity-sets", "--param", "process=Order to Cash",
-                "--format", "json")
+    result = kg(
+        "query", "--store", demo_store, "process-entity-sets", "--param", "process=Order to Cash", "--format", "json"
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert rows and "process" not in rows[0] and rows[0]["processName"] == "Order to Cash"
@@ -272,6 +310,7 @@ def test_library_query_does_not_repeat_its_parameters(demo_store):
 
 # ---------------------------------------------------------------- kg stats in seconds
 
+
 def test_stats_of_the_miwg_processes_take_seconds_and_count_right(miwg):
     store = open_store(miwg.store_dir)
     start = time.process_time()
@@ -279,13 +318,22 @@ def test_stats_of_the_miwg_processes_take_seconds_and_count_right(miwg):
     assert time.process_time() - start < 5, "stats-processes multiplies its OPTIONALs again"
     assert len(rows) == miwg.report.classes["Process"] > 250
     count = {}
-    for kind, column in (("Activity", "activities"), ("Gateway", "gateways"), ("Event", "events"),
-                         ("SequenceFlow", "sequenceFlows")):
-        for p, n in select(store, f"SELECT ?p (COUNT(?x) AS ?n) WHERE {{ ?x a bpmn:{kind} ; bpmn:process ?p }} "
-                                  "GROUP BY ?p")[1]:
+    for kind, column in (
+        ("Activity", "activities"),
+        ("Gateway", "gateways"),
+        ("Event", "events"),
+        ("SequenceFlow", "sequenceFlows"),
+    ):
+        for p, n in select(
+            store, f"SELECT ?p (COUNT(?x) AS ?n) WHERE {{ ?x a bpmn:{kind} ; bpmn:process ?p }} GROUP BY ?p"
+        )[1]:
             count[(p.value, column)] = int(n.value)
-    iri = {(plain(f), plain(e)): p.value for p, e, f in select(
-        store, "SELECT ?p ?e ?f WHERE { ?p a bpmn:Process ; bpmn:elementId ?e ; kg:sourceFile ?f }")[1]}
+    iri = {
+        (plain(f), plain(e)): p.value
+        for p, e, f in select(
+            store, "SELECT ?p ?e ?f WHERE { ?p a bpmn:Process ; bpmn:elementId ?e ; kg:sourceFile ?f }"
+        )[1]
+    }
     for row in rows:
         r = dict(zip(names, (plain(v) for v in row)))
         for column in ("activities", "gateways", "events", "sequenceFlows"):
@@ -298,8 +346,13 @@ def test_stats_of_the_a2x_services_take_seconds(a2x_store):
     names, rows = select(store, load_query("stats-services"))
     assert time.process_time() - start < 0.8, "stats-services multiplies its OPTIONALs again"
     assert len(rows) == 45
-    props = dict(select(store, "SELECT ?n (COUNT(DISTINCT ?p) AS ?c) WHERE { ?s kg:serviceName ?n ; "
-                               "kg:schema/kg:entityType/kg:property ?p } GROUP BY ?n")[1])
+    props = dict(
+        select(
+            store,
+            "SELECT ?n (COUNT(DISTINCT ?p) AS ?c) WHERE { ?s kg:serviceName ?n ; "
+            "kg:schema/kg:entityType/kg:property ?p } GROUP BY ?n",
+        )[1]
+    )
     for row in rows:
         r = dict(zip(names, row))
         assert plain(r["properties"]) == plain(props[r["service"]])

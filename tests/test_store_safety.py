@@ -45,8 +45,12 @@ except ProcessKGError as exc:
 def _spawn(store: Path, options: dict) -> subprocess.Popen:
     """A build as its own process (so it can be killed at any moment)."""
     literal = "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in options.items()) + "}"
-    return subprocess.Popen([sys.executable, "-c", _SCRIPT.format(opts=literal), str(store)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ | {"HF_HUB_OFFLINE": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-c", _SCRIPT.format(opts=literal), str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ | {"HF_HUB_OFFLINE": "1"},
+    )
 
 
 def _literal(value) -> str:
@@ -61,8 +65,11 @@ def _stats(store: Path) -> dict:
 
 def _stats_cli(store: Path) -> dict:
     """The stats as ``kg stats`` prints them, from its own process (which holds no version here)."""
-    result = subprocess.run([str(Path(sys.executable).parent / "kg"), "stats", "--store", str(store), "--format",
-                             "json"], capture_output=True, timeout=60)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "kg"), "stats", "--store", str(store), "--format", "json"],
+        capture_output=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr.decode()
     return json.loads(result.stdout)
 
@@ -86,6 +93,7 @@ def references(tmp_path_factory) -> dict:
 
 
 # ---------------------------------------------------------------- what kg build may replace
+
 
 def test_build_refuses_a_folder_of_other_files_and_a_plain_file(tmp_path):
     folder = tmp_path / "photos"
@@ -128,7 +136,13 @@ def test_a_store_of_the_previous_layout_is_replaced_and_an_empty_folder_accepted
     assert _stats(legacy) == references["new"]
     assert not (legacy / "oxigraph").resolve().samefile(legacy)
     assert sorted(p.name for p in legacy.iterdir() if not p.name.startswith("v-")) == [
-        ".lock", ".processkg-store", "build.json", "current", "index", "oxigraph"]
+        ".lock",
+        ".processkg-store",
+        "build.json",
+        "current",
+        "index",
+        "oxigraph",
+    ]
     empty = tmp_path / "empty"
     empty.mkdir()
     build(BuildOptions(store=empty, **OLD))
@@ -136,12 +150,13 @@ def test_a_store_of_the_previous_layout_is_replaced_and_an_empty_folder_accepted
 
 
 def test_a_failed_first_build_leaves_no_store_behind(tmp_path):
-    with pytest.raises(Exception, match="unresolved|not declared"):
+    with pytest.raises(Exception, match=r"unresolved|not declared"):
         build(BuildOptions(store=tmp_path / "store", odata=[INVALID / "unresolved-association.edmx"]))
     assert os.listdir(tmp_path) == []
 
 
 # ---------------------------------------------------------------- damage
+
 
 def _largest_sst(db: Path) -> Path:
     return max(db.glob("*.sst"), key=lambda p: p.stat().st_size)
@@ -150,9 +165,14 @@ def _largest_sst(db: Path) -> Path:
 DAMAGE = {
     "CURRENT removed": (lambda db: (db / "CURRENT").unlink(), r"oxigraph/CURRENT is missing"),
     "sst deleted": (lambda db: _largest_sst(db).unlink(), r"oxigraph/\d+\.sst is missing"),
-    "sst truncated": (lambda db: os.truncate(_largest_sst(db), 100), r"oxigraph/\d+\.sst is truncated: 100 of \d+ bytes"),
-    "MANIFEST truncated": (lambda db: [os.truncate(m, 10) for m in db.glob("MANIFEST-*")],
-                           r"oxigraph/MANIFEST-\d+ is corrupt"),
+    "sst truncated": (
+        lambda db: os.truncate(_largest_sst(db), 100),
+        r"oxigraph/\d+\.sst is truncated: 100 of \d+ bytes",
+    ),
+    "MANIFEST truncated": (
+        lambda db: [os.truncate(m, 10) for m in db.glob("MANIFEST-*")],
+        r"oxigraph/MANIFEST-\d+ is corrupt",
+    ),
 }
 
 
@@ -166,8 +186,12 @@ def test_a_damaged_store_is_one_line_naming_the_file_and_the_rebuild(damage, tmp
     query.write_text("SELECT * WHERE { ?s ?p ?o } LIMIT 1")
     calls = tmp_path / "calls.jsonl"
     calls.write_text(json.dumps({"method": "GET", "url": "/sap/opu/odata/sap/X/Y"}) + "\n")
-    commands = {"stats": ["stats", "--store", store], "query": ["query", "--store", store, query],
-                "validate": ["validate", "--store", store, calls], "retrieve": ["retrieve", "--store", store, "orders"]}
+    commands = {
+        "stats": ["stats", "--store", store],
+        "query": ["query", "--store", store, query],
+        "validate": ["validate", "--store", store, calls],
+        "retrieve": ["retrieve", "--store", store, "orders"],
+    }
     for name, args in commands.items():
         result = CliRunner().invoke(main, [str(a) for a in args])
         lines = result.output.strip().splitlines()
@@ -178,6 +202,7 @@ def test_a_damaged_store_is_one_line_naming_the_file_and_the_rebuild(damage, tmp
 
 
 # ---------------------------------------------------------------- kill, race, read
+
 
 def test_a_build_killed_at_any_moment_leaves_the_old_or_the_new_store(tmp_path, references):
     store = tmp_path / "store"
@@ -273,6 +298,7 @@ def _dead_pid() -> int:
 
 
 # ---------------------------------------------------------------- write_atomic (--out)
+
 
 def test_write_atomic_follows_a_symlink_and_refuses_what_is_not_a_file(tmp_path):
     real = tmp_path / "real.ttl"

@@ -11,9 +11,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from processkg.pipeline import BuildOptions, build
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
+from processkg.pipeline import BuildOptions, build
 from processkg.validate.calls import KINDS, Validator, read_calls
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +33,11 @@ def a2x_validator(a2x_store):
 def fiori_validator(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fiori")
     codes = tmp / "po-types.csv"
-    codes.write_text("value_list,code,description\nC_POMntnDocumentTypeValueHelp,NB,Standard PO\n"
-                     "C_POMntnDocumentTypeValueHelp,FO,Framework Order\n", encoding="utf-8")
+    codes.write_text(
+        "value_list,code,description\nC_POMntnDocumentTypeValueHelp,NB,Standard PO\n"
+        "C_POMntnDocumentTypeValueHelp,FO,Framework Order\n",
+        encoding="utf-8",
+    )
     build(BuildOptions(odata=[FIORI / s for s in FIORI_SERVICES], codes=[codes], store=tmp / "store"))
     return Validator(tmp / "store")
 
@@ -51,37 +54,102 @@ SO = "API_SALES_ORDER_SRV"
 # SAP's documented create payload for API_SALES_ORDER_SRV (deep insert of partners, items
 # and item pricing elements; document numbers are assigned by the server).
 SAP_SALES_ORDER = {
-    "SalesOrderType": "OR", "SalesOrganization": "1710", "DistributionChannel": "10",
-    "OrganizationDivision": "00", "SoldToParty": "17100001", "PurchaseOrderByCustomer": "TEST",
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1710",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "17100001",
+    "PurchaseOrderByCustomer": "TEST",
     "TransactionCurrency": "USD",
     "to_Partner": [{"PartnerFunction": "SH", "Customer": "17100001"}],
-    "to_Item": [{"Material": "TG11", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC",
-                 "to_PricingElement": [{"ConditionType": "PPR0", "ConditionRateValue": "100"}]}],
+    "to_Item": [
+        {
+            "Material": "TG11",
+            "RequestedQuantity": "1",
+            "RequestedQuantityUnit": "PC",
+            "to_PricingElement": [{"ConditionType": "PPR0", "ConditionRateValue": "100"}],
+        }
+    ],
 }
 
 
 # ---------------------------------------------------------------- documented payloads pass
 
-@pytest.mark.parametrize("call", [
-    {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": SAP_SALES_ORDER},
-    post("API_BUSINESS_PARTNER", "A_BusinessPartner", {
-        "BusinessPartnerCategory": "1", "FirstName": "John", "LastName": "Doe", "BusinessPartnerGrouping": "BP02",
-        "to_BusinessPartnerAddress": [{"Country": "US", "CityName": "Palo Alto", "PostalCode": "94304",
-                                       "StreetName": "Hillview Ave", "HouseNumber": "3410", "Language": "EN"}],
-        "to_BusinessPartnerRole": [{"BusinessPartnerRole": "FLCU00"}]}),
-    post("API_PRODUCT_SRV", "A_Product", {
-        "Product": "TEST_PRODUCT", "ProductType": "FERT", "BaseUnit": "PC", "IndustrySector": "M",
-        "to_Description": [{"Language": "EN", "ProductDescription": "Test product"}]}),
-    post("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder", {
-        "CompanyCode": "1710", "PurchaseOrderType": "NB", "Supplier": "17300001", "PurchasingOrganization": "1710",
-        "PurchasingGroup": "001", "DocumentCurrency": "USD",
-        "to_PurchaseOrderItem": [{"PurchaseOrderItem": "10", "Plant": "1710", "Material": "TG11",
-                                  "OrderQuantity": "10", "PurchaseOrderQuantityUnit": "PC", "NetPriceAmount": "12.50"}]}),
-    {"method": "POST", "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder",
-     "body": {"SalesOrderType": "OR", "SalesOrganization": "1710", "DistributionChannel": "10",
-              "OrganizationDivision": "00", "SoldToParty": "17100001", "RequestedDeliveryDate": "2025-03-01",
-              "_Item": [{"Product": "TG11", "RequestedQuantity": 2, "RequestedQuantityISOUnit": "PCE"}]}},
-], ids=["sales-order-v2", "business-partner", "product", "purchase-order", "sales-order-v4"])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": SAP_SALES_ORDER},
+        post(
+            "API_BUSINESS_PARTNER",
+            "A_BusinessPartner",
+            {
+                "BusinessPartnerCategory": "1",
+                "FirstName": "John",
+                "LastName": "Doe",
+                "BusinessPartnerGrouping": "BP02",
+                "to_BusinessPartnerAddress": [
+                    {
+                        "Country": "US",
+                        "CityName": "Palo Alto",
+                        "PostalCode": "94304",
+                        "StreetName": "Hillview Ave",
+                        "HouseNumber": "3410",
+                        "Language": "EN",
+                    }
+                ],
+                "to_BusinessPartnerRole": [{"BusinessPartnerRole": "FLCU00"}],
+            },
+        ),
+        post(
+            "API_PRODUCT_SRV",
+            "A_Product",
+            {
+                "Product": "TEST_PRODUCT",
+                "ProductType": "FERT",
+                "BaseUnit": "PC",
+                "IndustrySector": "M",
+                "to_Description": [{"Language": "EN", "ProductDescription": "Test product"}],
+            },
+        ),
+        post(
+            "API_PURCHASEORDER_PROCESS_SRV",
+            "A_PurchaseOrder",
+            {
+                "CompanyCode": "1710",
+                "PurchaseOrderType": "NB",
+                "Supplier": "17300001",
+                "PurchasingOrganization": "1710",
+                "PurchasingGroup": "001",
+                "DocumentCurrency": "USD",
+                "to_PurchaseOrderItem": [
+                    {
+                        "PurchaseOrderItem": "10",
+                        "Plant": "1710",
+                        "Material": "TG11",
+                        "OrderQuantity": "10",
+                        "PurchaseOrderQuantityUnit": "PC",
+                        "NetPriceAmount": "12.50",
+                    }
+                ],
+            },
+        ),
+        {
+            "method": "POST",
+            "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder",
+            "body": {
+                "SalesOrderType": "OR",
+                "SalesOrganization": "1710",
+                "DistributionChannel": "10",
+                "OrganizationDivision": "00",
+                "SoldToParty": "17100001",
+                "RequestedDeliveryDate": "2025-03-01",
+                "_Item": [{"Product": "TG11", "RequestedQuantity": 2, "RequestedQuantityISOUnit": "PCE"}],
+            },
+        },
+    ],
+    ids=["sales-order-v2", "business-partner", "product", "purchase-order", "sales-order-v4"],
+)
 def test_sap_documented_payloads_are_valid(a2x_validator, call):
     result = a2x_validator.validate_call(call)
     assert result.valid, result.as_dict()
@@ -93,8 +161,11 @@ A2X_CASES = [
     ("unknown-service", post("API_SALES_ORDER_SERVICE", "A_SalesOrder", {}), ""),
     ("unknown-entity-set", post(SO, "A_SalesOrders", {}), ""),
     ("unknown-property", post(SO, "A_SalesOrder", {"SalesOrderTyp": "OR"}), "/SalesOrderTyp"),
-    ("missing-required", post("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeaderText", {"Language": "EN"}),
-     "/TextElementText"),
+    (
+        "missing-required",
+        post("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeaderText", {"Language": "EN"}),
+        "/TextElementText",
+    ),
     ("read-only", post(SO, "A_SalesOrder", {"TotalNetAmount": "10.00"}), "/TotalNetAmount"),
     ("invalid-code", post(SO, "A_SalesOrder", {"TransactionCurrency": "EURO"}), "/TransactionCurrency"),
     ("datatype", post(SO, "A_SalesOrder", {"CompleteDeliveryIsDefined": "yes"}), "/CompleteDeliveryIsDefined"),
@@ -118,9 +189,20 @@ def test_every_kind_is_covered_on_a2x_and_fiori():
 
 
 def test_messages_name_the_repair(a2x_validator):
-    result = a2x_validator.validate_call(post(SO, "A_SalesOrder", {
-        "SalesOrderTyp": "OR", "TransactionCurrency": "EURO", "to_Items": [], "TotalNetAmount": "1",
-        "RequestedDeliveryDate": "tomorrow", "SalesOrganization": "17100"}))
+    result = a2x_validator.validate_call(
+        post(
+            SO,
+            "A_SalesOrder",
+            {
+                "SalesOrderTyp": "OR",
+                "TransactionCurrency": "EURO",
+                "to_Items": [],
+                "TotalNetAmount": "1",
+                "RequestedDeliveryDate": "tomorrow",
+                "SalesOrganization": "17100",
+            },
+        )
+    )
     by_kind = {v.kind: v for v in result.violations}
     assert "did you mean SalesOrderType" in by_kind["unknown-property"].message
     assert "did you mean EUR" in by_kind["invalid-code"].message
@@ -131,34 +213,56 @@ def test_messages_name_the_repair(a2x_validator):
     assert by_kind["datatype"].value == "tomorrow"
 
 
-@pytest.mark.parametrize("value,ok", [
-    ("12.50", True), (12.5, False), ("1e3", False), ("abc", False),
-])
+@pytest.mark.parametrize(
+    "value,ok",
+    [
+        ("12.50", True),
+        (12.5, False),
+        ("1e3", False),
+        ("abc", False),
+    ],
+)
 def test_v2_decimal_is_a_json_string(a2x_validator, value, ok):
     item = {"Material": "TG11", "RequestedQuantity": value}
     assert a2x_validator.validate_call(post(SO, "A_SalesOrderItem", item)).valid is ok
 
 
-@pytest.mark.parametrize("value,ok", [
-    ("/Date(1735689600000)/", True), ("2025-01-01T00:00:00", True), ("2025-01-01", False), (1735689600000, False),
-])
+@pytest.mark.parametrize(
+    "value,ok",
+    [
+        ("/Date(1735689600000)/", True),
+        ("2025-01-01T00:00:00", True),
+        ("2025-01-01", False),
+        (1735689600000, False),
+    ],
+)
 def test_v2_datetime_forms(a2x_validator, value, ok):
     assert a2x_validator.validate_call(post(SO, "A_SalesOrder", {"RequestedDeliveryDate": value})).valid is ok
 
 
 @pytest.mark.parametrize("value,ok", [(2, True), (2.5, True), ("2.5", True), (True, False), ("two", False)])
 def test_v4_decimal_is_a_json_number(a2x_validator, value, ok):
-    call = {"method": "POST", "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem",
-            "body": {"Product": "TG11", "RequestedQuantity": value}}
+    call = {
+        "method": "POST",
+        "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem",
+        "body": {"Product": "TG11", "RequestedQuantity": value},
+    }
     assert a2x_validator.validate_call(call).valid is ok
 
 
 # ---------------------------------------------------------------- deep insert
 
+
 def test_deep_insert_to_many_reports_nested_paths(a2x_validator):
     payload = json.loads(json.dumps(SAP_SALES_ORDER))
-    payload["to_Item"].append({"Material": "TG12", "RequestedQuantity": 3, "Plantt": "1710",
-                               "to_PricingElement": [{"ConditionType": "PPR0"}, {"ConditionRateValue": 5}]})
+    payload["to_Item"].append(
+        {
+            "Material": "TG12",
+            "RequestedQuantity": 3,
+            "Plantt": "1710",
+            "to_PricingElement": [{"ConditionType": "PPR0"}, {"ConditionRateValue": 5}],
+        }
+    )
     result = a2x_validator.validate_call(post(SO, "A_SalesOrder", payload))
     assert kinds(result) == [
         ("datatype", "/to_Item/1/RequestedQuantity"),
@@ -168,12 +272,19 @@ def test_deep_insert_to_many_reports_nested_paths(a2x_validator):
 
 
 def test_deep_insert_to_one_object_and_array(a2x_validator):
-    bp = {"BusinessPartnerCategory": "1", "LastName": "Doe",
-          "to_Customer": {"OrderIsBlockedForCustomer": "XYZ",
-                          "to_CustomerSalesArea": [{"SalesOrganization": "1710", "Currency": "EURO"}]}}
+    bp = {
+        "BusinessPartnerCategory": "1",
+        "LastName": "Doe",
+        "to_Customer": {
+            "OrderIsBlockedForCustomer": "XYZ",
+            "to_CustomerSalesArea": [{"SalesOrganization": "1710", "Currency": "EURO"}],
+        },
+    }
     result = a2x_validator.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
-    assert kinds(result) == [("invalid-code", "/to_Customer/to_CustomerSalesArea/0/Currency"),
-                             ("max-length", "/to_Customer/OrderIsBlockedForCustomer")]
+    assert kinds(result) == [
+        ("invalid-code", "/to_Customer/to_CustomerSalesArea/0/Currency"),
+        ("max-length", "/to_Customer/OrderIsBlockedForCustomer"),
+    ]
     bp["to_Customer"] = [{"OrderIsBlockedForCustomer": "X"}, {"OrderIsBlockedForCustomer": "Y"}]
     result = a2x_validator.validate_call(post("API_BUSINESS_PARTNER", "A_BusinessPartner", bp))
     assert ("cardinality", "/to_Customer") in kinds(result)
@@ -181,8 +292,11 @@ def test_deep_insert_to_one_object_and_array(a2x_validator):
 
 
 def test_v2_verbose_results_wrapper_and_links_are_accepted(a2x_validator):
-    payload = {"SalesOrderType": "OR", "to_Item": {"results": [{"Material": "TG11"}]},
-               "__metadata": {"type": "API_SALES_ORDER_SRV.A_SalesOrderType"}}
+    payload = {
+        "SalesOrderType": "OR",
+        "to_Item": {"results": [{"Material": "TG11"}]},
+        "__metadata": {"type": "API_SALES_ORDER_SRV.A_SalesOrderType"},
+    }
     assert a2x_validator.validate_call(post(SO, "A_SalesOrder", payload)).valid
 
 
@@ -193,15 +307,22 @@ def test_null_and_v4_binding(a2x_validator):
     assert "not nullable" in result.violations[0].message
     assert a2x_validator.validate_call(post(SO, "A_SalesOrder", {"SalesOrderType": None, "TotalNetAmount": None})).valid
     root = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem"
-    bound = a2x_validator.validate_call({"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}})
+    bound = a2x_validator.validate_call(
+        {"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}}
+    )
     assert bound.valid, bound.as_dict()
-    unbound = a2x_validator.validate_call({"method": "POST", "url": root, "body": {"_Order@odata.bind": "SalesOrder('1')"}})
+    unbound = a2x_validator.validate_call(
+        {"method": "POST", "url": root, "body": {"_Order@odata.bind": "SalesOrder('1')"}}
+    )
     assert kinds(unbound) == [("unknown-navigation", "/_Order@odata.bind")]
 
 
 def test_post_to_a_navigation_path_uses_the_target_type(a2x_validator):
-    call = {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder('1')/to_Item",
-            "body": {"Material": "TG11", "Foo": 1}}
+    call = {
+        "method": "POST",
+        "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder('1')/to_Item",
+        "body": {"Material": "TG11", "Foo": 1},
+    }
     assert kinds(a2x_validator.validate_call(call)) == [("unknown-property", "/Foo")]
 
 
@@ -214,14 +335,19 @@ def test_not_creatable_entity_set_is_read_only(a2x_validator):
 
 GET_ROOT = "/sap/opu/odata/sap/API_SALES_ORDER_SRV"
 GET_CASES = [
-    ("/A_SalesOrder('1')?$filter=SalesOrderType eq 'OR'&$select=SalesOrder,SoldToParty&$orderby=SalesOrder desc"
-     "&$expand=to_Item/to_PricingElement", []),
+    (
+        "/A_SalesOrder('1')?$filter=SalesOrderType eq 'OR'&$select=SalesOrder,SoldToParty&$orderby=SalesOrder desc"
+        "&$expand=to_Item/to_PricingElement",
+        [],
+    ),
     ("/A_SalesOrderItem(SalesOrder='1',SalesOrderItem='10')", []),
     ("/A_SalesOrder?$filter=to_Item/any(d:d/Material eq 'TG11') and startswith(SoldToParty,'17')", []),
     ("/A_SalesOrders", [("unknown-entity-set", "")]),
     ("/A_SalesOrderItem('1')", [("missing-required", "/key")]),
-    ("/A_SalesOrderItem(SalesOrder='1',Item='10')", [("missing-required", "/key/SalesOrderItem"),
-                                                     ("unknown-property", "/key/Item")]),
+    (
+        "/A_SalesOrderItem(SalesOrder='1',Item='10')",
+        [("missing-required", "/key/SalesOrderItem"), ("unknown-property", "/key/Item")],
+    ),
     ("/A_SalesOrder(1)", [("datatype", "/key")]),
     ("/A_SalesOrder?$filter=SoldToPrty eq '1'", [("unknown-property", "/$filter")]),
     ("/A_SalesOrder?$filter=to_Item/any(d:d/Materiall eq 'X')", [("unknown-property", "/$filter")]),
@@ -239,7 +365,9 @@ def test_get_urls_on_a2x(a2x_validator, url, expected):
 
 
 def test_service_is_found_in_the_url_or_by_name(a2x_validator):
-    unknown = a2x_validator.validate_call({"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDERS_SRV/A_SalesOrder"})
+    unknown = a2x_validator.validate_call(
+        {"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDERS_SRV/A_SalesOrder"}
+    )
     assert kinds(unknown) == [("unknown-service", "")]
     assert unknown.violations[0].value == "API_SALES_ORDERS_SRV"
     assert "did you mean API_SALES_ORDER_SRV" in unknown.violations[0].message
@@ -249,7 +377,9 @@ def test_service_is_found_in_the_url_or_by_name(a2x_validator):
 
 def test_get_v4_nested_expand(a2x_validator):
     base = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')"
-    ok = a2x_validator.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Product;$expand=_ScheduleLine)"})
+    ok = a2x_validator.validate_call(
+        {"method": "GET", "url": base + "?$expand=_Item($select=Product;$expand=_ScheduleLine)"}
+    )
     assert ok.valid, ok.as_dict()
     bad = a2x_validator.validate_call({"method": "GET", "url": base + "?$expand=_Item($select=Prodct;$expand=_Nope)"})
     assert kinds(bad) == [("unknown-navigation", "/$expand/0/$expand/0"), ("unknown-property", "/$expand/0/$select/0")]
@@ -262,15 +392,24 @@ FIORI_CASES = [
     ("unknown-service", post("MM_PUR_PO_MAINTAIN_SRV", "C_PurchaseOrderTP", {}), ""),
     ("unknown-entity-set", post(PO, "C_PurchaseOrder", {}), ""),
     ("unknown-property", post(PO, "C_PurchaseOrderTP", {"Suplier": "17300001"}), "/Suplier"),
-    ("missing-required", {"method": "POST", "body": {"Assigned": [{}]},
-                          "url": "/sap/opu/odata/sap/SD_F1814_SO_FS_SRV/ClassificationContextSet"},
-     "/Assigned/0/Status"),
+    (
+        "missing-required",
+        {
+            "method": "POST",
+            "body": {"Assigned": [{}]},
+            "url": "/sap/opu/odata/sap/SD_F1814_SO_FS_SRV/ClassificationContextSet",
+        },
+        "/Assigned/0/Status",
+    ),
     ("read-only", post(PO, "C_PurchaseOrderTP", {"PurchaseOrderStatus": "01"}), "/PurchaseOrderStatus"),
     ("invalid-code", post(PO, "C_PurchaseOrderTP", {"DocumentCurrency": "EURO"}), "/DocumentCurrency"),
     ("datatype", post(PO, "C_PurchaseOrderTP", {"CashDiscount1Days": 3}), "/CashDiscount1Days"),
     ("max-length", post(PO, "C_PurchaseOrderTP", {"CompanyCode": "171000"}), "/CompanyCode"),
-    ("cardinality", post(PO, "C_PurchaseOrderTP", {"to_PurchaseOrderItemTP": {"Material": "TG11"}}),
-     "/to_PurchaseOrderItemTP"),
+    (
+        "cardinality",
+        post(PO, "C_PurchaseOrderTP", {"to_PurchaseOrderItemTP": {"Material": "TG11"}}),
+        "/to_PurchaseOrderItemTP",
+    ),
     ("unknown-navigation", post(PO, "C_PurchaseOrderTP", {"to_Items": [{}]}), "/to_Items"),
     ("malformed", {"method": "POST", "payload": {}}, ""),
 ]
@@ -284,7 +423,9 @@ def test_each_kind_on_fiori(fiori_validator, kind, call, path):
 
 
 def test_fiori_code_list_codes_and_unknown_codes(fiori_validator):
-    ok = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "NB", "PurchasingGroup": "001"}))
+    ok = fiori_validator.validate_call(
+        post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "NB", "PurchasingGroup": "001"})
+    )
     assert ok.valid
     assert [(n.kind, n.path) for n in ok.notes] == [("codes-unknown", "/PurchasingGroup")]
     bad = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", {"PurchaseOrderType": "ZB"}))
@@ -295,22 +436,34 @@ def test_fiori_code_list_codes_and_unknown_codes(fiori_validator):
 
 
 def test_fiori_deep_insert_to_many_items(fiori_validator):
-    payload = {"Supplier": "17300001", "to_PurchaseOrderItemTP": [
-        {"Material": "TG11", "OrderQuantity": "10"}, {"Material": "TG11", "OrderQuantity": 10, "Matrial": "X"}]}
+    payload = {
+        "Supplier": "17300001",
+        "to_PurchaseOrderItemTP": [
+            {"Material": "TG11", "OrderQuantity": "10"},
+            {"Material": "TG11", "OrderQuantity": 10, "Matrial": "X"},
+        ],
+    }
     result = fiori_validator.validate_call(post(PO, "C_PurchaseOrderTP", payload))
-    assert kinds(result) == [("datatype", "/to_PurchaseOrderItemTP/1/OrderQuantity"),
-                             ("unknown-property", "/to_PurchaseOrderItemTP/1/Matrial")]
+    assert kinds(result) == [
+        ("datatype", "/to_PurchaseOrderItemTP/1/OrderQuantity"),
+        ("unknown-property", "/to_PurchaseOrderItemTP/1/Matrial"),
+    ]
 
 
 def test_fiori_v4_get_and_post(fiori_validator):
     root = "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd/sap/c_salesordermanage_sd/0001"
-    get = fiori_validator.validate_call({"method": "GET", "url": root + "/SalesOrderManage?$select=SalesOrder,SoldToParty"})
+    get = fiori_validator.validate_call(
+        {"method": "GET", "url": root + "/SalesOrderManage?$select=SalesOrder,SoldToParty"}
+    )
     assert get.valid, get.as_dict()
-    bad = fiori_validator.validate_call({"method": "POST", "url": root + "/SalesOrderManage", "body": {"SalesOrderTyp": "OR"}})
+    bad = fiori_validator.validate_call(
+        {"method": "POST", "url": root + "/SalesOrderManage", "body": {"SalesOrderTyp": "OR"}}
+    )
     assert kinds(bad) == [("unknown-property", "/SalesOrderTyp")]
 
 
 # ---------------------------------------------------------------- JSONL, batch, CLI
+
 
 def test_read_calls_reports_bad_lines(tmp_path):
     path = tmp_path / "calls.jsonl"
@@ -324,16 +477,27 @@ def test_read_calls_reports_bad_lines(tmp_path):
 
 def test_malformed_lines_are_reported_and_the_rest_validated(a2x_validator, tmp_path):
     path = tmp_path / "calls.jsonl"
-    path.write_text("\n".join([
-        json.dumps(post(SO, "A_SalesOrder", {"SalesOrderType": "OR"}) | {"id": "good"}),
-        "{not json",
-        json.dumps({"id": "nomethod", "url": GET_ROOT + "/A_SalesOrder"}),
-        json.dumps({"id": "notarget", "method": "GET"}),
-        json.dumps(post(SO, "A_SalesOrder", {"Foo": 1}) | {"id": "bad"}),
-    ]) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(post(SO, "A_SalesOrder", {"SalesOrderType": "OR"}) | {"id": "good"}),
+                "{not json",
+                json.dumps({"id": "nomethod", "url": GET_ROOT + "/A_SalesOrder"}),
+                json.dumps({"id": "notarget", "method": "GET"}),
+                json.dumps(post(SO, "A_SalesOrder", {"Foo": 1}) | {"id": "bad"}),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     results = a2x_validator.validate_calls(read_calls(path))
-    assert [(r.id, r.valid) for r in results] == [("good", True), ("line 2", False), ("nomethod", False),
-                                                  ("notarget", False), ("bad", False)]
+    assert [(r.id, r.valid) for r in results] == [
+        ("good", True),
+        ("line 2", False),
+        ("nomethod", False),
+        ("notarget", False),
+        ("bad", False),
+    ]
     assert results[1].violations[0].kind == "malformed" and results[1].violations[0].message.startswith("line 2")
     assert "lacks a method" in results[2].violations[0].message
     assert "lacks a target" in results[3].violations[0].message
@@ -409,8 +573,8 @@ def test_cli_shapes_writes_turtle(demo_store, tmp_path):
 
 def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, tmp_path):
     """kg shapes exports what kg build stored; a --no-shapes store gets the same shapes generated."""
-    from processkg.validate.payload_shapes import generate_shapes, stored_shapes
     from processkg.graph.store import open_store
+    from processkg.validate.payload_shapes import generate_shapes, stored_shapes
 
     graph = open_store(demo_store)
     stored = stored_shapes(graph)
@@ -431,14 +595,20 @@ INVALID = ROOT / "tests" / "invalid"
 DEMO_SO = "DEMO_SALES_ORDER_SRV"
 DEMO_ROOT = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder"
 HOSTILE = [  # tests/invalid/hostile-calls.jsonl: (id, kinds) per line
-    ("good-post", []), ("line 2", ["malformed"]), ("sep\u2028in-id", ["unknown-property"]),
-    ("crlf", ["unknown-entity-set"]), ("line 5", ["malformed"]), ("expand", ["malformed"]), ("good-get", []),
+    ("good-post", []),
+    ("line 2", ["malformed"]),
+    ("sep\u2028in-id", ["unknown-property"]),
+    ("crlf", ["unknown-entity-set"]),
+    ("line 5", ["malformed"]),
+    ("expand", ["malformed"]),
+    ("good-get", []),
 ]
 
 
 def _no_nan(text: str):
     def refuse(name):
         raise AssertionError(f"bare {name} in JSON output")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -481,8 +651,9 @@ def test_a_file_that_is_not_json_lines_is_one_error(demo_store):
     assert len(readme.read_text(encoding="utf-8").splitlines()) > 50
     result = _invoke(validate_cmd, ["--store", str(demo_store), str(readme)])
     assert result.exit_code == 2
-    assert result.output.startswith(f"error: {readme}: not JSON Lines of recorded calls: no line is a JSON object "
-                                    "(line 1: not valid JSON")
+    assert result.output.startswith(
+        f"error: {readme}: not JSON Lines of recorded calls: no line is a JSON object (line 1: not valid JSON"
+    )
     assert len(result.output.splitlines()) == 1
 
 
@@ -491,12 +662,23 @@ def test_an_empty_calls_file_is_one_error(demo_store, tmp_path):
     empty.write_text("\n  \n", encoding="utf-8")
     result = _invoke(validate_cmd, ["--store", str(demo_store), str(empty)])
     assert result.exit_code == 2
-    assert result.output == f"error: {empty}: no recorded calls: the file is empty (JSON Lines: one call object per line)\n"
+    assert (
+        result.output
+        == f"error: {empty}: no recorded calls: the file is empty (JSON Lines: one call object per line)\n"
+    )
 
 
 def test_calls_from_standard_input(demo_store):
-    calls = "\n".join(json.dumps(c) for c in [post(DEMO_SO, "A_SalesOrder", {"SalesOrderType": "OR"}),
-                                               post(DEMO_SO, "A_SalesOrder", {"Foo": 1})]) + "\n"
+    calls = (
+        "\n".join(
+            json.dumps(c)
+            for c in [
+                post(DEMO_SO, "A_SalesOrder", {"SalesOrderType": "OR"}),
+                post(DEMO_SO, "A_SalesOrder", {"Foo": 1}),
+            ]
+        )
+        + "\n"
+    )
     group = click.Group(commands={"validate": validate_cmd})
     result = CliRunner().invoke(group, ["validate", "--store", str(demo_store), "-", "--format", "json"], input=calls)
     assert result.exit_code == 1, result.output
@@ -541,14 +723,18 @@ def test_python_api_calls_are_bounded_like_lines(demo_store):
     assert [v.message for v in deep.violations] == ["arrays and objects nested deeper than the limit of 64 levels"]
     wide = validator.validate_call(post(DEMO_SO, "A_SalesOrder", {f"k{i}": i for i in range(10_001)}))
     assert [v.message for v in wide.violations] == [
-        "more than the limit of 10,000 values (array items and object members) in one call"]
-    body = validator.validate_call({"method": "POST", "service": DEMO_SO, "entity_set": "A_SalesOrder",
-                                    "body": "[" * 100_000})
+        "more than the limit of 10,000 values (array items and object members) in one call"
+    ]
+    body = validator.validate_call(
+        {"method": "POST", "service": DEMO_SO, "entity_set": "A_SalesOrder", "body": "[" * 100_000}
+    )
     assert [v.message for v in body.violations] == [
-        "the POST body is not JSON: arrays and objects nested deeper than the limit of 64 levels"]
+        "the POST body is not JSON: arrays and objects nested deeper than the limit of 64 levels"
+    ]
     expand = "to_Item($expand=to_SalesOrder($expand=" * 200 + "to_Item" + "))" * 200
     nested = validator.validate_call({"method": "GET", "url": f"{DEMO_ROOT}?$expand={expand}"})
     assert [(v.kind, v.message) for v in nested.violations] == [
-        ("malformed", "$expand nested deeper than the limit of 16 levels")]
+        ("malformed", "$expand nested deeper than the limit of 16 levels")
+    ]
     ok = validator.validate_call(post(DEMO_SO, "A_SalesOrder", _deep_insert(16)))
     assert ok.valid, ok.as_dict()

@@ -42,8 +42,18 @@ def installed(wheel, tmp_path_factory) -> Path:
     venv.EnvBuilder(with_pip=False).create(env_dir)
     site = next((env_dir / "lib").glob("python3*/site-packages"))
     (site / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    done = run(sys.executable, "-m", "pip", "--python", env_dir / "bin" / "python", "install", "--no-deps",
-               "--no-index", wheel, cwd=env_dir)
+    done = run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        env_dir / "bin" / "python",
+        "install",
+        "--no-deps",
+        "--no-index",
+        wheel,
+        cwd=env_dir,
+    )
     assert done.returncode == 0, done.stderr
     return env_dir / "bin"
 
@@ -63,12 +73,38 @@ def test_installed_kg_builds_queries_and_validates_from_another_folder(installed
     where = run(installed / "python", "-c", "import processkg; print(processkg.__file__)", cwd=tmp_path, env=env)
     assert str(installed.parent) in where.stdout, where.stdout + where.stderr
     store = tmp_path / "store"
-    built = run(kg, "build", "--odata", DEMO / "odata", "--bpmn", DEMO / "bpmn", "--mapping", DEMO / "mapping.yaml",
-                "--codes", DEMO / "codes", "--store", store, "--no-index", cwd=tmp_path, env=env)
+    built = run(
+        kg,
+        "build",
+        "--odata",
+        DEMO / "odata",
+        "--bpmn",
+        DEMO / "bpmn",
+        "--mapping",
+        DEMO / "mapping.yaml",
+        "--codes",
+        DEMO / "codes",
+        "--store",
+        store,
+        "--no-index",
+        cwd=tmp_path,
+        env=env,
+    )
     assert built.returncode == 0, built.stderr
     assert "23 EntitySet" in built.stdout
-    queried = run(kg, "query", "--store", store, "process-chain-after", "--format", "csv",
-                  "--param", "entitySet=A_SalesOrder", cwd=tmp_path, env=env)
+    queried = run(
+        kg,
+        "query",
+        "--store",
+        store,
+        "process-chain-after",
+        "--format",
+        "csv",
+        "--param",
+        "entitySet=A_SalesOrder",
+        cwd=tmp_path,
+        env=env,
+    )
     assert queried.returncode == 0, queried.stderr
     assert "Create outbound delivery" in queried.stdout
     validated = run(kg, "validate", "--store", store, DEMO / "calls.jsonl", cwd=tmp_path, env=env)

@@ -24,10 +24,13 @@ def _with_prolog(source, tmp_path, prolog: str):
     return path
 
 
-@pytest.mark.parametrize("source, read", [
-    (DATA / "odata" / "HANDMADE_PURCHASING.xml", csdl.read_document),
-    (DATA / "bpmn" / "order-flow.bpmn", bpmn.read_definitions),
-])
+@pytest.mark.parametrize(
+    "source, read",
+    [
+        (DATA / "odata" / "HANDMADE_PURCHASING.xml", csdl.read_document),
+        (DATA / "bpmn" / "order-flow.bpmn", bpmn.read_definitions),
+    ],
+)
 def test_thousands_of_comments_before_the_root_read_in_well_under_a_second(source, read, tmp_path):
     path = _with_prolog(source, tmp_path, PROLOG)
     start = time.perf_counter()
@@ -45,15 +48,19 @@ def test_a_dtd_after_thousands_of_comments_is_still_refused(tmp_path):
 
 def _fan(branches: int) -> str:
     """Task A -> split -> ``branches`` tasks -> join -> ``branches`` events -> join -> task Z."""
-    parts = ['<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="D" targetNamespace="urn:t">',
-             '<process id="P"><task id="A"/><parallelGateway id="Split"/><parallelGateway id="Join"/>',
-             '<exclusiveGateway id="Merge"/><task id="Z"/>',
-             '<sequenceFlow id="FA" sourceRef="A" targetRef="Split"/><sequenceFlow id="FZ" sourceRef="Merge" targetRef="Z"/>']
+    parts = [
+        '<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="D" targetNamespace="urn:t">',
+        '<process id="P"><task id="A"/><parallelGateway id="Split"/><parallelGateway id="Join"/>',
+        '<exclusiveGateway id="Merge"/><task id="Z"/>',
+        '<sequenceFlow id="FA" sourceRef="A" targetRef="Split"/><sequenceFlow id="FZ" sourceRef="Merge" targetRef="Z"/>',
+    ]
     for i in range(branches):
-        parts.append(f'<task id="T{i}"/><sequenceFlow id="S{i}" sourceRef="Split" targetRef="T{i}"/>'
-                     f'<sequenceFlow id="J{i}" sourceRef="T{i}" targetRef="Join"/>'
-                     f'<intermediateThrowEvent id="E{i}"/><sequenceFlow id="F{i}" sourceRef="Join" targetRef="E{i}"/>'
-                     f'<sequenceFlow id="M{i}" sourceRef="E{i}" targetRef="Merge"/>')
+        parts.append(
+            f'<task id="T{i}"/><sequenceFlow id="S{i}" sourceRef="Split" targetRef="T{i}"/>'
+            f'<sequenceFlow id="J{i}" sourceRef="T{i}" targetRef="Join"/>'
+            f'<intermediateThrowEvent id="E{i}"/><sequenceFlow id="F{i}" sourceRef="Join" targetRef="E{i}"/>'
+            f'<sequenceFlow id="M{i}" sourceRef="E{i}" targetRef="Merge"/>'
+        )
     return "\n".join(parts + ["</process></definitions>"])
 
 

@@ -33,6 +33,7 @@ TEMPLATES = templates_dir("docs")
 
 # ---------------------------------------------------------------- jinja2
 
+
 def _cell(value: object) -> str:
     """Text that is safe inside a Markdown table cell: one line, pipes escaped."""
     text = "" if value is None else str(value)
@@ -50,8 +51,14 @@ def _code(value: object) -> str:
 def _environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True, undefined=StrictUndefined, autoescape=False)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+        autoescape=False,
+    )
     env.filters["cell"] = _cell
     env.filters["code"] = _code
     env.filters["sentence"] = lambda text: str(text)[:1].upper() + str(text)[1:]
@@ -180,7 +187,7 @@ def ontology_model(ttl: Path) -> dict:
         best = ""
         for prefix, base in ns.items():
             if prefix and value.startswith(base) and len(base) > len(best):
-                best, name = base, f"{prefix}:{value[len(base):]}"
+                best, name = base, f"{prefix}:{value[len(base) :]}"
         return name if best else value
 
     def text_of(node, pred) -> str:
@@ -196,15 +203,19 @@ def ontology_model(ttl: Path) -> dict:
             if isinstance(subject, BNode) or subject == onto:
                 continue
             c = curie(subject)
-            meaning, specs = split_comment(text_of(subject, RDFS.comment),
-                                           sorted(str(o) for o in g.objects(subject, RDFS.seeAlso)))
+            meaning, specs = split_comment(
+                text_of(subject, RDFS.comment), sorted(str(o) for o in g.objects(subject, RDFS.seeAlso))
+            )
             term = Term(c, str(subject), kind, text_of(subject, RDFS.label), meaning, specs)
             domains = [curie(d) for d in g.objects(subject, RDFS.domain)]
             ranges = [curie(r) for r in g.objects(subject, RDFS.range)]
             term.domain = ", ".join(sorted(domains))
             term.range = ", ".join(sorted(ranges))
-            for pred, label in ((RDFS.subClassOf, "subclass of"), (RDFS.subPropertyOf, "subproperty of"),
-                                (OWL.inverseOf, "inverse of")):
+            for pred, label in (
+                (RDFS.subClassOf, "subclass of"),
+                (RDFS.subPropertyOf, "subproperty of"),
+                (OWL.inverseOf, "inverse of"),
+            ):
                 term.notes += [f"{label} `{curie(o)}`" for o in sorted(g.objects(subject, pred), key=str)]
             prefix, title = where.get(c, ("", ""))
             target = namespaces.get(prefix, other)
@@ -216,7 +227,7 @@ def ontology_model(ttl: Path) -> dict:
     order = {c: i for i, c in enumerate(where)}
     for namespace in [*namespaces.values(), other]:
         section_order: dict[tuple[str, str], int] = {}
-        for c, (prefix, title) in where.items():
+        for prefix, title in where.values():
             section_order.setdefault((prefix, title), len(section_order))
         namespace.sections.sort(key=lambda s: section_order.get((namespace.prefix, s.title), len(section_order)))
         for section in namespace.sections:
@@ -239,6 +250,7 @@ def ontology_reference(ttl: Path | None = None) -> str:
 
 # ---------------------------------------------------------------- CLI reference
 
+
 def _commands(group: click.Group, ctx: click.Context, path: tuple) -> list:
     out = []
     for name in group.list_commands(ctx):
@@ -256,8 +268,9 @@ def _command_model(cmd: click.Command, ctx: click.Context, path: tuple) -> dict:
     options, arguments = [], []
     for param in cmd.get_params(ctx):
         if isinstance(param, click.Argument):
-            arguments.append({"name": param.make_metavar(ctx), "required": param.required,
-                              "multiple": param.nargs != 1})
+            arguments.append(
+                {"name": param.make_metavar(ctx), "required": param.required, "multiple": param.nargs != 1}
+            )
             continue
         record = param.get_help_record(ctx)
         if record is None:
@@ -340,15 +353,16 @@ def parse_query_header(name: str, text: str) -> QueryDoc:
             current = head.group(1).lower()
             if head.group(2):
                 parts[current].append(head.group(2).strip())
-            line = line[head.end():].strip()
+            line = line[head.end() :].strip()
         if current == "summary" and parts["summary"] and re.search(r"[.?!:]$", parts["summary"][-1]):
             current = "description"
     params = " ".join(parts["parameters"])
     variables = list(dict.fromkeys(re.findall(r"\?(\w+)", params)))
     summary, rest = _first_sentence(" ".join(parts["summary"]))
     description = " ".join(x for x in (rest, " ".join(parts["description"])) if x)
-    return QueryDoc(name, summary, description, params,
-                    " ".join(parts["result"]), " ".join(parts["example"]), variables)
+    return QueryDoc(
+        name, summary, description, params, " ".join(parts["result"]), " ".join(parts["example"]), variables
+    )
 
 
 def _first_sentence(text: str) -> tuple[str, str]:
@@ -368,6 +382,7 @@ def queries_reference(folder: Path | None = None) -> str:
 
 
 # ---------------------------------------------------------------- all pages
+
 
 def generate(group: click.Group) -> dict:
     """{file name: content} of every generated page."""
@@ -390,5 +405,8 @@ def write_docs(out: Path, group: click.Group) -> list[Path]:
 
 def stale_docs(out: Path, group: click.Group) -> list[str]:
     """Names of the generated pages whose file in ``out`` is missing or differs."""
-    return [name for name, content in generate(group).items()
-            if not (Path(out) / name).exists() or (Path(out) / name).read_text(encoding="utf-8") != content]
+    return [
+        name
+        for name, content in generate(group).items()
+        if not (Path(out) / name).exists() or (Path(out) / name).read_text(encoding="utf-8") != content
+    ]

@@ -41,8 +41,9 @@ class NotBPMNError(InputError):
 class UnresolvedReferenceError(InputError):
     """A reference (type, association, entity set, flow node) names nothing declared."""
 
-    def __init__(self, file: str, line: int | None, tag: str, element_id: str, ref: str, spec: str = "",
-                 attribute: str = ""):
+    def __init__(
+        self, file: str, line: int | None, tag: str, element_id: str, ref: str, spec: str = "", attribute: str = ""
+    ):
         self.tag = tag
         self.element_id = element_id
         self.ref = ref
@@ -177,8 +178,10 @@ class GraphCheckError(ProcessKGError):
         self.violations = violations
         lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
         more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
-        super().__init__(f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
-                         "the previous store is unchanged:\n" + "\n".join(lines) + more)
+        super().__init__(
+            f"the graph violates shapes/graph.ttl ({len(violations)} violations); "
+            "the previous store is unchanged:\n" + "\n".join(lines) + more
+        )
 
 
 class MalformedJSONError(InputError):

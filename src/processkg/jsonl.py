@@ -55,8 +55,7 @@ NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
 DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1, ",": 0}
 
 
-def read_records(source: Path | str, limits: Limits = LIMITS, what: str = "JSON lines"
-                 ) -> Iterator[tuple[int, object]]:
+def read_records(source: Path | str, limits: Limits = LIMITS, what: str = "JSON lines") -> Iterator[tuple[int, object]]:
     """``(line number, value)`` per non-blank line; a broken line gives ``(line, JsonLinesError)``.
 
     A file that cannot be read at all raises :class:`JsonLinesError` naming ``what`` it should hold.
@@ -66,8 +65,7 @@ def read_records(source: Path | str, limits: Limits = LIMITS, what: str = "JSON 
         yield from _records(fh, name, limits)
 
 
-def read_strict(source: Path | str, limits: Limits = LIMITS, what: str = "JSON lines"
-                ) -> Iterator[tuple[int, object]]:
+def read_strict(source: Path | str, limits: Limits = LIMITS, what: str = "JSON lines") -> Iterator[tuple[int, object]]:
     """As :func:`read_records`, but the first broken line raises its :class:`JsonLinesError`."""
     for number, value in read_records(source, limits, what):
         if isinstance(value, JsonLinesError):
@@ -81,8 +79,9 @@ def parse_line(text: str, name: str = "<line>", number: int = 1, limits: Limits 
     if problem:
         raise JsonLinesError(problem, name, number)
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite,
-                          object_pairs_hook=_object(limits.keys))
+        return json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_object(limits.keys)
+        )
     except json.JSONDecodeError as exc:
         raise JsonLinesError(f"not valid JSON: {exc.msg} (column {exc.colno})", name, number) from None
     except _OverLimit as exc:
@@ -92,6 +91,7 @@ def parse_line(text: str, name: str = "<line>", number: int = 1, limits: Limits 
 
 
 # ---------------------------------------------------------------- the file
+
 
 def _open(source, name: str, limits: Limits, what: str):
     if str(source) == STDIN:
@@ -103,8 +103,11 @@ def _open(source, name: str, limits: Limits, what: str):
         if not stat.S_ISREG(info.st_mode):
             raise JsonLinesError(f"cannot read {what}: not a regular file (a device, FIFO or socket)", name)
         if info.st_size > limits.file_bytes:
-            raise JsonLinesError(f"cannot read {what}: the file has {_size(info.st_size)}, more than the "
-                                 f"limit of {_size(limits.file_bytes)}", name)
+            raise JsonLinesError(
+                f"cannot read {what}: the file has {_size(info.st_size)}, more than the "
+                f"limit of {_size(limits.file_bytes)}",
+                name,
+            )
         return _Bounded(open(source, "rb"), name, limits)  # closed by the with in read_records
     except OSError as exc:
         raise JsonLinesError(f"cannot read {what}: {exc.strerror or exc}", name) from None
@@ -142,7 +145,7 @@ def _records(fh: _Bounded, name: str, limits: Limits) -> Iterator[tuple[int, obj
             return
         number += 1
         if number == 1 and raw.startswith(BOM):
-            raw = raw[len(BOM):]
+            raw = raw[len(BOM) :]
         if not complete:
             yield number, JsonLinesError(f"line longer than the limit of {_size(limits.line_bytes)}", name, number)
         elif raw.strip():
@@ -175,6 +178,7 @@ def _value(raw: bytes, name: str, number: int, limits: Limits) -> object:
 
 # ---------------------------------------------------------------- bounds checked before parsing
 
+
 def _structure_problem(text: str, limits: Limits) -> str:
     """Why ``text`` is too deep or has too many values, found without recursion; "" if it is not."""
     if text.count("[") + text.count("{") <= limits.depth and text.count(",") < limits.values:
@@ -197,6 +201,7 @@ def _object(max_keys: int):
         if len(pairs) > max_keys:
             raise _OverLimit(f"an object has {len(pairs):,} keys, more than the limit of {max_keys:,}")
         return dict(pairs)
+
     return make
 
 

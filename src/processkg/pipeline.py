@@ -11,17 +11,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
-from processkg.sources.bpmn import read as bpmn
-from processkg.sources.odata import read as csdl
-from processkg.sources.odata import model as edm
-from processkg.sources.codes import codes_for, read_code_lists
-from processkg.sources.code_bindings import bound_properties, read_bindings
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
-from processkg.sources.odata.lift import ServiceLifter
-from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
-from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
 from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
+from processkg.sources.bpmn import read as bpmn
+from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
+from processkg.sources.code_bindings import bound_properties, read_bindings
+from processkg.sources.codes import codes_for, read_code_lists
+from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
+from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
+from processkg.sources.odata import model as edm
+from processkg.sources.odata import read as csdl
+from processkg.sources.odata.lift import ServiceLifter
 from processkg.vocab import RDF_TYPE
 
 ON_ERROR = ("fail", "warn", "skip")
@@ -63,9 +63,15 @@ class BuildReport:
 
     def as_meta(self) -> dict:
         return {
-            "files": self.files, "skipped": [list(s) for s in self.skipped], "warnings": self.warnings,
-            "dropped": self.dropped, "classes": self.classes, "services": self.services, "processes": self.processes,
-            "mapping_edges": self.mapping_edges, "triples": self.triples,
+            "files": self.files,
+            "skipped": [list(s) for s in self.skipped],
+            "warnings": self.warnings,
+            "dropped": self.dropped,
+            "classes": self.classes,
+            "services": self.services,
+            "processes": self.processes,
+            "mapping_edges": self.mapping_edges,
+            "triples": self.triples,
         }
 
 
@@ -171,8 +177,11 @@ class Builder:
 
     def _unused_bindings(self) -> None:
         name = Path(self.opt.code_bindings).name if self.opt.code_bindings else ""
-        self.report.warnings.extend(f"{name}:{b.line}: binding {b.pattern!r} matches no property in this build"
-                                    for b in self.bindings if b.line not in self.bindings_used)
+        self.report.warnings.extend(
+            f"{name}:{b.line}: binding {b.pattern!r} matches no property in this build"
+            for b in self.bindings
+            if b.line not in self.bindings_used
+        )
 
     def _openapi(self) -> None:
         if not self.opt.openapi:
@@ -204,7 +213,7 @@ class Builder:
         for node in defs.nodes.values():
             if node.category == "activity":
                 self.activities.append(ActivityRef(slug, node.process, node.id, node.name, element_iri(slug, node.id)))
-        for pid, process in defs.processes.items():
+        for pid in defs.processes:
             count = sum(1 for n in defs.nodes.values() if n.process == pid and n.category == "activity")
             self.report.processes[f"{slug}#{pid}"] = count
 

@@ -58,8 +58,9 @@ class Triples:
         if value is not None:
             self.items.append(Triple(s, p, _typed(str(int(value)), XSD_INTEGER)))
 
-    def node(self, s: NamedNode, cls: NamedNode, line: int | None, label: str | None = None,
-             file: str | None = None) -> NamedNode:
+    def node(
+        self, s: NamedNode, cls: NamedNode, line: int | None, label: str | None = None, file: str | None = None
+    ) -> NamedNode:
         """Declare a node: its class, its label and where it came from (this document, or ``file``)."""
         self.add(s, RDF_TYPE, cls)
         self.items.append(Triple(s, KGT.sourceFile, _literal(file) if file else self._file))

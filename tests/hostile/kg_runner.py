@@ -20,7 +20,6 @@ KG = Path(sys.executable).with_name("kg")  # the console script installed next t
 MEMORY_CAP = 3 * 1024**3  # bytes of address space per command (RLIMIT_AS, soft)
 
 
-
 @dataclass
 class Run:
     code: int
@@ -49,13 +48,27 @@ def run_capped(command: list[str], timeout: float, cwd: Path | None = None, scra
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PROCESSKG_DEBUG": "0", "COLUMNS": "200"}
     with out_path.open("wb") as out, err_path.open("wb") as err:
         start = time.monotonic()
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
-                                env=env, preexec_fn=_cap_memory, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            cwd=cwd,
+            env=env,
+            preexec_fn=_cap_memory,
+            start_new_session=True,
+        )
         status, usage, timed_out = _wait(proc.pid, start + timeout)
         seconds = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4; keep Popen from waiting again
-    return Run(proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
-               seconds, usage.ru_maxrss * 1024, timed_out)
+    return Run(
+        proc.returncode,
+        out_path.read_text(errors="replace"),
+        err_path.read_text(errors="replace"),
+        seconds,
+        usage.ru_maxrss * 1024,
+        timed_out,
+    )
 
 
 def _wait(pid: int, deadline: float):
@@ -68,7 +81,6 @@ def _wait(pid: int, deadline: float):
             _done, status, usage = os.wait4(pid, 0)
             return status, usage, True
         time.sleep(0.02)
-
 
 
 def assert_bounded(run: Run, codes: tuple[int, ...], timeout: float) -> str:

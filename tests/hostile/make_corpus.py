@@ -54,8 +54,10 @@ THING = """      <EntityType Name="Thing">
         <Property Name="Id" Type="Edm.String" Nullable="false"/>
       </EntityType>"""
 
-BPMN_HEAD = ('<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="Defs" '
-             'targetNamespace="http://example.com/hostile">\n')
+BPMN_HEAD = (
+    '<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="Defs" '
+    'targetNamespace="http://example.com/hostile">\n'
+)
 
 BOMB_DTD = """<!DOCTYPE root [
   <!ENTITY lol "lol">
@@ -83,47 +85,61 @@ def _linear(*extra: str) -> str:
     return _process(
         '    <startEvent id="S"/>\n    <task id="T" name="Work"/>\n    <endEvent id="E"/>\n'
         '    <sequenceFlow id="F1" sourceRef="S" targetRef="T"/>\n'
-        '    <sequenceFlow id="F2" sourceRef="T" targetRef="E"/>\n' + "".join(extra))
+        '    <sequenceFlow id="F2" sourceRef="T" targetRef="E"/>\n' + "".join(extra)
+    )
 
 
 def _fan_out(ways: int) -> str:
     """A start event, an exclusive gateway with ``ways`` outgoing flows, each to its own task and end."""
-    lines = ['    <startEvent id="S"/>\n    <exclusiveGateway id="G"/>\n    <endEvent id="E"/>\n',
-             '    <sequenceFlow id="F0" sourceRef="S" targetRef="G"/>\n']
+    lines = [
+        '    <startEvent id="S"/>\n    <exclusiveGateway id="G"/>\n    <endEvent id="E"/>\n',
+        '    <sequenceFlow id="F0" sourceRef="S" targetRef="G"/>\n',
+    ]
     for i in range(ways):
-        lines.append(f'    <task id="T{i}" name="Task {i}"/>\n'
-                     f'    <sequenceFlow id="A{i}" sourceRef="G" targetRef="T{i}"/>\n'
-                     f'    <sequenceFlow id="B{i}" sourceRef="T{i}" targetRef="E"/>\n')
+        lines.append(
+            f'    <task id="T{i}" name="Task {i}"/>\n'
+            f'    <sequenceFlow id="A{i}" sourceRef="G" targetRef="T{i}"/>\n'
+            f'    <sequenceFlow id="B{i}" sourceRef="T{i}" targetRef="E"/>\n'
+        )
     return _process("".join(lines))
 
 
 def text(content: str) -> Generator:
     def write(path: Path, ctx: Context) -> None:
         path.write_text(content, encoding="utf-8", newline="")
+
     return write
 
 
 def raw(content: bytes) -> Generator:
     def write(path: Path, ctx: Context) -> None:
         path.write_bytes(content)
+
     return write
 
 
 def copy_of(source: Path, port_placeholder: bool = False) -> Generator:
     """A file of tests/invalid or data/demo (``PORT`` replaced by the context's loopback port)."""
+
     def write(path: Path, ctx: Context) -> None:
         content = source.read_text(encoding="utf-8")
         path.write_text(content.replace("PORT", str(ctx.port)) if port_placeholder else content, encoding="utf-8")
+
     return write
 
 
 # ---------------------------------------------------------------- OpenAPI
 
+
 def _openapi(schemas: dict, root: str, extra: dict | None = None) -> dict:
     body = {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{root}"}}}}
     operation = {"operationId": "create", "requestBody": body, "responses": {"201": {"description": "created"}}}
-    doc = {"openapi": "3.0.3", "info": {"title": "Hostile", "version": "1"},
-           "paths": {"/things": {"post": operation}}, "components": {"schemas": schemas}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "Hostile", "version": "1"},
+        "paths": {"/things": {"post": operation}},
+        "components": {"schemas": schemas},
+    }
     doc.update(extra or {})
     return doc
 
@@ -144,11 +160,13 @@ def _all_of_bomb(levels: int, fan: int) -> dict:
 def json_doc(make: Callable[[], dict]) -> Generator:
     def write(path: Path, ctx: Context) -> None:
         path.write_text(json.dumps(make(), indent=1), encoding="utf-8")
+
     return write
 
 
 def big_openapi(megabytes: int) -> Generator:
     """A valid OpenAPI document padded to ``megabytes`` with many small objects (an extension field)."""
+
     def write(path: Path, ctx: Context) -> None:
         head = json.dumps(_openapi({"S": {"type": "object"}}, "S"))[:-1]
         item = '{"a": 1, "b": [true, null]},\n'
@@ -158,6 +176,7 @@ def big_openapi(megabytes: int) -> Generator:
             for _ in range(count // 1000):
                 fh.write(item * 1000)
             fh.write('{"a": 0}]}\n')
+
     return write
 
 
@@ -174,8 +193,13 @@ def _deep_insert(levels: int) -> dict:
     payload: dict = {"SalesOrder": "1"}
     for i in range(levels):
         payload = {"SalesOrder": "1", "to_Item": [{"SalesOrderItem": str(i), "to_SalesOrder": payload}]}
-    return {"id": "deep", "method": "POST", "service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder",
-            "payload": payload}
+    return {
+        "id": "deep",
+        "method": "POST",
+        "service": "DEMO_SALES_ORDER_SRV",
+        "entity_set": "A_SalesOrder",
+        "payload": payload,
+    }
 
 
 def _nested_expand(levels: int) -> dict:
@@ -183,8 +207,11 @@ def _nested_expand(levels: int) -> dict:
     expand = "to_Item"
     for i in range(levels):
         expand = f"{nav[i % 2]}($expand={expand})"
-    return {"id": "expand", "method": "GET",
-            "url": f"/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder?$expand={expand}"}
+    return {
+        "id": "expand",
+        "method": "GET",
+        "url": f"/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder?$expand={expand}",
+    }
 
 
 def long_line(megabytes: int) -> Generator:
@@ -194,10 +221,12 @@ def long_line(megabytes: int) -> Generator:
             for _ in range(megabytes):
                 fh.write("a" * MB)
             fh.write('"}\n')
+
     return write
 
 
 # ---------------------------------------------------------------- folders and stores
+
 
 def precious_folder(path: Path, ctx: Context) -> None:
     """A user's folder that is not a store: it must survive every command pointed at it."""
@@ -209,11 +238,13 @@ def precious_folder(path: Path, ctx: Context) -> None:
 
 def damaged_store(damage: Callable[[Path], None]) -> Generator:
     """A copy of the context's store, then ``damage`` applied to its RocksDB folder."""
+
     def write(path: Path, ctx: Context) -> None:
         if ctx.store is None:
             raise ValueError("a damaged store needs a built store (--store)")
         shutil.copytree(ctx.store, path, symlinks=True)  # a store may link to its current version
         damage((path / "oxigraph").resolve())
+
     return write
 
 
@@ -255,8 +286,9 @@ GENERATORS: dict[str, Generator] = {
     "flow-without-id.bpmn": text(_linear('    <sequenceFlow sourceRef="S" targetRef="E"/>\n')),
     "fan-out.bpmn": text(_fan_out(3000)),
     "dangling-default.bpmn": text(_linear('    <exclusiveGateway id="G" default="NoSuchFlow"/>\n')),
-    "dangling-lane.bpmn": text(_linear('    <laneSet id="LS"><lane id="L"><flowNodeRef>NoSuchTask</flowNodeRef>'
-                                       "</lane></laneSet>\n")),
+    "dangling-lane.bpmn": text(
+        _linear('    <laneSet id="LS"><lane id="L"><flowNodeRef>NoSuchTask</flowNodeRef></lane></laneSet>\n')
+    ),
     "dangling-attached.bpmn": text(_linear('    <boundaryEvent id="B" attachedToRef="NoSuchTask"/>\n')),
     # OData structure
     "duplicate-types.xml": text(V4_SERVICE.format(types=THING + "\n" + THING)),
@@ -275,16 +307,21 @@ GENERATORS: dict[str, Generator] = {
     "README.md": copy_of(DEMO / "README.md"),
     "u2028.jsonl": text(_line({"id": "line\u2028separator", **GET}) + _line({"id": "second", **GET})),
     "bom.jsonl": raw(b"\xef\xbb\xbf" + _line({"id": "bom", **GET}).encode()),
-    "nan.jsonl": text('{"id": "nan", "method": "POST", "service": "DEMO_SALES_ORDER_SRV", '
-                      '"entity_set": "A_SalesOrder", "payload": {"SalesOrderType": NaN}}\n'),
+    "nan.jsonl": text(
+        '{"id": "nan", "method": "POST", "service": "DEMO_SALES_ORDER_SRV", '
+        '"entity_set": "A_SalesOrder", "payload": {"SalesOrderType": NaN}}\n'
+    ),
     # SPARQL
     "cartesian.rq": text("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }\n"),  # no row until done
-    "service-comment.rq": text("SELECT * WHERE { SERVICE # endpoint:\n <http://127.0.0.1:PORT/sparql> "
-                               "{ ?s ?p ?o } }\n"),
-    "service-prefixed.rq": text("PREFIX ep: <http://127.0.0.1:PORT/>\nSELECT * WHERE { SERVICE ep:sparql "
-                                "{ ?s ?p ?o } }\n"),
-    "service-variable.rq": text("SELECT * WHERE { VALUES ?e { <http://127.0.0.1:PORT/sparql> } "
-                                "SERVICE ?e { ?s ?p ?o } }\n"),
+    "service-comment.rq": text(
+        "SELECT * WHERE { SERVICE # endpoint:\n <http://127.0.0.1:PORT/sparql> { ?s ?p ?o } }\n"
+    ),
+    "service-prefixed.rq": text(
+        "PREFIX ep: <http://127.0.0.1:PORT/>\nSELECT * WHERE { SERVICE ep:sparql { ?s ?p ?o } }\n"
+    ),
+    "service-variable.rq": text(
+        "SELECT * WHERE { VALUES ?e { <http://127.0.0.1:PORT/sparql> } SERVICE ?e { ?s ?p ?o } }\n"
+    ),
     "from.rq": text("SELECT * FROM <http://127.0.0.1:PORT/> WHERE { ?s ?p ?o }\n"),
     # folders and stores
     "precious": precious_folder,

@@ -111,11 +111,20 @@ PARTNER_H = 60
 PARTNER_GAP = 40
 GAP = 50  # between columns
 SUB_PAD = 30  # sub-process border around its inner nodes
-ACTIVITY_TAGS = {"userTask", "serviceTask", "sendTask", "receiveTask", "businessRuleTask",
-                 "manualTask", "task", "scriptTask", "subProcess", "callActivity"}
+ACTIVITY_TAGS = {
+    "userTask",
+    "serviceTask",
+    "sendTask",
+    "receiveTask",
+    "businessRuleTask",
+    "manualTask",
+    "task",
+    "scriptTask",
+    "subProcess",
+    "callActivity",
+}
 GATEWAY_TAGS = {"exclusiveGateway", "parallelGateway", "eventBasedGateway", "inclusiveGateway"}
-EVENT_TAGS = {"startEvent", "endEvent", "intermediateCatchEvent", "intermediateThrowEvent",
-              "boundaryEvent"}
+EVENT_TAGS = {"startEvent", "endEvent", "intermediateCatchEvent", "intermediateThrowEvent", "boundaryEvent"}
 
 
 @dataclass
@@ -194,22 +203,40 @@ class MessageFlow:
     points: list = field(default_factory=list)
 
 
-_PREFIXES = ("Task_", "Gateway_", "StartEvent_", "EndEvent_", "IntermediateCatchEvent_",
-             "BoundaryEvent_", "SubProcess_", "CallActivity_")
+_PREFIXES = (
+    "Task_",
+    "Gateway_",
+    "StartEvent_",
+    "EndEvent_",
+    "IntermediateCatchEvent_",
+    "BoundaryEvent_",
+    "SubProcess_",
+    "CallActivity_",
+)
 
 
 def _short(node_id: str) -> str:
     for p in _PREFIXES:
         if node_id.startswith(p):
-            return node_id[len(p):]
+            return node_id[len(p) :]
     return node_id
 
 
 class Proc:
     """One BPMN process in one file, built with a few calls per element."""
 
-    def __init__(self, file: str, pid: str, name: str, scope: str, doc: str, lanes: list,
-                 partners: list = (), first: str = "", last: str = "") -> None:
+    def __init__(
+        self,
+        file: str,
+        pid: str,
+        name: str,
+        scope: str,
+        doc: str,
+        lanes: list,
+        partners: list = (),
+        first: str = "",
+        last: str = "",
+    ) -> None:
         self.file = file
         self.id = pid
         self.key = pid.removeprefix("Process_")
@@ -236,8 +263,7 @@ class Proc:
         return node.id
 
     def task(self, tag, nid, name, lane, doc, uses, row=0, shift=0, called=""):
-        return self._add(Node(nid, tag, name, lane, row, doc, uses=list(uses), shift=shift,
-                              called=called))
+        return self._add(Node(nid, tag, name, lane, row, doc, uses=list(uses), shift=shift, called=called))
 
     def user(self, nid, name, lane, doc, uses, row=0, shift=0):
         return self.task("userTask", nid, name, lane, doc, uses, row, shift)
@@ -261,13 +287,26 @@ class Proc:
         return self._add(Node(nid, "endEvent", name, lane, row, shift=shift))
 
     def catch(self, nid, name, lane, event, timer=(), row=0, shift=0, doc=""):
-        return self._add(Node(nid, "intermediateCatchEvent", name, lane, row, doc, event=event,
-                              timer=timer, shift=shift))
+        return self._add(
+            Node(nid, "intermediateCatchEvent", name, lane, row, doc, event=event, timer=timer, shift=shift)
+        )
 
     def boundary(self, nid, name, host, event, timer=(), interrupting=True):
         h = self.nodes[host]
-        return self._add(Node(nid, "boundaryEvent", name, h.lane, h.row, event=event, timer=timer,
-                              attached=host, interrupting=interrupting, parent=h.parent))
+        return self._add(
+            Node(
+                nid,
+                "boundaryEvent",
+                name,
+                h.lane,
+                h.row,
+                event=event,
+                timer=timer,
+                attached=host,
+                interrupting=interrupting,
+                parent=h.parent,
+            )
+        )
 
     def xor(self, nid, name, lane, row=0, shift=0):
         return self._add(Node(nid, "exclusiveGateway", name, lane, row, shift=shift))
@@ -466,7 +505,7 @@ class Layout:
         """Another shape on the straight line between s and t (same row)."""
         lo, hi = s.right, t.x
         for n in self.p.nodes.values():
-            if n.id in (s.id, t.id) or n.attached or n.tag == "subProcess" and n.id in (s.parent, t.parent):
+            if n.id in (s.id, t.id) or n.attached or (n.tag == "subProcess" and n.id in (s.parent, t.parent)):
                 continue
             if n.x < hi and n.right > lo and n.y < s.cy < n.bottom:
                 return True
@@ -496,8 +535,13 @@ class Layout:
             candidates.append([(s.right, s.cy), (t.cx, s.cy), (t.cx, t.y if down else t.bottom)])
         if split and s.tag in ("exclusiveGateway", "inclusiveGateway"):
             # labelled siblings leaving the same corner: only the one whose target is nearest uses it
-            same_side = [p.nodes[g.target] for g in p.flows if g.source == s.id and not g.back
-                         and (p.nodes[g.target].cy > s.cy + 1 if down else p.nodes[g.target].cy < s.cy - 1)]
+            same_side = [
+                p.nodes[g.target]
+                for g in p.flows
+                if g.source == s.id
+                and not g.back
+                and (p.nodes[g.target].cy > s.cy + 1 if down else p.nodes[g.target].cy < s.cy - 1)
+            ]
             nearest = min(same_side, key=lambda n: (abs(n.cy - s.cy), n.x))
             split = nearest.id == t.id
         if split:  # out of the split's top or bottom corner, then along the target's row
@@ -538,8 +582,7 @@ def _segment_hits(p1: tuple, p2: tuple, r: tuple, margin: float = 1.0) -> bool:
     (x1, y1), (x2, y2) = p1, p2
     lo_x, hi_x = min(x1, x2), max(x1, x2)
     lo_y, hi_y = min(y1, y2), max(y1, y2)
-    return (lo_x < r[2] - margin and hi_x > r[0] + margin and
-            lo_y < r[3] - margin and hi_y > r[1] + margin)
+    return lo_x < r[2] - margin and hi_x > r[0] + margin and lo_y < r[3] - margin and hi_y > r[1] + margin
 
 
 def flow_crossings(p: Proc, f: Flow, points: list) -> list:
@@ -549,9 +592,11 @@ def flow_crossings(p: Proc, f: Flow, points: list) -> list:
     for n in p.nodes.values():
         if n.id in ends or n.attached in ends:
             continue
-        if n.tag == "subProcess" and (n.id == p.nodes[f.source].parent
-                                      or n.id == p.nodes[f.target].parent
-                                      or any(p.nodes[e].attached == n.id for e in ends)):
+        if n.tag == "subProcess" and (
+            n.id == p.nodes[f.source].parent
+            or n.id == p.nodes[f.target].parent
+            or any(p.nodes[e].attached == n.id for e in ends)
+        ):
             continue
         if any(_segment_hits(a, b, _rect(n)) for a, b in zip(points, points[1:])):
             hits.append(n.id)
@@ -562,7 +607,7 @@ def check_layout(p: Proc, lay: Layout) -> list:
     problems = []
     nodes = list(p.nodes.values())
     for i, a in enumerate(nodes):
-        for b in nodes[i + 1:]:
+        for b in nodes[i + 1 :]:
             if a.attached == b.id or b.attached == a.id:
                 continue
             if a.parent == b.id or b.parent == a.id:
@@ -638,8 +683,9 @@ def _n(v: float) -> str:
 
 
 def _attrs(**kv) -> str:
-    return "".join(f" {k.rstrip('_').replace('__', ':')}={quoteattr(str(v))}"
-                   for k, v in kv.items() if v is not None and v != "")
+    return "".join(
+        f" {k.rstrip('_').replace('__', ':')}={quoteattr(str(v))}" for k, v in kv.items() if v is not None and v != ""
+    )
 
 
 class Writer:
@@ -660,11 +706,15 @@ class Writer:
         self.out.append(
             f"<!-- {escape(p.name)}. Inspired by SAP Best Practices: {escape(p.scope)}. Written for "
             "processkg (Apache-2.0) by data/sap/tools/make_processes.py, which also writes "
-            "data/sap/mapping.yaml; edit the script, not this file. -->")
+            "data/sap/mapping.yaml; edit the script, not this file. -->"
+        )
         ns = " ".join(f'xmlns:{k}="{v}"' for k, v in NS.items())
-        self.line(0, f'<bpmn:definitions {ns} id="Definitions_{p.key}" '
-                     f'targetNamespace="https://w3id.org/processkg/sap/bpmn/{p.key}" '
-                     'exporter="processkg make_processes.py" exporterVersion="1">')
+        self.line(
+            0,
+            f'<bpmn:definitions {ns} id="Definitions_{p.key}" '
+            f'targetNamespace="https://w3id.org/processkg/sap/bpmn/{p.key}" '
+            'exporter="processkg make_processes.py" exporterVersion="1">',
+        )
         for mid, name in self._messages():
             self.line(1, f"<bpmn:message{_attrs(id=mid, name=name)} />")
         self.line(1, f'<bpmn:collaboration id="Collaboration_{p.key}">')
@@ -675,9 +725,11 @@ class Writer:
             src = m.source if m.source in p.nodes else "Participant_" + m.source
             tgt = m.target if m.target in p.nodes else "Participant_" + m.target
             ref = f"Message_{_short(m.source)}_{_short(m.target)}"
-            self.line(2, f"<bpmn:messageFlow{_attrs(id=m.id, name=m.name, sourceRef=src, targetRef=tgt, messageRef=ref)} />")
+            self.line(
+                2, f"<bpmn:messageFlow{_attrs(id=m.id, name=m.name, sourceRef=src, targetRef=tgt, messageRef=ref)} />"
+            )
         self.line(1, "</bpmn:collaboration>")
-        self.line(1, f"<bpmn:process{_attrs(id=p.id, name=p.name)} isExecutable=\"false\">")
+        self.line(1, f'<bpmn:process{_attrs(id=p.id, name=p.name)} isExecutable="false">')
         self.doc(2, p.doc)
         self.line(2, f'<bpmn:laneSet id="LaneSet_{p.key}">')
         for key, name in p.lanes:
@@ -712,8 +764,11 @@ class Writer:
                 a = _attrs(id=f.id, name=f.name, sourceRef=f.source, targetRef=f.target)
                 if f.condition:
                     self.line(depth, f"<bpmn:sequenceFlow{a}>")
-                    self.line(depth + 1, '<bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">'
-                                         f"{escape(f.condition)}</bpmn:conditionExpression>")
+                    self.line(
+                        depth + 1,
+                        '<bpmn:conditionExpression xsi:type="bpmn:tFormalExpression">'
+                        f"{escape(f.condition)}</bpmn:conditionExpression>",
+                    )
                     self.line(depth, "</bpmn:sequenceFlow>")
                 else:
                     self.line(depth, f"<bpmn:sequenceFlow{a} />")
@@ -735,8 +790,11 @@ class Writer:
         for fid in n.outgoing:
             self.line(depth + 1, f"<bpmn:outgoing>{fid}</bpmn:outgoing>")
         if n.event == "message":
-            self.line(depth + 1, f'<bpmn:messageEventDefinition id="MessageEventDefinition_{_short(n.id)}" '
-                                 f'messageRef="Message_{_short(n.id)}" />')
+            self.line(
+                depth + 1,
+                f'<bpmn:messageEventDefinition id="MessageEventDefinition_{_short(n.id)}" '
+                f'messageRef="Message_{_short(n.id)}" />',
+            )
         elif n.event == "timer":
             kind, expr = n.timer
             self.line(depth + 1, f'<bpmn:timerEventDefinition id="TimerEventDefinition_{_short(n.id)}">')
@@ -762,8 +820,13 @@ class Writer:
         self.line(3, f'<bpmndi:BPMNEdge id="{eid}_di" bpmnElement="{eid}">')
         for x, y in points:
             self.line(4, f'<di:waypoint x="{_n(x)}" y="{_n(y)}" />')
-        if label and len(points) == 4 and points[1][1] == points[2][1] and points[1][1] < points[0][1] \
-                and points[3][1] > points[2][1]:  # a loop drawn above: label on its top segment
+        if (
+            label
+            and len(points) == 4
+            and points[1][1] == points[2][1]
+            and points[1][1] < points[0][1]
+            and points[3][1] > points[2][1]
+        ):  # a loop drawn above: label on its top segment
             lx, ly = min(points[1][0], points[2][0]) + 10, points[1][1] - 16
             self.line(4, "<bpmndi:BPMNLabel>")
             self.line(5, f'<dc:Bounds x="{_n(lx)}" y="{_n(ly)}" width="{_n(max(24, 7 * len(label)))}" height="14" />')
@@ -865,8 +928,7 @@ def read_metadata(folder: Path) -> dict:
         for el in root.iter():
             tag = el.tag.split("}")[-1]
             if tag == "EntityType":
-                props = {c.get("Name") for c in el
-                         if c.tag.split("}")[-1] in ("Property", "NavigationProperty")}
+                props = {c.get("Name") for c in el if c.tag.split("}")[-1] in ("Property", "NavigationProperty")}
                 types[el.get("Name")] = props
             elif tag in ("FunctionImport", "ActionImport", "Action", "Function"):
                 ops.add(el.get("Name"))
@@ -877,8 +939,7 @@ def read_metadata(folder: Path) -> dict:
                     if rec.tag.split("}")[-1] != "Annotation":
                         continue
                     term = rec.get("Term", "")
-                    for kind, prop in (("InsertRestrictions", "Insertable"),
-                                       ("UpdateRestrictions", "Updatable")):
+                    for kind, prop in (("InsertRestrictions", "Insertable"), ("UpdateRestrictions", "Updatable")):
                         if term.endswith(kind):
                             for pv in rec.iter():
                                 if pv.get("Property") == prop:
@@ -918,12 +979,15 @@ def check_metadata(procs: list, meta: dict) -> list:
                 named = re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", u.note)
                 for word in named:
                     if word not in props and word not in svc["operations"]:
-                        problems.append(f"{where}: note names `{word}`, not a property of {etype} "
-                                        "nor an operation of the service")
+                        problems.append(
+                            f"{where}: note names `{word}`, not a property of {etype} nor an operation of the service"
+                        )
                 ops_named = [w for w in named if w in svc["operations"]]
                 if u.mode == "write" and not (ins or upd or ops_named):
-                    problems.append(f"{where}: write, but the set is neither creatable nor updatable "
-                                    "and the note names no operation")
+                    problems.append(
+                        f"{where}: write, but the set is neither creatable nor updatable "
+                        "and the note names no operation"
+                    )
     return problems
 
 
@@ -933,8 +997,13 @@ def verify_store(store: Path, procs: list) -> int:
     kg_cmd = str(kg) if kg.exists() else "kg"
 
     def query(text: str) -> list:
-        res = subprocess.run([kg_cmd, "query", "--store", str(store), "--format", "json", "-"],
-                             input=text, capture_output=True, text=True, check=True)
+        res = subprocess.run(
+            [kg_cmd, "query", "--store", str(store), "--format", "json", "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         data = json.loads(res.stdout)
         if isinstance(data, dict) and "results" in data:
             data = data["results"]["bindings"]
@@ -974,9 +1043,14 @@ def verify_store(store: Path, procs: list) -> int:
               FILTER NOT EXISTS {{ ?first bpmn:next+ ?a }}
             }} ORDER BY ?id""")
         failures += len(stray)
-        print(f"  {'ok ' if ok else 'FAIL'} {p.id}: {p.first} bpmn:next+ {p.last}; "
-              + (f"NOT reachable from the first: {[r['id'] for r in stray]}" if stray
-                 else "every activity reachable from the first"))
+        print(
+            f"  {'ok ' if ok else 'FAIL'} {p.id}: {p.first} bpmn:next+ {p.last}; "
+            + (
+                f"NOT reachable from the first: {[r['id'] for r in stray]}"
+                if stray
+                else "every activity reachable from the first"
+            )
+        )
     edges = query("""
         SELECT (COUNT(*) AS ?n) WHERE { ?u a uses:Usage }""")
     print(f"  uses:Usage edges in the store: {edges[0]['n'] if edges else '?'}")
@@ -1000,8 +1074,13 @@ def render(procs: list) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="only compare with the files on disk")
-    ap.add_argument("--metadata", type=Path, nargs="?", const=DEFAULT_METADATA,
-                    help="check every edge against the OData metadata in this folder")
+    ap.add_argument(
+        "--metadata",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_METADATA,
+        help="check every edge against the OData metadata in this folder",
+    )
     ap.add_argument("--verify-store", type=Path, help="run the SPARQL checks on a built store")
     ap.add_argument("--summary", action="store_true", help="print activity and edge counts")
     ap.add_argument("--preview", type=Path, help="write the BPMN files here even if checks fail")
@@ -1023,10 +1102,12 @@ def main(argv=None) -> int:
     if problems:
         return 1
     if args.check:
-        stale = [str(path.relative_to(REPO)) for path, text in files.items()
-                 if not path.exists() or path.read_text(encoding="utf-8") != text]
-        extra = sorted(str(f.relative_to(REPO)) for f in PROCESS_DIR.glob("*.bpmn")
-                       if f not in files)
+        stale = [
+            str(path.relative_to(REPO))
+            for path, text in files.items()
+            if not path.exists() or path.read_text(encoding="utf-8") != text
+        ]
+        extra = sorted(str(f.relative_to(REPO)) for f in PROCESS_DIR.glob("*.bpmn") if f not in files)
         for s in stale:
             print("out of date:", s, file=sys.stderr)
         for s in extra:
@@ -1063,6 +1144,7 @@ def process(fn):
     BUILDERS.append(fn)
     return fn
 
+
 # Each builder returns one Proc. Ids are readable and stable; documentation is written the way
 # a clerk would describe the step. The uses= lists are the mapping edges of the activity.
 
@@ -1070,7 +1152,9 @@ def process(fn):
 @process
 def sales_quotation() -> Proc:
     p = Proc(
-        "sales-inquiry-to-quotation.bpmn", "Process_SalesQuotation", "Sales inquiry to quotation",
+        "sales-inquiry-to-quotation.bpmn",
+        "Process_SalesQuotation",
+        "Sales inquiry to quotation",
         "Sales Quotation (BDG)",
         "A customer asks for an offer. Sales checks the customer's sales area data, stock and "
         "prices, creates a quotation, has large discounts approved by sales management, sends the "
@@ -1078,77 +1162,155 @@ def sales_quotation() -> Proc:
         "as lost when it expires.",
         lanes=[("Sales", "Inside Sales"), ("SalesManagement", "Sales Management")],
         partners=[("Customer", "Customer", "top")],
-        first="Task_CheckCustomerSalesData", last="Task_CreateSalesOrderFromQuotation")
+        first="Task_CheckCustomerSalesData",
+        last="Task_CreateSalesOrderFromQuotation",
+    )
     p.start("StartEvent_InquiryReceived", "Customer inquiry received", "Sales", event="message")
-    p.user("Task_CheckCustomerSalesData", "Check the customer's sales data", "Sales",
-           "Look up the customer's sales area data: terms of payment, incoterms and price group, "
-           "so the quotation is made on the right terms.",
-           [R(BP, "A_CustomerSalesArea", "`CustomerPaymentTerms`, `IncotermsClassification`, "
-              "`CustomerPriceGroup` of the sales area")])
-    p.user("Task_CheckStockForInquiry", "Check stock for the requested products", "Sales",
-           "See how much of each requested product is in unrestricted stock in the delivering "
-           "plant, to promise a realistic delivery date.",
-           [R(STOCK, "A_MatlStkInAcctMod", "`MatlWrhsStkQtyInMatlBaseUnit` per `Plant` and "
-              "`InventoryStockType`")])
-    p.user("Task_LookUpCustomerPrices", "Look up the customer's prices", "Sales",
-           "Find the valid price and discount condition records for the customer and products.",
-           [R(PRICE, "A_SlsPrcgConditionRecord", "`ConditionType`, `ConditionRateValue`, validity "
-              "`ConditionValidityStartDate` to `ConditionValidityEndDate`")])
-    p.user("Task_CreateSalesQuotation", "Create the sales quotation", "Sales",
-           "Enter the quotation with one item per requested product, the quantities, the validity "
-           "period and any discount offered.",
-           [W(QUOT, "A_SalesQuotation", "header with `BindingPeriodValidityStartDate` and "
-              "`BindingPeriodValidityEndDate`; items by deep insert via `to_Item`"),
-            W(QUOT, "A_SalesQuotationItem", "`Material`, `RequestedQuantity`")])
+    p.user(
+        "Task_CheckCustomerSalesData",
+        "Check the customer's sales data",
+        "Sales",
+        "Look up the customer's sales area data: terms of payment, incoterms and price group, "
+        "so the quotation is made on the right terms.",
+        [
+            R(
+                BP,
+                "A_CustomerSalesArea",
+                "`CustomerPaymentTerms`, `IncotermsClassification`, `CustomerPriceGroup` of the sales area",
+            )
+        ],
+    )
+    p.user(
+        "Task_CheckStockForInquiry",
+        "Check stock for the requested products",
+        "Sales",
+        "See how much of each requested product is in unrestricted stock in the delivering "
+        "plant, to promise a realistic delivery date.",
+        [R(STOCK, "A_MatlStkInAcctMod", "`MatlWrhsStkQtyInMatlBaseUnit` per `Plant` and `InventoryStockType`")],
+    )
+    p.user(
+        "Task_LookUpCustomerPrices",
+        "Look up the customer's prices",
+        "Sales",
+        "Find the valid price and discount condition records for the customer and products.",
+        [
+            R(
+                PRICE,
+                "A_SlsPrcgConditionRecord",
+                "`ConditionType`, `ConditionRateValue`, validity "
+                "`ConditionValidityStartDate` to `ConditionValidityEndDate`",
+            )
+        ],
+    )
+    p.user(
+        "Task_CreateSalesQuotation",
+        "Create the sales quotation",
+        "Sales",
+        "Enter the quotation with one item per requested product, the quantities, the validity "
+        "period and any discount offered.",
+        [
+            W(
+                QUOT,
+                "A_SalesQuotation",
+                "header with `BindingPeriodValidityStartDate` and "
+                "`BindingPeriodValidityEndDate`; items by deep insert via `to_Item`",
+            ),
+            W(QUOT, "A_SalesQuotationItem", "`Material`, `RequestedQuantity`"),
+        ],
+    )
     p.xor("Gateway_DiscountNeedsApproval", "Discount above the approval limit?", "Sales")
-    p.user("Task_ApproveSalesQuotation", "Approve the quotation discount", "SalesManagement",
-           "The sales manager checks the discount against the margin and approves or rejects the "
-           "quotation.",
-           [W(QUOT, "A_SalesQuotation", "`releaseApprovalRequest` or `rejectApprovalRequest`; "
-              "result in `SalesDocApprovalStatus`")])
+    p.user(
+        "Task_ApproveSalesQuotation",
+        "Approve the quotation discount",
+        "SalesManagement",
+        "The sales manager checks the discount against the margin and approves or rejects the quotation.",
+        [
+            W(
+                QUOT,
+                "A_SalesQuotation",
+                "`releaseApprovalRequest` or `rejectApprovalRequest`; result in `SalesDocApprovalStatus`",
+            )
+        ],
+    )
     p.xor("Gateway_DiscountApproved", "Discount approved?", "SalesManagement")
-    p.user("Task_ReduceQuotationDiscount", "Reduce the discount to the standard limit", "Sales",
-           "When the manager rejects the discount, lower the discount condition on the items to the "
-           "limit the sales representative may grant.",
-           [W(QUOT, "A_SalesQuotationItemPrcgElmnt", "change `ConditionRateValue` of the discount "
-              "condition (updatable, not creatable)")], row=1)
+    p.user(
+        "Task_ReduceQuotationDiscount",
+        "Reduce the discount to the standard limit",
+        "Sales",
+        "When the manager rejects the discount, lower the discount condition on the items to the "
+        "limit the sales representative may grant.",
+        [
+            W(
+                QUOT,
+                "A_SalesQuotationItemPrcgElmnt",
+                "change `ConditionRateValue` of the discount condition (updatable, not creatable)",
+            )
+        ],
+        row=1,
+    )
     p.xor("Gateway_QuotationReady", "", "Sales")
-    p.send("Task_SendSalesQuotation", "Send the quotation to the customer", "Sales",
-           "Send the quotation document to the customer's contact.",
-           [R(QUOT, "A_SalesQuotation", "quotation data for the output")])
+    p.send(
+        "Task_SendSalesQuotation",
+        "Send the quotation to the customer",
+        "Sales",
+        "Send the quotation document to the customer's contact.",
+        [R(QUOT, "A_SalesQuotation", "quotation data for the output")],
+    )
     p.evgw("Gateway_WaitForAnswer", "Customer answer?", "Sales")
-    p.catch("IntermediateCatchEvent_QuotationAccepted", "Customer accepts the quotation", "Sales",
-            event="message")
-    p.catch("IntermediateCatchEvent_QuotationExpired", "Quotation validity ended", "Sales",
-            event="timer", timer=("timeDuration", "P30D"), row=1)
-    p.user("Task_CreateSalesOrderFromQuotation", "Create the sales order from the quotation", "Sales",
-           "Create the sales order with reference to the quotation so that prices and terms are "
-           "copied unchanged.",
-           [W(SO, "A_SalesOrder", "`ReferenceSDDocument` = quotation, `ReferenceSDDocumentCategory`"),
-            R(QUOT, "A_SalesQuotationItem", "items and quantities to copy")])
-    p.user("Task_RecordQuotationAsLost", "Record the quotation as lost", "Sales",
-           "Set a reason for rejection on the open quotation items so the quotation no longer "
-           "counts as open in the sales pipeline.",
-           [W(QUOT, "A_SalesQuotationItem", "`SalesDocumentRjcnReason`")], row=1)
+    p.catch("IntermediateCatchEvent_QuotationAccepted", "Customer accepts the quotation", "Sales", event="message")
+    p.catch(
+        "IntermediateCatchEvent_QuotationExpired",
+        "Quotation validity ended",
+        "Sales",
+        event="timer",
+        timer=("timeDuration", "P30D"),
+        row=1,
+    )
+    p.user(
+        "Task_CreateSalesOrderFromQuotation",
+        "Create the sales order from the quotation",
+        "Sales",
+        "Create the sales order with reference to the quotation so that prices and terms are copied unchanged.",
+        [
+            W(SO, "A_SalesOrder", "`ReferenceSDDocument` = quotation, `ReferenceSDDocumentCategory`"),
+            R(QUOT, "A_SalesQuotationItem", "items and quantities to copy"),
+        ],
+    )
+    p.user(
+        "Task_RecordQuotationAsLost",
+        "Record the quotation as lost",
+        "Sales",
+        "Set a reason for rejection on the open quotation items so the quotation no longer "
+        "counts as open in the sales pipeline.",
+        [W(QUOT, "A_SalesQuotationItem", "`SalesDocumentRjcnReason`")],
+        row=1,
+    )
     p.end("EndEvent_OrderCreated", "Sales order created", "Sales")
     p.end("EndEvent_QuotationLost", "Quotation lost", "Sales", row=1)
-    p.chain("StartEvent_InquiryReceived", "Task_CheckCustomerSalesData", "Task_CheckStockForInquiry",
-            "Task_LookUpCustomerPrices", "Task_CreateSalesQuotation", "Gateway_DiscountNeedsApproval")
-    p.flow("Gateway_DiscountNeedsApproval", "Task_ApproveSalesQuotation", "Yes",
-           "${quotation.discountPercent > salesRep.discountLimit}")
+    p.chain(
+        "StartEvent_InquiryReceived",
+        "Task_CheckCustomerSalesData",
+        "Task_CheckStockForInquiry",
+        "Task_LookUpCustomerPrices",
+        "Task_CreateSalesQuotation",
+        "Gateway_DiscountNeedsApproval",
+    )
+    p.flow(
+        "Gateway_DiscountNeedsApproval",
+        "Task_ApproveSalesQuotation",
+        "Yes",
+        "${quotation.discountPercent > salesRep.discountLimit}",
+    )
     p.flow("Gateway_DiscountNeedsApproval", "Gateway_QuotationReady", "No", default=True)
     p.flow("Task_ApproveSalesQuotation", "Gateway_DiscountApproved")
-    p.flow("Gateway_DiscountApproved", "Gateway_QuotationReady", "Yes",
-           "${approvalDecision == 'release'}")
+    p.flow("Gateway_DiscountApproved", "Gateway_QuotationReady", "Yes", "${approvalDecision == 'release'}")
     p.flow("Gateway_DiscountApproved", "Task_ReduceQuotationDiscount", "No", default=True)
     p.flow("Task_ReduceQuotationDiscount", "Gateway_QuotationReady")
     p.chain("Gateway_QuotationReady", "Task_SendSalesQuotation", "Gateway_WaitForAnswer")
     p.flow("Gateway_WaitForAnswer", "IntermediateCatchEvent_QuotationAccepted")
     p.flow("Gateway_WaitForAnswer", "IntermediateCatchEvent_QuotationExpired")
-    p.chain("IntermediateCatchEvent_QuotationAccepted", "Task_CreateSalesOrderFromQuotation",
-            "EndEvent_OrderCreated")
-    p.chain("IntermediateCatchEvent_QuotationExpired", "Task_RecordQuotationAsLost",
-            "EndEvent_QuotationLost")
+    p.chain("IntermediateCatchEvent_QuotationAccepted", "Task_CreateSalesOrderFromQuotation", "EndEvent_OrderCreated")
+    p.chain("IntermediateCatchEvent_QuotationExpired", "Task_RecordQuotationAsLost", "EndEvent_QuotationLost")
     p.message("Customer", "StartEvent_InquiryReceived", "Inquiry")
     p.message("Task_SendSalesQuotation", "Customer", "Quotation")
     p.message("Customer", "IntermediateCatchEvent_QuotationAccepted", "Acceptance")
@@ -1158,106 +1320,193 @@ def sales_quotation() -> Proc:
 @process
 def order_to_cash() -> Proc:
     p = Proc(
-        "order-to-cash.bpmn", "Process_OrderToCash", "Order to cash: sell from stock",
+        "order-to-cash.bpmn",
+        "Process_OrderToCash",
+        "Order to cash: sell from stock",
         "Sell from Stock (BD9), with the credit check of Basic Credit Management (BD6)",
         "A customer orders products that are in stock. Sales checks that the customer may order "
         "and enters the sales order; an order blocked by the credit check goes to credit "
         "management. The warehouse creates the outbound delivery, picks, packs and posts the "
         "goods issue; billing creates the invoice, posts it to accounting and sends it; accounts "
         "receivable checks the receivable in the general ledger.",
-        lanes=[("Sales", "Sales"), ("CreditManagement", "Credit Management"),
-               ("Warehouse", "Warehouse"), ("Billing", "Billing"),
-               ("AccountsReceivable", "Accounts Receivable")],
+        lanes=[
+            ("Sales", "Sales"),
+            ("CreditManagement", "Credit Management"),
+            ("Warehouse", "Warehouse"),
+            ("Billing", "Billing"),
+            ("AccountsReceivable", "Accounts Receivable"),
+        ],
         partners=[("Customer", "Customer", "top")],
-        first="Task_CheckCustomerMayOrder", last="Task_CheckReceivablePosting")
-    p.start("StartEvent_PurchaseOrderReceived", "Customer purchase order received", "Sales",
-            event="message")
-    p.user("Task_CheckCustomerMayOrder", "Check that the customer may order", "Sales",
-           "Make sure the customer is not blocked for orders, deliveries or billing before "
-           "entering anything.",
-           [R(BP, "A_Customer", "`OrderIsBlockedForCustomer`, `DeliveryIsBlocked`, "
-              "`BillingIsBlockedForCustomer`")])
-    p.user("Task_CreateSalesOrder", "Create the sales order", "Sales",
-           "Enter the order with the customer's purchase order number, one item per product and "
-           "the requested delivery date; the system checks availability and credit on saving.",
-           [W(SO, "A_SalesOrder", "`PurchaseOrderByCustomer`; items by deep insert via `to_Item`"),
-            W(SO, "A_SalesOrderItem", "`Material`, `RequestedQuantity`")])
+        first="Task_CheckCustomerMayOrder",
+        last="Task_CheckReceivablePosting",
+    )
+    p.start("StartEvent_PurchaseOrderReceived", "Customer purchase order received", "Sales", event="message")
+    p.user(
+        "Task_CheckCustomerMayOrder",
+        "Check that the customer may order",
+        "Sales",
+        "Make sure the customer is not blocked for orders, deliveries or billing before entering anything.",
+        [R(BP, "A_Customer", "`OrderIsBlockedForCustomer`, `DeliveryIsBlocked`, `BillingIsBlockedForCustomer`")],
+    )
+    p.user(
+        "Task_CreateSalesOrder",
+        "Create the sales order",
+        "Sales",
+        "Enter the order with the customer's purchase order number, one item per product and "
+        "the requested delivery date; the system checks availability and credit on saving.",
+        [
+            W(SO, "A_SalesOrder", "`PurchaseOrderByCustomer`; items by deep insert via `to_Item`"),
+            W(SO, "A_SalesOrderItem", "`Material`, `RequestedQuantity`"),
+        ],
+    )
     p.xor("Gateway_CreditBlocked", "Order blocked by the credit check?", "Sales")
-    p.user("Task_ReviewCreditStanding", "Review the customer's credit standing", "CreditManagement",
-           "Look at the customer's credit rating and legal status and decide whether the company "
-           "accepts the risk of the blocked order.",
-           [R(BP, "A_BPCreditWorthiness", "`BusPartCreditStanding`, `BPCreditStandingRating`, "
-              "`BusinessPartnerIsBankrupt`"),
-            R(SO, "A_SalesOrder", "`TotalCreditCheckStatus`, `TotalNetAmount`")])
+    p.user(
+        "Task_ReviewCreditStanding",
+        "Review the customer's credit standing",
+        "CreditManagement",
+        "Look at the customer's credit rating and legal status and decide whether the company "
+        "accepts the risk of the blocked order.",
+        [
+            R(
+                BP,
+                "A_BPCreditWorthiness",
+                "`BusPartCreditStanding`, `BPCreditStandingRating`, `BusinessPartnerIsBankrupt`",
+            ),
+            R(SO, "A_SalesOrder", "`TotalCreditCheckStatus`, `TotalNetAmount`"),
+        ],
+    )
     p.xor("Gateway_CreditAccepted", "Credit risk accepted?", "CreditManagement")
-    p.user("Task_RejectSalesOrder", "Reject the order and tell the customer", "Sales",
-           "Set a reason for rejection on all items and inform the customer that the order cannot "
-           "be delivered.",
-           [W(SO, "A_SalesOrderItem", "`SalesDocumentRjcnReason`")], row=1)
+    p.user(
+        "Task_RejectSalesOrder",
+        "Reject the order and tell the customer",
+        "Sales",
+        "Set a reason for rejection on all items and inform the customer that the order cannot be delivered.",
+        [W(SO, "A_SalesOrderItem", "`SalesDocumentRjcnReason`")],
+        row=1,
+    )
     p.end("EndEvent_OrderRejected", "Order rejected", "Sales", row=1)
     p.xor("Gateway_OrderCleared", "", "Sales", shift=2)
-    p.user("Task_CreateOutboundDelivery", "Create the outbound delivery", "Warehouse",
-           "Create the delivery for the order items that are due for shipping from the shipping "
-           "point.",
-           [W(OBD, "A_OutbDeliveryHeader", "created with reference to the sales order; "
-              "`ShippingPoint`, `PlannedGoodsIssueDate`")])
-    with p.sub("SubProcess_PickPackAndIssue", "Pick, pack and post the goods issue", "Warehouse",
-               "The warehouse picks the items, packs them into handling units and posts the goods "
-               "issue, which reduces stock and starts billing."):
+    p.user(
+        "Task_CreateOutboundDelivery",
+        "Create the outbound delivery",
+        "Warehouse",
+        "Create the delivery for the order items that are due for shipping from the shipping point.",
+        [
+            W(
+                OBD,
+                "A_OutbDeliveryHeader",
+                "created with reference to the sales order; `ShippingPoint`, `PlannedGoodsIssueDate`",
+            )
+        ],
+    )
+    with p.sub(
+        "SubProcess_PickPackAndIssue",
+        "Pick, pack and post the goods issue",
+        "Warehouse",
+        "The warehouse picks the items, packs them into handling units and posts the goods "
+        "issue, which reduces stock and starts billing.",
+    ):
         p.start("StartEvent_PickingStarted", "Delivery due for picking", "Warehouse")
-        p.user("Task_PickDeliveryItems", "Pick the delivery items", "Warehouse",
-               "Take the goods from the storage bins and record the picked quantity per item.",
-               [W(OBD, "A_OutbDeliveryItem", "picked quantity by `PickOneItem` or `PickAllItems`")])
-        p.user("Task_PackHandlingUnits", "Pack the goods into handling units", "Warehouse",
-               "Pack the picked goods into cartons or pallets and record the handling units with "
-               "their packaging material and weight.",
-               [W(OBD, "A_HandlingUnitHeaderDelivery", "`PackagingMaterial`, `GrossWeight`")])
-        p.user("Task_PostGoodsIssue", "Post the goods issue", "Warehouse",
-               "Post the goods issue for the delivery when the truck leaves; stock and the "
-               "delivery status are updated.",
-               [W(OBD, "A_OutbDeliveryHeader", "`PostGoodsIssue`; then `ActualGoodsMovementDate` "
-                  "is set")])
+        p.user(
+            "Task_PickDeliveryItems",
+            "Pick the delivery items",
+            "Warehouse",
+            "Take the goods from the storage bins and record the picked quantity per item.",
+            [W(OBD, "A_OutbDeliveryItem", "picked quantity by `PickOneItem` or `PickAllItems`")],
+        )
+        p.user(
+            "Task_PackHandlingUnits",
+            "Pack the goods into handling units",
+            "Warehouse",
+            "Pack the picked goods into cartons or pallets and record the handling units with "
+            "their packaging material and weight.",
+            [W(OBD, "A_HandlingUnitHeaderDelivery", "`PackagingMaterial`, `GrossWeight`")],
+        )
+        p.user(
+            "Task_PostGoodsIssue",
+            "Post the goods issue",
+            "Warehouse",
+            "Post the goods issue for the delivery when the truck leaves; stock and the delivery status are updated.",
+            [W(OBD, "A_OutbDeliveryHeader", "`PostGoodsIssue`; then `ActualGoodsMovementDate` is set")],
+        )
         p.end("EndEvent_GoodsIssued", "Goods issued", "Warehouse")
-    p.boundary("BoundaryEvent_GoodsIssueOverdue", "Goods issue two days late",
-               "SubProcess_PickPackAndIssue", "timer", ("timeDuration", "P2D"), interrupting=False)
-    p.user("Task_EscalateLateShipment", "Escalate the late shipment", "Warehouse",
-           "Tell the shipping supervisor which delivery is late and why, so that the customer can "
-           "be informed of the new date.",
-           [R(OBD, "A_OutbDeliveryHeader", "`PlannedGoodsIssueDate`, `OverallPickingStatus`")],
-           row=1)
+    p.boundary(
+        "BoundaryEvent_GoodsIssueOverdue",
+        "Goods issue two days late",
+        "SubProcess_PickPackAndIssue",
+        "timer",
+        ("timeDuration", "P2D"),
+        interrupting=False,
+    )
+    p.user(
+        "Task_EscalateLateShipment",
+        "Escalate the late shipment",
+        "Warehouse",
+        "Tell the shipping supervisor which delivery is late and why, so that the customer can "
+        "be informed of the new date.",
+        [R(OBD, "A_OutbDeliveryHeader", "`PlannedGoodsIssueDate`, `OverallPickingStatus`")],
+        row=1,
+    )
     p.end("EndEvent_LateShipmentEscalated", "Late shipment escalated", "Warehouse", row=1)
-    p.service("Task_CreateBillingDocument", "Create the invoice", "Billing",
-              "Create the customer invoice from the delivery after goods issue.",
-              [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the delivery as reference")])
-    p.service("Task_PostBillingToAccounting", "Post the invoice to accounting", "Billing",
-              "Release the invoice to financial accounting so that the receivable and the revenue "
-              "are posted.",
-              [W(BILL4, "BillingDocument", "`PostToAccounting`")])
-    p.send("Task_SendInvoice", "Send the invoice to the customer", "Billing",
-           "Send the invoice as PDF to the customer's billing address.",
-           [R(BILL, "A_BillingDocument", "`GetPDF` for the invoice document")])
-    p.user("Task_CheckReceivablePosting", "Check the receivable in the general ledger",
-           "AccountsReceivable",
-           "Check that the invoice amount is posted as an open receivable on the customer's "
-           "account.",
-           [R(JE, "A_JournalEntryItemBasic", "items filtered by `Customer` and `FiscalYearPeriod`")])
+    p.service(
+        "Task_CreateBillingDocument",
+        "Create the invoice",
+        "Billing",
+        "Create the customer invoice from the delivery after goods issue.",
+        [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the delivery as reference")],
+    )
+    p.service(
+        "Task_PostBillingToAccounting",
+        "Post the invoice to accounting",
+        "Billing",
+        "Release the invoice to financial accounting so that the receivable and the revenue are posted.",
+        [W(BILL4, "BillingDocument", "`PostToAccounting`")],
+    )
+    p.send(
+        "Task_SendInvoice",
+        "Send the invoice to the customer",
+        "Billing",
+        "Send the invoice as PDF to the customer's billing address.",
+        [R(BILL, "A_BillingDocument", "`GetPDF` for the invoice document")],
+    )
+    p.user(
+        "Task_CheckReceivablePosting",
+        "Check the receivable in the general ledger",
+        "AccountsReceivable",
+        "Check that the invoice amount is posted as an open receivable on the customer's account.",
+        [R(JE, "A_JournalEntryItemBasic", "items filtered by `Customer` and `FiscalYearPeriod`")],
+    )
     p.end("EndEvent_OrderBilled", "Order billed", "AccountsReceivable")
-    p.chain("StartEvent_PurchaseOrderReceived", "Task_CheckCustomerMayOrder", "Task_CreateSalesOrder",
-            "Gateway_CreditBlocked")
-    p.flow("Gateway_CreditBlocked", "Task_ReviewCreditStanding", "Yes",
-           "${salesOrder.TotalCreditCheckStatus == 'B'}")
+    p.chain(
+        "StartEvent_PurchaseOrderReceived",
+        "Task_CheckCustomerMayOrder",
+        "Task_CreateSalesOrder",
+        "Gateway_CreditBlocked",
+    )
+    p.flow("Gateway_CreditBlocked", "Task_ReviewCreditStanding", "Yes", "${salesOrder.TotalCreditCheckStatus == 'B'}")
     p.flow("Gateway_CreditBlocked", "Gateway_OrderCleared", "No", default=True)
     p.flow("Task_ReviewCreditStanding", "Gateway_CreditAccepted")
     p.flow("Gateway_CreditAccepted", "Gateway_OrderCleared", "Yes", "${creditDecision == 'accept'}")
     p.flow("Gateway_CreditAccepted", "Task_RejectSalesOrder", "No", default=True)
     p.flow("Task_RejectSalesOrder", "EndEvent_OrderRejected")
-    p.chain("Gateway_OrderCleared", "Task_CreateOutboundDelivery", "SubProcess_PickPackAndIssue",
-            "Task_CreateBillingDocument", "Task_PostBillingToAccounting", "Task_SendInvoice",
-            "Task_CheckReceivablePosting", "EndEvent_OrderBilled")
-    p.chain("StartEvent_PickingStarted", "Task_PickDeliveryItems", "Task_PackHandlingUnits",
-            "Task_PostGoodsIssue", "EndEvent_GoodsIssued")
-    p.chain("BoundaryEvent_GoodsIssueOverdue", "Task_EscalateLateShipment",
-            "EndEvent_LateShipmentEscalated")
+    p.chain(
+        "Gateway_OrderCleared",
+        "Task_CreateOutboundDelivery",
+        "SubProcess_PickPackAndIssue",
+        "Task_CreateBillingDocument",
+        "Task_PostBillingToAccounting",
+        "Task_SendInvoice",
+        "Task_CheckReceivablePosting",
+        "EndEvent_OrderBilled",
+    )
+    p.chain(
+        "StartEvent_PickingStarted",
+        "Task_PickDeliveryItems",
+        "Task_PackHandlingUnits",
+        "Task_PostGoodsIssue",
+        "EndEvent_GoodsIssued",
+    )
+    p.chain("BoundaryEvent_GoodsIssueOverdue", "Task_EscalateLateShipment", "EndEvent_LateShipmentEscalated")
     p.message("Customer", "StartEvent_PurchaseOrderReceived", "Purchase order")
     p.message("Task_RejectSalesOrder", "Customer", "Rejection")
     p.message("Task_SendInvoice", "Customer", "Invoice")
@@ -1267,7 +1516,8 @@ def order_to_cash() -> Proc:
 @process
 def sales_contract() -> Proc:
     p = Proc(
-        "sales-contract-call-off.bpmn", "Process_SalesContractCallOff",
+        "sales-contract-call-off.bpmn",
+        "Process_SalesContractCallOff",
         "Sales contract with call-off orders",
         "sales contracts with release orders (no scope item id cited)",
         "Key account management agrees a framework contract for a quantity of products at fixed "
@@ -1277,69 +1527,111 @@ def sales_contract() -> Proc:
         "contract is closed.",
         lanes=[("KeyAccount", "Key Account Management"), ("InsideSales", "Inside Sales")],
         partners=[("Customer", "Customer", "top")],
-        first="Task_CheckCustomerTerms", last="Task_CloseSalesContract")
+        first="Task_CheckCustomerTerms",
+        last="Task_CloseSalesContract",
+    )
     p.start("StartEvent_FrameworkAgreed", "Framework agreement negotiated", "KeyAccount")
-    p.user("Task_CheckCustomerTerms", "Check the customer's sales terms", "KeyAccount",
-           "Check terms of payment and incoterms in the customer's sales area before they are "
-           "written into the contract.",
-           [R(BP, "A_CustomerSalesArea", "`CustomerPaymentTerms`, `IncotermsClassification`")])
-    p.user("Task_CheckContractPrices", "Check the agreed prices against the price list",
-           "KeyAccount",
-           "Compare the negotiated prices with the valid price condition records for the products.",
-           [R(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue` for the products")])
-    p.user("Task_CreateSalesContract", "Create the sales contract", "KeyAccount",
-           "Enter the contract with its validity period and, per product, the target quantity or "
-           "value the customer commits to.",
-           [W(CONTRACT, "SalesContract", "`SalesContractValidityStartDate`, "
-              "`SalesContractValidityEndDate`"),
-            W(CONTRACT, "SalesContractItem", "`RequestedQuantity` as target, "
-              "`OutlineAgreementTargetAmount`")])
-    p.send("Task_SendContractConfirmation", "Send the contract confirmation", "KeyAccount",
-           "Send the signed contract confirmation to the customer.",
-           [R(CONTRACT, "SalesContract", "contract data for the output")])
+    p.user(
+        "Task_CheckCustomerTerms",
+        "Check the customer's sales terms",
+        "KeyAccount",
+        "Check terms of payment and incoterms in the customer's sales area before they are written into the contract.",
+        [R(BP, "A_CustomerSalesArea", "`CustomerPaymentTerms`, `IncotermsClassification`")],
+    )
+    p.user(
+        "Task_CheckContractPrices",
+        "Check the agreed prices against the price list",
+        "KeyAccount",
+        "Compare the negotiated prices with the valid price condition records for the products.",
+        [R(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue` for the products")],
+    )
+    p.user(
+        "Task_CreateSalesContract",
+        "Create the sales contract",
+        "KeyAccount",
+        "Enter the contract with its validity period and, per product, the target quantity or "
+        "value the customer commits to.",
+        [
+            W(CONTRACT, "SalesContract", "`SalesContractValidityStartDate`, `SalesContractValidityEndDate`"),
+            W(CONTRACT, "SalesContractItem", "`RequestedQuantity` as target, `OutlineAgreementTargetAmount`"),
+        ],
+    )
+    p.send(
+        "Task_SendContractConfirmation",
+        "Send the contract confirmation",
+        "KeyAccount",
+        "Send the signed contract confirmation to the customer.",
+        [R(CONTRACT, "SalesContract", "contract data for the output")],
+    )
     p.xor("Gateway_ContractOpen", "", "InsideSales")
     p.evgw("Gateway_WaitForCallOff", "Call-off or end of validity?", "InsideSales")
-    p.catch("IntermediateCatchEvent_CallOffReceived", "Call-off received", "InsideSales",
-            event="message")
-    p.catch("IntermediateCatchEvent_ContractExpired", "Contract validity ended", "InsideSales",
-            event="timer", timer=("timeDate", "${contract.SalesContractValidityEndDate}"), row=1)
-    p.user("Task_CheckRemainingQuantity", "Check the quantity left in the contract", "InsideSales",
-           "Compare the called-off quantity with the target quantity minus what has already been "
-           "released.",
-           [R(CONTRACT, "SalesContractItem", "`RequestedQuantity` minus "
-              "`SlsContrItemReleasedQuantity`")])
+    p.catch("IntermediateCatchEvent_CallOffReceived", "Call-off received", "InsideSales", event="message")
+    p.catch(
+        "IntermediateCatchEvent_ContractExpired",
+        "Contract validity ended",
+        "InsideSales",
+        event="timer",
+        timer=("timeDate", "${contract.SalesContractValidityEndDate}"),
+        row=1,
+    )
+    p.user(
+        "Task_CheckRemainingQuantity",
+        "Check the quantity left in the contract",
+        "InsideSales",
+        "Compare the called-off quantity with the target quantity minus what has already been released.",
+        [R(CONTRACT, "SalesContractItem", "`RequestedQuantity` minus `SlsContrItemReleasedQuantity`")],
+    )
     p.xor("Gateway_QuantityLeft", "Enough quantity left?", "InsideSales")
-    p.user("Task_RaiseContractQuantity", "Raise the contract quantity", "KeyAccount",
-           "When the customer needs more than agreed, raise the target quantity of the contract "
-           "item after agreeing it with the customer.",
-           [W(CONTRACT, "SalesContractItem", "`RequestedQuantity`")], row=1, shift=0)
+    p.user(
+        "Task_RaiseContractQuantity",
+        "Raise the contract quantity",
+        "KeyAccount",
+        "When the customer needs more than agreed, raise the target quantity of the contract "
+        "item after agreeing it with the customer.",
+        [W(CONTRACT, "SalesContractItem", "`RequestedQuantity`")],
+        row=1,
+        shift=0,
+    )
     p.xor("Gateway_ReadyForCallOff", "", "InsideSales")
-    p.user("Task_CreateCallOffOrder", "Create the call-off order", "InsideSales",
-           "Create a sales order with reference to the contract for the called-off quantity; the "
-           "released quantity of the contract goes up.",
-           [W(SO, "A_SalesOrder", "`ReferenceSDDocument` = contract"),
-            W(SO, "A_SalesOrderItem", "`ReferenceSDDocument`, `ReferenceSDDocumentItem`, "
-              "`RequestedQuantity`")])
-    p.user("Task_CloseSalesContract", "Close the sales contract", "InsideSales",
-           "At the end of the validity period, check what was released and close the contract so "
-           "no further call-offs can refer to it.",
-           [W(CONTRACT, "SalesContract", "`OverallSDProcessStatus` becomes completed")], row=1)
+    p.user(
+        "Task_CreateCallOffOrder",
+        "Create the call-off order",
+        "InsideSales",
+        "Create a sales order with reference to the contract for the called-off quantity; the "
+        "released quantity of the contract goes up.",
+        [
+            W(SO, "A_SalesOrder", "`ReferenceSDDocument` = contract"),
+            W(SO, "A_SalesOrderItem", "`ReferenceSDDocument`, `ReferenceSDDocumentItem`, `RequestedQuantity`"),
+        ],
+    )
+    p.user(
+        "Task_CloseSalesContract",
+        "Close the sales contract",
+        "InsideSales",
+        "At the end of the validity period, check what was released and close the contract so "
+        "no further call-offs can refer to it.",
+        [W(CONTRACT, "SalesContract", "`OverallSDProcessStatus` becomes completed")],
+        row=1,
+    )
     p.end("EndEvent_ContractClosed", "Contract closed", "InsideSales", row=1)
-    p.chain("StartEvent_FrameworkAgreed", "Task_CheckCustomerTerms", "Task_CheckContractPrices",
-            "Task_CreateSalesContract", "Task_SendContractConfirmation", "Gateway_ContractOpen",
-            "Gateway_WaitForCallOff")
+    p.chain(
+        "StartEvent_FrameworkAgreed",
+        "Task_CheckCustomerTerms",
+        "Task_CheckContractPrices",
+        "Task_CreateSalesContract",
+        "Task_SendContractConfirmation",
+        "Gateway_ContractOpen",
+        "Gateway_WaitForCallOff",
+    )
     p.flow("Gateway_WaitForCallOff", "IntermediateCatchEvent_CallOffReceived")
     p.flow("Gateway_WaitForCallOff", "IntermediateCatchEvent_ContractExpired")
-    p.chain("IntermediateCatchEvent_CallOffReceived", "Task_CheckRemainingQuantity",
-            "Gateway_QuantityLeft")
-    p.flow("Gateway_QuantityLeft", "Gateway_ReadyForCallOff", "Yes",
-           "${callOff.quantity <= contractItem.openQuantity}")
+    p.chain("IntermediateCatchEvent_CallOffReceived", "Task_CheckRemainingQuantity", "Gateway_QuantityLeft")
+    p.flow("Gateway_QuantityLeft", "Gateway_ReadyForCallOff", "Yes", "${callOff.quantity <= contractItem.openQuantity}")
     p.flow("Gateway_QuantityLeft", "Task_RaiseContractQuantity", "No", default=True)
     p.flow("Task_RaiseContractQuantity", "Gateway_ReadyForCallOff")
     p.flow("Gateway_ReadyForCallOff", "Task_CreateCallOffOrder")
     p.flow("Task_CreateCallOffOrder", "Gateway_ContractOpen", back=True)
-    p.chain("IntermediateCatchEvent_ContractExpired", "Task_CloseSalesContract",
-            "EndEvent_ContractClosed")
+    p.chain("IntermediateCatchEvent_ContractExpired", "Task_CloseSalesContract", "EndEvent_ContractClosed")
     p.message("Task_SendContractConfirmation", "Customer", "Contract confirmation")
     p.message("Customer", "IntermediateCatchEvent_CallOffReceived", "Call-off")
     return p
@@ -1348,86 +1640,165 @@ def sales_contract() -> Proc:
 @process
 def customer_returns() -> Proc:
     p = Proc(
-        "customer-returns.bpmn", "Process_CustomerReturns", "Customer returns with credit memo",
+        "customer-returns.bpmn",
+        "Process_CustomerReturns",
+        "Customer returns with credit memo",
         "Customer Returns (BDD)",
         "A customer wants to return goods. Customer service checks the original invoice and "
         "creates a returns order, which needs approval above a value limit, and sends the return "
         "authorisation. The warehouse receives the goods, quality inspects them and decides "
         "whether they go back into stock or are scrapped; billing creates and posts the credit "
         "memo.",
-        lanes=[("CustomerService", "Customer Service"), ("Warehouse", "Warehouse"),
-               ("Quality", "Quality Inspection"), ("Billing", "Billing")],
+        lanes=[
+            ("CustomerService", "Customer Service"),
+            ("Warehouse", "Warehouse"),
+            ("Quality", "Quality Inspection"),
+            ("Billing", "Billing"),
+        ],
         partners=[("Customer", "Customer", "top")],
-        first="Task_CheckOriginalInvoice", last="Task_PostCreditMemoToAccounting")
-    p.start("StartEvent_ReturnRequested", "Customer asks to return goods", "CustomerService",
-            event="message")
-    p.user("Task_CheckOriginalInvoice", "Check the original invoice", "CustomerService",
-           "Find the invoice for the goods and check quantity and price the customer paid.",
-           [R(BILL, "A_BillingDocumentItem", "`BillingQuantity`, `NetAmount` of the invoiced item")])
-    p.user("Task_CreateReturnsOrder", "Create the returns order", "CustomerService",
-           "Create the returns order with reference to the invoice, with the return reason and "
-           "whether the customer gets a credit or a replacement.",
-           [W(RET, "A_CustomerReturn", "`ReferenceSDDocument` = invoice, `SDDocumentReason`"),
-            W(RET, "A_CustomerReturnItem", "`ReturnReason`, `ReturnsRefundType`")])
+        first="Task_CheckOriginalInvoice",
+        last="Task_PostCreditMemoToAccounting",
+    )
+    p.start("StartEvent_ReturnRequested", "Customer asks to return goods", "CustomerService", event="message")
+    p.user(
+        "Task_CheckOriginalInvoice",
+        "Check the original invoice",
+        "CustomerService",
+        "Find the invoice for the goods and check quantity and price the customer paid.",
+        [R(BILL, "A_BillingDocumentItem", "`BillingQuantity`, `NetAmount` of the invoiced item")],
+    )
+    p.user(
+        "Task_CreateReturnsOrder",
+        "Create the returns order",
+        "CustomerService",
+        "Create the returns order with reference to the invoice, with the return reason and "
+        "whether the customer gets a credit or a replacement.",
+        [
+            W(RET, "A_CustomerReturn", "`ReferenceSDDocument` = invoice, `SDDocumentReason`"),
+            W(RET, "A_CustomerReturnItem", "`ReturnReason`, `ReturnsRefundType`"),
+        ],
+    )
     p.xor("Gateway_ReturnNeedsApproval", "Return value above the approval limit?", "CustomerService")
-    p.user("Task_ApproveReturnsOrder", "Approve the returns order", "CustomerService",
-           "The customer service lead approves or rejects returns above the value limit.",
-           [W(RET, "A_CustomerReturn", "`releaseApprovalRequest` or `rejectApprovalRequest`")],
-           row=1)
+    p.user(
+        "Task_ApproveReturnsOrder",
+        "Approve the returns order",
+        "CustomerService",
+        "The customer service lead approves or rejects returns above the value limit.",
+        [W(RET, "A_CustomerReturn", "`releaseApprovalRequest` or `rejectApprovalRequest`")],
+        row=1,
+    )
     p.xor("Gateway_ReturnApproved", "Approved?", "CustomerService", row=1)
     p.end("EndEvent_ReturnRefused", "Return refused", "CustomerService", row=1)
     p.xor("Gateway_ReturnAccepted", "", "CustomerService")
-    p.send("Task_SendReturnAuthorization", "Send the return authorisation", "CustomerService",
-           "Send the customer the return authorisation to put with the goods.",
-           [R(RET, "A_CustomerReturn", "returns order number and items for the document")])
-    p.catch("IntermediateCatchEvent_GoodsArrived", "Returned goods arrive", "Warehouse",
-            event="message")
-    p.user("Task_PostReturnsGoodsReceipt", "Post the goods receipt for the returned goods",
-           "Warehouse",
-           "Count the returned goods and post them into returns stock against the returns order.",
-           [W(MATDOC, "A_MaterialDocumentHeader", "goods receipt into returns stock, items via "
-              "`to_MaterialDocumentItem` with movement type 651 and the returns delivery as reference "
-              "(nearest A2X support; see the doc)")])
-    p.user("Task_InspectReturnedGoods", "Inspect the returned goods", "Quality",
-           "Inspect the goods and record the inspection result on the returns order item.",
-           [W(RET, "A_CustomerReturnItem", "`RetMatlInspResultCode`, `CustRetItmFollowUpActivity`")])
+    p.send(
+        "Task_SendReturnAuthorization",
+        "Send the return authorisation",
+        "CustomerService",
+        "Send the customer the return authorisation to put with the goods.",
+        [R(RET, "A_CustomerReturn", "returns order number and items for the document")],
+    )
+    p.catch("IntermediateCatchEvent_GoodsArrived", "Returned goods arrive", "Warehouse", event="message")
+    p.user(
+        "Task_PostReturnsGoodsReceipt",
+        "Post the goods receipt for the returned goods",
+        "Warehouse",
+        "Count the returned goods and post them into returns stock against the returns order.",
+        [
+            W(
+                MATDOC,
+                "A_MaterialDocumentHeader",
+                "goods receipt into returns stock, items via "
+                "`to_MaterialDocumentItem` with movement type 651 and the returns delivery as reference "
+                "(nearest A2X support; see the doc)",
+            )
+        ],
+    )
+    p.user(
+        "Task_InspectReturnedGoods",
+        "Inspect the returned goods",
+        "Quality",
+        "Inspect the goods and record the inspection result on the returns order item.",
+        [W(RET, "A_CustomerReturnItem", "`RetMatlInspResultCode`, `CustRetItmFollowUpActivity`")],
+    )
     p.xor("Gateway_GoodsResellable", "Goods can be resold?", "Quality")
-    p.user("Task_PutBackIntoStock", "Move the goods back into sellable stock", "Warehouse",
-           "Transfer the goods from returns stock to unrestricted stock.",
-           [W(MATDOC, "A_MaterialDocumentHeader", "transfer posting, items via `to_MaterialDocumentItem` with movement type 453")],
-           shift=0)
-    p.user("Task_ScrapReturnedGoods", "Scrap the returned goods", "Warehouse",
-           "Post the scrapping of damaged goods from returns stock.",
-           [W(MATDOC, "A_MaterialDocumentHeader", "scrapping, items via `to_MaterialDocumentItem` with movement type 551")],
-           row=1)
+    p.user(
+        "Task_PutBackIntoStock",
+        "Move the goods back into sellable stock",
+        "Warehouse",
+        "Transfer the goods from returns stock to unrestricted stock.",
+        [
+            W(
+                MATDOC,
+                "A_MaterialDocumentHeader",
+                "transfer posting, items via `to_MaterialDocumentItem` with movement type 453",
+            )
+        ],
+        shift=0,
+    )
+    p.user(
+        "Task_ScrapReturnedGoods",
+        "Scrap the returned goods",
+        "Warehouse",
+        "Post the scrapping of damaged goods from returns stock.",
+        [
+            W(
+                MATDOC,
+                "A_MaterialDocumentHeader",
+                "scrapping, items via `to_MaterialDocumentItem` with movement type 551",
+            )
+        ],
+        row=1,
+    )
     p.xor("Gateway_DispositionDone", "", "Warehouse")
-    p.service("Task_CreateCreditMemo", "Create the credit memo", "Billing",
-              "Create the credit memo from the returns order for the refunded items.",
-              [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the returns order as "
-                 "reference")])
-    p.service("Task_PostCreditMemoToAccounting", "Post the credit memo to accounting", "Billing",
-              "Release the credit memo to accounting so the customer's account is credited.",
-              [W(BILL4, "BillingDocument", "`PostToAccounting`")])
+    p.service(
+        "Task_CreateCreditMemo",
+        "Create the credit memo",
+        "Billing",
+        "Create the credit memo from the returns order for the refunded items.",
+        [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the returns order as reference")],
+    )
+    p.service(
+        "Task_PostCreditMemoToAccounting",
+        "Post the credit memo to accounting",
+        "Billing",
+        "Release the credit memo to accounting so the customer's account is credited.",
+        [W(BILL4, "BillingDocument", "`PostToAccounting`")],
+    )
     p.end("EndEvent_CustomerCredited", "Customer credited", "Billing")
-    p.chain("StartEvent_ReturnRequested", "Task_CheckOriginalInvoice", "Task_CreateReturnsOrder",
-            "Gateway_ReturnNeedsApproval")
-    p.flow("Gateway_ReturnNeedsApproval", "Task_ApproveReturnsOrder", "Yes",
-           "${customerReturn.TotalNetAmount > approvalLimit}")
+    p.chain(
+        "StartEvent_ReturnRequested",
+        "Task_CheckOriginalInvoice",
+        "Task_CreateReturnsOrder",
+        "Gateway_ReturnNeedsApproval",
+    )
+    p.flow(
+        "Gateway_ReturnNeedsApproval",
+        "Task_ApproveReturnsOrder",
+        "Yes",
+        "${customerReturn.TotalNetAmount > approvalLimit}",
+    )
     p.flow("Gateway_ReturnNeedsApproval", "Gateway_ReturnAccepted", "No", default=True)
     p.flow("Task_ApproveReturnsOrder", "Gateway_ReturnApproved")
-    p.flow("Gateway_ReturnApproved", "Gateway_ReturnAccepted", "Yes",
-           "${approvalDecision == 'release'}")
+    p.flow("Gateway_ReturnApproved", "Gateway_ReturnAccepted", "Yes", "${approvalDecision == 'release'}")
     p.flow("Gateway_ReturnApproved", "EndEvent_ReturnRefused", "No", default=True)
-    p.chain("Gateway_ReturnAccepted", "Task_SendReturnAuthorization",
-            "IntermediateCatchEvent_GoodsArrived", "Task_PostReturnsGoodsReceipt",
-            "Task_InspectReturnedGoods", "Gateway_GoodsResellable")
-    p.flow("Gateway_GoodsResellable", "Task_PutBackIntoStock", "Yes",
-           "${inspection.goodsResellable}")
+    p.chain(
+        "Gateway_ReturnAccepted",
+        "Task_SendReturnAuthorization",
+        "IntermediateCatchEvent_GoodsArrived",
+        "Task_PostReturnsGoodsReceipt",
+        "Task_InspectReturnedGoods",
+        "Gateway_GoodsResellable",
+    )
+    p.flow("Gateway_GoodsResellable", "Task_PutBackIntoStock", "Yes", "${inspection.goodsResellable}")
     p.flow("Gateway_GoodsResellable", "Task_ScrapReturnedGoods", "No", default=True)
     p.flow("Task_PutBackIntoStock", "Gateway_DispositionDone")
     p.flow("Task_ScrapReturnedGoods", "Gateway_DispositionDone")
-    p.chain("Gateway_DispositionDone", "Task_CreateCreditMemo", "Task_PostCreditMemoToAccounting",
-            "EndEvent_CustomerCredited")
+    p.chain(
+        "Gateway_DispositionDone",
+        "Task_CreateCreditMemo",
+        "Task_PostCreditMemoToAccounting",
+        "EndEvent_CustomerCredited",
+    )
     p.message("Customer", "StartEvent_ReturnRequested", "Return request")
     p.message("Task_SendReturnAuthorization", "Customer", "Return authorisation")
     return p
@@ -1436,84 +1807,139 @@ def customer_returns() -> Proc:
 @process
 def credit_memo() -> Proc:
     p = Proc(
-        "credit-memo-processing.bpmn", "Process_CreditMemoProcessing",
-        "Credit memo for a price complaint", "Credit Memo Processing (1EZ)",
+        "credit-memo-processing.bpmn",
+        "Process_CreditMemoProcessing",
+        "Credit memo for a price complaint",
+        "Credit Memo Processing (1EZ)",
         "A customer disputes the price on an invoice. Customer service compares the invoiced price "
         "with the agreed price. A justified complaint becomes a credit memo request, approved by "
         "sales management above a limit; billing creates the credit memo, posts it and sends it. "
         "An unjustified complaint is answered with an explanation.",
-        lanes=[("CustomerService", "Customer Service"), ("SalesManagement", "Sales Management"),
-               ("Billing", "Billing")],
+        lanes=[
+            ("CustomerService", "Customer Service"),
+            ("SalesManagement", "Sales Management"),
+            ("Billing", "Billing"),
+        ],
         partners=[("Customer", "Customer", "top")],
-        first="Task_ReviewDisputedInvoice", last="Task_SendCreditMemo")
-    p.start("StartEvent_PriceComplaint", "Customer disputes an invoiced price", "CustomerService",
-            event="message")
-    p.user("Task_ReviewDisputedInvoice", "Review the disputed invoice", "CustomerService",
-           "Open the invoice and look at the price conditions that were applied to the item.",
-           [R(BILL, "A_BillingDocumentItemPrcgElmnt", "`ConditionType`, `ConditionRateValue` "
-              "on the invoice item")])
-    p.user("Task_CheckAgreedPrice", "Check the price agreed with the customer", "CustomerService",
-           "Look up the price condition record that was valid on the pricing date.",
-           [R(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue` valid at the pricing date")])
+        first="Task_ReviewDisputedInvoice",
+        last="Task_SendCreditMemo",
+    )
+    p.start("StartEvent_PriceComplaint", "Customer disputes an invoiced price", "CustomerService", event="message")
+    p.user(
+        "Task_ReviewDisputedInvoice",
+        "Review the disputed invoice",
+        "CustomerService",
+        "Open the invoice and look at the price conditions that were applied to the item.",
+        [R(BILL, "A_BillingDocumentItemPrcgElmnt", "`ConditionType`, `ConditionRateValue` on the invoice item")],
+    )
+    p.user(
+        "Task_CheckAgreedPrice",
+        "Check the price agreed with the customer",
+        "CustomerService",
+        "Look up the price condition record that was valid on the pricing date.",
+        [R(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue` valid at the pricing date")],
+    )
     p.xor("Gateway_ComplaintJustified", "Complaint justified?", "CustomerService")
-    p.send("Task_ExplainPriceToCustomer", "Explain the invoiced price", "CustomerService",
-           "Write to the customer why the invoiced price is correct.",
-           [R(BILL, "A_BillingDocument", "invoice number, date and `TotalNetAmount`")], row=1)
+    p.send(
+        "Task_ExplainPriceToCustomer",
+        "Explain the invoiced price",
+        "CustomerService",
+        "Write to the customer why the invoiced price is correct.",
+        [R(BILL, "A_BillingDocument", "invoice number, date and `TotalNetAmount`")],
+        row=1,
+    )
     p.end("EndEvent_ComplaintAnswered", "Complaint answered", "CustomerService", row=1)
-    p.user("Task_CreateCreditMemoRequest", "Create the credit memo request", "CustomerService",
-           "Create a credit memo request with reference to the invoice for the price difference; "
-           "it is blocked for billing until released.",
-           [W(CMR, "A_CreditMemoRequest", "`ReferenceSDDocument` = invoice, `SDDocumentReason`, "
-              "`HeaderBillingBlockReason`"),
-            W(CMR, "A_CreditMemoRequestItem", "credited quantity and amount")])
-    p.xor("Gateway_CreditNeedsApproval", "Credit above the approval limit?", "CustomerService",
-          shift=1)
-    p.user("Task_ApproveCreditMemoRequest", "Approve the credit memo request", "SalesManagement",
-           "The sales manager approves or rejects credits above the limit.",
-           [W(CMR, "A_CreditMemoRequest", "`releaseApprovalRequest` or `rejectApprovalRequest`")])
+    p.user(
+        "Task_CreateCreditMemoRequest",
+        "Create the credit memo request",
+        "CustomerService",
+        "Create a credit memo request with reference to the invoice for the price difference; "
+        "it is blocked for billing until released.",
+        [
+            W(
+                CMR,
+                "A_CreditMemoRequest",
+                "`ReferenceSDDocument` = invoice, `SDDocumentReason`, `HeaderBillingBlockReason`",
+            ),
+            W(CMR, "A_CreditMemoRequestItem", "credited quantity and amount"),
+        ],
+    )
+    p.xor("Gateway_CreditNeedsApproval", "Credit above the approval limit?", "CustomerService", shift=1)
+    p.user(
+        "Task_ApproveCreditMemoRequest",
+        "Approve the credit memo request",
+        "SalesManagement",
+        "The sales manager approves or rejects credits above the limit.",
+        [W(CMR, "A_CreditMemoRequest", "`releaseApprovalRequest` or `rejectApprovalRequest`")],
+    )
     p.xor("Gateway_CreditApproved", "Approved?", "SalesManagement")
     p.end("EndEvent_CreditRefused", "Credit refused", "SalesManagement", row=1)
     p.xor("Gateway_CreditCleared", "", "CustomerService")
-    p.user("Task_RemoveBillingBlock", "Remove the billing block", "CustomerService",
-           "Remove the billing block from the credit memo request so that billing can credit the "
-           "customer.",
-           [W(CMR, "A_CreditMemoRequest", "clear `HeaderBillingBlockReason`")])
-    p.service("Task_CreateCreditMemo", "Create the credit memo", "Billing",
-              "Create the credit memo from the released credit memo request.",
-              [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the credit memo request")])
-    p.service("Task_PostCreditMemo", "Post the credit memo to accounting", "Billing",
-              "Release the credit memo to accounting so the customer's receivable is reduced.",
-              [W(BILL4, "BillingDocument", "`PostToAccounting`")])
-    p.send("Task_SendCreditMemo", "Send the credit memo", "Billing",
-           "Send the credit memo as PDF to the customer.",
-           [R(BILL, "A_BillingDocument", "`GetPDF`")])
+    p.user(
+        "Task_RemoveBillingBlock",
+        "Remove the billing block",
+        "CustomerService",
+        "Remove the billing block from the credit memo request so that billing can credit the customer.",
+        [W(CMR, "A_CreditMemoRequest", "clear `HeaderBillingBlockReason`")],
+    )
+    p.service(
+        "Task_CreateCreditMemo",
+        "Create the credit memo",
+        "Billing",
+        "Create the credit memo from the released credit memo request.",
+        [W(BILL4, "BillingDocument", "`CreateFromSDDocument` with the credit memo request")],
+    )
+    p.service(
+        "Task_PostCreditMemo",
+        "Post the credit memo to accounting",
+        "Billing",
+        "Release the credit memo to accounting so the customer's receivable is reduced.",
+        [W(BILL4, "BillingDocument", "`PostToAccounting`")],
+    )
+    p.send(
+        "Task_SendCreditMemo",
+        "Send the credit memo",
+        "Billing",
+        "Send the credit memo as PDF to the customer.",
+        [R(BILL, "A_BillingDocument", "`GetPDF`")],
+    )
     p.end("EndEvent_CustomerCredited", "Customer credited", "Billing")
-    p.chain("StartEvent_PriceComplaint", "Task_ReviewDisputedInvoice", "Task_CheckAgreedPrice",
-            "Gateway_ComplaintJustified")
-    p.flow("Gateway_ComplaintJustified", "Task_CreateCreditMemoRequest", "Yes",
-           "${invoicedPrice > agreedPrice}")
+    p.chain(
+        "StartEvent_PriceComplaint", "Task_ReviewDisputedInvoice", "Task_CheckAgreedPrice", "Gateway_ComplaintJustified"
+    )
+    p.flow("Gateway_ComplaintJustified", "Task_CreateCreditMemoRequest", "Yes", "${invoicedPrice > agreedPrice}")
     p.flow("Gateway_ComplaintJustified", "Task_ExplainPriceToCustomer", "No", default=True)
     p.flow("Task_ExplainPriceToCustomer", "EndEvent_ComplaintAnswered")
     p.flow("Task_CreateCreditMemoRequest", "Gateway_CreditNeedsApproval")
-    p.flow("Gateway_CreditNeedsApproval", "Task_ApproveCreditMemoRequest", "Yes",
-           "${creditMemoRequest.TotalNetAmount > approvalLimit}")
+    p.flow(
+        "Gateway_CreditNeedsApproval",
+        "Task_ApproveCreditMemoRequest",
+        "Yes",
+        "${creditMemoRequest.TotalNetAmount > approvalLimit}",
+    )
     p.flow("Gateway_CreditNeedsApproval", "Gateway_CreditCleared", "No", default=True)
     p.flow("Task_ApproveCreditMemoRequest", "Gateway_CreditApproved")
-    p.flow("Gateway_CreditApproved", "Gateway_CreditCleared", "Yes",
-           "${approvalDecision == 'release'}")
+    p.flow("Gateway_CreditApproved", "Gateway_CreditCleared", "Yes", "${approvalDecision == 'release'}")
     p.flow("Gateway_CreditApproved", "EndEvent_CreditRefused", "No", default=True)
-    p.chain("Gateway_CreditCleared", "Task_RemoveBillingBlock", "Task_CreateCreditMemo",
-            "Task_PostCreditMemo", "Task_SendCreditMemo", "EndEvent_CustomerCredited")
+    p.chain(
+        "Gateway_CreditCleared",
+        "Task_RemoveBillingBlock",
+        "Task_CreateCreditMemo",
+        "Task_PostCreditMemo",
+        "Task_SendCreditMemo",
+        "EndEvent_CustomerCredited",
+    )
     p.message("Customer", "StartEvent_PriceComplaint", "Complaint")
     p.message("Task_SendCreditMemo", "Customer", "Credit memo")
     return p
 
 
-
 @process
 def procure_to_pay() -> Proc:
     p = Proc(
-        "procure-to-pay.bpmn", "Process_ProcureToPay", "Procure to pay: direct materials",
+        "procure-to-pay.bpmn",
+        "Process_ProcureToPay",
+        "Procure to pay: direct materials",
         "Procurement of Direct Materials (J45)",
         "Production planning needs a component. A purchase requisition is created and given a "
         "source of supply, a new supplier is onboarded first, and purchasing orders the material. "
@@ -1521,104 +1947,195 @@ def procure_to_pay() -> Proc:
         "posts the goods receipt, while accounts payable enters the supplier invoice. The invoice "
         "is matched against order and goods receipt, posted, and after the payment run accounts "
         "payable confirms that it was cleared.",
-        lanes=[("Planning", "Production Planning"), ("Purchasing", "Purchasing"),
-               ("Warehouse", "Warehouse"), ("AccountsPayable", "Accounts Payable")],
+        lanes=[
+            ("Planning", "Production Planning"),
+            ("Purchasing", "Purchasing"),
+            ("Warehouse", "Warehouse"),
+            ("AccountsPayable", "Accounts Payable"),
+        ],
         partners=[("Supplier", "Supplier", "bottom")],
-        first="Task_CreatePurchaseRequisition", last="Task_ConfirmInvoicePaid")
+        first="Task_CreatePurchaseRequisition",
+        last="Task_ConfirmInvoicePaid",
+    )
     p.start("StartEvent_ShortageIdentified", "Component shortage identified", "Planning")
-    p.user("Task_CreatePurchaseRequisition", "Create the purchase requisition", "Planning",
-           "Request the component with quantity, plant and the date production needs it.",
-           [W(PR, "A_PurchaseRequisitionHeader", "items by deep insert via `to_PurchaseReqnItem`"),
-            W(PR, "A_PurchaseRequisitionItem", "`Material`, `RequestedQuantity`, `Plant`, "
-              "`DeliveryDate`")])
-    p.user("Task_AssignSourceOfSupply", "Assign a source of supply", "Purchasing",
-           "Find the supplier and price from the purchasing info records and assign the supplier "
-           "to the requisition item.",
-           [R(INFOREC, "A_PurchasingInfoRecord", "`Supplier` and `Material` of valid info records"),
-            W(PR, "A_PurchaseRequisitionItem", "`FixedSupplier`")])
+    p.user(
+        "Task_CreatePurchaseRequisition",
+        "Create the purchase requisition",
+        "Planning",
+        "Request the component with quantity, plant and the date production needs it.",
+        [
+            W(PR, "A_PurchaseRequisitionHeader", "items by deep insert via `to_PurchaseReqnItem`"),
+            W(PR, "A_PurchaseRequisitionItem", "`Material`, `RequestedQuantity`, `Plant`, `DeliveryDate`"),
+        ],
+    )
+    p.user(
+        "Task_AssignSourceOfSupply",
+        "Assign a source of supply",
+        "Purchasing",
+        "Find the supplier and price from the purchasing info records and assign the supplier to the requisition item.",
+        [
+            R(INFOREC, "A_PurchasingInfoRecord", "`Supplier` and `Material` of valid info records"),
+            W(PR, "A_PurchaseRequisitionItem", "`FixedSupplier`"),
+        ],
+    )
     p.xor("Gateway_SupplierReady", "Supplier set up for purchasing?", "Purchasing")
-    p.call("CallActivity_OnboardSupplier", "Onboard the new supplier", "Purchasing",
-           "Run supplier onboarding (Process_SupplierOnboarding) before the first order.",
-           [W(BP, "A_BusinessPartner", "new business partner in the supplier role; see "
-              "Process_SupplierOnboarding")], "Process_SupplierOnboarding", row=1)
+    p.call(
+        "CallActivity_OnboardSupplier",
+        "Onboard the new supplier",
+        "Purchasing",
+        "Run supplier onboarding (Process_SupplierOnboarding) before the first order.",
+        [W(BP, "A_BusinessPartner", "new business partner in the supplier role; see Process_SupplierOnboarding")],
+        "Process_SupplierOnboarding",
+        row=1,
+    )
     p.xor("Gateway_SupplierAvailable", "", "Purchasing")
-    p.user("Task_CreatePurchaseOrder", "Create the purchase order", "Purchasing",
-           "Convert the requisition into a purchase order with the supplier's price and the "
-           "delivery date.",
-           [W(PO, "A_PurchaseOrder", "`Supplier`, `PurchasingOrganization`; items via "
-              "`to_PurchaseOrderItem`"),
-            W(PO, "A_PurchaseOrderItem", "`PurchaseRequisition`, `PurchaseRequisitionItem`, "
-              "`OrderQuantity`, `NetPriceAmount`")])
-    p.send("Task_SendPurchaseOrder", "Send the purchase order to the supplier", "Purchasing",
-           "Send the purchase order document to the supplier.",
-           [R(PO, "A_PurchaseOrder", "`GetPDF` or `GetOutputBinaryData` for the order document")])
+    p.user(
+        "Task_CreatePurchaseOrder",
+        "Create the purchase order",
+        "Purchasing",
+        "Convert the requisition into a purchase order with the supplier's price and the delivery date.",
+        [
+            W(PO, "A_PurchaseOrder", "`Supplier`, `PurchasingOrganization`; items via `to_PurchaseOrderItem`"),
+            W(
+                PO,
+                "A_PurchaseOrderItem",
+                "`PurchaseRequisition`, `PurchaseRequisitionItem`, `OrderQuantity`, `NetPriceAmount`",
+            ),
+        ],
+    )
+    p.send(
+        "Task_SendPurchaseOrder",
+        "Send the purchase order to the supplier",
+        "Purchasing",
+        "Send the purchase order document to the supplier.",
+        [R(PO, "A_PurchaseOrder", "`GetPDF` or `GetOutputBinaryData` for the order document")],
+    )
     p.par("Gateway_AwaitGoodsAndInvoice", "Warehouse")
-    p.catch("IntermediateCatchEvent_ShippingNotification", "Shipping notification received",
-            "Warehouse", event="message")
-    p.user("Task_CreateInboundDelivery", "Create the inbound delivery", "Warehouse",
-           "Record the supplier's shipping notification as an inbound delivery for the purchase "
-           "order items.",
-           [W(IBD, "A_InbDeliveryHeader", "`DeliveryDocumentBySupplier`, `DeliveryDate`, "
-              "`Supplier`")])
-    p.user("Task_PostGoodsReceipt", "Post the goods receipt", "Warehouse",
-           "Count the delivered goods, correct the delivered quantity where it differs and post "
-           "the goods receipt.",
-           [W(IBD, "A_InbDeliveryItem", "`ActualDeliveryQuantity`"),
-            W(IBD, "A_InbDeliveryHeader", "`PostGoodsReceipt`")])
-    p.catch("IntermediateCatchEvent_InvoiceReceived", "Supplier invoice received", "AccountsPayable",
-            event="message", shift=1)
-    p.user("Task_EnterSupplierInvoice", "Enter the supplier invoice", "AccountsPayable",
-           "Enter the invoice with reference to the purchase order: gross amount, tax and invoice "
-           "date.",
-           [W(SINV, "A_SupplierInvoice", "`SupplierInvoiceIDByInvcgParty`, `InvoiceGrossAmount`, "
-              "PO reference via `to_SuplrInvcItemPurOrdRef`")])
+    p.catch(
+        "IntermediateCatchEvent_ShippingNotification", "Shipping notification received", "Warehouse", event="message"
+    )
+    p.user(
+        "Task_CreateInboundDelivery",
+        "Create the inbound delivery",
+        "Warehouse",
+        "Record the supplier's shipping notification as an inbound delivery for the purchase order items.",
+        [W(IBD, "A_InbDeliveryHeader", "`DeliveryDocumentBySupplier`, `DeliveryDate`, `Supplier`")],
+    )
+    p.user(
+        "Task_PostGoodsReceipt",
+        "Post the goods receipt",
+        "Warehouse",
+        "Count the delivered goods, correct the delivered quantity where it differs and post the goods receipt.",
+        [W(IBD, "A_InbDeliveryItem", "`ActualDeliveryQuantity`"), W(IBD, "A_InbDeliveryHeader", "`PostGoodsReceipt`")],
+    )
+    p.catch(
+        "IntermediateCatchEvent_InvoiceReceived",
+        "Supplier invoice received",
+        "AccountsPayable",
+        event="message",
+        shift=1,
+    )
+    p.user(
+        "Task_EnterSupplierInvoice",
+        "Enter the supplier invoice",
+        "AccountsPayable",
+        "Enter the invoice with reference to the purchase order: gross amount, tax and invoice date.",
+        [
+            W(
+                SINV,
+                "A_SupplierInvoice",
+                "`SupplierInvoiceIDByInvcgParty`, `InvoiceGrossAmount`, PO reference via `to_SuplrInvcItemPurOrdRef`",
+            )
+        ],
+    )
     p.par("Gateway_GoodsAndInvoiceIn", "AccountsPayable")
-    with p.sub("SubProcess_VerifyInvoice", "Verify and post the invoice", "AccountsPayable",
-               "Match the invoice against the purchase order and the goods receipt, clarify "
-               "variances and post it."):
+    with p.sub(
+        "SubProcess_VerifyInvoice",
+        "Verify and post the invoice",
+        "AccountsPayable",
+        "Match the invoice against the purchase order and the goods receipt, clarify variances and post it.",
+    ):
         p.start("StartEvent_InvoiceToVerify", "Invoice to verify", "AccountsPayable")
-        p.rule("Task_MatchInvoice", "Match invoice, order and goods receipt", "AccountsPayable",
-               "Compare quantity and price on the invoice with the purchase order item and the "
-               "quantity received.",
-               [R(PO, "A_PurchaseOrderItem", "`OrderQuantity`, `NetPriceAmount`"),
-                R(MATDOC, "A_MaterialDocumentItem", "goods receipt quantity per `PurchaseOrder` and "
-                  "`PurchaseOrderItem`")])
+        p.rule(
+            "Task_MatchInvoice",
+            "Match invoice, order and goods receipt",
+            "AccountsPayable",
+            "Compare quantity and price on the invoice with the purchase order item and the quantity received.",
+            [
+                R(PO, "A_PurchaseOrderItem", "`OrderQuantity`, `NetPriceAmount`"),
+                R(
+                    MATDOC,
+                    "A_MaterialDocumentItem",
+                    "goods receipt quantity per `PurchaseOrder` and `PurchaseOrderItem`",
+                ),
+            ],
+        )
         p.xor("Gateway_WithinTolerance", "Within tolerance?", "AccountsPayable")
-        p.user("Task_ClarifyVariance", "Clarify the variance with purchasing", "AccountsPayable",
-               "Ask the buyer whether the price or quantity difference is agreed.",
-               [R(PO, "A_PurOrdPricingElement", "agreed price conditions of the order item")],
-               row=0)
+        p.user(
+            "Task_ClarifyVariance",
+            "Clarify the variance with purchasing",
+            "AccountsPayable",
+            "Ask the buyer whether the price or quantity difference is agreed.",
+            [R(PO, "A_PurOrdPricingElement", "agreed price conditions of the order item")],
+            row=0,
+        )
         p.xor("Gateway_VarianceSettled", "", "AccountsPayable")
-        p.user("Task_PostSupplierInvoice", "Post the supplier invoice", "AccountsPayable",
-               "Post the invoice so the payable is recorded and the invoice becomes due.",
-               [W(SINV, "A_SupplierInvoice", "`Post`")])
+        p.user(
+            "Task_PostSupplierInvoice",
+            "Post the supplier invoice",
+            "AccountsPayable",
+            "Post the invoice so the payable is recorded and the invoice becomes due.",
+            [W(SINV, "A_SupplierInvoice", "`Post`")],
+        )
         p.end("EndEvent_InvoicePosted", "Invoice posted", "AccountsPayable")
-    p.catch("IntermediateCatchEvent_PaymentRunDate", "Payment run date reached", "AccountsPayable",
-            event="timer", timer=("timeCycle", "R/P1W"))
-    p.user("Task_ConfirmInvoicePaid", "Confirm that the invoice was paid", "AccountsPayable",
-           "Check that the payment run cleared the supplier's open item for this invoice.",
-           [R(GLITEM, "GLAccountLineItem", "`Supplier`, `ClearingDate`, "
-              "`ClearingAccountingDocument`")])
+    p.catch(
+        "IntermediateCatchEvent_PaymentRunDate",
+        "Payment run date reached",
+        "AccountsPayable",
+        event="timer",
+        timer=("timeCycle", "R/P1W"),
+    )
+    p.user(
+        "Task_ConfirmInvoicePaid",
+        "Confirm that the invoice was paid",
+        "AccountsPayable",
+        "Check that the payment run cleared the supplier's open item for this invoice.",
+        [R(GLITEM, "GLAccountLineItem", "`Supplier`, `ClearingDate`, `ClearingAccountingDocument`")],
+    )
     p.end("EndEvent_SupplierPaid", "Supplier paid", "AccountsPayable")
-    p.chain("StartEvent_ShortageIdentified", "Task_CreatePurchaseRequisition",
-            "Task_AssignSourceOfSupply", "Gateway_SupplierReady")
-    p.flow("Gateway_SupplierReady", "Gateway_SupplierAvailable", "Yes",
-           "${supplier.PurchasingIsBlocked == false}")
+    p.chain(
+        "StartEvent_ShortageIdentified",
+        "Task_CreatePurchaseRequisition",
+        "Task_AssignSourceOfSupply",
+        "Gateway_SupplierReady",
+    )
+    p.flow("Gateway_SupplierReady", "Gateway_SupplierAvailable", "Yes", "${supplier.PurchasingIsBlocked == false}")
     p.flow("Gateway_SupplierReady", "CallActivity_OnboardSupplier", "No", default=True)
     p.flow("CallActivity_OnboardSupplier", "Gateway_SupplierAvailable")
-    p.chain("Gateway_SupplierAvailable", "Task_CreatePurchaseOrder", "Task_SendPurchaseOrder",
-            "Gateway_AwaitGoodsAndInvoice")
+    p.chain(
+        "Gateway_SupplierAvailable",
+        "Task_CreatePurchaseOrder",
+        "Task_SendPurchaseOrder",
+        "Gateway_AwaitGoodsAndInvoice",
+    )
     p.flow("Gateway_AwaitGoodsAndInvoice", "IntermediateCatchEvent_ShippingNotification")
     p.flow("Gateway_AwaitGoodsAndInvoice", "IntermediateCatchEvent_InvoiceReceived")
-    p.chain("IntermediateCatchEvent_ShippingNotification", "Task_CreateInboundDelivery",
-            "Task_PostGoodsReceipt", "Gateway_GoodsAndInvoiceIn")
-    p.chain("IntermediateCatchEvent_InvoiceReceived", "Task_EnterSupplierInvoice",
-            "Gateway_GoodsAndInvoiceIn")
-    p.chain("Gateway_GoodsAndInvoiceIn", "SubProcess_VerifyInvoice",
-            "IntermediateCatchEvent_PaymentRunDate", "Task_ConfirmInvoicePaid", "EndEvent_SupplierPaid")
+    p.chain(
+        "IntermediateCatchEvent_ShippingNotification",
+        "Task_CreateInboundDelivery",
+        "Task_PostGoodsReceipt",
+        "Gateway_GoodsAndInvoiceIn",
+    )
+    p.chain("IntermediateCatchEvent_InvoiceReceived", "Task_EnterSupplierInvoice", "Gateway_GoodsAndInvoiceIn")
+    p.chain(
+        "Gateway_GoodsAndInvoiceIn",
+        "SubProcess_VerifyInvoice",
+        "IntermediateCatchEvent_PaymentRunDate",
+        "Task_ConfirmInvoicePaid",
+        "EndEvent_SupplierPaid",
+    )
     p.chain("StartEvent_InvoiceToVerify", "Task_MatchInvoice", "Gateway_WithinTolerance")
-    p.flow("Gateway_WithinTolerance", "Gateway_VarianceSettled", "Yes",
-           "${invoice.varianceWithinTolerance}")
+    p.flow("Gateway_WithinTolerance", "Gateway_VarianceSettled", "Yes", "${invoice.varianceWithinTolerance}")
     p.flow("Gateway_WithinTolerance", "Task_ClarifyVariance", "No", default=True)
     p.flow("Task_ClarifyVariance", "Gateway_VarianceSettled")
     p.chain("Gateway_VarianceSettled", "Task_PostSupplierInvoice", "EndEvent_InvoicePosted")
@@ -1631,82 +2148,122 @@ def procure_to_pay() -> Proc:
 @process
 def supplier_invoice() -> Proc:
     p = Proc(
-        "supplier-invoice-processing.bpmn", "Process_SupplierInvoiceProcessing",
-        "Supplier invoice processing", "Accounts Payable (J60)",
+        "supplier-invoice-processing.bpmn",
+        "Process_SupplierInvoiceProcessing",
+        "Supplier invoice processing",
+        "Accounts Payable (J60)",
         "Accounts payable receives a supplier invoice, identifies the supplier and rules out a "
         "duplicate. An invoice with a purchase order is entered against the order; an invoice "
         "without one is coded to G/L account and cost center and approved by the cost center "
         "manager. The invoice is posted, a payment block is released by the accounts payable lead, "
         "and the supplier's bank details and open items are checked before the payment run.",
-        lanes=[("AccountsPayable", "Accounts Payable"), ("CostCenterManager", "Cost Center Manager"),
-               ("AccountsPayableLead", "Accounts Payable Lead")],
+        lanes=[
+            ("AccountsPayable", "Accounts Payable"),
+            ("CostCenterManager", "Cost Center Manager"),
+            ("AccountsPayableLead", "Accounts Payable Lead"),
+        ],
         partners=[("Supplier", "Supplier", "top")],
-        first="Task_IdentifySupplier", last="Task_ReviewOpenItems")
-    p.start("StartEvent_InvoiceReceived", "Supplier invoice received", "AccountsPayable",
-            event="message")
-    p.user("Task_IdentifySupplier", "Identify the supplier", "AccountsPayable",
-           "Find the supplier and check its payment terms and that it is not blocked for posting "
-           "in the company code.",
-           [R(BP, "A_SupplierCompany", "`PaymentTerms`, `SupplierIsBlockedForPosting`")])
-    p.user("Task_CheckForDuplicateInvoice", "Check that the invoice is not a duplicate",
-           "AccountsPayable",
-           "Search for an invoice of this supplier with the same reference and amount.",
-           [R(SINV, "A_SupplierInvoice", "`InvoicingParty`, `SupplierInvoiceIDByInvcgParty`, "
-              "`InvoiceGrossAmount`")])
+        first="Task_IdentifySupplier",
+        last="Task_ReviewOpenItems",
+    )
+    p.start("StartEvent_InvoiceReceived", "Supplier invoice received", "AccountsPayable", event="message")
+    p.user(
+        "Task_IdentifySupplier",
+        "Identify the supplier",
+        "AccountsPayable",
+        "Find the supplier and check its payment terms and that it is not blocked for posting in the company code.",
+        [R(BP, "A_SupplierCompany", "`PaymentTerms`, `SupplierIsBlockedForPosting`")],
+    )
+    p.user(
+        "Task_CheckForDuplicateInvoice",
+        "Check that the invoice is not a duplicate",
+        "AccountsPayable",
+        "Search for an invoice of this supplier with the same reference and amount.",
+        [R(SINV, "A_SupplierInvoice", "`InvoicingParty`, `SupplierInvoiceIDByInvcgParty`, `InvoiceGrossAmount`")],
+    )
     p.xor("Gateway_Duplicate", "Duplicate?", "AccountsPayable")
     p.end("EndEvent_DuplicateDiscarded", "Duplicate discarded", "AccountsPayable", row=1)
-    p.xor("Gateway_PurchaseOrderReference", "Refers to a purchase order?", "AccountsPayable",
-          shift=1)
-    p.user("Task_EnterPurchaseOrderInvoice", "Enter the invoice against the purchase order",
-           "AccountsPayable",
-           "Enter the invoice with the purchase order items it bills.",
-           [W(SINV, "A_SupplierInvoice", "purchase order items via `to_SuplrInvcItemPurOrdRef`"),
-            R(PO, "A_PurchaseOrderItem", "open items of the referenced purchase order")])
-    p.user("Task_EnterGLAccountInvoice", "Code the invoice to G/L account and cost center",
-           "AccountsPayable",
-           "Enter the invoice without purchase order, with the expense G/L account and the cost "
-           "center for each line.",
-           [W(SINV, "A_SupplierInvoice", "G/L lines via `to_SupplierInvoiceItemGLAcct`"),
-            R(GLACC, "A_GLAccountInChartOfAccounts", "expense account exists and is not blocked")],
-           row=1)
-    p.user("Task_ApproveCostAssignment", "Approve the costs on the cost center", "CostCenterManager",
-           "The cost center manager confirms that the goods or services were received and that the "
-           "cost belongs on the cost center.",
-           [R(SINV, "A_SupplierInvoiceItemGLAcct", "`CostCenter`, `GLAccount`, "
-              "`SupplierInvoiceItemAmount`")])
+    p.xor("Gateway_PurchaseOrderReference", "Refers to a purchase order?", "AccountsPayable", shift=1)
+    p.user(
+        "Task_EnterPurchaseOrderInvoice",
+        "Enter the invoice against the purchase order",
+        "AccountsPayable",
+        "Enter the invoice with the purchase order items it bills.",
+        [
+            W(SINV, "A_SupplierInvoice", "purchase order items via `to_SuplrInvcItemPurOrdRef`"),
+            R(PO, "A_PurchaseOrderItem", "open items of the referenced purchase order"),
+        ],
+    )
+    p.user(
+        "Task_EnterGLAccountInvoice",
+        "Code the invoice to G/L account and cost center",
+        "AccountsPayable",
+        "Enter the invoice without purchase order, with the expense G/L account and the cost center for each line.",
+        [
+            W(SINV, "A_SupplierInvoice", "G/L lines via `to_SupplierInvoiceItemGLAcct`"),
+            R(GLACC, "A_GLAccountInChartOfAccounts", "expense account exists and is not blocked"),
+        ],
+        row=1,
+    )
+    p.user(
+        "Task_ApproveCostAssignment",
+        "Approve the costs on the cost center",
+        "CostCenterManager",
+        "The cost center manager confirms that the goods or services were received and that the "
+        "cost belongs on the cost center.",
+        [R(SINV, "A_SupplierInvoiceItemGLAcct", "`CostCenter`, `GLAccount`, `SupplierInvoiceItemAmount`")],
+    )
     p.xor("Gateway_InvoiceEntered", "", "AccountsPayable")
-    p.user("Task_PostSupplierInvoice", "Post the invoice", "AccountsPayable",
-           "Post the invoice; price or quantity variances block it for payment.",
-           [W(SINV, "A_SupplierInvoice", "`Post`; `PaymentBlockingReason` set on variances")])
+    p.user(
+        "Task_PostSupplierInvoice",
+        "Post the invoice",
+        "AccountsPayable",
+        "Post the invoice; price or quantity variances block it for payment.",
+        [W(SINV, "A_SupplierInvoice", "`Post`; `PaymentBlockingReason` set on variances")],
+    )
     p.xor("Gateway_PaymentBlocked", "Blocked for payment?", "AccountsPayable")
-    p.user("Task_ReleaseBlockedInvoice", "Release the blocked invoice", "AccountsPayableLead",
-           "Check the reason for the block and release the invoice for payment once it is "
-           "resolved.",
-           [W(SINV, "A_SupplierInvoice", "`Release`")])
+    p.user(
+        "Task_ReleaseBlockedInvoice",
+        "Release the blocked invoice",
+        "AccountsPayableLead",
+        "Check the reason for the block and release the invoice for payment once it is resolved.",
+        [W(SINV, "A_SupplierInvoice", "`Release`")],
+    )
     p.xor("Gateway_ReadyForPayment", "", "AccountsPayable")
-    p.user("Task_VerifySupplierBankDetails", "Verify the supplier's bank details", "AccountsPayable",
-           "Check that the bank account the supplier is paid to is on file and unchanged.",
-           [R(BP, "A_BusinessPartnerBank", "`IBAN`, `BankNumber`, `BankCountryKey`")])
-    p.user("Task_ReviewOpenItems", "Review the supplier's open items", "AccountsPayable",
-           "Look at the supplier's open items in the general ledger before the payment run.",
-           [R(GLITEM, "GLAccountLineItem", "`Supplier`, open items without `ClearingDate`")])
+    p.user(
+        "Task_VerifySupplierBankDetails",
+        "Verify the supplier's bank details",
+        "AccountsPayable",
+        "Check that the bank account the supplier is paid to is on file and unchanged.",
+        [R(BP, "A_BusinessPartnerBank", "`IBAN`, `BankNumber`, `BankCountryKey`")],
+    )
+    p.user(
+        "Task_ReviewOpenItems",
+        "Review the supplier's open items",
+        "AccountsPayable",
+        "Look at the supplier's open items in the general ledger before the payment run.",
+        [R(GLITEM, "GLAccountLineItem", "`Supplier`, open items without `ClearingDate`")],
+    )
     p.end("EndEvent_ReadyForPaymentRun", "Invoice ready for the payment run", "AccountsPayable")
-    p.chain("StartEvent_InvoiceReceived", "Task_IdentifySupplier", "Task_CheckForDuplicateInvoice",
-            "Gateway_Duplicate")
+    p.chain("StartEvent_InvoiceReceived", "Task_IdentifySupplier", "Task_CheckForDuplicateInvoice", "Gateway_Duplicate")
     p.flow("Gateway_Duplicate", "EndEvent_DuplicateDiscarded", "Yes", "${duplicateFound}")
     p.flow("Gateway_Duplicate", "Gateway_PurchaseOrderReference", "No", default=True)
-    p.flow("Gateway_PurchaseOrderReference", "Task_EnterPurchaseOrderInvoice", "Yes",
-           "${invoice.purchaseOrder != null}")
+    p.flow(
+        "Gateway_PurchaseOrderReference", "Task_EnterPurchaseOrderInvoice", "Yes", "${invoice.purchaseOrder != null}"
+    )
     p.flow("Gateway_PurchaseOrderReference", "Task_EnterGLAccountInvoice", "No", default=True)
     p.flow("Task_EnterPurchaseOrderInvoice", "Gateway_InvoiceEntered")
     p.chain("Task_EnterGLAccountInvoice", "Task_ApproveCostAssignment", "Gateway_InvoiceEntered")
     p.chain("Gateway_InvoiceEntered", "Task_PostSupplierInvoice", "Gateway_PaymentBlocked")
-    p.flow("Gateway_PaymentBlocked", "Task_ReleaseBlockedInvoice", "Yes",
-           "${invoice.PaymentBlockingReason != ''}")
+    p.flow("Gateway_PaymentBlocked", "Task_ReleaseBlockedInvoice", "Yes", "${invoice.PaymentBlockingReason != ''}")
     p.flow("Gateway_PaymentBlocked", "Gateway_ReadyForPayment", "No", default=True)
     p.flow("Task_ReleaseBlockedInvoice", "Gateway_ReadyForPayment")
-    p.chain("Gateway_ReadyForPayment", "Task_VerifySupplierBankDetails", "Task_ReviewOpenItems",
-            "EndEvent_ReadyForPaymentRun")
+    p.chain(
+        "Gateway_ReadyForPayment",
+        "Task_VerifySupplierBankDetails",
+        "Task_ReviewOpenItems",
+        "EndEvent_ReadyForPaymentRun",
+    )
     p.message("Supplier", "StartEvent_InvoiceReceived", "Invoice")
     return p
 
@@ -1714,7 +2271,8 @@ def supplier_invoice() -> Proc:
 @process
 def supplier_price() -> Proc:
     p = Proc(
-        "supplier-price-maintenance.bpmn", "Process_SupplierPriceMaintenance",
+        "supplier-price-maintenance.bpmn",
+        "Process_SupplierPriceMaintenance",
         "Supplier price list and info record maintenance",
         "source-of-supply master data for J45 (no scope item id cited)",
         "A supplier sends a new price list. Purchasing checks the supplier, finds the purchasing "
@@ -1723,62 +2281,100 @@ def supplier_price() -> Proc:
         "price.",
         lanes=[("Purchasing", "Purchasing"), ("PurchasingManager", "Purchasing Manager")],
         partners=[("Supplier", "Supplier", "top")],
-        first="Task_CheckSupplierStatus", last="Task_UpdateOpenPurchaseOrders")
-    p.start("StartEvent_PriceListReceived", "New price list received", "Purchasing",
-            event="message")
-    p.user("Task_CheckSupplierStatus", "Check the supplier's purchasing data", "Purchasing",
-           "Check that the supplier is not blocked for purchasing in the purchasing organisation "
-           "and note its order currency and payment terms.",
-           [R(BP, "A_SupplierPurchasingOrg", "`PurchasingIsBlockedForSupplier`, "
-              "`PurchaseOrderCurrency`, `PaymentTerms`")])
-    p.user("Task_FindInfoRecord", "Find the purchasing info record", "Purchasing",
-           "Look up the info record of the supplier and product and the current price.",
-           [R(INFOREC, "A_PurchasingInfoRecord", "`Supplier`, `Material`"),
-            R(INFOREC, "A_PurInfoRecdPrcgCndn", "current `ConditionRateValue`")])
+        first="Task_CheckSupplierStatus",
+        last="Task_UpdateOpenPurchaseOrders",
+    )
+    p.start("StartEvent_PriceListReceived", "New price list received", "Purchasing", event="message")
+    p.user(
+        "Task_CheckSupplierStatus",
+        "Check the supplier's purchasing data",
+        "Purchasing",
+        "Check that the supplier is not blocked for purchasing in the purchasing organisation "
+        "and note its order currency and payment terms.",
+        [R(BP, "A_SupplierPurchasingOrg", "`PurchasingIsBlockedForSupplier`, `PurchaseOrderCurrency`, `PaymentTerms`")],
+    )
+    p.user(
+        "Task_FindInfoRecord",
+        "Find the purchasing info record",
+        "Purchasing",
+        "Look up the info record of the supplier and product and the current price.",
+        [
+            R(INFOREC, "A_PurchasingInfoRecord", "`Supplier`, `Material`"),
+            R(INFOREC, "A_PurInfoRecdPrcgCndn", "current `ConditionRateValue`"),
+        ],
+    )
     p.xor("Gateway_PriceIncrease", "Increase above 5 %?", "Purchasing")
-    p.user("Task_ApprovePriceIncrease", "Approve the price increase", "PurchasingManager",
-           "The purchasing manager checks the increase against the market and the contract and "
-           "approves it or sends purchasing back to negotiate.",
-           [R(INFOREC, "A_PurgInfoRecdOrgPlantData", "`NetPriceAmount` and `MinimumPurchaseOrderQuantity` "
-              "today")])
+    p.user(
+        "Task_ApprovePriceIncrease",
+        "Approve the price increase",
+        "PurchasingManager",
+        "The purchasing manager checks the increase against the market and the contract and "
+        "approves it or sends purchasing back to negotiate.",
+        [R(INFOREC, "A_PurgInfoRecdOrgPlantData", "`NetPriceAmount` and `MinimumPurchaseOrderQuantity` today")],
+    )
     p.xor("Gateway_PriceAccepted", "", "Purchasing")
     p.xor("Gateway_InfoRecordExists", "Info record exists?", "Purchasing")
-    p.user("Task_UpdateInfoRecordPrice", "Enter the new price in the info record", "Purchasing",
-           "Add the new price with its validity period to the info record.",
-           [W(INFOREC, "A_PurInfoRecdPrcgCndnValidity", "new `ConditionValidityStartDate` and "
-              "`ConditionValidityEndDate`"),
-            W(INFOREC, "A_PurInfoRecdPrcgCndn", "`ConditionRateValue`")])
-    p.user("Task_CreateInfoRecord", "Create the info record", "Purchasing",
-           "Create an info record for a product the supplier did not offer before, with its "
-           "purchasing organisation and plant data.",
-           [W(INFOREC, "A_PurchasingInfoRecord", "`Supplier`, `Material`, `SupplierMaterialNumber`"),
-            W(INFOREC, "A_PurgInfoRecdOrgPlantData", "`NetPriceAmount`, `StandardPurchaseOrderQuantity`")],
-           row=1)
+    p.user(
+        "Task_UpdateInfoRecordPrice",
+        "Enter the new price in the info record",
+        "Purchasing",
+        "Add the new price with its validity period to the info record.",
+        [
+            W(
+                INFOREC,
+                "A_PurInfoRecdPrcgCndnValidity",
+                "new `ConditionValidityStartDate` and `ConditionValidityEndDate`",
+            ),
+            W(INFOREC, "A_PurInfoRecdPrcgCndn", "`ConditionRateValue`"),
+        ],
+    )
+    p.user(
+        "Task_CreateInfoRecord",
+        "Create the info record",
+        "Purchasing",
+        "Create an info record for a product the supplier did not offer before, with its "
+        "purchasing organisation and plant data.",
+        [
+            W(INFOREC, "A_PurchasingInfoRecord", "`Supplier`, `Material`, `SupplierMaterialNumber`"),
+            W(INFOREC, "A_PurgInfoRecdOrgPlantData", "`NetPriceAmount`, `StandardPurchaseOrderQuantity`"),
+        ],
+        row=1,
+    )
     p.xor("Gateway_InfoRecordMaintained", "", "Purchasing")
-    p.user("Task_FindOpenPurchaseOrders", "Find open orders at the old price", "Purchasing",
-           "List the supplier's open purchase order items for the product whose delivery date "
-           "falls into the new validity period.",
-           [R(PO, "A_PurchaseOrderItem", "`Material`, `NetPriceAmount`, `IsCompletelyDelivered`")])
+    p.user(
+        "Task_FindOpenPurchaseOrders",
+        "Find open orders at the old price",
+        "Purchasing",
+        "List the supplier's open purchase order items for the product whose delivery date "
+        "falls into the new validity period.",
+        [R(PO, "A_PurchaseOrderItem", "`Material`, `NetPriceAmount`, `IsCompletelyDelivered`")],
+    )
     p.xor("Gateway_OpenOrdersFound", "Open orders affected?", "Purchasing")
-    p.user("Task_UpdateOpenPurchaseOrders", "Update the price in open orders", "Purchasing",
-           "Change the net price on the affected open purchase order items.",
-           [W(PO, "A_PurchaseOrderItem", "`NetPriceAmount`")], row=1)
+    p.user(
+        "Task_UpdateOpenPurchaseOrders",
+        "Update the price in open orders",
+        "Purchasing",
+        "Change the net price on the affected open purchase order items.",
+        [W(PO, "A_PurchaseOrderItem", "`NetPriceAmount`")],
+        row=1,
+    )
     p.xor("Gateway_OrdersChecked", "", "Purchasing")
     p.end("EndEvent_PricesUpdated", "Prices updated", "Purchasing")
-    p.chain("StartEvent_PriceListReceived", "Task_CheckSupplierStatus", "Task_FindInfoRecord",
-            "Gateway_PriceIncrease")
-    p.flow("Gateway_PriceIncrease", "Task_ApprovePriceIncrease", "Yes",
-           "${(newPrice - currentPrice) / currentPrice > 0.05}")
+    p.chain("StartEvent_PriceListReceived", "Task_CheckSupplierStatus", "Task_FindInfoRecord", "Gateway_PriceIncrease")
+    p.flow(
+        "Gateway_PriceIncrease",
+        "Task_ApprovePriceIncrease",
+        "Yes",
+        "${(newPrice - currentPrice) / currentPrice > 0.05}",
+    )
     p.flow("Gateway_PriceIncrease", "Gateway_PriceAccepted", "No", default=True)
     p.chain("Task_ApprovePriceIncrease", "Gateway_PriceAccepted", "Gateway_InfoRecordExists")
-    p.flow("Gateway_InfoRecordExists", "Task_UpdateInfoRecordPrice", "Yes",
-           "${infoRecord != null}")
+    p.flow("Gateway_InfoRecordExists", "Task_UpdateInfoRecordPrice", "Yes", "${infoRecord != null}")
     p.flow("Gateway_InfoRecordExists", "Task_CreateInfoRecord", "No", default=True)
     p.flow("Task_UpdateInfoRecordPrice", "Gateway_InfoRecordMaintained")
     p.flow("Task_CreateInfoRecord", "Gateway_InfoRecordMaintained")
     p.chain("Gateway_InfoRecordMaintained", "Task_FindOpenPurchaseOrders", "Gateway_OpenOrdersFound")
-    p.flow("Gateway_OpenOrdersFound", "Task_UpdateOpenPurchaseOrders", "Yes",
-           "${openItems.size() > 0}")
+    p.flow("Gateway_OpenOrdersFound", "Task_UpdateOpenPurchaseOrders", "Yes", "${openItems.size() > 0}")
     p.flow("Gateway_OpenOrdersFound", "Gateway_OrdersChecked", "No", default=True)
     p.flow("Task_UpdateOpenPurchaseOrders", "Gateway_OrdersChecked")
     p.flow("Gateway_OrdersChecked", "EndEvent_PricesUpdated")
@@ -1789,58 +2385,101 @@ def supplier_price() -> Proc:
 @process
 def period_end_review() -> Proc:
     p = Proc(
-        "period-end-posting-review.bpmn", "Process_PeriodEndPostingReview",
-        "Period-end posting review", "Accounting and Financial Close (J58)",
+        "period-end-posting-review.bpmn",
+        "Process_PeriodEndPostingReview",
+        "Period-end posting review",
+        "Accounting and Financial Close (J58)",
         "At the end of each posting period the general ledger accountant makes sure that all "
         "operational documents reached accounting: billing posts invoices that are still waiting "
         "for accounting and accounts payable releases blocked supplier invoices, in parallel. "
         "Then the journal entries of the period are reviewed, and controlling checks the postings "
         "on cost centers and internal orders.",
-        lanes=[("GeneralLedger", "General Ledger"), ("Billing", "Billing"),
-               ("AccountsPayable", "Accounts Payable"), ("Controlling", "Controlling")],
-        first="Task_CheckCompanyCodeSettings", last="Task_ReviewInternalOrders")
-    p.start("StartEvent_PeriodEnd", "Last working day of the period", "GeneralLedger",
-            event="timer", timer=("timeCycle", "R/P1M"))
-    p.user("Task_CheckCompanyCodeSettings", "Check the company code and fiscal year variant",
-           "GeneralLedger",
-           "Confirm currency, fiscal year variant and chart of accounts of the company code whose "
-           "period is being closed.",
-           [R(COCODE, "A_CompanyCode", "`Currency`, `FiscalYearVariant`, `ChartOfAccounts`")])
+        lanes=[
+            ("GeneralLedger", "General Ledger"),
+            ("Billing", "Billing"),
+            ("AccountsPayable", "Accounts Payable"),
+            ("Controlling", "Controlling"),
+        ],
+        first="Task_CheckCompanyCodeSettings",
+        last="Task_ReviewInternalOrders",
+    )
+    p.start(
+        "StartEvent_PeriodEnd",
+        "Last working day of the period",
+        "GeneralLedger",
+        event="timer",
+        timer=("timeCycle", "R/P1M"),
+    )
+    p.user(
+        "Task_CheckCompanyCodeSettings",
+        "Check the company code and fiscal year variant",
+        "GeneralLedger",
+        "Confirm currency, fiscal year variant and chart of accounts of the company code whose period is being closed.",
+        [R(COCODE, "A_CompanyCode", "`Currency`, `FiscalYearVariant`, `ChartOfAccounts`")],
+    )
     p.par("Gateway_StartChecks", "GeneralLedger")
-    p.user("Task_FindUnpostedBillingDocuments", "Find invoices not yet in accounting", "Billing",
-           "List the period's billing documents whose accounting posting status is not complete.",
-           [R(BILL, "A_BillingDocument", "`AccountingPostingStatus`, `BillingDocumentDate`")])
+    p.user(
+        "Task_FindUnpostedBillingDocuments",
+        "Find invoices not yet in accounting",
+        "Billing",
+        "List the period's billing documents whose accounting posting status is not complete.",
+        [R(BILL, "A_BillingDocument", "`AccountingPostingStatus`, `BillingDocumentDate`")],
+    )
     p.xor("Gateway_UnpostedInvoices", "Any found?", "Billing")
-    p.service("Task_PostBillingDocuments", "Post them to accounting", "Billing",
-              "Release the waiting billing documents to accounting.",
-              [W(BILL4, "BillingDocument", "`PostToAccounting`")], row=1)
+    p.service(
+        "Task_PostBillingDocuments",
+        "Post them to accounting",
+        "Billing",
+        "Release the waiting billing documents to accounting.",
+        [W(BILL4, "BillingDocument", "`PostToAccounting`")],
+        row=1,
+    )
     p.xor("Gateway_BillingDone", "", "Billing")
-    p.user("Task_ReviewBlockedSupplierInvoices", "Review blocked and parked supplier invoices",
-           "AccountsPayable",
-           "List supplier invoices of the period that are parked or blocked for payment.",
-           [R(SINV, "A_SupplierInvoice", "`SupplierInvoiceStatus`, `PaymentBlockingReason`, "
-              "`PostingDate`")])
+    p.user(
+        "Task_ReviewBlockedSupplierInvoices",
+        "Review blocked and parked supplier invoices",
+        "AccountsPayable",
+        "List supplier invoices of the period that are parked or blocked for payment.",
+        [R(SINV, "A_SupplierInvoice", "`SupplierInvoiceStatus`, `PaymentBlockingReason`, `PostingDate`")],
+    )
     p.xor("Gateway_InvoicesToRelease", "Any to release?", "AccountsPayable")
-    p.user("Task_ReleaseSupplierInvoices", "Release or post them", "AccountsPayable",
-           "Release the invoices whose block reason is resolved and post the parked ones that are "
-           "complete.",
-           [W(SINV, "A_SupplierInvoice", "`Release`, `Post`")], row=1)
+    p.user(
+        "Task_ReleaseSupplierInvoices",
+        "Release or post them",
+        "AccountsPayable",
+        "Release the invoices whose block reason is resolved and post the parked ones that are complete.",
+        [W(SINV, "A_SupplierInvoice", "`Release`, `Post`")],
+        row=1,
+    )
     p.xor("Gateway_PayablesDone", "", "AccountsPayable")
     p.par("Gateway_ChecksDone", "GeneralLedger")
-    p.user("Task_ReviewJournalEntries", "Review the period's journal entries", "GeneralLedger",
-           "Go through the journal entry items of the period by G/L account and look for unusual "
-           "amounts and accounts.",
-           [R(JE, "A_JournalEntryItemBasic", "`FiscalYearPeriod`, `GLAccount`, "
-              "`AmountInCompanyCodeCurrency`"),
-            R(GLACC, "A_GLAccountInChartOfAccounts", "`GLAccountType`, account names")])
-    p.user("Task_ReviewCostCenterPostings", "Review the cost center postings", "Controlling",
-           "Compare the period's costs per cost center with expectations and find postings on the "
-           "wrong cost center.",
-           [R(GLITEM, "GLAccountLineItem", "`CostCenter`, `FiscalPeriod`, amounts"),
-            R(CC, "A_CostCenter", "`CostCenterCategory`, `CostCtrResponsiblePersonName`")])
-    p.user("Task_ReviewInternalOrders", "Review the internal order balances", "Controlling",
-           "Check that the internal orders of the period carry the expected costs.",
-           [R(IORDER, "A_InternalOrder", "`InternalOrder`, `OrderType`, `ResponsibleCostCenter`")])
+    p.user(
+        "Task_ReviewJournalEntries",
+        "Review the period's journal entries",
+        "GeneralLedger",
+        "Go through the journal entry items of the period by G/L account and look for unusual amounts and accounts.",
+        [
+            R(JE, "A_JournalEntryItemBasic", "`FiscalYearPeriod`, `GLAccount`, `AmountInCompanyCodeCurrency`"),
+            R(GLACC, "A_GLAccountInChartOfAccounts", "`GLAccountType`, account names"),
+        ],
+    )
+    p.user(
+        "Task_ReviewCostCenterPostings",
+        "Review the cost center postings",
+        "Controlling",
+        "Compare the period's costs per cost center with expectations and find postings on the wrong cost center.",
+        [
+            R(GLITEM, "GLAccountLineItem", "`CostCenter`, `FiscalPeriod`, amounts"),
+            R(CC, "A_CostCenter", "`CostCenterCategory`, `CostCtrResponsiblePersonName`"),
+        ],
+    )
+    p.user(
+        "Task_ReviewInternalOrders",
+        "Review the internal order balances",
+        "Controlling",
+        "Check that the internal orders of the period carry the expected costs.",
+        [R(IORDER, "A_InternalOrder", "`InternalOrder`, `OrderType`, `ResponsibleCostCenter`")],
+    )
     p.end("EndEvent_PeriodReviewed", "Period reviewed", "Controlling")
     p.chain("StartEvent_PeriodEnd", "Task_CheckCompanyCodeSettings", "Gateway_StartChecks")
     p.flow("Gateway_StartChecks", "Task_FindUnpostedBillingDocuments")
@@ -1851,193 +2490,358 @@ def period_end_review() -> Proc:
     p.flow("Task_PostBillingDocuments", "Gateway_BillingDone")
     p.flow("Gateway_BillingDone", "Gateway_ChecksDone")
     p.flow("Task_ReviewBlockedSupplierInvoices", "Gateway_InvoicesToRelease")
-    p.flow("Gateway_InvoicesToRelease", "Task_ReleaseSupplierInvoices", "Yes",
-           "${releasable.size() > 0}")
+    p.flow("Gateway_InvoicesToRelease", "Task_ReleaseSupplierInvoices", "Yes", "${releasable.size() > 0}")
     p.flow("Gateway_InvoicesToRelease", "Gateway_PayablesDone", "No", default=True)
     p.flow("Task_ReleaseSupplierInvoices", "Gateway_PayablesDone")
     p.flow("Gateway_PayablesDone", "Gateway_ChecksDone")
-    p.chain("Gateway_ChecksDone", "Task_ReviewJournalEntries", "Task_ReviewCostCenterPostings",
-            "Task_ReviewInternalOrders", "EndEvent_PeriodReviewed")
+    p.chain(
+        "Gateway_ChecksDone",
+        "Task_ReviewJournalEntries",
+        "Task_ReviewCostCenterPostings",
+        "Task_ReviewInternalOrders",
+        "EndEvent_PeriodReviewed",
+    )
     return p
-
 
 
 @process
 def make_to_stock() -> Proc:
     p = Proc(
-        "make-to-stock-production.bpmn", "Process_MakeToStockProduction",
-        "Make-to-stock production", "Make-to-Stock Production - Discrete Manufacturing (BJ5)",
+        "make-to-stock-production.bpmn",
+        "Process_MakeToStockProduction",
+        "Make-to-stock production",
+        "Make-to-Stock Production - Discrete Manufacturing (BJ5)",
         "Each week production planning compares stock with demand and creates production orders "
         "for the finished products, using the valid production version. Missing components are "
         "requested from purchasing; when they are available the order is released, the "
         "warehouse issues the components, the shop floor confirms the operations, the finished "
         "goods are received into stock and the order is technically completed.",
-        lanes=[("Planning", "Production Planning"), ("Warehouse", "Warehouse"),
-               ("ShopFloor", "Shop Floor Supervisor")],
-        first="Task_ReviewStockSituation", last="Task_TechnicallyCompleteOrder")
-    p.start("StartEvent_WeeklyPlanning", "Weekly production planning", "Planning",
-            event="timer", timer=("timeCycle", "R/P1W"))
-    p.user("Task_ReviewStockSituation", "Review stock of the finished products", "Planning",
-           "Compare unrestricted stock of each finished product with the planned demand to decide "
-           "what to produce.",
-           [R(STOCK, "A_MatlStkInAcctMod", "`MatlWrhsStkQtyInMatlBaseUnit` by `Plant`")])
-    p.user("Task_CheckProductionVersion", "Check the production version and BOM", "Planning",
-           "Make sure a valid production version with bill of material and routing exists for "
-           "the lot size and date.",
-           [R(PVERS, "ProductionVersion", "`ValidityStartDate`, `ValidityEndDate`, "
-              "`ProductionVersionLock`, `BOMCheckStatus`"),
-            R(BOM, "MaterialBOM", "BOM header of the production version")])
-    p.user("Task_CreateProductionOrder", "Create the production order", "Planning",
-           "Create the production order for the product, plant, quantity and basic dates.",
-           [W(PRODORD, "A_ProductionOrder_2", "`Material`, `ProductionPlant`, "
-              "`TotalQuantity`, `ProductionVersion`")])
+        lanes=[("Planning", "Production Planning"), ("Warehouse", "Warehouse"), ("ShopFloor", "Shop Floor Supervisor")],
+        first="Task_ReviewStockSituation",
+        last="Task_TechnicallyCompleteOrder",
+    )
+    p.start(
+        "StartEvent_WeeklyPlanning",
+        "Weekly production planning",
+        "Planning",
+        event="timer",
+        timer=("timeCycle", "R/P1W"),
+    )
+    p.user(
+        "Task_ReviewStockSituation",
+        "Review stock of the finished products",
+        "Planning",
+        "Compare unrestricted stock of each finished product with the planned demand to decide what to produce.",
+        [R(STOCK, "A_MatlStkInAcctMod", "`MatlWrhsStkQtyInMatlBaseUnit` by `Plant`")],
+    )
+    p.user(
+        "Task_CheckProductionVersion",
+        "Check the production version and BOM",
+        "Planning",
+        "Make sure a valid production version with bill of material and routing exists for the lot size and date.",
+        [
+            R(
+                PVERS,
+                "ProductionVersion",
+                "`ValidityStartDate`, `ValidityEndDate`, `ProductionVersionLock`, `BOMCheckStatus`",
+            ),
+            R(BOM, "MaterialBOM", "BOM header of the production version"),
+        ],
+    )
+    p.user(
+        "Task_CreateProductionOrder",
+        "Create the production order",
+        "Planning",
+        "Create the production order for the product, plant, quantity and basic dates.",
+        [W(PRODORD, "A_ProductionOrder_2", "`Material`, `ProductionPlant`, `TotalQuantity`, `ProductionVersion`")],
+    )
     p.xor("Gateway_CheckAgain", "", "Planning")
-    p.user("Task_CheckComponentAvailability", "Check the component availability", "Planning",
-           "Check for every component of the order whether the required quantity is available on "
-           "the requirement date.",
-           [R(PRODORD, "A_ProductionOrderComponent_4", "`RequiredQuantity`, "
-              "`WithdrawnQuantity`, `MatlCompRequirementDate`")])
+    p.user(
+        "Task_CheckComponentAvailability",
+        "Check the component availability",
+        "Planning",
+        "Check for every component of the order whether the required quantity is available on the requirement date.",
+        [
+            R(
+                PRODORD,
+                "A_ProductionOrderComponent_4",
+                "`RequiredQuantity`, `WithdrawnQuantity`, `MatlCompRequirementDate`",
+            )
+        ],
+    )
     p.xor("Gateway_ComponentsAvailable", "All components available?", "Planning")
-    p.user("Task_RequestMissingComponents", "Request the missing components", "Planning",
-           "Create a purchase requisition for the components that are short.",
-           [W(PR, "A_PurchaseRequisitionHeader", "requisition for the missing components")],
-           row=1)
-    p.catch("IntermediateCatchEvent_ComponentsDue", "Components due", "Planning",
-            event="timer", timer=("timeDate", "${requisitionItem.DeliveryDate}"), row=1)
-    p.user("Task_ReleaseProductionOrder", "Release the production order", "Planning",
-           "Release the order so that the shop papers can be printed and goods movements posted.",
-           [W(PRODORD, "A_ProductionOrder_2", "`ReleaseOrder`")])
-    p.user("Task_IssueComponents", "Stage and issue the components", "Warehouse",
-           "Pick the components listed on the order and post the goods issue to the order.",
-           [R(PRODORD, "A_ProductionOrderComponent_4", "`Reservation`, `ReservationItem`, "
-              "`StorageLocation`"),
-            W(MATDOC, "A_MaterialDocumentHeader", "goods issue to the order, items via "
-              "`to_MaterialDocumentItem` with movement type 261")])
-    p.user("Task_CheckOperationConfirmations", "Check that all operations are confirmed",
-           "ShopFloor",
-           "Check per operation that the confirmed yield matches the order quantity and that the "
-           "actual execution dates are recorded before the goods receipt.",
-           [R(PRODORD, "A_ProductionOrderOperation_2", "`OperationIsConfirmed`, "
-              "`OpTotalConfirmedYieldQty`, `OpActualExecutionEndDate`")])
-    p.user("Task_PostGoodsReceiptForOrder", "Post the goods receipt for the order", "Warehouse",
-           "Receive the finished products into stock against the production order.",
-           [W(MATDOC, "A_MaterialDocumentHeader", "goods receipt, items via "
-              "`to_MaterialDocumentItem` with movement type 101 and the manufacturing order")])
-    p.user("Task_TechnicallyCompleteOrder", "Technically complete the order", "Planning",
-           "Set the order to technically complete so that open reservations are removed and the "
-           "order can be settled.",
-           [W(PRODORD, "A_ProductionOrder_2", "`TechlyCmpltOrder`")])
+    p.user(
+        "Task_RequestMissingComponents",
+        "Request the missing components",
+        "Planning",
+        "Create a purchase requisition for the components that are short.",
+        [W(PR, "A_PurchaseRequisitionHeader", "requisition for the missing components")],
+        row=1,
+    )
+    p.catch(
+        "IntermediateCatchEvent_ComponentsDue",
+        "Components due",
+        "Planning",
+        event="timer",
+        timer=("timeDate", "${requisitionItem.DeliveryDate}"),
+        row=1,
+    )
+    p.user(
+        "Task_ReleaseProductionOrder",
+        "Release the production order",
+        "Planning",
+        "Release the order so that the shop papers can be printed and goods movements posted.",
+        [W(PRODORD, "A_ProductionOrder_2", "`ReleaseOrder`")],
+    )
+    p.user(
+        "Task_IssueComponents",
+        "Stage and issue the components",
+        "Warehouse",
+        "Pick the components listed on the order and post the goods issue to the order.",
+        [
+            R(PRODORD, "A_ProductionOrderComponent_4", "`Reservation`, `ReservationItem`, `StorageLocation`"),
+            W(
+                MATDOC,
+                "A_MaterialDocumentHeader",
+                "goods issue to the order, items via `to_MaterialDocumentItem` with movement type 261",
+            ),
+        ],
+    )
+    p.user(
+        "Task_CheckOperationConfirmations",
+        "Check that all operations are confirmed",
+        "ShopFloor",
+        "Check per operation that the confirmed yield matches the order quantity and that the "
+        "actual execution dates are recorded before the goods receipt.",
+        [
+            R(
+                PRODORD,
+                "A_ProductionOrderOperation_2",
+                "`OperationIsConfirmed`, `OpTotalConfirmedYieldQty`, `OpActualExecutionEndDate`",
+            )
+        ],
+    )
+    p.user(
+        "Task_PostGoodsReceiptForOrder",
+        "Post the goods receipt for the order",
+        "Warehouse",
+        "Receive the finished products into stock against the production order.",
+        [
+            W(
+                MATDOC,
+                "A_MaterialDocumentHeader",
+                "goods receipt, items via `to_MaterialDocumentItem` with movement type 101 and the manufacturing order",
+            )
+        ],
+    )
+    p.user(
+        "Task_TechnicallyCompleteOrder",
+        "Technically complete the order",
+        "Planning",
+        "Set the order to technically complete so that open reservations are removed and the order can be settled.",
+        [W(PRODORD, "A_ProductionOrder_2", "`TechlyCmpltOrder`")],
+    )
     p.end("EndEvent_ProductsInStock", "Products in stock", "Planning")
-    p.chain("StartEvent_WeeklyPlanning", "Task_ReviewStockSituation", "Task_CheckProductionVersion",
-            "Task_CreateProductionOrder", "Gateway_CheckAgain", "Task_CheckComponentAvailability",
-            "Gateway_ComponentsAvailable")
-    p.flow("Gateway_ComponentsAvailable", "Task_ReleaseProductionOrder", "Yes",
-           "${missingComponents.size() == 0}")
+    p.chain(
+        "StartEvent_WeeklyPlanning",
+        "Task_ReviewStockSituation",
+        "Task_CheckProductionVersion",
+        "Task_CreateProductionOrder",
+        "Gateway_CheckAgain",
+        "Task_CheckComponentAvailability",
+        "Gateway_ComponentsAvailable",
+    )
+    p.flow("Gateway_ComponentsAvailable", "Task_ReleaseProductionOrder", "Yes", "${missingComponents.size() == 0}")
     p.flow("Gateway_ComponentsAvailable", "Task_RequestMissingComponents", "No", default=True)
     p.flow("Task_RequestMissingComponents", "IntermediateCatchEvent_ComponentsDue")
     p.flow("IntermediateCatchEvent_ComponentsDue", "Gateway_CheckAgain", back=True)
-    p.chain("Task_ReleaseProductionOrder", "Task_IssueComponents", "Task_CheckOperationConfirmations",
-            "Task_PostGoodsReceiptForOrder", "Task_TechnicallyCompleteOrder",
-            "EndEvent_ProductsInStock")
+    p.chain(
+        "Task_ReleaseProductionOrder",
+        "Task_IssueComponents",
+        "Task_CheckOperationConfirmations",
+        "Task_PostGoodsReceiptForOrder",
+        "Task_TechnicallyCompleteOrder",
+        "EndEvent_ProductsInStock",
+    )
     return p
 
 
 @process
 def reactive_maintenance() -> Proc:
     p = Proc(
-        "reactive-maintenance.bpmn", "Process_ReactiveMaintenance",
-        "Reactive maintenance: notification to completion", "Reactive Maintenance (4HH)",
+        "reactive-maintenance.bpmn",
+        "Process_ReactiveMaintenance",
+        "Reactive maintenance: notification to completion",
+        "Reactive Maintenance (4HH)",
         "An operator reports a malfunction of a machine. The maintenance planner screens the "
         "notification and, if repair is needed, creates a maintenance order with operations and "
         "spare parts; orders above the cost limit are approved by the supervisor. The released "
         "order is carried out by the technician, who withdraws the parts and records damage and "
         "cause. The planner completes order and notification, and the supervisor reviews the "
         "costs.",
-        lanes=[("Operations", "Production Operator"), ("Planner", "Maintenance Planner"),
-               ("Supervisor", "Maintenance Supervisor"), ("Technician", "Maintenance Technician")],
-        first="Task_ReportMalfunction", last="Task_ReviewMaintenanceCosts")
+        lanes=[
+            ("Operations", "Production Operator"),
+            ("Planner", "Maintenance Planner"),
+            ("Supervisor", "Maintenance Supervisor"),
+            ("Technician", "Maintenance Technician"),
+        ],
+        first="Task_ReportMalfunction",
+        last="Task_ReviewMaintenanceCosts",
+    )
     p.start("StartEvent_MalfunctionObserved", "Malfunction observed", "Operations")
-    p.user("Task_ReportMalfunction", "Report the malfunction", "Operations",
-           "Identify the machine by its equipment number and create a maintenance notification "
-           "describing the malfunction and its effect on production.",
-           [R(EQUI, "Equipment", "`Equipment`, `FunctionalLocation` of the machine"),
-            W(MNOTIF, "MaintenanceNotification", "`NotificationText`, `TechnicalObject`, "
-              "`MaintPriority`")])
-    p.user("Task_ScreenNotification", "Screen the notification", "Planner",
-           "Read the notification and decide whether a repair order is needed.",
-           [R(MNOTIF, "MaintenanceNotification", "`MaintNotificationLongText`, `MaintPriority`")])
+    p.user(
+        "Task_ReportMalfunction",
+        "Report the malfunction",
+        "Operations",
+        "Identify the machine by its equipment number and create a maintenance notification "
+        "describing the malfunction and its effect on production.",
+        [
+            R(EQUI, "Equipment", "`Equipment`, `FunctionalLocation` of the machine"),
+            W(MNOTIF, "MaintenanceNotification", "`NotificationText`, `TechnicalObject`, `MaintPriority`"),
+        ],
+    )
+    p.user(
+        "Task_ScreenNotification",
+        "Screen the notification",
+        "Planner",
+        "Read the notification and decide whether a repair order is needed.",
+        [R(MNOTIF, "MaintenanceNotification", "`MaintNotificationLongText`, `MaintPriority`")],
+    )
     p.xor("Gateway_RepairNeeded", "Repair needed?", "Planner")
-    p.user("Task_CloseNotificationWithoutOrder", "Close the notification without repair", "Planner",
-           "Complete the notification when no work is needed, with a note for the operator.",
-           [W(MNOTIF, "MaintenanceNotification", "`CompleteMaintNotification`")], row=1)
+    p.user(
+        "Task_CloseNotificationWithoutOrder",
+        "Close the notification without repair",
+        "Planner",
+        "Complete the notification when no work is needed, with a note for the operator.",
+        [W(MNOTIF, "MaintenanceNotification", "`CompleteMaintNotification`")],
+        row=1,
+    )
     p.end("EndEvent_NoRepair", "No repair needed", "Planner", row=1)
-    p.user("Task_CreateMaintenanceOrder", "Create the maintenance order", "Planner",
-           "Create a corrective maintenance order for the machine with reference to the "
-           "notification.",
-           [W(MORDER, "MaintenanceOrder", "`MaintenanceNotification`, `Equipment`, "
-              "`MaintenanceOrderType`, `MaintPriority`")])
-    p.user("Task_PlanOperationsAndParts", "Plan the operations and spare parts", "Planner",
-           "Describe the work steps with work center and planned hours, and list the spare parts "
-           "the repair needs.",
-           [W(MORDER, "MaintenanceOrderOperation", "operations added through the order's "
-              "to_MaintenanceOrderOperation navigation; planned work per operation"),
-            W(MORDER, "MaintOrderOpComponent", "spare parts per operation (updatable; added "
-              "through the operation)")])
+    p.user(
+        "Task_CreateMaintenanceOrder",
+        "Create the maintenance order",
+        "Planner",
+        "Create a corrective maintenance order for the machine with reference to the notification.",
+        [
+            W(
+                MORDER,
+                "MaintenanceOrder",
+                "`MaintenanceNotification`, `Equipment`, `MaintenanceOrderType`, `MaintPriority`",
+            )
+        ],
+    )
+    p.user(
+        "Task_PlanOperationsAndParts",
+        "Plan the operations and spare parts",
+        "Planner",
+        "Describe the work steps with work center and planned hours, and list the spare parts the repair needs.",
+        [
+            W(
+                MORDER,
+                "MaintenanceOrderOperation",
+                "operations added through the order's "
+                "to_MaintenanceOrderOperation navigation; planned work per operation",
+            ),
+            W(MORDER, "MaintOrderOpComponent", "spare parts per operation (updatable; added through the operation)"),
+        ],
+    )
     p.xor("Gateway_CostAboveLimit", "Estimated cost above the limit?", "Planner")
-    p.user("Task_ApproveMaintenanceOrder", "Approve the maintenance order", "Supervisor",
-           "The maintenance supervisor approves orders whose estimated cost exceeds the limit.",
-           [W(MORDER, "MaintenanceOrder", "`ApproveMaintenanceOrder` after "
-              "`SubmitMaintOrderForApproval`")])
+    p.user(
+        "Task_ApproveMaintenanceOrder",
+        "Approve the maintenance order",
+        "Supervisor",
+        "The maintenance supervisor approves orders whose estimated cost exceeds the limit.",
+        [W(MORDER, "MaintenanceOrder", "`ApproveMaintenanceOrder` after `SubmitMaintOrderForApproval`")],
+    )
     p.xor("Gateway_OrderApproved", "", "Planner")
-    p.user("Task_ReleaseMaintenanceOrder", "Release the maintenance order", "Planner",
-           "Release the order so that the technician can start and parts can be withdrawn.",
-           [W(MORDER, "MaintenanceOrder", "`ReleaseMaintenanceOrder`")])
-    with p.sub("SubProcess_CarryOutRepair", "Carry out the repair", "Technician",
-               "The technician takes the parts from the store, repairs the machine and records "
-               "what was found."):
+    p.user(
+        "Task_ReleaseMaintenanceOrder",
+        "Release the maintenance order",
+        "Planner",
+        "Release the order so that the technician can start and parts can be withdrawn.",
+        [W(MORDER, "MaintenanceOrder", "`ReleaseMaintenanceOrder`")],
+    )
+    with p.sub(
+        "SubProcess_CarryOutRepair",
+        "Carry out the repair",
+        "Technician",
+        "The technician takes the parts from the store, repairs the machine and records what was found.",
+    ):
         p.start("StartEvent_RepairStarted", "Order released", "Technician")
-        p.user("Task_WithdrawSpareParts", "Withdraw the spare parts", "Technician",
-               "Take the reserved spare parts from the store and post the goods issue to the "
-               "order.",
-               [W(MATDOC, "A_MaterialDocumentHeader", "goods issue to the maintenance order, items "
-                  "via `to_MaterialDocumentItem` with movement type 261")])
-        p.user("Task_RecordDamageAndCause", "Record the damage and its cause", "Technician",
-               "Record on the notification which part was damaged, the damage code and the cause.",
-               [W(MNOTIF, "MaintenanceNotificationItem", "damage code per object part"),
-                W(MNOTIF, "MaintNotificationItemCause", "cause code and text")])
+        p.user(
+            "Task_WithdrawSpareParts",
+            "Withdraw the spare parts",
+            "Technician",
+            "Take the reserved spare parts from the store and post the goods issue to the order.",
+            [
+                W(
+                    MATDOC,
+                    "A_MaterialDocumentHeader",
+                    "goods issue to the maintenance order, items via `to_MaterialDocumentItem` with movement type 261",
+                )
+            ],
+        )
+        p.user(
+            "Task_RecordDamageAndCause",
+            "Record the damage and its cause",
+            "Technician",
+            "Record on the notification which part was damaged, the damage code and the cause.",
+            [
+                W(MNOTIF, "MaintenanceNotificationItem", "damage code per object part"),
+                W(MNOTIF, "MaintNotificationItemCause", "cause code and text"),
+            ],
+        )
         p.end("EndEvent_RepairDone", "Machine repaired", "Technician")
-    p.user("Task_SetOrderTechnicallyComplete", "Technically complete the order", "Planner",
-           "Set the order to technically complete once the work is done.",
-           [W(MORDER, "MaintenanceOrder", "`SetMaintOrdToTechCompleted`")])
-    p.user("Task_CompleteNotification", "Complete the notification", "Planner",
-           "Complete the notification so the malfunction history of the machine is closed.",
-           [W(MNOTIF, "MaintenanceNotification", "`CompleteMaintNotification`")])
-    p.user("Task_ReviewMaintenanceCosts", "Review the planned and actual costs", "Supervisor",
-           "Compare the actual costs of the order with the plan.",
-           [R(MORDER, "MaintOrderActlPlndCostItmSet", "actual and planned costs per cost element")])
+    p.user(
+        "Task_SetOrderTechnicallyComplete",
+        "Technically complete the order",
+        "Planner",
+        "Set the order to technically complete once the work is done.",
+        [W(MORDER, "MaintenanceOrder", "`SetMaintOrdToTechCompleted`")],
+    )
+    p.user(
+        "Task_CompleteNotification",
+        "Complete the notification",
+        "Planner",
+        "Complete the notification so the malfunction history of the machine is closed.",
+        [W(MNOTIF, "MaintenanceNotification", "`CompleteMaintNotification`")],
+    )
+    p.user(
+        "Task_ReviewMaintenanceCosts",
+        "Review the planned and actual costs",
+        "Supervisor",
+        "Compare the actual costs of the order with the plan.",
+        [R(MORDER, "MaintOrderActlPlndCostItmSet", "actual and planned costs per cost element")],
+    )
     p.end("EndEvent_MaintenanceCompleted", "Maintenance completed", "Supervisor")
-    p.chain("StartEvent_MalfunctionObserved", "Task_ReportMalfunction", "Task_ScreenNotification",
-            "Gateway_RepairNeeded")
+    p.chain(
+        "StartEvent_MalfunctionObserved", "Task_ReportMalfunction", "Task_ScreenNotification", "Gateway_RepairNeeded"
+    )
     p.flow("Gateway_RepairNeeded", "Task_CreateMaintenanceOrder", "Yes", "${repairNeeded}")
     p.flow("Gateway_RepairNeeded", "Task_CloseNotificationWithoutOrder", "No", default=True)
     p.flow("Task_CloseNotificationWithoutOrder", "EndEvent_NoRepair")
     p.chain("Task_CreateMaintenanceOrder", "Task_PlanOperationsAndParts", "Gateway_CostAboveLimit")
-    p.flow("Gateway_CostAboveLimit", "Task_ApproveMaintenanceOrder", "Yes",
-           "${order.estimatedCost > approvalLimit}")
+    p.flow("Gateway_CostAboveLimit", "Task_ApproveMaintenanceOrder", "Yes", "${order.estimatedCost > approvalLimit}")
     p.flow("Gateway_CostAboveLimit", "Gateway_OrderApproved", "No", default=True)
     p.flow("Task_ApproveMaintenanceOrder", "Gateway_OrderApproved")
-    p.chain("Gateway_OrderApproved", "Task_ReleaseMaintenanceOrder", "SubProcess_CarryOutRepair",
-            "Task_SetOrderTechnicallyComplete", "Task_CompleteNotification",
-            "Task_ReviewMaintenanceCosts", "EndEvent_MaintenanceCompleted")
-    p.chain("StartEvent_RepairStarted", "Task_WithdrawSpareParts", "Task_RecordDamageAndCause",
-            "EndEvent_RepairDone")
+    p.chain(
+        "Gateway_OrderApproved",
+        "Task_ReleaseMaintenanceOrder",
+        "SubProcess_CarryOutRepair",
+        "Task_SetOrderTechnicallyComplete",
+        "Task_CompleteNotification",
+        "Task_ReviewMaintenanceCosts",
+        "EndEvent_MaintenanceCompleted",
+    )
+    p.chain("StartEvent_RepairStarted", "Task_WithdrawSpareParts", "Task_RecordDamageAndCause", "EndEvent_RepairDone")
     return p
 
 
 @process
 def technical_objects() -> Proc:
     p = Proc(
-        "technical-object-setup.bpmn", "Process_TechnicalObjectSetup",
+        "technical-object-setup.bpmn",
+        "Process_TechnicalObjectSetup",
         "Technical object set-up for a new machine",
         "technical object master data for 4HH (no scope item id cited)",
         "A new machine is delivered to a plant. The maintenance planner finds or creates the "
@@ -2045,44 +2849,80 @@ def technical_objects() -> Proc:
         "and, in parallel, classifies it, records the supplier's warranty and assigns the "
         "responsible partners; finally the equipment is installed at the functional location.",
         lanes=[("Planner", "Maintenance Planner"), ("MasterData", "Technical Master Data")],
-        first="Task_CheckPlant", last="Task_InstallEquipment")
+        first="Task_CheckPlant",
+        last="Task_InstallEquipment",
+    )
     p.start("StartEvent_MachineDelivered", "New machine delivered", "Planner")
-    p.user("Task_CheckPlant", "Check the maintenance plant", "Planner",
-           "Confirm the plant where the machine stands and who plans its maintenance.",
-           [R(PLANT, "A_Plant", "`Plant`, `PlantName`")])
-    p.user("Task_FindFunctionalLocation", "Find the functional location", "Planner",
-           "Look for the functional location (line, station) where the machine will be installed.",
-           [R(FLOC, "FunctionalLocation", "`FunctionalLocation`, `MaintenancePlant`")])
+    p.user(
+        "Task_CheckPlant",
+        "Check the maintenance plant",
+        "Planner",
+        "Confirm the plant where the machine stands and who plans its maintenance.",
+        [R(PLANT, "A_Plant", "`Plant`, `PlantName`")],
+    )
+    p.user(
+        "Task_FindFunctionalLocation",
+        "Find the functional location",
+        "Planner",
+        "Look for the functional location (line, station) where the machine will be installed.",
+        [R(FLOC, "FunctionalLocation", "`FunctionalLocation`, `MaintenancePlant`")],
+    )
     p.xor("Gateway_LocationExists", "Functional location exists?", "Planner")
-    p.user("Task_CreateFunctionalLocation", "Create the functional location", "MasterData",
-           "Create the functional location in the plant's structure.",
-           [W(FLOC, "FunctionalLocation", "`FunctionalLocation`, `FunctionalLocationName`, "
-              "`MaintenancePlant`")])
+    p.user(
+        "Task_CreateFunctionalLocation",
+        "Create the functional location",
+        "MasterData",
+        "Create the functional location in the plant's structure.",
+        [W(FLOC, "FunctionalLocation", "`FunctionalLocation`, `FunctionalLocationName`, `MaintenancePlant`")],
+    )
     p.xor("Gateway_LocationReady", "", "Planner")
-    p.user("Task_CreateEquipment", "Create the equipment", "MasterData",
-           "Create the equipment master record with manufacturer, model, serial number and "
-           "start-up date.",
-           [W(EQUI, "Equipment", "`EquipmentName`, `ManufacturerPartTypeName`, "
-              "`ManufacturerSerialNumber`")], shift=1)
+    p.user(
+        "Task_CreateEquipment",
+        "Create the equipment",
+        "MasterData",
+        "Create the equipment master record with manufacturer, model, serial number and start-up date.",
+        [W(EQUI, "Equipment", "`EquipmentName`, `ManufacturerPartTypeName`, `ManufacturerSerialNumber`")],
+        shift=1,
+    )
     p.par("Gateway_EnrichEquipment", "MasterData")
-    p.user("Task_ClassifyEquipment", "Classify the equipment", "MasterData",
-           "Assign the equipment class and fill in its technical characteristics.",
-           [W(EQUI, "EquipmentClass", "class assignment"),
-            W(EQUI, "EquipClassCharacteristicValue", "characteristic values")], row=1)
-    p.user("Task_RecordWarranty", "Record the supplier warranty", "MasterData",
-           "Enter the warranty the machine supplier grants, with start and end date.",
-           [W(EQUI, "EquipmentWarranty", "`WarrantyStartDate`, `WarrantyEndDate`")], row=0)
-    p.user("Task_AssignResponsiblePartners", "Assign the responsible partners", "MasterData",
-           "Name the people and the supplier responsible for the machine.",
-           [W(EQUI, "EquipmentPartner", "`PartnerFunction`, `Partner`")], row=2)
+    p.user(
+        "Task_ClassifyEquipment",
+        "Classify the equipment",
+        "MasterData",
+        "Assign the equipment class and fill in its technical characteristics.",
+        [
+            W(EQUI, "EquipmentClass", "class assignment"),
+            W(EQUI, "EquipClassCharacteristicValue", "characteristic values"),
+        ],
+        row=1,
+    )
+    p.user(
+        "Task_RecordWarranty",
+        "Record the supplier warranty",
+        "MasterData",
+        "Enter the warranty the machine supplier grants, with start and end date.",
+        [W(EQUI, "EquipmentWarranty", "`WarrantyStartDate`, `WarrantyEndDate`")],
+        row=0,
+    )
+    p.user(
+        "Task_AssignResponsiblePartners",
+        "Assign the responsible partners",
+        "MasterData",
+        "Name the people and the supplier responsible for the machine.",
+        [W(EQUI, "EquipmentPartner", "`PartnerFunction`, `Partner`")],
+        row=2,
+    )
     p.par("Gateway_EquipmentComplete", "MasterData")
-    p.user("Task_InstallEquipment", "Install the equipment at the functional location", "Planner",
-           "Install the equipment at its functional location so that notifications and orders "
-           "find it in the plant structure.",
-           [W(EQUI, "Equipment", "`InstallEquipment` at the `FunctionalLocation`")])
+    p.user(
+        "Task_InstallEquipment",
+        "Install the equipment at the functional location",
+        "Planner",
+        "Install the equipment at its functional location so that notifications and orders "
+        "find it in the plant structure.",
+        [W(EQUI, "Equipment", "`InstallEquipment` at the `FunctionalLocation`")],
+    )
     p.end("EndEvent_MachineReady", "Machine ready for maintenance", "Planner")
-    p.chain("StartEvent_MachineDelivered", "Task_CheckPlant", "Task_FindFunctionalLocation",
-            "Gateway_LocationExists")
+    p.chain("StartEvent_MachineDelivered", "Task_CheckPlant", "Task_FindFunctionalLocation", "Gateway_LocationExists")
     p.flow("Gateway_LocationExists", "Gateway_LocationReady", "Yes", "${functionalLocation != null}")
     p.flow("Gateway_LocationExists", "Task_CreateFunctionalLocation", "No", default=True)
     p.flow("Task_CreateFunctionalLocation", "Gateway_LocationReady")
@@ -2097,7 +2937,8 @@ def technical_objects() -> Proc:
 @process
 def production_master_data() -> Proc:
     p = Proc(
-        "bom-and-production-version.bpmn", "Process_ProductionMasterDataSetup",
+        "bom-and-production-version.bpmn",
+        "Process_ProductionMasterDataSetup",
         "Bill of material and production version set-up",
         "production master data for BJ5 (no scope item id cited)",
         "Product engineering releases a new product design. Engineering checks that the "
@@ -2105,61 +2946,108 @@ def production_master_data() -> Proc:
         "corrects it until it is right and assigns it to further plants; production planning "
         "creates the production version and the product's work scheduling data.",
         lanes=[("Engineering", "Product Engineering"), ("Planning", "Production Planning")],
-        first="Task_CheckComponentProducts", last="Task_MaintainWorkScheduling")
+        first="Task_CheckComponentProducts",
+        last="Task_MaintainWorkScheduling",
+    )
     p.start("StartEvent_DesignReleased", "Product design released", "Engineering")
-    p.user("Task_CheckComponentProducts", "Check that the components exist in the plant",
-           "Engineering",
-           "Make sure every component of the design has plant data in the producing plant.",
-           [R(PROD, "A_ProductPlant", "`Product`, `Plant`, `ProcurementType`")])
-    p.user("Task_CreateMaterialBOM", "Create the bill of material", "Engineering",
-           "Create the production bill of material of the product with its component items and "
-           "quantities.",
-           [W(BOM, "MaterialBOM", "`Material`, `Plant`, `BillOfMaterialVariantUsage`"),
-            W(BOM, "MaterialBOMItem", "`BillOfMaterialComponent`, `BillOfMaterialItemQuantity`, "
-              "`BillOfMaterialItemCategory`")])
+    p.user(
+        "Task_CheckComponentProducts",
+        "Check that the components exist in the plant",
+        "Engineering",
+        "Make sure every component of the design has plant data in the producing plant.",
+        [R(PROD, "A_ProductPlant", "`Product`, `Plant`, `ProcurementType`")],
+    )
+    p.user(
+        "Task_CreateMaterialBOM",
+        "Create the bill of material",
+        "Engineering",
+        "Create the production bill of material of the product with its component items and quantities.",
+        [
+            W(BOM, "MaterialBOM", "`Material`, `Plant`, `BillOfMaterialVariantUsage`"),
+            W(
+                BOM,
+                "MaterialBOMItem",
+                "`BillOfMaterialComponent`, `BillOfMaterialItemQuantity`, `BillOfMaterialItemCategory`",
+            ),
+        ],
+    )
     p.xor("Gateway_CheckBOMAgain", "", "Engineering")
-    p.user("Task_ExplodeAndCheckBOM", "Explode and check the bill of material", "Engineering",
-           "Explode the bill of material for the lot size and check components and quantities.",
-           [R(BOM, "MaterialBOMItem", "items returned by `ExplodeBOM`")])
+    p.user(
+        "Task_ExplodeAndCheckBOM",
+        "Explode and check the bill of material",
+        "Engineering",
+        "Explode the bill of material for the lot size and check components and quantities.",
+        [R(BOM, "MaterialBOMItem", "items returned by `ExplodeBOM`")],
+    )
     p.xor("Gateway_BOMCorrect", "Bill of material correct?", "Engineering")
-    p.user("Task_CorrectBOMItems", "Correct the bill of material items", "Engineering",
-           "Correct the quantity, item category or component of the wrong items.",
-           [W(BOM, "MaterialBOMItem", "`BillOfMaterialItemQuantity`, `BillOfMaterialComponent`")],
-           row=1)
+    p.user(
+        "Task_CorrectBOMItems",
+        "Correct the bill of material items",
+        "Engineering",
+        "Correct the quantity, item category or component of the wrong items.",
+        [W(BOM, "MaterialBOMItem", "`BillOfMaterialItemQuantity`, `BillOfMaterialComponent`")],
+        row=1,
+    )
     p.xor("Gateway_MorePlants", "Produced in further plants?", "Engineering")
-    p.user("Task_AssignBOMToPlants", "Assign the bill of material to further plants",
-           "Engineering",
-           "Assign the same bill of material to the other plants that produce the product.",
-           [W(BOM, "MaterialBOM", "`AssignPlant`")], row=1)
+    p.user(
+        "Task_AssignBOMToPlants",
+        "Assign the bill of material to further plants",
+        "Engineering",
+        "Assign the same bill of material to the other plants that produce the product.",
+        [W(BOM, "MaterialBOM", "`AssignPlant`")],
+        row=1,
+    )
     p.xor("Gateway_PlantsDone", "", "Engineering")
-    p.user("Task_CreateProductionVersion", "Create the production version", "Planning",
-           "Combine the bill of material and the routing into a production version with its "
-           "validity period and lot size range.",
-           [W(PVERS, "ProductionVersion", "`ProductionVersion`, `BillOfMaterialVariant`, "
-              "`BillOfOperationsGroup`, `ValidityStartDate`")])
-    p.user("Task_MaintainWorkScheduling", "Maintain the product's work scheduling data",
-           "Planning",
-           "Set the production scheduler and in-house production time on the product's plant data.",
-           [W(PROD, "A_ProductWorkScheduling", "`ProductionSupervisor`, `ProductionInvtryManagedLoc`")])
+    p.user(
+        "Task_CreateProductionVersion",
+        "Create the production version",
+        "Planning",
+        "Combine the bill of material and the routing into a production version with its "
+        "validity period and lot size range.",
+        [
+            W(
+                PVERS,
+                "ProductionVersion",
+                "`ProductionVersion`, `BillOfMaterialVariant`, `BillOfOperationsGroup`, `ValidityStartDate`",
+            )
+        ],
+    )
+    p.user(
+        "Task_MaintainWorkScheduling",
+        "Maintain the product's work scheduling data",
+        "Planning",
+        "Set the production scheduler and in-house production time on the product's plant data.",
+        [W(PROD, "A_ProductWorkScheduling", "`ProductionSupervisor`, `ProductionInvtryManagedLoc`")],
+    )
     p.end("EndEvent_ReadyForProduction", "Product ready for production", "Planning")
-    p.chain("StartEvent_DesignReleased", "Task_CheckComponentProducts", "Task_CreateMaterialBOM",
-            "Gateway_CheckBOMAgain", "Task_ExplodeAndCheckBOM", "Gateway_BOMCorrect")
+    p.chain(
+        "StartEvent_DesignReleased",
+        "Task_CheckComponentProducts",
+        "Task_CreateMaterialBOM",
+        "Gateway_CheckBOMAgain",
+        "Task_ExplodeAndCheckBOM",
+        "Gateway_BOMCorrect",
+    )
     p.flow("Gateway_BOMCorrect", "Gateway_MorePlants", "Yes", "${bomCheck.passed}")
     p.flow("Gateway_BOMCorrect", "Task_CorrectBOMItems", "No", default=True)
     p.flow("Task_CorrectBOMItems", "Gateway_CheckBOMAgain", back=True)
     p.flow("Gateway_MorePlants", "Task_AssignBOMToPlants", "Yes", "${otherPlants.size() > 0}")
     p.flow("Gateway_MorePlants", "Gateway_PlantsDone", "No", default=True)
     p.flow("Task_AssignBOMToPlants", "Gateway_PlantsDone")
-    p.chain("Gateway_PlantsDone", "Task_CreateProductionVersion", "Task_MaintainWorkScheduling",
-            "EndEvent_ReadyForProduction")
+    p.chain(
+        "Gateway_PlantsDone",
+        "Task_CreateProductionVersion",
+        "Task_MaintainWorkScheduling",
+        "EndEvent_ReadyForProduction",
+    )
     return p
-
 
 
 @process
 def customer_onboarding() -> Proc:
     p = Proc(
-        "customer-onboarding.bpmn", "Process_CustomerOnboarding",
+        "customer-onboarding.bpmn",
+        "Process_CustomerOnboarding",
         "Business partner onboarding: customer",
         "business partner master data for BD9 (no scope item id cited)",
         "Sales asks for a new customer. Master data checks for an existing business partner, "
@@ -2167,52 +3055,102 @@ def customer_onboarding() -> Proc:
         "company code data, sales the sales area data and credit management the credit standing, "
         "in parallel. Master data then records the bank account and releases the customer for "
         "orders.",
-        lanes=[("Sales", "Sales"), ("MasterData", "Master Data"), ("Finance", "Finance"),
-               ("CreditManagement", "Credit Management")],
-        first="Task_CheckForExistingPartner", last="Task_ReleaseCustomerForOrders")
+        lanes=[
+            ("Sales", "Sales"),
+            ("MasterData", "Master Data"),
+            ("Finance", "Finance"),
+            ("CreditManagement", "Credit Management"),
+        ],
+        first="Task_CheckForExistingPartner",
+        last="Task_ReleaseCustomerForOrders",
+    )
     p.start("StartEvent_CustomerRequested", "New customer wants to order", "Sales")
-    p.user("Task_CheckForExistingPartner", "Check whether the business partner exists",
-           "MasterData",
-           "Search business partners by name, address and tax number to avoid a duplicate.",
-           [R(BP, "A_BusinessPartner", "`BusinessPartnerFullName`, `SearchTerm1`")])
+    p.user(
+        "Task_CheckForExistingPartner",
+        "Check whether the business partner exists",
+        "MasterData",
+        "Search business partners by name, address and tax number to avoid a duplicate.",
+        [R(BP, "A_BusinessPartner", "`BusinessPartnerFullName`, `SearchTerm1`")],
+    )
     p.xor("Gateway_PartnerExists", "Business partner exists?", "MasterData")
-    p.user("Task_AddCustomerRole", "Add the customer role", "MasterData",
-           "Give the existing business partner (for example a supplier) the customer role.",
-           [W(BP, "A_BusinessPartnerRole", "`BusinessPartnerRole` FLCU00 and FLCU01")])
-    p.user("Task_CreateBusinessPartner", "Create the business partner", "MasterData",
-           "Create the organisation with name, address and the customer roles.",
-           [W(BP, "A_BusinessPartner", "`BusinessPartnerCategory` 2 (organisation), "
-              "`OrganizationBPName1`; roles via `to_BusinessPartnerRole`"),
-            W(BP, "A_BusinessPartnerAddress", "`StreetName`, `PostalCode`, `CityName`, `Country`")],
-           row=1)
+    p.user(
+        "Task_AddCustomerRole",
+        "Add the customer role",
+        "MasterData",
+        "Give the existing business partner (for example a supplier) the customer role.",
+        [W(BP, "A_BusinessPartnerRole", "`BusinessPartnerRole` FLCU00 and FLCU01")],
+    )
+    p.user(
+        "Task_CreateBusinessPartner",
+        "Create the business partner",
+        "MasterData",
+        "Create the organisation with name, address and the customer roles.",
+        [
+            W(
+                BP,
+                "A_BusinessPartner",
+                "`BusinessPartnerCategory` 2 (organisation), `OrganizationBPName1`; roles via `to_BusinessPartnerRole`",
+            ),
+            W(BP, "A_BusinessPartnerAddress", "`StreetName`, `PostalCode`, `CityName`, `Country`"),
+        ],
+        row=1,
+    )
     p.xor("Gateway_PartnerReady", "", "MasterData")
-    p.user("Task_RecordTaxNumber", "Record the tax number", "MasterData",
-           "Record the customer's VAT registration number.",
-           [W(BP, "A_BusinessPartnerTaxNumber", "`BPTaxType`, `BPTaxNumber`")])
+    p.user(
+        "Task_RecordTaxNumber",
+        "Record the tax number",
+        "MasterData",
+        "Record the customer's VAT registration number.",
+        [W(BP, "A_BusinessPartnerTaxNumber", "`BPTaxType`, `BPTaxNumber`")],
+    )
     p.par("Gateway_SplitAreas", "MasterData")
-    p.user("Task_CreateCustomerSalesArea", "Create the sales area data", "Sales",
-           "Enter the customer's data for the sales organisation, distribution channel and "
-           "division: customer group, price group, shipping and payment terms.",
-           [W(BP, "A_CustomerSalesArea", "`SalesOrganization`, `DistributionChannel`, "
-              "`Division`, `CustomerGroup`, `CustomerPaymentTerms`"),
-            R(SORG, "A_SalesOrganization", "valid sales organisations and their company code")])
-    p.user("Task_CreateCustomerCompanyData", "Create the company code data", "Finance",
-           "Enter the reconciliation account, payment terms and dunning data of the customer in "
-           "the company code.",
-           [W(BP, "A_CustomerCompany", "`CompanyCode`, `ReconciliationAccount`, `PaymentTerms`")])
-    p.user("Task_RecordCreditStanding", "Record the credit standing", "CreditManagement",
-           "Record the credit rating from the credit agency for the new customer.",
-           [W(BP, "A_BPCreditWorthiness", "`CreditRatingAgency`, `BPCreditStandingRating`, "
-              "`BPCreditStandingDate`")])
+    p.user(
+        "Task_CreateCustomerSalesArea",
+        "Create the sales area data",
+        "Sales",
+        "Enter the customer's data for the sales organisation, distribution channel and "
+        "division: customer group, price group, shipping and payment terms.",
+        [
+            W(
+                BP,
+                "A_CustomerSalesArea",
+                "`SalesOrganization`, `DistributionChannel`, `Division`, `CustomerGroup`, `CustomerPaymentTerms`",
+            ),
+            R(SORG, "A_SalesOrganization", "valid sales organisations and their company code"),
+        ],
+    )
+    p.user(
+        "Task_CreateCustomerCompanyData",
+        "Create the company code data",
+        "Finance",
+        "Enter the reconciliation account, payment terms and dunning data of the customer in the company code.",
+        [W(BP, "A_CustomerCompany", "`CompanyCode`, `ReconciliationAccount`, `PaymentTerms`")],
+    )
+    p.user(
+        "Task_RecordCreditStanding",
+        "Record the credit standing",
+        "CreditManagement",
+        "Record the credit rating from the credit agency for the new customer.",
+        [W(BP, "A_BPCreditWorthiness", "`CreditRatingAgency`, `BPCreditStandingRating`, `BPCreditStandingDate`")],
+    )
     p.par("Gateway_AreasDone", "MasterData")
-    p.user("Task_RecordBankAccount", "Record the customer's bank account", "MasterData",
-           "Check that the bank exists and record the customer's bank account for direct debits "
-           "and refunds.",
-           [R(BANK, "Bank", "`BankCountry`, `BankInternalID` of the customer's bank"),
-            W(BP, "A_BusinessPartnerBank", "`IBAN`, `BankCountryKey`, `BankNumber`")])
-    p.user("Task_ReleaseCustomerForOrders", "Release the customer for orders", "MasterData",
-           "Remove the order block that new customers get until their data is complete.",
-           [W(BP, "A_Customer", "`OrderIsBlockedForCustomer` cleared")])
+    p.user(
+        "Task_RecordBankAccount",
+        "Record the customer's bank account",
+        "MasterData",
+        "Check that the bank exists and record the customer's bank account for direct debits and refunds.",
+        [
+            R(BANK, "Bank", "`BankCountry`, `BankInternalID` of the customer's bank"),
+            W(BP, "A_BusinessPartnerBank", "`IBAN`, `BankCountryKey`, `BankNumber`"),
+        ],
+    )
+    p.user(
+        "Task_ReleaseCustomerForOrders",
+        "Release the customer for orders",
+        "MasterData",
+        "Remove the order block that new customers get until their data is complete.",
+        [W(BP, "A_Customer", "`OrderIsBlockedForCustomer` cleared")],
+    )
     p.end("EndEvent_CustomerReady", "Customer ready for orders", "MasterData")
     p.chain("StartEvent_CustomerRequested", "Task_CheckForExistingPartner", "Gateway_PartnerExists")
     p.flow("Gateway_PartnerExists", "Task_AddCustomerRole", "Yes", "${partner != null}")
@@ -2220,19 +3158,18 @@ def customer_onboarding() -> Proc:
     p.flow("Task_AddCustomerRole", "Gateway_PartnerReady")
     p.flow("Task_CreateBusinessPartner", "Gateway_PartnerReady")
     p.chain("Gateway_PartnerReady", "Task_RecordTaxNumber", "Gateway_SplitAreas")
-    for t in ("Task_CreateCustomerSalesArea", "Task_CreateCustomerCompanyData",
-              "Task_RecordCreditStanding"):
+    for t in ("Task_CreateCustomerSalesArea", "Task_CreateCustomerCompanyData", "Task_RecordCreditStanding"):
         p.flow("Gateway_SplitAreas", t)
         p.flow(t, "Gateway_AreasDone")
-    p.chain("Gateway_AreasDone", "Task_RecordBankAccount", "Task_ReleaseCustomerForOrders",
-            "EndEvent_CustomerReady")
+    p.chain("Gateway_AreasDone", "Task_RecordBankAccount", "Task_ReleaseCustomerForOrders", "EndEvent_CustomerReady")
     return p
 
 
 @process
 def supplier_onboarding() -> Proc:
     p = Proc(
-        "supplier-onboarding.bpmn", "Process_SupplierOnboarding",
+        "supplier-onboarding.bpmn",
+        "Process_SupplierOnboarding",
         "Business partner onboarding: supplier",
         "business partner master data for J45 and J60 (no scope item id cited)",
         "Purchasing selects a new supplier. Master data checks for an existing business partner, "
@@ -2240,62 +3177,110 @@ def supplier_onboarding() -> Proc:
         "verifies the bank (creating the bank master if it is new) and records the supplier's "
         "bank account; then accounts payable creates the company code data and purchasing the "
         "purchasing organisation data, in parallel. Purchasing finally releases the supplier.",
-        lanes=[("Purchasing", "Purchasing"), ("MasterData", "Master Data"),
-               ("AccountsPayable", "Accounts Payable")],
-        first="Task_CheckForExistingPartner", last="Task_ReleaseSupplier")
+        lanes=[("Purchasing", "Purchasing"), ("MasterData", "Master Data"), ("AccountsPayable", "Accounts Payable")],
+        first="Task_CheckForExistingPartner",
+        last="Task_ReleaseSupplier",
+    )
     p.start("StartEvent_SupplierSelected", "New supplier selected", "Purchasing")
-    p.user("Task_CheckForExistingPartner", "Check whether the business partner exists",
-           "MasterData",
-           "Search business partners by name and tax number to avoid a duplicate supplier.",
-           [R(BP, "A_BusinessPartner", "`BusinessPartnerFullName`, `SearchTerm1`")])
+    p.user(
+        "Task_CheckForExistingPartner",
+        "Check whether the business partner exists",
+        "MasterData",
+        "Search business partners by name and tax number to avoid a duplicate supplier.",
+        [R(BP, "A_BusinessPartner", "`BusinessPartnerFullName`, `SearchTerm1`")],
+    )
     p.xor("Gateway_PartnerExists", "Business partner exists?", "MasterData")
-    p.user("Task_AddSupplierRole", "Add the supplier role", "MasterData",
-           "Give the existing business partner the supplier roles.",
-           [W(BP, "A_BusinessPartnerRole", "`BusinessPartnerRole` FLVN00 and FLVN01")])
-    p.user("Task_CreateBusinessPartner", "Create the business partner", "MasterData",
-           "Create the organisation with name, address and the supplier roles.",
-           [W(BP, "A_BusinessPartner", "`BusinessPartnerCategory` 2, `OrganizationBPName1`; roles "
-              "via `to_BusinessPartnerRole`"),
-            W(BP, "A_BusinessPartnerAddress", "`StreetName`, `PostalCode`, `CityName`, `Country`")],
-           row=1)
+    p.user(
+        "Task_AddSupplierRole",
+        "Add the supplier role",
+        "MasterData",
+        "Give the existing business partner the supplier roles.",
+        [W(BP, "A_BusinessPartnerRole", "`BusinessPartnerRole` FLVN00 and FLVN01")],
+    )
+    p.user(
+        "Task_CreateBusinessPartner",
+        "Create the business partner",
+        "MasterData",
+        "Create the organisation with name, address and the supplier roles.",
+        [
+            W(
+                BP,
+                "A_BusinessPartner",
+                "`BusinessPartnerCategory` 2, `OrganizationBPName1`; roles via `to_BusinessPartnerRole`",
+            ),
+            W(BP, "A_BusinessPartnerAddress", "`StreetName`, `PostalCode`, `CityName`, `Country`"),
+        ],
+        row=1,
+    )
     p.xor("Gateway_PartnerReady", "", "MasterData")
-    p.user("Task_RecordTaxNumbers", "Record the tax numbers", "MasterData",
-           "Record the supplier's VAT registration and national tax numbers.",
-           [W(BP, "A_BusinessPartnerTaxNumber", "`BPTaxType`, `BPTaxNumber`")])
-    p.user("Task_CheckSupplierBank", "Check the supplier's bank", "AccountsPayable",
-           "Look up the bank of the supplier's account by country and bank key.",
-           [R(BANK, "Bank", "`BankCountry`, `BankInternalID`, `SWIFTCode`")])
+    p.user(
+        "Task_RecordTaxNumbers",
+        "Record the tax numbers",
+        "MasterData",
+        "Record the supplier's VAT registration and national tax numbers.",
+        [W(BP, "A_BusinessPartnerTaxNumber", "`BPTaxType`, `BPTaxNumber`")],
+    )
+    p.user(
+        "Task_CheckSupplierBank",
+        "Check the supplier's bank",
+        "AccountsPayable",
+        "Look up the bank of the supplier's account by country and bank key.",
+        [R(BANK, "Bank", "`BankCountry`, `BankInternalID`, `SWIFTCode`")],
+    )
     p.xor("Gateway_BankKnown", "Bank known?", "AccountsPayable")
-    p.user("Task_CreateBankMaster", "Create the bank master record", "AccountsPayable",
-           "Create the bank with its SWIFT code and address.",
-           [W(BANK, "Bank", "`BankCountry`, `BankInternalID`, `LongBankName`, `SWIFTCode`; address via `_BankAddress`")], row=1)
+    p.user(
+        "Task_CreateBankMaster",
+        "Create the bank master record",
+        "AccountsPayable",
+        "Create the bank with its SWIFT code and address.",
+        [W(BANK, "Bank", "`BankCountry`, `BankInternalID`, `LongBankName`, `SWIFTCode`; address via `_BankAddress`")],
+        row=1,
+    )
     p.xor("Gateway_BankReady", "", "AccountsPayable")
-    p.user("Task_RecordBankAccount", "Record the supplier's bank account", "AccountsPayable",
-           "Record the account the supplier is to be paid to.",
-           [W(BP, "A_BusinessPartnerBank", "`IBAN`, `BankCountryKey`, `BankNumber`, "
-              "`BankAccountHolderName`")])
+    p.user(
+        "Task_RecordBankAccount",
+        "Record the supplier's bank account",
+        "AccountsPayable",
+        "Record the account the supplier is to be paid to.",
+        [W(BP, "A_BusinessPartnerBank", "`IBAN`, `BankCountryKey`, `BankNumber`, `BankAccountHolderName`")],
+    )
     p.par("Gateway_SplitAreas", "AccountsPayable")
-    p.user("Task_CreateSupplierCompanyData", "Create the company code data", "AccountsPayable",
-           "Enter reconciliation account, payment terms and payment methods in the company code.",
-           [W(BP, "A_SupplierCompany", "`CompanyCode`, `ReconciliationAccount`, `PaymentTerms`, "
-              "`PaymentMethodsList`")], row=1)
-    p.user("Task_CreatePurchasingData", "Create the purchasing organisation data", "Purchasing",
-           "Enter order currency, incoterms and purchasing payment terms for the purchasing "
-           "organisation.",
-           [W(BP, "A_SupplierPurchasingOrg", "`PurchasingOrganization`, `PurchaseOrderCurrency`, "
-              "`IncotermsClassification`")])
+    p.user(
+        "Task_CreateSupplierCompanyData",
+        "Create the company code data",
+        "AccountsPayable",
+        "Enter reconciliation account, payment terms and payment methods in the company code.",
+        [W(BP, "A_SupplierCompany", "`CompanyCode`, `ReconciliationAccount`, `PaymentTerms`, `PaymentMethodsList`")],
+        row=1,
+    )
+    p.user(
+        "Task_CreatePurchasingData",
+        "Create the purchasing organisation data",
+        "Purchasing",
+        "Enter order currency, incoterms and purchasing payment terms for the purchasing organisation.",
+        [
+            W(
+                BP,
+                "A_SupplierPurchasingOrg",
+                "`PurchasingOrganization`, `PurchaseOrderCurrency`, `IncotermsClassification`",
+            )
+        ],
+    )
     p.par("Gateway_AreasDone", "Purchasing")
-    p.user("Task_ReleaseSupplier", "Release the supplier for purchasing", "Purchasing",
-           "Remove the purchasing block that new suppliers get until their data is checked.",
-           [W(BP, "A_Supplier", "`PurchasingIsBlocked` cleared")])
+    p.user(
+        "Task_ReleaseSupplier",
+        "Release the supplier for purchasing",
+        "Purchasing",
+        "Remove the purchasing block that new suppliers get until their data is checked.",
+        [W(BP, "A_Supplier", "`PurchasingIsBlocked` cleared")],
+    )
     p.end("EndEvent_SupplierReady", "Supplier ready", "Purchasing")
     p.chain("StartEvent_SupplierSelected", "Task_CheckForExistingPartner", "Gateway_PartnerExists")
     p.flow("Gateway_PartnerExists", "Task_AddSupplierRole", "Yes", "${partner != null}")
     p.flow("Gateway_PartnerExists", "Task_CreateBusinessPartner", "No", default=True)
     p.flow("Task_AddSupplierRole", "Gateway_PartnerReady")
     p.flow("Task_CreateBusinessPartner", "Gateway_PartnerReady")
-    p.chain("Gateway_PartnerReady", "Task_RecordTaxNumbers", "Task_CheckSupplierBank",
-            "Gateway_BankKnown")
+    p.chain("Gateway_PartnerReady", "Task_RecordTaxNumbers", "Task_CheckSupplierBank", "Gateway_BankKnown")
     p.flow("Gateway_BankKnown", "Gateway_BankReady", "Yes", "${bank != null}")
     p.flow("Gateway_BankKnown", "Task_CreateBankMaster", "No", default=True)
     p.flow("Task_CreateBankMaster", "Gateway_BankReady")
@@ -2310,67 +3295,117 @@ def supplier_onboarding() -> Proc:
 @process
 def product_master() -> Proc:
     p = Proc(
-        "product-master-setup.bpmn", "Process_ProductMasterSetup", "Product master set-up",
+        "product-master-setup.bpmn",
+        "Process_ProductMasterSetup",
+        "Product master set-up",
         "product master data for BD9, J45 and BJ5 (no scope item id cited)",
         "A new product is approved. Product management makes sure it does not exist yet and "
         "creates its basic data and description; production planning, sales, purchasing and "
         "finance then add their views in parallel. Customers that use their own product numbers "
         "get customer-material records, and product management releases the product.",
-        lanes=[("ProductManagement", "Product Management"), ("Planning", "Production Planning"),
-               ("Sales", "Sales"), ("Purchasing", "Purchasing"), ("Finance", "Finance")],
-        first="Task_CheckForExistingProduct", last="Task_ReleaseProduct")
+        lanes=[
+            ("ProductManagement", "Product Management"),
+            ("Planning", "Production Planning"),
+            ("Sales", "Sales"),
+            ("Purchasing", "Purchasing"),
+            ("Finance", "Finance"),
+        ],
+        first="Task_CheckForExistingProduct",
+        last="Task_ReleaseProduct",
+    )
     p.start("StartEvent_ProductApproved", "New product approved", "ProductManagement")
-    p.user("Task_CheckForExistingProduct", "Check that the product does not exist yet",
-           "ProductManagement",
-           "Search products by description, product group and old number.",
-           [R(PROD, "A_Product", "`ProductGroup`, `ProductOldID`")])
-    p.user("Task_CreateProductBasicData", "Create the product with its basic data",
-           "ProductManagement",
-           "Create the product with product type, base unit, product group, weights and the "
-           "descriptions in the company's languages.",
-           [W(PROD, "A_Product", "`ProductType`, `BaseUnit`, `ProductGroup`, `GrossWeight`"),
-            W(PROD, "A_ProductDescription", "`Language`, `ProductDescription`")])
+    p.user(
+        "Task_CheckForExistingProduct",
+        "Check that the product does not exist yet",
+        "ProductManagement",
+        "Search products by description, product group and old number.",
+        [R(PROD, "A_Product", "`ProductGroup`, `ProductOldID`")],
+    )
+    p.user(
+        "Task_CreateProductBasicData",
+        "Create the product with its basic data",
+        "ProductManagement",
+        "Create the product with product type, base unit, product group, weights and the "
+        "descriptions in the company's languages.",
+        [
+            W(PROD, "A_Product", "`ProductType`, `BaseUnit`, `ProductGroup`, `GrossWeight`"),
+            W(PROD, "A_ProductDescription", "`Language`, `ProductDescription`"),
+        ],
+    )
     p.par("Gateway_SplitViews", "ProductManagement")
-    p.user("Task_MaintainPlantData", "Maintain the plant and MRP data", "Planning",
-           "Extend the product to the producing plant with MRP type, lot size and planning "
-           "times.",
-           [W(PROD, "A_ProductPlant", "`Plant`, `MRPType`, `MRPResponsible`, `ProcurementType`"),
-            W(PROD, "A_ProductSupplyPlanning", "`LotSizingProcedure`, `PlannedDeliveryDurationInDays`")])
-    p.user("Task_MaintainSalesData", "Maintain the sales data", "Sales",
-           "Extend the product to the sales organisation and distribution channel with the "
-           "item category group and minimum order quantity.",
-           [W(PROD, "A_ProductSalesDelivery", "`ProductSalesOrg`, `ProductDistributionChnl`, "
-              "`ItemCategoryGroup`, `MinimumOrderQuantity`")])
-    p.user("Task_MaintainPurchasingData", "Maintain the purchasing data", "Purchasing",
-           "Allow automatic purchase orders and require a source list for the product in the "
-           "plant.",
-           [W(PROD, "A_ProductPlantProcurement", "`IsAutoPurOrdCreationAllowed`, "
-              "`IsSourceListRequired`")])
-    p.user("Task_MaintainValuationData", "Maintain the valuation data", "Finance",
-           "Set valuation class, price control and standard price for the valuation area.",
-           [W(PROD, "A_ProductValuation", "`ValuationClass`, `InventoryValuationProcedure`, "
-              "`StandardPrice`")])
+    p.user(
+        "Task_MaintainPlantData",
+        "Maintain the plant and MRP data",
+        "Planning",
+        "Extend the product to the producing plant with MRP type, lot size and planning times.",
+        [
+            W(PROD, "A_ProductPlant", "`Plant`, `MRPType`, `MRPResponsible`, `ProcurementType`"),
+            W(PROD, "A_ProductSupplyPlanning", "`LotSizingProcedure`, `PlannedDeliveryDurationInDays`"),
+        ],
+    )
+    p.user(
+        "Task_MaintainSalesData",
+        "Maintain the sales data",
+        "Sales",
+        "Extend the product to the sales organisation and distribution channel with the "
+        "item category group and minimum order quantity.",
+        [
+            W(
+                PROD,
+                "A_ProductSalesDelivery",
+                "`ProductSalesOrg`, `ProductDistributionChnl`, `ItemCategoryGroup`, `MinimumOrderQuantity`",
+            )
+        ],
+    )
+    p.user(
+        "Task_MaintainPurchasingData",
+        "Maintain the purchasing data",
+        "Purchasing",
+        "Allow automatic purchase orders and require a source list for the product in the plant.",
+        [W(PROD, "A_ProductPlantProcurement", "`IsAutoPurOrdCreationAllowed`, `IsSourceListRequired`")],
+    )
+    p.user(
+        "Task_MaintainValuationData",
+        "Maintain the valuation data",
+        "Finance",
+        "Set valuation class, price control and standard price for the valuation area.",
+        [W(PROD, "A_ProductValuation", "`ValuationClass`, `InventoryValuationProcedure`, `StandardPrice`")],
+    )
     p.par("Gateway_ViewsDone", "ProductManagement")
     p.xor("Gateway_CustomerNumbers", "Customers use own product numbers?", "ProductManagement")
-    p.user("Task_MaintainCustomerMaterial", "Record the customers' product numbers", "Sales",
-           "Record, per customer, the customer's own number and description for the product.",
-           [W(CUSTMAT, "A_CustomerMaterial", "`Customer`, `MaterialByCustomer`, "
-              "`MaterialDescriptionByCustomer`")], row=1)
+    p.user(
+        "Task_MaintainCustomerMaterial",
+        "Record the customers' product numbers",
+        "Sales",
+        "Record, per customer, the customer's own number and description for the product.",
+        [W(CUSTMAT, "A_CustomerMaterial", "`Customer`, `MaterialByCustomer`, `MaterialDescriptionByCustomer`")],
+        row=1,
+    )
     p.xor("Gateway_CustomerNumbersDone", "", "ProductManagement")
-    p.user("Task_ReleaseProduct", "Release the product for use", "ProductManagement",
-           "Set the cross-plant status that allows purchasing, production and sales of the "
-           "product.",
-           [W(PROD, "A_Product", "`CrossPlantStatus`, `CrossPlantStatusValidityDate`")])
+    p.user(
+        "Task_ReleaseProduct",
+        "Release the product for use",
+        "ProductManagement",
+        "Set the cross-plant status that allows purchasing, production and sales of the product.",
+        [W(PROD, "A_Product", "`CrossPlantStatus`, `CrossPlantStatusValidityDate`")],
+    )
     p.end("EndEvent_ProductReady", "Product ready", "ProductManagement")
-    p.chain("StartEvent_ProductApproved", "Task_CheckForExistingProduct",
-            "Task_CreateProductBasicData", "Gateway_SplitViews")
-    for t in ("Task_MaintainPlantData", "Task_MaintainSalesData", "Task_MaintainPurchasingData",
-              "Task_MaintainValuationData"):
+    p.chain(
+        "StartEvent_ProductApproved",
+        "Task_CheckForExistingProduct",
+        "Task_CreateProductBasicData",
+        "Gateway_SplitViews",
+    )
+    for t in (
+        "Task_MaintainPlantData",
+        "Task_MaintainSalesData",
+        "Task_MaintainPurchasingData",
+        "Task_MaintainValuationData",
+    ):
         p.flow("Gateway_SplitViews", t)
         p.flow(t, "Gateway_ViewsDone")
     p.flow("Gateway_ViewsDone", "Gateway_CustomerNumbers")
-    p.flow("Gateway_CustomerNumbers", "Task_MaintainCustomerMaterial", "Yes",
-           "${customersWithOwnNumbers.size() > 0}")
+    p.flow("Gateway_CustomerNumbers", "Task_MaintainCustomerMaterial", "Yes", "${customersWithOwnNumbers.size() > 0}")
     p.flow("Gateway_CustomerNumbers", "Gateway_CustomerNumbersDone", "No", default=True)
     p.flow("Task_MaintainCustomerMaterial", "Gateway_CustomerNumbersDone")
     p.chain("Gateway_CustomerNumbersDone", "Task_ReleaseProduct", "EndEvent_ProductReady")
@@ -2380,7 +3415,8 @@ def product_master() -> Proc:
 @process
 def sales_pricing() -> Proc:
     p = Proc(
-        "sales-price-maintenance.bpmn", "Process_SalesPriceMaintenance",
+        "sales-price-maintenance.bpmn",
+        "Process_SalesPriceMaintenance",
         "Sales pricing conditions maintenance",
         "sales price conditions for BD9 and BDG (no scope item id cited)",
         "Sales management asks for a price change. The pricing specialist checks the current "
@@ -2388,44 +3424,90 @@ def sales_pricing() -> Proc:
         "against the standard cost and approves, and the specialist changes the existing record "
         "or creates a new one, adds quantity scales where needed and informs the sales team.",
         lanes=[("Pricing", "Pricing Specialist"), ("SalesManagement", "Sales Management")],
-        first="Task_CheckCurrentPrices", last="Task_InformSalesTeam")
+        first="Task_CheckCurrentPrices",
+        last="Task_InformSalesTeam",
+    )
     p.start("StartEvent_PriceChangeRequested", "Price change requested", "Pricing")
-    p.user("Task_CheckCurrentPrices", "Check the current price conditions", "Pricing",
-           "List the condition records for the product and customer with their validity.",
-           [R(PRICE, "A_SlsPrcgCndnRecdValidity", "`ConditionType`, `Material`, `Customer`, "
-              "`ConditionValidityStartDate`, `ConditionValidityEndDate`")])
-    p.user("Task_CheckCustomerPriceGroup", "Check the customer's price group", "Pricing",
-           "See which price group and pricing procedure apply to the customer in the sales area.",
-           [R(BP, "A_CustomerSalesArea", "`CustomerPriceGroup`, `CustomerPricingProcedure`")])
-    p.user("Task_ApprovePriceChange", "Approve the price change", "SalesManagement",
-           "Check that the new price still covers the product's standard cost and approve it.",
-           [R(PROD, "A_ProductValuation", "`StandardPrice`, `PriceUnitQty`")])
+    p.user(
+        "Task_CheckCurrentPrices",
+        "Check the current price conditions",
+        "Pricing",
+        "List the condition records for the product and customer with their validity.",
+        [
+            R(
+                PRICE,
+                "A_SlsPrcgCndnRecdValidity",
+                "`ConditionType`, `Material`, `Customer`, `ConditionValidityStartDate`, `ConditionValidityEndDate`",
+            )
+        ],
+    )
+    p.user(
+        "Task_CheckCustomerPriceGroup",
+        "Check the customer's price group",
+        "Pricing",
+        "See which price group and pricing procedure apply to the customer in the sales area.",
+        [R(BP, "A_CustomerSalesArea", "`CustomerPriceGroup`, `CustomerPricingProcedure`")],
+    )
+    p.user(
+        "Task_ApprovePriceChange",
+        "Approve the price change",
+        "SalesManagement",
+        "Check that the new price still covers the product's standard cost and approve it.",
+        [R(PROD, "A_ProductValuation", "`StandardPrice`, `PriceUnitQty`")],
+    )
     p.xor("Gateway_PriceApproved", "Approved?", "SalesManagement")
     p.end("EndEvent_PriceChangeRejected", "Price change rejected", "SalesManagement", row=1)
     p.xor("Gateway_RecordExists", "Condition record exists for the period?", "Pricing")
-    p.user("Task_ChangeConditionRecord", "Change the existing price", "Pricing",
-           "Change the amount of the existing condition record and shorten its validity if the "
-           "new price starts later.",
-           [W(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue`"),
-            W(PRICE, "A_SlsPrcgCndnRecdValidity", "`ConditionValidityEndDate`")])
-    p.user("Task_CreateConditionRecord", "Create a new price condition record", "Pricing",
-           "Create the condition record with condition type, key fields, amount and validity "
-           "period.",
-           [W(PRICE, "A_SlsPrcgConditionRecord", "`ConditionType`, `ConditionRateValue`; key and "
-              "validity via `to_SlsPrcgCndnRecdValidity`")], row=1)
+    p.user(
+        "Task_ChangeConditionRecord",
+        "Change the existing price",
+        "Pricing",
+        "Change the amount of the existing condition record and shorten its validity if the new price starts later.",
+        [
+            W(PRICE, "A_SlsPrcgConditionRecord", "`ConditionRateValue`"),
+            W(PRICE, "A_SlsPrcgCndnRecdValidity", "`ConditionValidityEndDate`"),
+        ],
+    )
+    p.user(
+        "Task_CreateConditionRecord",
+        "Create a new price condition record",
+        "Pricing",
+        "Create the condition record with condition type, key fields, amount and validity period.",
+        [
+            W(
+                PRICE,
+                "A_SlsPrcgConditionRecord",
+                "`ConditionType`, `ConditionRateValue`; key and validity via `to_SlsPrcgCndnRecdValidity`",
+            )
+        ],
+        row=1,
+    )
     p.xor("Gateway_RecordMaintained", "", "Pricing")
     p.xor("Gateway_NeedsScales", "Price depends on quantity?", "Pricing")
-    p.user("Task_MaintainPriceScales", "Maintain the quantity scales", "Pricing",
-           "Enter the scale quantities and the price for each scale level.",
-           [W(PRICE, "A_SlsPrcgCndnRecordScale", "`ConditionScaleQuantity`, `ConditionRateValue`")],
-           row=1)
+    p.user(
+        "Task_MaintainPriceScales",
+        "Maintain the quantity scales",
+        "Pricing",
+        "Enter the scale quantities and the price for each scale level.",
+        [W(PRICE, "A_SlsPrcgCndnRecordScale", "`ConditionScaleQuantity`, `ConditionRateValue`")],
+        row=1,
+    )
     p.xor("Gateway_ScalesDone", "", "Pricing")
-    p.send("Task_InformSalesTeam", "Inform the sales team of the new price", "Pricing",
-           "Tell the sales team which price applies from which date.",
-           [R(PRICE, "A_SlsPrcgConditionRecord", "new `ConditionRateValue` and validity")])
+    p.send(
+        "Task_InformSalesTeam",
+        "Inform the sales team of the new price",
+        "Pricing",
+        "Tell the sales team which price applies from which date.",
+        [R(PRICE, "A_SlsPrcgConditionRecord", "new `ConditionRateValue` and validity")],
+    )
     p.end("EndEvent_PriceChanged", "New price valid", "Pricing")
-    p.chain("StartEvent_PriceChangeRequested", "Task_CheckCurrentPrices",
-            "Task_CheckCustomerPriceGroup", "Task_ApprovePriceChange", "Gateway_PriceApproved")
+    p.chain(
+        "StartEvent_PriceChangeRequested",
+        "Task_CheckCurrentPrices",
+        "Task_CheckCustomerPriceGroup",
+        "Task_ApprovePriceChange",
+        "Gateway_PriceApproved",
+    )
     p.flow("Gateway_PriceApproved", "Gateway_RecordExists", "Yes", "${marginAboveMinimum}")
     p.flow("Gateway_PriceApproved", "EndEvent_PriceChangeRejected", "No", default=True)
     p.flow("Gateway_RecordExists", "Task_ChangeConditionRecord", "Yes", "${conditionRecord != null}")
@@ -2443,7 +3525,8 @@ def sales_pricing() -> Proc:
 @process
 def enterprise_project() -> Proc:
     p = Proc(
-        "enterprise-project-time-recording.bpmn", "Process_EnterpriseProjectTimeRecording",
+        "enterprise-project-time-recording.bpmn",
+        "Process_EnterpriseProjectTimeRecording",
         "Enterprise project set-up and time recording",
         "enterprise projects and time recording (no scope item id cited)",
         "A customer project is won. The project manager creates the enterprise project with its "
@@ -2451,53 +3534,116 @@ def enterprise_project() -> Proc:
         "their working time on the project's work packages every week; at month end the project "
         "controller reviews the costs, and when all work is delivered the project manager closes "
         "the project.",
-        lanes=[("ProjectManager", "Project Manager"), ("Team", "Project Team Member"),
-               ("Controller", "Project Controller")],
-        first="Task_CheckResponsibleCostCenter", last="Task_CloseProject")
+        lanes=[
+            ("ProjectManager", "Project Manager"),
+            ("Team", "Project Team Member"),
+            ("Controller", "Project Controller"),
+        ],
+        first="Task_CheckResponsibleCostCenter",
+        last="Task_CloseProject",
+    )
     p.start("StartEvent_ProjectWon", "Customer project won", "ProjectManager")
-    p.user("Task_CheckResponsibleCostCenter", "Check the responsible cost center",
-           "ProjectManager",
-           "Find the cost center and profit center of the delivering department.",
-           [R(CC, "A_CostCenter", "`CostCenter`, `ProfitCenter`, `CompanyCode`")])
-    p.user("Task_CreateEnterpriseProject", "Create the enterprise project", "ProjectManager",
-           "Create the project with its profile, dates, company code and responsible cost "
-           "center.",
-           [W(PROJ, "A_EnterpriseProject", "`ProjectProfileCode`, `ProjectStartDate`, "
-              "`ProjectEndDate`, `ResponsibleCostCenter`")])
-    p.user("Task_BuildWorkBreakdownStructure", "Build the work breakdown structure",
-           "ProjectManager",
-           "Add the phases and work packages as project elements, with planned dates.",
-           [W(PROJ, "A_EnterpriseProjectElement", "`ProjectElement`, `ProjectElementDescription`, "
-              "`PlannedStartDate`, `PlannedEndDate`")])
-    p.user("Task_StaffProjectTeam", "Staff the project team", "ProjectManager",
-           "Add the team members to the project and give each a project role.",
-           [W(PROJ, "A_EnterpriseProjectTeamMember", "team member and role"),
-            W(PROJ, "A_EnterpriseProjectRole", "`ProjectRoleType`, `ProjectRoleName`")])
-    p.user("Task_ReleaseProject", "Release the project", "ProjectManager",
-           "Release the project so that time and costs can be posted on its work packages.",
-           [W(PROJ, "A_EnterpriseProject", "`ChangeEntProjProcgStatus` to released")])
+    p.user(
+        "Task_CheckResponsibleCostCenter",
+        "Check the responsible cost center",
+        "ProjectManager",
+        "Find the cost center and profit center of the delivering department.",
+        [R(CC, "A_CostCenter", "`CostCenter`, `ProfitCenter`, `CompanyCode`")],
+    )
+    p.user(
+        "Task_CreateEnterpriseProject",
+        "Create the enterprise project",
+        "ProjectManager",
+        "Create the project with its profile, dates, company code and responsible cost center.",
+        [
+            W(
+                PROJ,
+                "A_EnterpriseProject",
+                "`ProjectProfileCode`, `ProjectStartDate`, `ProjectEndDate`, `ResponsibleCostCenter`",
+            )
+        ],
+    )
+    p.user(
+        "Task_BuildWorkBreakdownStructure",
+        "Build the work breakdown structure",
+        "ProjectManager",
+        "Add the phases and work packages as project elements, with planned dates.",
+        [
+            W(
+                PROJ,
+                "A_EnterpriseProjectElement",
+                "`ProjectElement`, `ProjectElementDescription`, `PlannedStartDate`, `PlannedEndDate`",
+            )
+        ],
+    )
+    p.user(
+        "Task_StaffProjectTeam",
+        "Staff the project team",
+        "ProjectManager",
+        "Add the team members to the project and give each a project role.",
+        [
+            W(PROJ, "A_EnterpriseProjectTeamMember", "team member and role"),
+            W(PROJ, "A_EnterpriseProjectRole", "`ProjectRoleType`, `ProjectRoleName`"),
+        ],
+    )
+    p.user(
+        "Task_ReleaseProject",
+        "Release the project",
+        "ProjectManager",
+        "Release the project so that time and costs can be posted on its work packages.",
+        [W(PROJ, "A_EnterpriseProject", "`ChangeEntProjProcgStatus` to released")],
+    )
     p.xor("Gateway_NextWeek", "", "Team")
-    p.catch("IntermediateCatchEvent_EndOfWeek", "End of the working week", "Team", event="timer",
-            timer=("timeCycle", "R/P1W"))
-    p.user("Task_RecordWorkingTime", "Record the working time", "Team",
-           "Enter the hours worked per day on the project's work packages and release the time "
-           "sheet.",
-           [W(TIME, "TimeSheetEntryCollection", "`TimeSheetDate`, `TimeSheetDataFields` with "
-              "WBS element and hours, `TimeSheetIsReleasedOnSave`"),
-            R(PROJ, "A_EnterpriseProjectElement", "work packages open for time recording")])
+    p.catch(
+        "IntermediateCatchEvent_EndOfWeek",
+        "End of the working week",
+        "Team",
+        event="timer",
+        timer=("timeCycle", "R/P1W"),
+    )
+    p.user(
+        "Task_RecordWorkingTime",
+        "Record the working time",
+        "Team",
+        "Enter the hours worked per day on the project's work packages and release the time sheet.",
+        [
+            W(
+                TIME,
+                "TimeSheetEntryCollection",
+                "`TimeSheetDate`, `TimeSheetDataFields` with WBS element and hours, `TimeSheetIsReleasedOnSave`",
+            ),
+            R(PROJ, "A_EnterpriseProjectElement", "work packages open for time recording"),
+        ],
+    )
     p.xor("Gateway_MonthEnd", "Month end?", "Team")
-    p.user("Task_ReviewProjectCosts", "Review the project costs", "Controller",
-           "Review the costs posted on the project's work packages this period against the plan.",
-           [R(JE, "A_JournalEntryItemBasic", "`Project`, `WBSElement`, `FiscalYearPeriod`")])
+    p.user(
+        "Task_ReviewProjectCosts",
+        "Review the project costs",
+        "Controller",
+        "Review the costs posted on the project's work packages this period against the plan.",
+        [R(JE, "A_JournalEntryItemBasic", "`Project`, `WBSElement`, `FiscalYearPeriod`")],
+    )
     p.xor("Gateway_WorkDelivered", "All work delivered?", "Controller")
-    p.user("Task_CloseProject", "Close the project", "ProjectManager",
-           "Set the project to closed so that no further time or costs can be posted.",
-           [W(PROJ, "A_EnterpriseProject", "`ChangeEntProjProcgStatus` to closed")])
+    p.user(
+        "Task_CloseProject",
+        "Close the project",
+        "ProjectManager",
+        "Set the project to closed so that no further time or costs can be posted.",
+        [W(PROJ, "A_EnterpriseProject", "`ChangeEntProjProcgStatus` to closed")],
+    )
     p.end("EndEvent_ProjectClosed", "Project closed", "ProjectManager")
-    p.chain("StartEvent_ProjectWon", "Task_CheckResponsibleCostCenter",
-            "Task_CreateEnterpriseProject", "Task_BuildWorkBreakdownStructure",
-            "Task_StaffProjectTeam", "Task_ReleaseProject", "Gateway_NextWeek",
-            "IntermediateCatchEvent_EndOfWeek", "Task_RecordWorkingTime", "Gateway_MonthEnd")
+    p.chain(
+        "StartEvent_ProjectWon",
+        "Task_CheckResponsibleCostCenter",
+        "Task_CreateEnterpriseProject",
+        "Task_BuildWorkBreakdownStructure",
+        "Task_StaffProjectTeam",
+        "Task_ReleaseProject",
+        "Gateway_NextWeek",
+        "IntermediateCatchEvent_EndOfWeek",
+        "Task_RecordWorkingTime",
+        "Gateway_MonthEnd",
+    )
     p.flow("Gateway_MonthEnd", "Task_ReviewProjectCosts", "Yes", "${isLastWeekOfMonth}")
     p.flow("Gateway_MonthEnd", "Gateway_NextWeek", "No", default=True, back="above")
     p.flow("Task_ReviewProjectCosts", "Gateway_WorkDelivered")

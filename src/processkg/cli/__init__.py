@@ -19,7 +19,6 @@ from processkg.cli.serve import serve_cmd
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
 
-
 #: Exit codes of every command (listed in ``kg --help``).
 EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
@@ -76,8 +75,20 @@ def main() -> None:
     """
 
 
-for _command in (build_cmd, stats_cmd, query_cmd, audit_cmd, index_cmd, retrieve_cmd, validate_cmd, shapes_cmd,
-                 eval_group, map_group, serve_cmd, docs_cmd):
+for _command in (
+    build_cmd,
+    stats_cmd,
+    query_cmd,
+    audit_cmd,
+    index_cmd,
+    retrieve_cmd,
+    validate_cmd,
+    shapes_cmd,
+    eval_group,
+    map_group,
+    serve_cmd,
+    docs_cmd,
+):
     main.add_command(_command)
 eval_group.add_command(mapping_cmd)
 

@@ -20,42 +20,106 @@ def _progress(files_hint: int):
 
 
 @click.command("build")
-@click.option("--odata", "odata", multiple=True, type=click.Path(path_type=Path),
-              help="OData $metadata file or directory (searched recursively). Repeatable.")
-@click.option("--bpmn", "bpmn_paths", multiple=True, type=click.Path(path_type=Path),
-              help="BPMN 2.0 file or directory (searched recursively). Repeatable.")
-@click.option("--openapi", "openapi_paths", multiple=True, type=click.Path(path_type=Path),
-              help="OpenAPI 3 JSON file or directory (services without a process layer). Repeatable.")
+@click.option(
+    "--odata",
+    "odata",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="OData $metadata file or directory (searched recursively). Repeatable.",
+)
+@click.option(
+    "--bpmn",
+    "bpmn_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="BPMN 2.0 file or directory (searched recursively). Repeatable.",
+)
+@click.option(
+    "--openapi",
+    "openapi_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="OpenAPI 3 JSON file or directory (services without a process layer). Repeatable.",
+)
 @click.option("--mapping", type=click.Path(path_type=Path), help="Activity-to-entity-set mapping (YAML).")
-@click.option("--codes", multiple=True, type=click.Path(path_type=Path),
-              help="Code-list CSV file or directory (value_list,code,description). Repeatable.")
-@click.option("--code-bindings", type=click.Path(path_type=Path),
-              help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list.")
+@click.option(
+    "--codes",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Code-list CSV file or directory (value_list,code,description). Repeatable.",
+)
+@click.option(
+    "--code-bindings",
+    type=click.Path(path_type=Path),
+    help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list.",
+)
 @click.option("--store", type=click.Path(path_type=Path), help="Store directory to (re)write atomically.")
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the graph as Turtle here.")
-@click.option("--on-error", type=click.Choice(["fail", "warn", "skip"]), default="fail", show_default=True,
-              help="fail: stop at the first bad file; warn: skip it and say so; skip: skip it quietly.")
-@click.option("--check", is_flag=True, help="Run shapes/graph.ttl on the new graph; fail (keeping the old store) on violations.")
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "warn", "skip"]),
+    default="fail",
+    show_default=True,
+    help="fail: stop at the first bad file; warn: skip it and say so; skip: skip it quietly.",
+)
+@click.option(
+    "--check", is_flag=True, help="Run shapes/graph.ttl on the new graph; fail (keeping the old store) on violations."
+)
 @click.option("--no-shapes", is_flag=True, help="Do not write the generated SHACL payload shapes into the store.")
-@click.option("--index/--no-index", "with_index", default=True, show_default=True,
-              help="Write the retrieval index (STORE/index/) for kg retrieve.")
+@click.option(
+    "--index/--no-index",
+    "with_index",
+    default=True,
+    show_default=True,
+    help="Write the retrieval index (STORE/index/) for kg retrieve.",
+)
 @click.option("--model", help="Embedding model for the index: a name known offline or a local path.")
 @click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
-def build_cmd(odata, bpmn_paths, openapi_paths, mapping, codes, code_bindings, store, out, on_error, check,
-              no_shapes, with_index, model, chunks) -> None:
+def build_cmd(
+    odata,
+    bpmn_paths,
+    openapi_paths,
+    mapping,
+    codes,
+    code_bindings,
+    store,
+    out,
+    on_error,
+    check,
+    no_shapes,
+    with_index,
+    model,
+    chunks,
+) -> None:
     """Lift OData CSDL (V2, V4), BPMN 2.0 and OpenAPI 3 into one graph; write the store
     (with SHACL payload shapes and the retrieval index) and, with --out, Turtle."""
     if not store and not out:
         raise click.UsageError("give --store DIR and/or --out FILE.ttl")
 
-    total = (len(discover(odata, ODATA_SUFFIXES)) + len(discover(bpmn_paths, BPMN_SUFFIXES))
-             + len(discover(openapi_paths, OPENAPI_SUFFIXES)))
+    total = (
+        len(discover(odata, ODATA_SUFFIXES))
+        + len(discover(bpmn_paths, BPMN_SUFFIXES))
+        + len(discover(openapi_paths, OPENAPI_SUFFIXES))
+    )
     bar, progress = _progress(total)
     if check and not store:
         raise click.UsageError("--check needs --store")
-    opts = BuildOptions(list(odata), list(bpmn_paths), store, out, mapping, list(codes), on_error,
-                        shapes=not no_shapes, check=check, index=with_index and bool(store), model=model,
-                        chunks=chunks, openapi=list(openapi_paths), code_bindings=code_bindings)
+    opts = BuildOptions(
+        list(odata),
+        list(bpmn_paths),
+        store,
+        out,
+        mapping,
+        list(codes),
+        on_error,
+        shapes=not no_shapes,
+        check=check,
+        index=with_index and bool(store),
+        model=model,
+        chunks=chunks,
+        openapi=list(openapi_paths),
+        code_bindings=code_bindings,
+    )
     if bar is not None:
         with bar:
             report = build(opts, progress)

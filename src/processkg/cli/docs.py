@@ -11,10 +11,14 @@ from processkg.docgen import stale_docs, write_docs
 
 
 @click.command("docs")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs"), show_default=True,
-              help="Folder to write the generated pages into.")
-@click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 and name the pages that are missing or out of date.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("docs"),
+    show_default=True,
+    help="Folder to write the generated pages into.",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 and name the pages that are missing or out of date.")
 def docs_cmd(out: Path, check: bool) -> None:
     """Generate docs/ontology-reference.md, docs/cli.md and docs/queries.md from their sources.
 

@@ -53,14 +53,28 @@ def eval_group() -> None:
 
 @eval_group.command("retrieval")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
-@click.option("--queries", "queries_file", required=True, type=click.Path(path_type=Path),
-              help="Benchmark JSONL: id, query, type, split, gold (see processkg.evaluate.metrics).")
+@click.option(
+    "--queries",
+    "queries_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Benchmark JSONL: id, query, type, split, gold (see processkg.evaluate.metrics).",
+)
 @click.option("--methods", default=DEFAULT_METHODS, show_default=True, help="Comma-separated methods.")
 @click.option("--k", "ks", default=",".join(map(str, KS)), show_default=True, help="Cut-offs, comma-separated.")
-@click.option("--split", type=click.Choice(["all", "train", "test"]), default="all", show_default=True,
-              help="Evaluate one split only (tune on train, report test).")
-@click.option("--ablations/--no-ablations", default=True, show_default=True,
-              help="Also run the hybrid methods without mapping edges, without sequence edges, with seed verification.")
+@click.option(
+    "--split",
+    type=click.Choice(["all", "train", "test"]),
+    default="all",
+    show_default=True,
+    help="Evaluate one split only (tune on train, report test).",
+)
+@click.option(
+    "--ablations/--no-ablations",
+    default=True,
+    show_default=True,
+    help="Also run the hybrid methods without mapping edges, without sequence edges, with seed verification.",
+)
 @click.option("--model", help="Embedding model; the store's index must have been built with it.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
 def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out) -> None:

@@ -21,8 +21,14 @@ from processkg.graph.store import load_query, open_store
 
 @click.command("stats")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="Plain tables, or JSON with the same rows.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Plain tables, or JSON with the same rows.",
+)
 def stats_cmd(store, fmt) -> None:
     """Counts per class, per service and per process."""
     result = stats_mod.store_stats(open_store(store))
@@ -45,14 +51,37 @@ def _library_epilog() -> str:
 @click.command("query", epilog=_library_epilog())
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
 @click.argument("query")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Bind ?KEY to VALUE (an IRI if it looks like one, else a literal). Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
-              help="Output format of the result rows.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=30, show_default=True, metavar="SECONDS",
-              help="Stop the query after this many seconds (0: no limit).")
-@click.option("--limit", type=click.IntRange(min=0), default=100_000, show_default=True, metavar="N",
-              help="Fail if the query returns more than N rows (0: no limit).")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Bind ?KEY to VALUE (an IRI if it looks like one, else a literal). Repeatable.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format of the result rows.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop the query after this many seconds (0: no limit).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=100_000,
+    show_default=True,
+    metavar="N",
+    help="Fail if the query returns more than N rows (0: no limit).",
+)
 def query_cmd(store, query, params, fmt, timeout, limit) -> None:
     """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query.
 
@@ -112,12 +141,27 @@ def render_rows(names: list, rows: list, fmt: str) -> str:
 
 @click.command("audit")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
-@click.option("--odata", multiple=True, type=click.Path(path_type=Path),
-              help="The OData files or directories the store was built from. Repeatable.")
-@click.option("--bpmn", "bpmn_paths", multiple=True, type=click.Path(path_type=Path),
-              help="The BPMN files or directories the store was built from. Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="A table of classes, or JSON with per-file rows.")
+@click.option(
+    "--odata",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The OData files or directories the store was built from. Repeatable.",
+)
+@click.option(
+    "--bpmn",
+    "bpmn_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The BPMN files or directories the store was built from. Repeatable.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A table of classes, or JSON with per-file rows.",
+)
 def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
     result = audit(store, list(odata), list(bpmn_paths))

@@ -76,13 +76,15 @@ def _settings(top_n, threshold, ratio):
 @click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
 def tune_cmd(store, gold, weights, out) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
-    from processkg.sources.mapping import read_mapping
     from processkg.proposals.propose import WEIGHT_GRID, Signals, tune
+    from processkg.sources.mapping import read_mapping
 
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
-    click.echo(f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "
-               f"--threshold {chosen.threshold} --ratio {chosen.ratio}")
+    click.echo(
+        f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "
+        f"--threshold {chosen.threshold} --ratio {chosen.ratio}"
+    )
     click.echo("weights: " + ", ".join(f"{k} {getattr(chosen, k)}" for k in (*SIGNAL_NAMES, "unwritable")))
     click.echo(render_summary(result["evaluation"]))
     if out:
@@ -97,8 +99,8 @@ def tune_cmd(store, gold, weights, out) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
 def mapping_cmd(proposals, gold, out) -> None:
     """Edge precision, recall and F1 of proposals against a gold mapping, with and without mode."""
-    from processkg.sources.mapping import read_mapping
     from processkg.proposals.propose import evaluate_mapping, read_proposals
+    from processkg.sources.mapping import read_mapping
 
     gold_entries = read_mapping(gold)
     if not gold_entries:
@@ -117,9 +119,18 @@ def mapping_cmd(proposals, gold, out) -> None:
 
 # ---------------------------------------------------------------- rendering
 
+
 def _row(label: str, group: str, m: dict) -> list:
-    return [label, group, m["proposed"], m["gold"], m["tp"], f"{m['precision']:.3f}", f"{m['recall']:.3f}",
-            f"{m['f1']:.3f}"]
+    return [
+        label,
+        group,
+        m["proposed"],
+        m["gold"],
+        m["tp"],
+        f"{m['precision']:.3f}",
+        f"{m['recall']:.3f}",
+        f"{m['f1']:.3f}",
+    ]
 
 
 HEAD = ["edges", "processes", "proposed", "gold", "correct", "P", "R", "F1"]
@@ -152,8 +163,19 @@ def render_report(result: dict, command: str = "") -> str:
     lines += [f"Split: {split['rule']}. Train: {', '.join(split['train'])}. Test: {', '.join(split['test'])}.", ""]
     lines += _md_table(HEAD, summary_rows(result))
     lines += ["", f"Mode agreement on the correct edges: {result['mode_accuracy']:.3f}.", "", "## Per process", ""]
-    rows = [[p, m["split"], m["edges"]["proposed"], m["edges"]["gold"], m["edges"]["tp"],
-             f"{m['edges']['precision']:.3f}", f"{m['edges']['recall']:.3f}", f"{m['edges']['f1']:.3f}",
-             f"{m['edges_with_mode']['f1']:.3f}"] for p, m in result["by_process"].items()]
+    rows = [
+        [
+            p,
+            m["split"],
+            m["edges"]["proposed"],
+            m["edges"]["gold"],
+            m["edges"]["tp"],
+            f"{m['edges']['precision']:.3f}",
+            f"{m['edges']['recall']:.3f}",
+            f"{m['edges']['f1']:.3f}",
+            f"{m['edges_with_mode']['f1']:.3f}",
+        ]
+        for p, m in result["by_process"].items()
+    ]
     lines += _md_table(["process", "split", "proposed", "gold", "correct", "P", "R", "F1", "F1 with mode"], rows)
     return "\n".join(lines) + "\n"

@@ -18,8 +18,9 @@ def store_option(help: str = "Store directory written by kg build.") -> Callable
 
 def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], F]:
     """``--format`` with the command's choices; the first is the default."""
-    return click.option("--format", "fmt", type=click.Choice(list(choices)), default=choices[0],
-                        show_default=True, help=help)
+    return click.option(
+        "--format", "fmt", type=click.Choice(list(choices)), default=choices[0], show_default=True, help=help
+    )
 
 
 def model_option(help: str = "Embedding model; the store's index must have been built with it.") -> Callable[[F], F]:

@@ -22,6 +22,7 @@ COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
 def _clean_errors(command):
     """Report a ProcessKGError as ``error: ...`` on stderr with exit code 2."""
+
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
@@ -29,6 +30,7 @@ def _clean_errors(command):
         except ProcessKGError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+
     return wrapper
 
 
@@ -43,18 +45,19 @@ def read_queries(path: Path) -> list[tuple[object, str]]:
 
 def _query_line(path: Path, n: int, item: object) -> tuple[object, str]:
     if not isinstance(item, dict):
-        raise QueryFileError(f"{path}:{n}: expected an object like {{\"id\": ..., \"query\": ...}}")
+        raise QueryFileError(f'{path}:{n}: expected an object like {{"id": ..., "query": ...}}')
     query = item.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise QueryFileError(f"{path}:{n}: \"query\" must be a non-empty string")
+        raise QueryFileError(f'{path}:{n}: "query" must be a non-empty string')
     return item.get("id", n), query
 
 
 def render_table(results: list) -> str:
     from processkg.graph.stats import table
 
-    rows = [[n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)]
-            for n, r in enumerate(results, 1)]
+    rows = [
+        [n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)] for n, r in enumerate(results, 1)
+    ]
     return table(list(COLUMNS), rows) if rows else "(no results)"
 
 
@@ -68,10 +71,15 @@ def _line(qid, query: str, results: list, context: str | None) -> dict:
 @click.command("retrieve")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (with index/).")
 @click.argument("query", required=False)
-@click.option("--queries", type=click.Path(path_type=Path), help="JSONL file of {\"id\", \"query\"} lines.")
+@click.option("--queries", type=click.Path(path_type=Path), help='JSONL file of {"id", "query"} lines.')
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="Entity sets per query.")
-@click.option("--method", type=click.Choice(list(METHODS)), default="hybrid", show_default=True,
-              help="Ranking method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()) + ".")
+@click.option(
+    "--method",
+    type=click.Choice(list(METHODS)),
+    default="hybrid",
+    show_default=True,
+    help="Ranking method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()) + ".",
+)
 @click.option("--hops", default=DEFAULT_HOPS, show_default=True, type=int, help="Bound h of bpmn:next{1,h}.")
 @click.option("--no-mapping-edges", is_flag=True, help="Ablation: ignore uses:entitySet edges.")
 @click.option("--no-sequence-edges", is_flag=True, help="Ablation: ignore bpmn:next edges.")
@@ -80,8 +88,20 @@ def _line(qid, query: str, results: list, context: str | None) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query).")
 @click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
 @_clean_errors
-def retrieve_cmd(store, query, queries, k, method, hops, no_mapping_edges, no_sequence_edges, verify_seeds,
-                 model, as_json, with_context) -> None:
+def retrieve_cmd(
+    store,
+    query,
+    queries,
+    k,
+    method,
+    hops,
+    no_mapping_edges,
+    no_sequence_edges,
+    verify_seeds,
+    model,
+    as_json,
+    with_context,
+) -> None:
     """Retrieve the entity sets a business question needs (one QUERY, or --queries FILE.jsonl)."""
     from processkg.retrieve.retriever import Retriever
 
@@ -114,17 +134,26 @@ def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context:
 @click.command("index")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory.")
 @click.option("--model", help="Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
-@click.option("--odata", multiple=True, type=click.Path(path_type=Path),
-              help="The OData metadata the store was built from; chunked for --method chunkrag. Repeatable.")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=Path),
-              help="Embedding cache folder shared across builds (default: inside STORE/index/).")
+@click.option(
+    "--odata",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The OData metadata the store was built from; chunked for --method chunkrag. Repeatable.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(path_type=Path),
+    help="Embedding cache folder shared across builds (default: inside STORE/index/).",
+)
 @_clean_errors
 def index_cmd(store, model, odata, cache_dir) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
-    from processkg.retrieve.index import build_index, index_dir, terminal_progress
     from processkg.graph.store import open_store
+    from processkg.retrieve.index import build_index, index_dir, terminal_progress
 
     open_store(store)  # a clear error when there is no store
-    report = build_index(store, model=model, odata=list(odata), cache_dir=cache_dir,
-                         progress=terminal_progress(lead=""))
+    report = build_index(
+        store, model=model, odata=list(odata), cache_dir=cache_dir, progress=terminal_progress(lead="")
+    )
     click.echo(report.summary(index_dir(store)))

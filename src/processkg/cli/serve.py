@@ -13,12 +13,22 @@ from processkg.cli.options import store_option
 @store_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path),
-              help="Append every call, with the status it got, to this JSON Lines file (kg validate reads it).")
-@click.option("--data", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="Records to serve instead of generated ones: DATA/SERVICE/EntitySet.json.")
-@click.option("--csrf/--no-csrf", default=True, show_default=True,
-              help="Require SAP's CSRF token on modifying requests (--no-csrf for simple clients).")
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append every call, with the status it got, to this JSON Lines file (kg validate reads it).",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Records to serve instead of generated ones: DATA/SERVICE/EntitySet.json.",
+)
+@click.option(
+    "--csrf/--no-csrf",
+    default=True,
+    show_default=True,
+    help="Require SAP's CSRF token on modifying requests (--no-csrf for simple clients).",
+)
 def serve_cmd(store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool) -> None:
     """Serve every OData service of the store; validate each call before it touches the data."""
     import uvicorn  # heavy: only this command needs the ASGI server

@@ -40,15 +40,24 @@ def _command_line(root: Path, out: Path, model, instances, domains, cache) -> st
 
 @click.command("socbench")
 @click.argument("root", type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path),
-              help="Folder for report.md and results.json (created if missing).")
-@click.option("--model", default=None,
-              help="Sentence-transformers model (local path); default all-MiniLM-L6-v2, bundled.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for report.md and results.json (created if missing).",
+)
+@click.option(
+    "--model", default=None, help="Sentence-transformers model (local path); default all-MiniLM-L6-v2, bundled."
+)
 @click.option("--instance", "instances", multiple=True, help="Only this instance (socbenchd_N). Repeatable.")
 @click.option("--domain", "domains", multiple=True, help="Only this domain folder (e.g. 01-energy). Repeatable.")
 @click.option("--cache", type=click.Path(path_type=Path), help="Embedding cache folder, kept between runs.")
-@click.option("--stores", "stores_dir", type=click.Path(path_type=Path),
-              help="Keep each domain's store here (STORES/socbenchd_N/DOMAIN, for kg retrieve); default: temporary.")
+@click.option(
+    "--stores",
+    "stores_dir",
+    type=click.Path(path_type=Path),
+    help="Keep each domain's store here (STORES/socbenchd_N/DOMAIN, for kg retrieve); default: temporary.",
+)
 @_clean_errors
 def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> None:
     """Run SOCBench-D through kg retrieve's engine: per domain, build a store of its OpenAPI
@@ -67,8 +76,11 @@ def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> Non
 
 def _summary(data: dict, seconds: float, written: list) -> str:
     c = data["counts"]
-    lines = [f"SOCBench-D: {c['queries']} queries over {c['domains']} domains ({c['endpoints']} endpoints) "
-             f"in {seconds:.1f} s", "method         R@5    R@10   R@20"]
+    lines = [
+        f"SOCBench-D: {c['queries']} queries over {c['domains']} domains ({c['endpoints']} endpoints) "
+        f"in {seconds:.1f} s",
+        "method         R@5    R@10   R@20",
+    ]
     for method, rec in data["recall"].items():
         lines.append(f"{method:<14} " + "  ".join(f"{rec[k]:.3f}" for k in ("5", "10", "20")))
     lines.append(data["verdict"])

@@ -31,8 +31,14 @@ def _fail(exc: ProcessKGError):
 @click.command("validate")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
 @click.argument("calls", type=click.Path(path_type=Path, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "ttl"]), default="text", show_default=True,
-              help="text: for people; json: one result per call; ttl: the SHACL validation report graph.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "ttl"]),
+    default="text",
+    show_default=True,
+    help="text: for people; json: one result per call; ttl: the SHACL validation report graph.",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
 def validate_cmd(store, calls, fmt, out) -> None:
     """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
@@ -102,8 +108,7 @@ def _finite(value):
 def summary_lines(results: list) -> list:
     kinds = Counter(v.kind for r in results for v in r.violations)
     valid = sum(1 for r in results if r.valid)
-    out = [f"{len(results)} calls: {valid} valid, {len(results) - valid} invalid, "
-           f"{sum(kinds.values())} violations"]
+    out = [f"{len(results)} calls: {valid} valid, {len(results) - valid} invalid, {sum(kinds.values())} violations"]
     out.extend(f"  {kind:<19} {count}" for kind, count in sorted(kinds.items()))
     return out
 

@@ -71,6 +71,7 @@ def _gold_item(item, path: Path, number: int) -> list:
 
 # ---------------------------------------------------------------- metrics
 
+
 def _matches(result: tuple, alternatives: list) -> bool:
     service, entity_set = result
     return any(es == entity_set and (not svc or svc == service) for svc, es in alternatives)
@@ -129,6 +130,7 @@ def summarize(scores: dict, queries: list) -> dict:
 
 # ---------------------------------------------------------------- significance
 
+
 def paired_test(a: list, b: list) -> dict:
     """Two-sided paired tests of a vs b: Wilcoxon signed-rank and a paired permutation test."""
     from scipy import stats
@@ -142,8 +144,12 @@ def paired_test(a: list, b: list) -> dict:
 
     perm = stats.permutation_test(
         (np.asarray(a, float), np.asarray(b, float)),
-        lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), permutation_type="samples",
-        vectorized=True, n_resamples=9999, alternative="two-sided", random_state=0,
+        lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=9999,
+        alternative="two-sided",
+        random_state=0,
     )
     result["permutation_p"] = float(perm.pvalue)
     return result
@@ -157,8 +163,13 @@ def compare(scores_a: dict, scores_b: dict, ids: list, metric: str) -> dict:
 
 #: The comparisons reported: each process-aware method against each baseline and each other.
 PAIRS = (
-    ("hybrid", "dense"), ("hybrid", "tokens"), ("hybrid", "chunkrag"), ("hybrid", "hybrid-paper"),
-    ("hybrid-paper", "dense"), ("hybrid-paper", "tokens"), ("hybrid-paper", "chunkrag"),
+    ("hybrid", "dense"),
+    ("hybrid", "tokens"),
+    ("hybrid", "chunkrag"),
+    ("hybrid", "hybrid-paper"),
+    ("hybrid-paper", "dense"),
+    ("hybrid-paper", "tokens"),
+    ("hybrid-paper", "chunkrag"),
 )
 
 
@@ -170,8 +181,14 @@ def evaluate_methods(results: dict, queries: list, ks=KS, test_metric: str = "re
     """
     per_query = {m: per_query_scores(res, queries, ks) for m, res in results.items()}
     summary = {m: summarize(s, queries) for m, s in per_query.items()}
-    return {"summary": summary, "tests": _tests(per_query, queries, test_metric), "per_query": per_query,
-            "ks": list(ks), "n_queries": len(queries), "test_metric": test_metric}
+    return {
+        "summary": summary,
+        "tests": _tests(per_query, queries, test_metric),
+        "per_query": per_query,
+        "ks": list(ks),
+        "n_queries": len(queries),
+        "test_metric": test_metric,
+    }
 
 
 def _tests(per_query: dict, queries: list, metric: str) -> list:
@@ -182,8 +199,15 @@ def _tests(per_query: dict, queries: list, metric: str) -> list:
     for a, b in PAIRS:
         if a in per_query and b in per_query:
             for group, ids in sorted(groups.items()):
-                rows.append({"a": a, "b": b, "group": group, "metric": metric,
-                             **compare(per_query[a], per_query[b], ids, metric)})
+                rows.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "group": group,
+                        "metric": metric,
+                        **compare(per_query[a], per_query[b], ids, metric),
+                    }
+                )
     return rows
 
 
@@ -210,19 +234,32 @@ def render_markdown(evaluation: dict, command: str = "") -> str:
         lines += ["Produced by:", "", "```", command, "```", ""]
     ks = evaluation["ks"]
     for method, by_type in sorted(evaluation["summary"].items()):
-        lines += [f"## {method}", "", "| type | n | " + " | ".join(f"R@{k}" for k in ks) + " | MRR | "
-                  + " | ".join(f"nDCG@{k}" for k in ks) + " |",
-                  "|---|---|" + "---|" * (2 * len(ks) + 1)]
+        lines += [
+            f"## {method}",
+            "",
+            "| type | n | "
+            + " | ".join(f"R@{k}" for k in ks)
+            + " | MRR | "
+            + " | ".join(f"nDCG@{k}" for k in ks)
+            + " |",
+            "|---|---|" + "---|" * (2 * len(ks) + 1),
+        ]
         for group, m in by_type.items():
             cells = [f"{m[f'recall@{k}']:.3f}" for k in ks] + [f"{m['mrr']:.3f}"]
             cells += [f"{m[f'ndcg@{k}']:.3f}" for k in ks]
             lines.append(f"| {group} | {m['n']} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Paired tests (" + evaluation["test_metric"] + ")", "",
-              "| a | b | queries | n | mean diff | Wilcoxon p | permutation p |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Paired tests (" + evaluation["test_metric"] + ")",
+        "",
+        "| a | b | queries | n | mean diff | Wilcoxon p | permutation p |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for t in evaluation["tests"]:
-        lines.append(f"| {t['a']} | {t['b']} | {t['group']} | {t['n']} | {t['mean_diff']:+.3f} | "
-                     f"{t['wilcoxon_p']:.4f} | {t['permutation_p']:.4f} |")
+        lines.append(
+            f"| {t['a']} | {t['b']} | {t['group']} | {t['n']} | {t['mean_diff']:+.3f} | "
+            f"{t['wilcoxon_p']:.4f} | {t['permutation_p']:.4f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -240,8 +277,14 @@ def plot_recall_curves(evaluation: dict, path: Path) -> list:
         colors = plt.get_cmap("tab20").colors
         for i, (method, by_type) in enumerate(sorted(evaluation["summary"].items())):
             if group in by_type:
-                ax.plot(ks, [by_type[group][f"recall@{k}"] for k in ks], marker="o", label=method,
-                        color=colors[i % len(colors)], linestyle="--" if "/" in method else "-")
+                ax.plot(
+                    ks,
+                    [by_type[group][f"recall@{k}"] for k in ks],
+                    marker="o",
+                    label=method,
+                    color=colors[i % len(colors)],
+                    linestyle="--" if "/" in method else "-",
+                )
         ax.set(xlabel="k", ylabel="Recall@k", title=f"{group} (n={_n(evaluation, group)})", ylim=(0, 1.02))
         ax.set_xticks(ks)
         ax.grid(alpha=0.3)

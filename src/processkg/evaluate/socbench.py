@@ -38,7 +38,8 @@ import numpy as np
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.graph.store import load_query, plain, select
 from processkg.retrieve.index import Encoder, build_index
-from processkg.retrieve.retriever import CANDIDATES, HYBRID, METHODS as RETRIEVAL_METHODS, RRF_K, Retriever, RetrievalSettings
+from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, RetrievalSettings, Retriever
+from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS
 from processkg.sources import openapi
 
 KS = (5, 10, 20)
@@ -57,6 +58,7 @@ _ENDPOINT = re.compile(r"^[A-Z]+ /\S*$")
 
 
 # ---------------------------------------------------------------- the benchmark files
+
 
 @dataclass
 class BenchQuery:
@@ -91,8 +93,10 @@ def find_domains(root: Path, instances=(), domains=()) -> list[Domain]:
                 found.append(Domain(inst.name, folder.name, folder))
     if not found:
         wanted = " ".join(list(instances) + list(domains))
-        raise ProcessKGError(f"{root}: no SOCBench-D domain found (socbenchd_N/DOMAIN/queries.json)"
-                             + (f" matching {wanted}" if wanted else ""))
+        raise ProcessKGError(
+            f"{root}: no SOCBench-D domain found (socbenchd_N/DOMAIN/queries.json)"
+            + (f" matching {wanted}" if wanted else "")
+        )
     for domain in found:
         domain.queries = read_queries(domain.folder / "queries.json", domain)
     return found
@@ -112,15 +116,17 @@ def _query(item, i: int, display: str, domain: Domain) -> BenchQuery:
     where = openapi.pointer(("queries", i))
     line = openapi.line_of(item)
     if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
-        raise SOCBenchError(f"at {where}: a query needs a non-empty \"query\" string", display, line)
+        raise SOCBenchError(f'at {where}: a query needs a non-empty "query" string', display, line)
     gold = item.get("endpoints")
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and _ENDPOINT.match(g) for g in gold):
-        raise SOCBenchError(f"at {where}/endpoints: expected a non-empty array of \"METHOD /path\" strings",
-                            display, line)
+        raise SOCBenchError(
+            f'at {where}/endpoints: expected a non-empty array of "METHOD /path" strings', display, line
+        )
     return BenchQuery(f"{domain.id}/{i}", item["query"], list(gold))
 
 
 # ---------------------------------------------------------------- one domain, one store
+
 
 def domain_store(domain: Domain, store: Path, build_store, model: str | None, cache_dir: Path | None) -> Path:
     """The domain's OpenAPI documents built into a store (``build_store(folder, store)``, which
@@ -138,12 +144,14 @@ def process_edges(store) -> dict:
 
 # ---------------------------------------------------------------- metrics
 
+
 def protocol_recall(retrieved: list[str], gold: list[str], k: int) -> float:
     """Distinct gold endpoints (METHOD /path) among the top k, over the gold entries listed."""
     return len(set(retrieved[:k]) & set(gold)) / len(gold) if gold else 0.0
 
 
 # ---------------------------------------------------------------- the run
+
 
 @dataclass
 class QueryResult:
@@ -168,8 +176,16 @@ class Run:
     missing_gold: list = field(default_factory=list)  # (query id, "METHOD /path") not in the domain
 
 
-def run(root: Path, model: str | None = None, instances=(), domains=(), cache_dir: Path | None = None,
-        progress=None, build_store=None, stores_dir: Path | None = None) -> Run:
+def run(
+    root: Path,
+    model: str | None = None,
+    instances=(),
+    domains=(),
+    cache_dir: Path | None = None,
+    progress=None,
+    build_store=None,
+    stores_dir: Path | None = None,
+) -> Run:
     """Evaluate every method on every selected domain (see the module docstring for the protocol).
 
     ``build_store(openapi_folder, store_dir)`` writes a store (``kg build --openapi``; the CLI
@@ -224,6 +240,7 @@ def _evaluate(domain: Domain, query: BenchQuery, answers: dict) -> QueryResult:
 
 # ---------------------------------------------------------------- summaries
 
+
 def mean_recall(results: list, method: str, k: int) -> float:
     return float(np.mean([r.recall[method][k] for r in results])) if results else 0.0
 
@@ -259,17 +276,27 @@ def identical_rankings(results: list, a: str, b: str) -> int:
 
 # ---------------------------------------------------------------- report
 
+
 def as_json(result: Run, test_rows: list) -> dict:
     """Everything the report states, plus every query's rankings (deterministic: no timings)."""
     res = result.results
     return {
-        "protocol": "per domain; recall = distinct gold METHOD /path in top k / gold entries listed; "
-                    "mean over queries",
-        "model": result.model, "ks": list(KS), "methods": list(METHODS),
-        "hybrid_lists": list(HYBRID.lists), "rrf_k": RRF_K, "candidates": CANDIDATES,
-        "counts": {"instances": len({d.instance for d in result.domains}), "domains": len(result.domains),
-                   "services": result.services, "endpoints": result.endpoints, "queries": len(res),
-                   "truncated_texts": result.truncated, "max_text_tokens": result.max_tokens},
+        "protocol": "per domain; recall = distinct gold METHOD /path in top k / gold entries listed; mean over queries",
+        "model": result.model,
+        "ks": list(KS),
+        "methods": list(METHODS),
+        "hybrid_lists": list(HYBRID.lists),
+        "rrf_k": RRF_K,
+        "candidates": CANDIDATES,
+        "counts": {
+            "instances": len({d.instance for d in result.domains}),
+            "domains": len(result.domains),
+            "services": result.services,
+            "endpoints": result.endpoints,
+            "queries": len(res),
+            "truncated_texts": result.truncated,
+            "max_text_tokens": result.max_tokens,
+        },
         "recall": _keyed(summary(res)),
         "published": {name: _keyed_k(v) for name, v in PUBLISHED.items()},
         "by_instance": _keyed_groups(grouped(res, lambda r: r.domain.instance)),
@@ -283,8 +310,10 @@ def as_json(result: Run, test_rows: list) -> dict:
 
 def query_records(result: Run) -> list[dict]:
     """One record per query: gold, recall per method and k, and each method's top max(KS)."""
-    return [{"id": r.query.id, "query": r.query.text, "gold": r.query.gold, "recall": _keyed(r.recall),
-             "ranked": r.ranked} for r in result.results]
+    return [
+        {"id": r.query.id, "query": r.query.text, "gold": r.query.gold, "recall": _keyed(r.recall), "ranked": r.ranked}
+        for r in result.results
+    ]
 
 
 def _keyed_k(values: dict) -> dict:
@@ -302,7 +331,8 @@ def _keyed_groups(groups: dict) -> dict:
 def expansion_evidence(result: Run) -> dict:
     n = len(result.results)
     return {
-        "process_edges": result.process_edges, "expand_query_rows": result.expansion_rows,
+        "process_edges": result.process_edges,
+        "expand_query_rows": result.expansion_rows,
         "seeds_expanded": result.seeds_expanded,
         "queries_hybrid_paper_equals_dense": identical_rankings(result.results, "hybrid-paper", "dense"),
         "queries": n,
@@ -314,16 +344,23 @@ def verdict(result: Run, test_rows: list) -> str:
     ev = expansion_evidence(result)
     same, n = ev["queries_hybrid_paper_equals_dense"], ev["queries"]
     ps = [t for t in test_rows if t["a"] == "hybrid-paper" and t["b"] == "dense"]
-    p_text = ", ".join(f"R@{t['k']} diff {t['mean_diff']:+.3f}, Wilcoxon p = {t['wilcoxon_p']:.3g}, "
-                       f"permutation p = {t['permutation_p']:.3g}" for t in ps)
+    p_text = ", ".join(
+        f"R@{t['k']} diff {t['mean_diff']:+.3f}, Wilcoxon p = {t['wilcoxon_p']:.3g}, "
+        f"permutation p = {t['permutation_p']:.3g}"
+        for t in ps
+    )
     edges = ", ".join(f"{k} = {v}" for k, v in sorted(ev["process_edges"].items()))
     if same == n and ev["expand_query_rows"] == 0:
-        return (f"Confirmed: expansion adds nothing without a process layer. The graph holds no process "
-                f"edges ({edges}); queries/expand.rq returned {ev['expand_query_rows']} rows for "
-                f"{ev['seeds_expanded']} seed endpoints; hybrid-paper returned exactly the dense top "
-                f"{max(KS)} on {same} of {n} queries ({p_text}).")
-    return (f"Refuted: expansion changed the ranking on {n - same} of {n} queries "
-            f"(expand.rq rows: {ev['expand_query_rows']}; {p_text}).")
+        return (
+            f"Confirmed: expansion adds nothing without a process layer. The graph holds no process "
+            f"edges ({edges}); queries/expand.rq returned {ev['expand_query_rows']} rows for "
+            f"{ev['seeds_expanded']} seed endpoints; hybrid-paper returned exactly the dense top "
+            f"{max(KS)} on {same} of {n} queries ({p_text})."
+        )
+    return (
+        f"Refuted: expansion changed the ranking on {n - same} of {n} queries "
+        f"(expand.rq rows: {ev['expand_query_rows']}; {p_text})."
+    )
 
 
 def render_markdown(data: dict, command: str = "") -> str:
@@ -331,22 +368,35 @@ def render_markdown(data: dict, command: str = "") -> str:
     lines = ["# SOCBench-D retrieval evaluation", ""]
     if command:
         lines += ["Produced by:", "", "```", command, "```", ""]
-    lines += [f"Model: `{data['model']}`. {c['instances']} instances, {c['domains']} domains, "
-              f"{c['services']} services, {c['endpoints']} endpoints, {c['queries']} queries. "
-              f"Endpoint texts over the encoder's limit (truncated): {c['truncated_texts']} "
-              f"(longest {c['max_text_tokens']} tokens).", "",
-              "Protocol: " + data["protocol"] + ".", "", "## Recall (mean over queries)", "",
-              "| method | R@5 | R@10 | R@20 |", "|---|---|---|---|"]
+    lines += [
+        f"Model: `{data['model']}`. {c['instances']} instances, {c['domains']} domains, "
+        f"{c['services']} services, {c['endpoints']} endpoints, {c['queries']} queries. "
+        f"Endpoint texts over the encoder's limit (truncated): {c['truncated_texts']} "
+        f"(longest {c['max_text_tokens']} tokens).",
+        "",
+        "Protocol: " + data["protocol"] + ".",
+        "",
+        "## Recall (mean over queries)",
+        "",
+        "| method | R@5 | R@10 | R@20 |",
+        "|---|---|---|---|",
+    ]
     for method, rec in data["recall"].items():
         lines.append(f"| {method} (ours) | " + " | ".join(f"{rec[str(k)]:.3f}" for k in KS) + " |")
     for name, rec in data["published"].items():
         lines.append(f"| {name} (published) | " + " | ".join(f"{rec[str(k)]:.3f}" for k in KS) + " |")
-    lines += ["", "## Paired tests (per-query recall, two-sided)", "",
-              "| a | b | k | n | mean diff | nonzero | Wilcoxon p | permutation p |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Paired tests (per-query recall, two-sided)",
+        "",
+        "| a | b | k | n | mean diff | nonzero | Wilcoxon p | permutation p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for t in data["tests"]:
-        lines.append(f"| {t['a']} | {t['b']} | {t['k']} | {t['n']} | {t['mean_diff']:+.3f} | {t['nonzero']} | "
-                     f"{t['wilcoxon_p']:.4g} | {t['permutation_p']:.4g} |")
+        lines.append(
+            f"| {t['a']} | {t['b']} | {t['k']} | {t['n']} | {t['mean_diff']:+.3f} | {t['nonzero']} | "
+            f"{t['wilcoxon_p']:.4g} | {t['permutation_p']:.4g} |"
+        )
     lines += ["", "## Process-chain expansion", "", data["verdict"], ""]
     lines += _group_table("By instance", data["by_instance"]) + _group_table("By domain", data["by_domain"])
     if data["missing_gold"]:

@@ -31,23 +31,38 @@ from pathlib import Path
 from lxml import etree
 from pyoxigraph import Store
 
-from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.graph.stats import table
 from processkg.graph.store import load_query, open_store, plain, read_meta, select
+from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 
 # ---------------------------------------------------------------- the classes audited
 
 ODATA_CLASSES = (
-    "EntitySet", "Singleton", "EntityType", "Property", "Key",
-    "NavigationProperty to-one", "NavigationProperty to-many",
-    "sap:value-list", "Common.ValueList", "Common.ValueListWithFixedValues",
+    "EntitySet",
+    "Singleton",
+    "EntityType",
+    "Property",
+    "Key",
+    "NavigationProperty to-one",
+    "NavigationProperty to-many",
+    "sap:value-list",
+    "Common.ValueList",
+    "Common.ValueListWithFixedValues",
 )
-TASKS = ("task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask",
-         "businessRuleTask", "scriptTask")
+TASKS = ("task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask", "businessRuleTask", "scriptTask")
 SUBPROCESSES = ("subProcess", "adHocSubProcess", "transaction")
 BPMN_CLASSES = (
-    "Process", "Participant", "Lane", "Activity", "Task", "SubProcess", "CallActivity",
-    "Gateway", "Event", "SequenceFlow", "MessageFlow",
+    "Process",
+    "Participant",
+    "Lane",
+    "Activity",
+    "Task",
+    "SubProcess",
+    "CallActivity",
+    "Gateway",
+    "Event",
+    "SequenceFlow",
+    "MessageFlow",
 )
 CLASSES = ODATA_CLASSES + BPMN_CLASSES
 
@@ -72,8 +87,7 @@ SAP_NS = "http://www.sap.com/Protocols/SAPData"
 COMMON_VOCAB = "com.sap.vocabularies.Common.v1"
 BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 
-_ANNOTATION_TERMS = {"ValueList": "Common.ValueList",
-                     "ValueListWithFixedValues": "Common.ValueListWithFixedValues"}
+_ANNOTATION_TERMS = {"ValueList": "Common.ValueList", "ValueListWithFixedValues": "Common.ValueListWithFixedValues"}
 
 
 def _parser() -> etree.XMLParser:
@@ -89,6 +103,7 @@ def _count(node: etree._Element, xpath: str, ns: dict) -> int:
 
 
 # ---------------------------------------------------------------- source counts: OData
+
 
 def odata_source_counts(path: Path) -> dict:
     """Counts of the OData classes in one CSDL document, by XPath only."""
@@ -162,6 +177,7 @@ def _count_annotations(root: etree._Element, counts: Counter) -> None:
 
 # ---------------------------------------------------------------- source counts: BPMN
 
+
 def bpmn_source_counts(path: Path) -> dict:
     """Counts of the BPMN classes in one file: elements of the BPMN 2.0 model namespace only."""
     root = _root(path)
@@ -188,6 +204,7 @@ def bpmn_source_counts(path: Path) -> dict:
 
 # ---------------------------------------------------------------- inputs
 
+
 def _source_counts(files: list, counter) -> dict:
     """{display: counts or an error message (str) when the XML is unreadable}."""
     out = {}
@@ -200,6 +217,7 @@ def _source_counts(files: list, counter) -> dict:
 
 
 # ---------------------------------------------------------------- graph counts
+
 
 def graph_counts(store: Store) -> dict:
     """{source file: {class: count}} from the audit queries."""
@@ -221,13 +239,16 @@ def graph_units(store: Store) -> dict:
 
 # ---------------------------------------------------------------- the audit
 
+
 def _open(store) -> tuple[Store, dict]:
     if isinstance(store, Store):
         return store, {}
     return open_store(Path(store)), read_meta(Path(store))
 
 
-def audit(store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None) -> dict:
+def audit(
+    store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None
+) -> dict:
     """Audit the graph in ``store`` against the OData and BPMN files it was built from.
 
     ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
@@ -251,23 +272,38 @@ def audit(store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn
         "classes": _class_rows(files),
         "files": files,
         "graph_only": sorted(set(units) - audited),
-        "dropped": sorted((list(d) for d in meta.get("dropped", []) if d[0] in audited),
-                          key=lambda d: (d[0], d[3] or 0, d[2])),
+        "dropped": sorted(
+            (list(d) for d in meta.get("dropped", []) if d[0] in audited), key=lambda d: (d[0], d[3] or 0, d[2])
+        ),
     }
 
 
 def _bpmn_classes(tag: str) -> list:
     """The audit classes a BPMN element of this tag counts in (own copy, no reader imported)."""
-    kind = ("Task" if tag in TASKS else "SubProcess" if tag in SUBPROCESSES else "CallActivity"
-            if tag == "callActivity" else "")
+    kind = (
+        "Task"
+        if tag in TASKS
+        else "SubProcess"
+        if tag in SUBPROCESSES
+        else "CallActivity"
+        if tag == "callActivity"
+        else ""
+    )
     if kind:
         return [kind, "Activity"]
     if tag.endswith("Gateway"):
         return ["Gateway"]
     if tag.endswith("Event"):
         return ["Event"]
-    return [{"sequenceFlow": "SequenceFlow", "messageFlow": "MessageFlow", "process": "Process",
-             "participant": "Participant", "lane": "Lane"}.get(tag, tag)]
+    return [
+        {
+            "sequenceFlow": "SequenceFlow",
+            "messageFlow": "MessageFlow",
+            "process": "Process",
+            "participant": "Participant",
+            "lane": "Lane",
+        }.get(tag, tag)
+    ]
 
 
 def _file_rows(source: dict, skipped: dict, units: dict, graph: dict, dropped: dict) -> list:
@@ -303,7 +339,12 @@ def _unit_row(unit: str, files: list, src: Counter, graph: dict, gone: Counter) 
     got = {c: graph.get(c, 0) for c in classes}
     dropped = {c: gone[c] for c in classes if gone[c]}
     return {
-        "file": unit, "status": "ok", "members": files, "source": source, "graph": got, "dropped": dropped,
+        "file": unit,
+        "status": "ok",
+        "members": files,
+        "source": source,
+        "graph": got,
+        "dropped": dropped,
         "mismatches": [c for c in classes if source[c] - dropped.get(c, 0) != got[c]],
     }
 
@@ -321,34 +362,42 @@ def _class_rows(files: list) -> list:
         found = sum(min(expected[r["file"]], r["graph"][cls]) for r in present)
         relevant = [r for r in present if expected[r["file"]] or r["graph"][cls]]
         agree = sum(1 for r in relevant if expected[r["file"]] == r["graph"][cls])
-        rows.append({
-            "class": cls,
-            "source": source,
-            "graph": sum(r["graph"][cls] for r in present),
-            "coverage": found / sum(expected.values()) if sum(expected.values()) else 1.0,
-            "exact": agree / len(relevant) if relevant else 1.0,
-            "units": len(relevant),
-            "skipped": skipped,
-            "dropped": sum(r["dropped"].get(cls, 0) for r in present),
-        })
+        rows.append(
+            {
+                "class": cls,
+                "source": source,
+                "graph": sum(r["graph"][cls] for r in present),
+                "coverage": found / sum(expected.values()) if sum(expected.values()) else 1.0,
+                "exact": agree / len(relevant) if relevant else 1.0,
+                "units": len(relevant),
+                "skipped": skipped,
+                "dropped": sum(r["dropped"].get(cls, 0) for r in present),
+            }
+        )
     return rows
 
 
 # ---------------------------------------------------------------- rendering
 
+
 def render_audit(result: dict) -> str:
     """The class table, then the skipped files and the units whose counts differ."""
     show_skipped = any(r["skipped"] for r in result["classes"])
     show_dropped = any(r.get("dropped") for r in result["classes"])
-    names = (["class", "source", "graph", "coverage", "exactness"] + (["in skipped files"] if show_skipped else [])
-             + (["left out by reader"] if show_dropped else []))
-    rows = [[r["class"], r["source"], r["graph"], f"{r['coverage']:.3f}", f"{r['exact']:.3f}"]
-            + ([r["skipped"]] if show_skipped else []) + ([r.get("dropped", 0)] if show_dropped else [])
-            for r in result["classes"]]
+    names = (
+        ["class", "source", "graph", "coverage", "exactness"]
+        + (["in skipped files"] if show_skipped else [])
+        + (["left out by reader"] if show_dropped else [])
+    )
+    rows = [
+        [r["class"], r["source"], r["graph"], f"{r['coverage']:.3f}", f"{r['exact']:.3f}"]
+        + ([r["skipped"]] if show_skipped else [])
+        + ([r.get("dropped", 0)] if show_dropped else [])
+        for r in result["classes"]
+    ]
     parts = [table(names, rows)]
     compared = [r for r in result["files"] if r["status"] == "ok"]
-    parts.append(f"{len(compared)} unit(s) compared "
-                 f"({sum(len(r['members']) for r in compared)} file(s))")
+    parts.append(f"{len(compared)} unit(s) compared ({sum(len(r['members']) for r in compared)} file(s))")
     skipped = [r for r in result["files"] if r["status"] == "skipped"]
     if skipped:
         parts.append(f"skipped {len(skipped)} file(s), not counted above:")
@@ -360,8 +409,9 @@ def render_audit(result: dict) -> str:
         for cls in r["mismatches"]:
             parts.append(f"differs: {r['file']}: {cls}: source {r['source'][cls]}, graph {r['graph'][cls]}")
     if result.get("graph_only"):
-        parts.append(f"{len(result['graph_only'])} file(s) in the graph were not audited "
-                     "(give their paths with --odata/--bpmn)")
+        parts.append(
+            f"{len(result['graph_only'])} file(s) in the graph were not audited (give their paths with --odata/--bpmn)"
+        )
     return "\n".join(parts)
 
 
@@ -370,4 +420,4 @@ def _located(file: str, reason: str) -> str:
     return reason if reason.startswith(f"{file}:") else f"{file}: {reason}"
 
 
-__all__ = ["audit", "render_audit", "odata_source_counts", "bpmn_source_counts", "graph_counts", "CLASSES"]
+__all__ = ["CLASSES", "audit", "bpmn_source_counts", "graph_counts", "odata_source_counts", "render_audit"]

@@ -19,26 +19,32 @@ from processkg.errors import ProcessKGError, QueryError, QueryLimitError
 from processkg.graph.sparql import check
 from processkg.graph.store import open_store, plain, solutions
 
-
 #: What a query child may allocate: a cartesian product behind ORDER BY grows without end.
-MEMORY_LIMIT = 4 * 1024 ** 3
+MEMORY_LIMIT = 4 * 1024**3
 
 
-def run_bounded(store_dir: Path, query: str, bindings: dict, timeout: float, limit: int,
-                memory: int = MEMORY_LIMIT) -> tuple[list, list]:
+def run_bounded(
+    store_dir: Path, query: str, bindings: dict, timeout: float, limit: int, memory: int = MEMORY_LIMIT
+) -> tuple[list, list]:
     """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
     seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error
     (0: no bound on time or rows)."""
     check(query)
     job = {"store": str(store_dir), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
-    proc = subprocess.Popen([sys.executable, "-c", "from processkg.graph.bounded import serve; serve()"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=_child_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from processkg.graph.bounded import serve; serve()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_env(),
+    )
     try:
         out, err = proc.communicate(json.dumps(job).encode("utf-8"), timeout=timeout or None)
     except subprocess.TimeoutExpired:
-        raise QueryLimitError(f"query did not finish within {timeout:g} s and was stopped; "
-                              f"narrow it, or give --timeout SECONDS (0: no limit)") from None
+        raise QueryLimitError(
+            f"query did not finish within {timeout:g} s and was stopped; "
+            f"narrow it, or give --timeout SECONDS (0: no limit)"
+        ) from None
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -66,8 +72,7 @@ def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list, list]
     text = err.decode("utf-8", "replace")
     if code == -signal.SIGABRT or any(sign in text for sign in ("memory allocation", "MemoryError", "bad_alloc")):
         # under the address-space cap, an abort is an allocation (or a thread) that did not fit
-        raise QueryLimitError(f"query stopped: it needed more than {memory / 1024 ** 3:g} GiB of memory; "
-                              f"narrow it")
+        raise QueryLimitError(f"query stopped: it needed more than {memory / 1024**3:g} GiB of memory; narrow it")
     if code < 0:
         raise QueryLimitError(f"query stopped: its process was killed by signal {-code}")
     last = (text.strip().splitlines() or [f"exit status {code}"])[-1]
@@ -84,8 +89,9 @@ def serve() -> None:
         table = []
         for row in rows:
             if limit and len(table) == limit:
-                raise QueryLimitError(f"query returned more than {limit:,} rows; narrow it (LIMIT), "
-                                      f"or give --limit N (0: no limit)")
+                raise QueryLimitError(
+                    f"query returned more than {limit:,} rows; narrow it (LIMIT), or give --limit N (0: no limit)"
+                )
             table.append([plain(v) for v in row])
     except QueryLimitError as exc:
         answer = {"error": str(exc), "limit": True}

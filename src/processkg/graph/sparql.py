@@ -24,15 +24,18 @@ from processkg.errors import QueryRefusedError
 from processkg.vocab import PREFIXES
 
 FEDERATED = "federated SERVICE queries are not supported: processkg never reaches a network"
-DATASET = ("FROM and FROM NAMED are not supported: a query reads the store it is run on, "
-           "never a graph named by IRI (nothing is fetched from a network)")
+DATASET = (
+    "FROM and FROM NAMED are not supported: a query reads the store it is run on, "
+    "never a graph named by IRI (nothing is fetched from a network)"
+)
 UPDATE = "SPARQL Update is not allowed: queries only read the store (INSERT, DELETE, LOAD, ... never run)"
 
 #: Keywords that occur in SPARQL only as what they say (a variable, string or prefixed name is another token).
 _NETWORK_WORDS = {"SERVICE": FEDERATED, "FROM": DATASET}
 _UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH", "USING"}
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+)
   | (?P<comment>\#[^\r\n]*)
   | (?P<string>'''(?:'{0,2}(?:[^'\\]|\\.))*'''|\"\"\"(?:"{0,2}(?:[^"\\]|\\.))*\"\"\"
@@ -43,7 +46,9 @@ _TOKEN = re.compile(r"""
   | (?P<pname>(?:[^\W\d][\w.-]*)?:(?:[\w\-.:%]|\\.)*)
   | (?P<word>[^\W\d]\w*)
   | (?P<other>.)
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
 
 def keywords(query: str) -> set[str]:
@@ -127,7 +132,7 @@ def _near(query: str, line: int | None, column: int | None) -> str:
     lines = query.splitlines()
     if line > len(lines):
         return ""
-    return lines[line - 1][max(column - 1, 0):][:30].strip()
+    return lines[line - 1][max(column - 1, 0) :][:30].strip()
 
 
 def _prefixes(tree, node: str) -> set[str]:
@@ -146,5 +151,7 @@ def _undeclared(query: str, line: int | None, column: int | None) -> str:
         used = [found[-1]] if found else []
     name = ", ".join(f"{p}:" for p in used) or "a prefix"
     place = f" at line {line}, column {column}" if line else ""
-    return (f"undeclared prefix {name}{place}: declare it with PREFIX, "
-            f"or use one of {', '.join(p + ':' for p in sorted(PREFIXES))}")
+    return (
+        f"undeclared prefix {name}{place}: declare it with PREFIX, "
+        f"or use one of {', '.join(p + ':' for p in sorted(PREFIXES))}"
+    )

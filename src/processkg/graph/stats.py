@@ -35,7 +35,7 @@ def _prefixed(iri: str) -> str:
 
     for prefix, ns in PREFIXES.items():
         if iri.startswith(ns):
-            return f"{prefix}:{iri[len(ns):]}"
+            return f"{prefix}:{iri[len(ns) :]}"
     return iri
 
 

@@ -25,12 +25,26 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from pyoxigraph import (
-    DefaultGraph, Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Variable, parse, serialize,
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QuerySolutions,
+    RdfFormat,
+    Store,
+    Variable,
+    parse,
+    serialize,
 )
 
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir
 from processkg.errors import (
-    OutputRefusedError, ProcessKGError, QueryError, StoreBusyError, StoreDamagedError, StoreNotFoundError,
+    OutputRefusedError,
+    ProcessKGError,
+    QueryError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreNotFoundError,
     StoreRefusedError,
 )
 from processkg.graph.sparql import check, syntax_message
@@ -85,8 +99,9 @@ def version_dir(path: Path) -> Path:
         return path
     name = os.readlink(link)
     if "/" in name or not name.startswith("v-"):
-        raise StoreDamagedError(f"{path}: the store is damaged ({CURRENT} points to {name!r}, not a version); "
-                                f"{_rebuild(path)}")
+        raise StoreDamagedError(
+            f"{path}: the store is damaged ({CURRENT} points to {name!r}, not a version); {_rebuild(path)}"
+        )
     return path / name
 
 
@@ -222,7 +237,7 @@ def _write_synced(tmp: Path, data: bytes, target: Path) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -231,6 +246,7 @@ def _write_synced(tmp: Path, data: bytes, target: Path) -> None:
 
 
 # ---------------------------------------------------------------- writing a store
+
 
 def _contains(outer: Path, inner: Path) -> bool:
     return outer == inner or outer in inner.parents
@@ -246,12 +262,16 @@ def check_store_path(store: Path, inputs: list = ()) -> None:
         if _contains(real, Path(os.path.realpath(path))):
             raise StoreRefusedError(f"--store {store}: it contains {what}; choose a store path outside it")
     if os.path.lexists(store) and not store.is_dir():
-        raise StoreRefusedError(f"--store {store}: exists and is not a directory; kg build replaces only a "
-                                f"processkg store (choose another path, or remove it yourself)")
+        raise StoreRefusedError(
+            f"--store {store}: exists and is not a directory; kg build replaces only a "
+            f"processkg store (choose another path, or remove it yourself)"
+        )
     if store.is_dir() and not is_store(store) and any(e.name != LOCK for e in store.iterdir()):
-        raise StoreRefusedError(f"--store {store}: is a folder that is not a processkg store (no {MARKER}); "
-                                f"kg build replaces only a store it wrote (choose another path, or remove it "
-                                f"yourself)")
+        raise StoreRefusedError(
+            f"--store {store}: is a folder that is not a processkg store (no {MARKER}); "
+            f"kg build replaces only a store it wrote (choose another path, or remove it "
+            f"yourself)"
+        )
 
 
 class StoreWriter:
@@ -455,6 +475,7 @@ def add_graph(path: Path, graph: NamedNode, make_triples) -> None:
 
 # ---------------------------------------------------------------- reading
 
+
 def open_store(path: Path) -> Store:
     """The current build of the store at ``path``, read-only.
 
@@ -469,8 +490,9 @@ def open_store(path: Path) -> Store:
             raise StoreNotFoundError(f"{path}: no processkg store here (run `kg build --store {path}` first)")
         if version != path and not _hold(path, version):
             if not version.exists() and version_dir(path) == version:
-                raise StoreDamagedError(f"{path}: the store is damaged ({CURRENT} points to the missing "
-                                        f"{version.name}); {_rebuild(path)}")
+                raise StoreDamagedError(
+                    f"{path}: the store is damaged ({CURRENT} points to the missing {version.name}); {_rebuild(path)}"
+                )
             time.sleep(0.01)  # a build replaced it meanwhile: look up current again
             continue
         try:
@@ -478,8 +500,7 @@ def open_store(path: Path) -> Store:
         except (OSError, RuntimeError) as exc:
             if version_dir(path) != version:
                 continue
-            raise StoreDamagedError(f"{path}: the store is damaged ({_damage(exc, path)}); "
-                                    f"{_rebuild(path)}") from None
+            raise StoreDamagedError(f"{path}: the store is damaged ({_damage(exc, path)}); {_rebuild(path)}") from None
     raise StoreBusyError(f"{path}: the store kept changing while it was opened; try again")
 
 
@@ -508,8 +529,9 @@ def read_meta(path: Path) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        raise StoreDamagedError(f"{path}: the store is damaged ({os.path.relpath(meta, path)} cannot be read: "
-                                f"{exc}); {_rebuild(path)}") from None
+        raise StoreDamagedError(
+            f"{path}: the store is damaged ({os.path.relpath(meta, path)} cannot be read: {exc}); {_rebuild(path)}"
+        ) from None
     if not isinstance(data, dict):
         raise StoreDamagedError(f"{path}: the store is damaged ({META} is not a JSON object); {_rebuild(path)}")
     return data

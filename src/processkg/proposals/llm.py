@@ -17,7 +17,6 @@ from processkg.errors import LLMError
 from processkg.proposals.model import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
 
-
 MAX_RESPONSE = 1 << 20  # bytes read from an LLM answer
 
 
@@ -45,12 +44,19 @@ SYSTEM_PROMPT = (
     "Given one process step and numbered candidate entity sets, choose the sets the step really "
     "reads or writes (usually one or two; none if none fits) and say for each whether the step "
     "reads or writes it. Answer with JSON only, in this form: "
-    '{"edges": [{"candidate": 1, "mode": "write"}]}')
+    '{"edges": [{"candidate": 1, "mode": "write"}]}'
+)
 
 
 def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[dict]:
-    lines = [f"Process: {activity.process_name or activity.process}", f"Lane: {activity.lane or '-'}",
-             f"Step: {activity.name}", f"Description: {activity.documentation or '-'}", "", "Candidates:"]
+    lines = [
+        f"Process: {activity.process_name or activity.process}",
+        f"Lane: {activity.lane or '-'}",
+        f"Step: {activity.name}",
+        f"Description: {activity.documentation or '-'}",
+        "",
+        "Candidates:",
+    ]
     for k, s in enumerate(candidates, 1):
         flag = "" if s.writable else " [read-only]"
         lines.append(f"{k}. {s.service} / {s.name}{flag}: {s.summary[:300]}")
@@ -59,14 +65,15 @@ def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) ->
 
 def ask_llm(llm: LLMSettings, messages: list[dict]) -> str:
     """The answer text of one chat completion (temperature 0, bounded tokens, time and size)."""
-    body = json.dumps({"model": llm.model, "messages": messages, "temperature": 0,
-                       "max_tokens": llm.max_tokens}).encode("utf-8")
+    body = json.dumps(
+        {"model": llm.model, "messages": messages, "temperature": 0, "max_tokens": llm.max_tokens}
+    ).encode("utf-8")
     headers = {"Content-Type": "application/json"}
     if llm.api_key:
         headers["Authorization"] = f"Bearer {llm.api_key}"
     request = urllib.request.Request(llm.endpoint(), data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=llm.timeout) as response:  # noqa: S310 (user's URL)
+        with urllib.request.urlopen(request, timeout=llm.timeout) as response:
             raw = response.read(MAX_RESPONSE + 1)
     except urllib.error.HTTPError as exc:
         raise LLMError(f"HTTP {exc.code}") from None

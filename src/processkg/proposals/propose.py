@@ -19,34 +19,111 @@ import json
 import logging
 import re
 from collections import defaultdict
-from itertools import product
 from dataclasses import replace
+from itertools import product
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from processkg.retrieve.index import Encoder, load_index
-from processkg.proposals.llm import (  # noqa: F401 - re-exported for callers of the proposal API
-    LLMError, LLMSettings, ask_llm, build_messages, parse_choices,
-)
 from processkg.errors import MappingError, ProposalError
-from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
-from processkg.sources.mapping import MODES, MappingEntry, read_mapping
-from processkg.retrieve.retriever import Lexical
 from processkg.graph.store import open_store, records, write_atomic
+from processkg.proposals.llm import (
+    LLMError,
+    LLMSettings,
+    ask_llm,
+    build_messages,
+    parse_choices,
+)
+from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
+from processkg.retrieve.index import Encoder, load_index
+from processkg.retrieve.retriever import Lexical
+from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 
 log = logging.getLogger(__name__)
 
 WRITE_VERBS = frozenset(
-    "create post record change enter add assign build classify close complete correct install maintain "
-    "move onboard pack pick plan raise reduce reject release remove request scrap staff update withdraw "
-    "approve book block unblock cancel set register issue stage confirm code allocate convert extend "
-    "delete reverse".split())
+    [
+        "create",
+        "post",
+        "record",
+        "change",
+        "enter",
+        "add",
+        "assign",
+        "build",
+        "classify",
+        "close",
+        "complete",
+        "correct",
+        "install",
+        "maintain",
+        "move",
+        "onboard",
+        "pack",
+        "pick",
+        "plan",
+        "raise",
+        "reduce",
+        "reject",
+        "release",
+        "remove",
+        "request",
+        "scrap",
+        "staff",
+        "update",
+        "withdraw",
+        "approve",
+        "book",
+        "block",
+        "unblock",
+        "cancel",
+        "set",
+        "register",
+        "issue",
+        "stage",
+        "confirm",
+        "code",
+        "allocate",
+        "convert",
+        "extend",
+        "delete",
+        "reverse",
+    ]
+)
 READ_VERBS = frozenset(
-    "check review display monitor find look identify inspect verify explain clarify escalate inform notify "
-    "send screen match report explode analyse analyze compare search read view determine evaluate list "
-    "select".split())
+    [
+        "check",
+        "review",
+        "display",
+        "monitor",
+        "find",
+        "look",
+        "identify",
+        "inspect",
+        "verify",
+        "explain",
+        "clarify",
+        "escalate",
+        "inform",
+        "notify",
+        "send",
+        "screen",
+        "match",
+        "report",
+        "explode",
+        "analyse",
+        "analyze",
+        "compare",
+        "search",
+        "read",
+        "view",
+        "determine",
+        "evaluate",
+        "list",
+        "select",
+    ]
+)
 SKIPPED_KINDS = frozenset({"subProcess", "adHocSubProcess", "transaction"})
 HEADER = """\
 # PROPOSED activity-to-entity-set edges: NOT reviewed. Every edge needs a person's review.
@@ -59,14 +136,25 @@ HEADER = """\
 
 # ---------------------------------------------------------------- reading the store
 
+
 def read_activities(store) -> list[ActivityFacts]:
     """The activities proposals are made for (not sub-process containers), in a fixed order."""
     out = []
     for r in records(store, "propose-activities"):
         if r["kind"] in SKIPPED_KINDS:
             continue
-        out.append(ActivityFacts(r["activity"], r["activityId"], r["name"] or r["activityId"], r["documentation"] or "",
-                            r["lane"] or "", r["processId"], r["processName"] or "", r["file"]))
+        out.append(
+            ActivityFacts(
+                r["activity"],
+                r["activityId"],
+                r["name"] or r["activityId"],
+                r["documentation"] or "",
+                r["lane"] or "",
+                r["processId"],
+                r["processName"] or "",
+                r["file"],
+            )
+        )
     return out
 
 
@@ -83,8 +171,18 @@ def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
         words = [lex.phrase(item["name"])] + [x for x in dict.fromkeys(labels.get(item["iri"], ())) if x]
         writable = not (meta.get("creatable") is False and meta.get("updatable") is False)
         keys = max(1, len(facts[item["type_iri"]].keys)) if item["type_iri"] in facts else 1
-        out.append(EntitySetFacts(item["iri"], item["service"], item["name"], _version(meta.get("odataVersion")),
-                             writable, keys, ". ".join(words), item["text"]))
+        out.append(
+            EntitySetFacts(
+                item["iri"],
+                item["service"],
+                item["name"],
+                _version(meta.get("odataVersion")),
+                writable,
+                keys,
+                ". ".join(words),
+                item["text"],
+            )
+        )
     return out
 
 
@@ -236,8 +334,15 @@ def chosen(scores: np.ndarray, i: int, settings: ProposalWeights) -> list[int]:
 
 # ---------------------------------------------------------------- proposals
 
-def propose(store_dir: Path | None, settings: ProposalWeights | None = None, model: str | None = None,
-            llm: LLMSettings | None = None, warn=None, signals: Signals | None = None) -> list[Proposal]:
+
+def propose(
+    store_dir: Path | None,
+    settings: ProposalWeights | None = None,
+    model: str | None = None,
+    llm: LLMSettings | None = None,
+    warn=None,
+    signals: Signals | None = None,
+) -> list[Proposal]:
     """Proposed edges for every activity of the store, best first within each activity."""
     settings = (settings or ProposalWeights()).check()
     warn = warn or log.warning
@@ -248,15 +353,24 @@ def propose(store_dir: Path | None, settings: ProposalWeights | None = None, mod
             raise ProposalError("propose needs a store directory or its signals")
         signals = Signals(Path(store_dir), model)
     scores = signals.scores(settings)
-    fallback = {i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]
-                for i in range(len(signals.activities))}
+    fallback = {
+        i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]
+        for i in range(len(signals.activities))
+    }
     if llm is not None:
         fallback = _with_llm(signals, scores, settings, llm, fallback, warn)
     return [p for i in range(len(signals.activities)) for p in fallback[i]]
 
 
-def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: ProposalWeights,
-              mode: str | None = None, via: str = "") -> Proposal:
+def _proposal(
+    signals: Signals,
+    scores: np.ndarray,
+    i: int,
+    j: int,
+    settings: ProposalWeights,
+    mode: str | None = None,
+    via: str = "",
+) -> Proposal:
     a, s = signals.activities[i], signals.sets[j]
     verb_based, cue = signals.modes[i]
     why = ([via] if via else []) + [", ".join(f"{n} {float(signals.matrix[n][i, j]):.2f}" for n in SIGNALS)]
@@ -268,19 +382,32 @@ def _proposal(signals: Signals, scores: np.ndarray, i: int, j: int, settings: Pr
     copies = signals.copies(j, verb_based)
     if settings.dedupe and copies:
         why.append("also in " + ", ".join(signals.sets[c].service for c in copies))
-    return Proposal(a.process, a.id, s.service, s.name, mode, round(float(scores[i, j]), 4), "; ".join(why),
-                    Path(a.file).name, a.name)
+    return Proposal(
+        a.process,
+        a.id,
+        s.service,
+        s.name,
+        mode,
+        round(float(scores[i, j]), 4),
+        "; ".join(why),
+        Path(a.file).name,
+        a.name,
+    )
 
 
 # ---------------------------------------------------------------- LLM
 
-def _with_llm(signals: Signals, scores: np.ndarray, settings: ProposalWeights, llm: LLMSettings,
-              fallback: dict, warn) -> dict:
+
+def _with_llm(
+    signals: Signals, scores: np.ndarray, settings: ProposalWeights, llm: LLMSettings, fallback: dict, warn
+) -> dict:
     out, failures = dict(fallback), 0
     for i, activity in enumerate(signals.activities):
         if failures >= llm.max_failures:
-            warn(f"the LLM endpoint failed {failures} times in a row; the remaining activities keep the "
-                 "embedding proposals")
+            warn(
+                f"the LLM endpoint failed {failures} times in a row; the remaining activities keep the "
+                "embedding proposals"
+            )
             break
         rows = ranked(scores, i, llm.candidates)
         try:
@@ -295,8 +422,18 @@ def _with_llm(signals: Signals, scores: np.ndarray, settings: ProposalWeights, l
         except LLMError as exc:
             warn(f"{activity.process}/{activity.id}: unusable LLM answer ({exc}); using the embedding proposals")
             continue
-        out[i] = [_proposal(signals, scores, i, rows[k], settings, mode or None,
-                            f"llm {llm.model}: candidate {k + 1} of {len(rows)}") for k, mode in sorted(picks)]
+        out[i] = [
+            _proposal(
+                signals,
+                scores,
+                i,
+                rows[k],
+                settings,
+                mode or None,
+                f"llm {llm.model}: candidate {k + 1} of {len(rows)}",
+            )
+            for k, mode in sorted(picks)
+        ]
     return out
 
 
@@ -309,8 +446,11 @@ def _scalar(value) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     text = str(value)
-    return text if _PLAIN.fullmatch(text) and text.lower() not in ("true", "false", "null", "yes", "no") \
+    return (
+        text
+        if _PLAIN.fullmatch(text) and text.lower() not in ("true", "false", "null", "yes", "no")
         else json.dumps(text, ensure_ascii=False)
+    )
 
 
 def render_proposals(proposals: list[Proposal], store: str = "", settings: ProposalWeights | None = None) -> str:
@@ -331,7 +471,9 @@ def render_proposals(proposals: list[Proposal], store: str = "", settings: Propo
     return "\n".join(out) + "\n"
 
 
-def write_proposals(path: Path, proposals: list[Proposal], store: str = "", settings: ProposalWeights | None = None) -> None:
+def write_proposals(
+    path: Path, proposals: list[Proposal], store: str = "", settings: ProposalWeights | None = None
+) -> None:
     write_atomic(Path(path), render_proposals(proposals, store, settings).encode("utf-8"))
 
 
@@ -348,12 +490,23 @@ def read_proposals(path: Path) -> list[Proposal]:
             score = float(item.get("score", 0.0))
         except (TypeError, ValueError):
             raise MappingError(f"score {item.get('score')!r} is not a number", str(path), entry.line) from None
-        out.append(Proposal(entry.process, entry.activity, entry.service, entry.entity_set, entry.mode, score,
-                            str(item.get("reason", "")), entry.file))
+        out.append(
+            Proposal(
+                entry.process,
+                entry.activity,
+                entry.service,
+                entry.entity_set,
+                entry.mode,
+                score,
+                str(item.get("reason", "")),
+                entry.file,
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------- evaluation
+
 
 def split_processes(processes) -> tuple[list, list]:
     """(train, test): the process ids sorted, alternately train and test (train first)."""
@@ -366,13 +519,24 @@ def _prf(proposed: set, gold: set) -> dict:
     p = tp / len(proposed) if proposed else 0.0
     r = tp / len(gold) if gold else 0.0
     f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp,
-            "fp": len(proposed - gold), "fn": len(gold - proposed), "proposed": len(proposed), "gold": len(gold)}
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(f, 4),
+        "tp": tp,
+        "fp": len(proposed - gold),
+        "fn": len(gold - proposed),
+        "proposed": len(proposed),
+        "gold": len(gold),
+    }
 
 
 def _keys(items, with_mode: bool, processes: set) -> set:
-    return {(x.process, x.activity, x.service, x.entity_set) + ((x.mode,) if with_mode else ())
-            for x in items if x.process in processes}
+    return {
+        (x.process, x.activity, x.service, x.entity_set) + ((x.mode,) if with_mode else ())
+        for x in items
+        if x.process in processes
+    }
 
 
 def evaluate_mapping(proposals: list, gold_entries: list[MappingEntry]) -> dict:
@@ -385,34 +549,57 @@ def evaluate_mapping(proposals: list, gold_entries: list[MappingEntry]) -> dict:
     processes = sorted({g.process for g in gold_entries})
     train, test = split_processes(processes)
     groups = {"all": set(processes), "train": set(train), "test": set(test)}
-    result: dict = {"split": {"rule": "process ids sorted, alternately train and test (train first)",
-                              "train": train, "test": test}}
+    result: dict = {
+        "split": {"rule": "process ids sorted, alternately train and test (train first)", "train": train, "test": test}
+    }
     for label, with_mode in (("edges", False), ("edges_with_mode", True)):
-        result[label] = {g: _prf(_keys(proposals, with_mode, ps), _keys(gold_entries, with_mode, ps))
-                         for g, ps in groups.items()}
+        result[label] = {
+            g: _prf(_keys(proposals, with_mode, ps), _keys(gold_entries, with_mode, ps)) for g, ps in groups.items()
+        }
     result["by_mode"] = {
-        m: _prf(_keys([p for p in proposals if p.mode == m], True, groups["all"]),
-                _keys([g for g in gold_entries if g.mode == m], True, groups["all"])) for m in MODES}
+        m: _prf(
+            _keys([p for p in proposals if p.mode == m], True, groups["all"]),
+            _keys([g for g in gold_entries if g.mode == m], True, groups["all"]),
+        )
+        for m in MODES
+    }
     result["by_process"] = {
-        p: {"split": "train" if p in groups["train"] else "test",
+        p: {
+            "split": "train" if p in groups["train"] else "test",
             "edges": _prf(_keys(proposals, False, {p}), _keys(gold_entries, False, {p})),
-            "edges_with_mode": _prf(_keys(proposals, True, {p}), _keys(gold_entries, True, {p}))}
-        for p in processes}
+            "edges_with_mode": _prf(_keys(proposals, True, {p}), _keys(gold_entries, True, {p})),
+        }
+        for p in processes
+    }
     found = _keys(proposals, False, groups["all"]) & _keys(gold_entries, False, groups["all"])
     agree = _keys(proposals, True, groups["all"]) & _keys(gold_entries, True, groups["all"])
     result["mode_accuracy"] = round(len(agree) / len(found), 4) if found else 0.0
     return result
 
 
-TUNE_GRID = {"top_n": (1, 2, 3), "threshold": tuple(round(0.025 * k, 3) for k in range(33)),
-             "ratio": (0.0, 0.8, 0.85, 0.9, 0.95)}
+TUNE_GRID = {
+    "top_n": (1, 2, 3),
+    "threshold": tuple(round(0.025 * k, 3) for k in range(33)),
+    "ratio": (0.0, 0.8, 0.85, 0.9, 0.95),
+}
 #: The weights tried by ``tune(..., weights=WEIGHT_GRID)`` (``kg map tune --weights``), in this order.
-WEIGHT_GRID = {"dense": (0.5, 1.0), "dense_name": (0.0, 0.5, 1.0), "lexical": (0.5, 1.0),
-               "lexical_short": (0.0, 0.5, 1.0), "header": (0.0, 0.2, 0.4), "unwritable": (0.1, 0.2, 0.4)}
+WEIGHT_GRID = {
+    "dense": (0.5, 1.0),
+    "dense_name": (0.0, 0.5, 1.0),
+    "lexical": (0.5, 1.0),
+    "lexical_short": (0.0, 0.5, 1.0),
+    "header": (0.0, 0.2, 0.4),
+    "unwritable": (0.1, 0.2, 0.4),
+}
 
 
-def tune(signals: Signals, gold_entries: list[MappingEntry], base: ProposalWeights | None = None,
-         grid: dict | None = None, weights: dict | None = None) -> dict:
+def tune(
+    signals: Signals,
+    gold_entries: list[MappingEntry],
+    base: ProposalWeights | None = None,
+    grid: dict | None = None,
+    weights: dict | None = None,
+) -> dict:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
     weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
     test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
@@ -440,6 +627,7 @@ def _weight_settings(base: ProposalWeights, weights: dict | None) -> list[Propos
 
 def _tops(signals: Signals, scores: np.ndarray, rows: list[int], n: int) -> list[list]:
     """Per activity row: its ``n`` best (edge key, score), best first."""
+
     def edge(i: int, j: int) -> tuple:
         return (signals.activities[i].process, signals.activities[i].id, signals.sets[j].service, signals.sets[j].name)
 

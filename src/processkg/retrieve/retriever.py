@@ -32,11 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from processkg.retrieve.index import Encoder, load_index, model_id
-
-from processkg.errors import IndexNotFoundError
-from processkg.errors import EmptyQueryError, ProcessKGError
+from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
+from processkg.retrieve.index import Encoder, load_index, model_id
 from processkg.retrieve.texts import words_of
 
 DEFAULT_HOPS = 2
@@ -47,9 +45,61 @@ NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybri
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
 _STOP = frozenset(
-    "a an and are as at be by for from has have in into is it its of on or our so that the their then "
-    "there this to was we were what when where which who will with now all any can do does how i me my "
-    "need needs should want".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "now",
+        "all",
+        "any",
+        "can",
+        "do",
+        "does",
+        "how",
+        "i",
+        "me",
+        "my",
+        "need",
+        "needs",
+        "should",
+        "want",
+    ]
 )
 
 
@@ -65,8 +115,13 @@ class Result:
     iri: str = ""
 
     def as_json(self) -> dict:
-        return {"service": self.service, "entity_set": self.entity_set, "score": round(float(self.score), 4),
-                "source": self.source, "via": list(self.via)}
+        return {
+            "service": self.service,
+            "entity_set": self.entity_set,
+            "score": round(float(self.score), 4),
+            "source": self.source,
+            "via": list(self.via),
+        }
 
 
 @dataclass(frozen=True)
@@ -79,7 +134,7 @@ class RetrievalSettings:
     sequence_edges: bool = True
     verify_seeds: bool = False
 
-    def check(self) -> "RetrievalSettings":
+    def check(self) -> RetrievalSettings:
         if self.method not in METHODS:
             raise ProcessKGError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if not 0 <= self.hops <= MAX_HOPS:
@@ -94,6 +149,7 @@ class RetrievalSettings:
 
 
 # ---------------------------------------------------------------- lexical
+
 
 def tokenize(text: str) -> list[str]:
     """Lower-case content words, camel case split, plural ``s`` stripped."""
@@ -148,6 +204,7 @@ def _ranked(scores: np.ndarray, limit: int, positive: bool = False) -> list[int]
 
 # ---------------------------------------------------------------- the retriever
 
+
 class Retriever:
     """Opens a store and its index once; answers any number of queries with any method."""
 
@@ -156,8 +213,10 @@ class Retriever:
         self.store = open_store(store_dir)
         self.index = load_index(store_dir)
         if model and model_id(model) != self.index.model:
-            raise IndexNotFoundError(f"the index of {store_dir} was built with {self.index.model}, not "
-                                     f"{model_id(model)}; rebuild it with `kg index --model {model}`")
+            raise IndexNotFoundError(
+                f"the index of {store_dir} was built with {self.index.model}, not "
+                f"{model_id(model)}; rebuild it with `kg index --model {model}`"
+            )
         self.encoder = Encoder(self.index.model)
         self.sets = self.index.items["set"]
         self.activities = self.index.items["activity"]
@@ -193,8 +252,14 @@ class Retriever:
     def embed(self, queries: list[str]) -> np.ndarray:
         return self.encoder.encode(list(queries))
 
-    def retrieve(self, query: str, k: int = 5, settings: RetrievalSettings | None = None,
-                 vector: np.ndarray | None = None, **options) -> list[Result]:
+    def retrieve(
+        self,
+        query: str,
+        k: int = 5,
+        settings: RetrievalSettings | None = None,
+        vector: np.ndarray | None = None,
+        **options,
+    ) -> list[Result]:
         """The top ``k`` entity sets for ``query``; ``options`` override ``settings`` fields."""
         settings = replace(settings or RetrievalSettings(), **options).check()
         if k < 1:
@@ -204,8 +269,9 @@ class Retriever:
             vector = self.embed([query])[0]
         return METHODS[settings.method].run(self, query, vector, k, settings)
 
-    def retrieve_many(self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None,
-                      **options) -> list[list[Result]]:
+    def retrieve_many(
+        self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None, **options
+    ) -> list[list[Result]]:
         """Batch retrieval: all query embeddings computed in one call."""
         settings = replace(settings or RetrievalSettings(), **options).check()
         for query in queries:
@@ -292,6 +358,7 @@ def _subgraph(store, seed: str, counts: dict | None = None) -> tuple[set, dict, 
 
 # ---------------------------------------------------------------- methods
 
+
 def dense(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
     return [r.result(row, score) for row, score in r.dense_sets(vector, k)]
 
@@ -371,8 +438,9 @@ class _Seed:
     direct: bool = False  # matched on its own summary (dense or tokens), not only through an activity
 
 
-def fused_seeds(r: Retriever, query: str, vector, settings: RetrievalSettings, config: HybridConfig = HYBRID,
-                n: int = CANDIDATES) -> list[_Seed]:
+def fused_seeds(
+    r: Retriever, query: str, vector, settings: RetrievalSettings, config: HybridConfig = HYBRID, n: int = CANDIDATES
+) -> list[_Seed]:
     """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
     seeds: dict = {}
     for name in config.lists + (config.object_lists if _object_query(r, vector, config) else ()):
@@ -437,12 +505,18 @@ def _navigation_list(r: Retriever, query: str, vector, n: int, settings: Retriev
     return [(row, ()) for row in ranked[:n]]
 
 
-_LISTS = {"dense": _dense_list, "tokens": _token_list, "activity": _activity_list, "chain": _chain_list,
-          "navigation": _navigation_list}
+_LISTS = {
+    "dense": _dense_list,
+    "tokens": _token_list,
+    "activity": _activity_list,
+    "chain": _chain_list,
+    "navigation": _navigation_list,
+}
 
 
-def hybrid(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings,
-           config: HybridConfig = HYBRID) -> list[Result]:
+def hybrid(
+    r: Retriever, query: str, vector, k: int, settings: RetrievalSettings, config: HybridConfig = HYBRID
+) -> list[Result]:
     """Fused seeds in fused order, each followed by the entity sets downstream of it."""
     fused = fused_seeds(r, query, vector, settings, config)
     seeds = fused[:k]
@@ -470,7 +544,7 @@ def _grown(r: Retriever, seed: _Seed, hops: tuple, config: HybridConfig, order: 
     chain = [(row, path) for row, path in r.chain(start, *hops) if row != seed.row]
     if config.rank_expansions:  # nearest hop first, then the most similar to the query
         chain = sorted(chain, key=lambda c: (len(c[1]), -order.get(c[0], 0.0)))
-    return chain[:config.per_seed] if config.per_seed else chain
+    return chain[: config.per_seed] if config.per_seed else chain
 
 
 def _joined(prefix: tuple, path: tuple) -> tuple:
@@ -484,8 +558,10 @@ def chunkrag(r: Retriever, query: str, vector, k: int, settings: RetrievalSettin
     """Raw-metadata chunks nearest to the query, mapped back to the entity sets they describe."""
     chunks = r.index.items["chunk"]
     if not chunks:
-        raise ProcessKGError("the index has no metadata chunks: rebuild it with "
-                             "`kg index --store DIR --odata METADATA_DIR` to use --method chunkrag")
+        raise ProcessKGError(
+            "the index has no metadata chunks: rebuild it with "
+            "`kg index --store DIR --odata METADATA_DIR` to use --method chunkrag"
+        )
     ids, sims = r.index.hnsw["chunk"].search(vector, k * CHUNKS_PER_RESULT)
     out = _Ranking(k)
     for i, sim in zip(ids.tolist(), sims.tolist()):
@@ -508,16 +584,29 @@ class Method:
 
 #: The registry of retrieval methods, baselines first. ``kg retrieve --method`` offers these,
 #: ``kg eval retrieval`` runs them all by default, ``kg eval socbench`` those without chunks.
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("dense", "cosine nearest summaries (HNSW over one text per entity set or operation)", dense),
-    Method("tokens", "BM25 (bm25s, Lucene) over the same summaries: the lexical baseline", tokens, dense=False),
-    Method("chunkrag", "the paper's baseline: nearest raw-metadata chunks, mapped back to entity sets",
-           chunkrag, chunks=True),
-    Method("hybrid-paper", "the paper's algorithm: dense seeds, each followed by its process-chain expansion",
-           hybrid_paper),
-    Method("hybrid", "reciprocal rank fusion of dense, activity chain, BM25 and activity lists (and "
-           "navigation targets for object queries), each seed followed by its best downstream entity set",
-           hybrid),
-)}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("dense", "cosine nearest summaries (HNSW over one text per entity set or operation)", dense),
+        Method("tokens", "BM25 (bm25s, Lucene) over the same summaries: the lexical baseline", tokens, dense=False),
+        Method(
+            "chunkrag",
+            "the paper's baseline: nearest raw-metadata chunks, mapped back to entity sets",
+            chunkrag,
+            chunks=True,
+        ),
+        Method(
+            "hybrid-paper",
+            "the paper's algorithm: dense seeds, each followed by its process-chain expansion",
+            hybrid_paper,
+        ),
+        Method(
+            "hybrid",
+            "reciprocal rank fusion of dense, activity chain, BM25 and activity lists (and "
+            "navigation targets for object queries), each seed followed by its best downstream entity set",
+            hybrid,
+        ),
+    )
+}
 
-__all__ = ["METHODS", "Method", "Result", "Retriever", "RetrievalSettings", "tokenize"]
+__all__ = ["METHODS", "Method", "Result", "RetrievalSettings", "Retriever", "tokenize"]

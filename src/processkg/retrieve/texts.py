@@ -35,6 +35,7 @@ TELLING = 8  # non-key properties per summary
 
 # ---------------------------------------------------------------- words
 
+
 def split_name(name: str) -> list[str]:
     """``A_OutbDeliveryHeader`` -> ``['A', 'Outb', 'Delivery', 'Header']``."""
     return _TOKEN.findall(name or "")
@@ -69,7 +70,7 @@ class Lexicon:
         for text in names:
             self.counts.update(w.lower() for w in words_of(text))
         self.words = dictionary()
-        full = (self.words | label_words)
+        full = self.words | label_words
         self.full = frozenset(w for w in self.counts if w in full and len(w) > 2 and not self._short(w))
         self._memo: dict = {}
         self._pieces: dict = {}
@@ -152,6 +153,7 @@ def words_of(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- entity sets
 
+
 @dataclass
 class SetItem:
     iri: str
@@ -202,8 +204,9 @@ def _label_or_phrase(lex: Lexicon, name: str, label: str | None) -> str:
     return f"{label} ({phrase})" if phrase and phrase not in label.lower() else label
 
 
-def set_summary(item: SetItem, type_label: str | None, facts: TypeFacts, lex: Lexicon,
-                df: Counter, n_types: int) -> str:
+def set_summary(
+    item: SetItem, type_label: str | None, facts: TypeFacts, lex: Lexicon, df: Counter, n_types: int
+) -> str:
     """One paragraph per EntitySet: what the index embeds and what BM25 scores."""
     parts = [f"{lex.phrase(item.name)} ({item.name})."]
     for label in dict.fromkeys(x for x in (item.label, type_label) if x and x != item.name):
@@ -244,21 +247,29 @@ def set_items(store, lex: Lexicon | None = None) -> list[SetItem]:
 
 # ---------------------------------------------------------------- OpenAPI operations
 
+
 def operation_items(store) -> list[SetItem]:
     """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
     under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
     inputs: dict = defaultdict(list)
     for r in _rows(store, "openapi-endpoint-inputs"):
         inputs[r["op"]].append(r)
-    return [SetItem(r["op"], r["service"], r["name"], r["summary"] or "", "", endpoint_text(r, inputs[r["op"]]),
-                    operation=True) for r in _rows(store, "openapi-endpoints")]
+    return [
+        SetItem(
+            r["op"], r["service"], r["name"], r["summary"] or "", "", endpoint_text(r, inputs[r["op"]]), operation=True
+        )
+        for r in _rows(store, "openapi-endpoints")
+    ]
 
 
 def endpoint_text(op: dict, inputs: list) -> str:
     """Summary, description, method and path, inputs, service title: most telling first, since
     the encoder truncates long texts at the end."""
-    lines = [_sentence(op.get("summary")), _sentence(op.get("description")),
-             f"{op['method']} {op['path']} ({' '.join(_lower_words(op['path']))})"]
+    lines = [
+        _sentence(op.get("summary")),
+        _sentence(op.get("description")),
+        f"{op['method']} {op['path']} ({' '.join(_lower_words(op['path']))})",
+    ]
     params = [i for i in inputs if i["location"] != "body"]
     body = [i for i in inputs if i["location"] == "body"]
     if params:
@@ -288,6 +299,7 @@ def _lower_words(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- activities
+
 
 @dataclass
 class ActivityItem:
@@ -371,8 +383,9 @@ def _target_name(target: str) -> str:
     return head.rsplit(".", 1)[-1].split("(", 1)[0]
 
 
-def file_chunks(text: str, file: str, sets_by_type: dict, sets_by_name: dict,
-                size: int = CHUNK_CHARS) -> list[ChunkItem]:
+def file_chunks(
+    text: str, file: str, sets_by_type: dict, sets_by_name: dict, size: int = CHUNK_CHARS
+) -> list[ChunkItem]:
     """Chunks of one metadata file mapped to the entity sets they describe; unmapped ones dropped."""
     described = described_types(text)
     declared = [(m.start(), m.end(), m.group(1)) for m in _SET.finditer(text)]

@@ -35,8 +35,19 @@ from processkg.validate.payload_shapes import Model, Nav, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
 MAX_BODY = 1_000_000
-READ_OPTIONS = {"$filter", "$select", "$expand", "$orderby", "$top", "$skip", "$count", "$inlinecount", "$format",
-                "sap-client", "sap-language"}
+READ_OPTIONS = {
+    "$filter",
+    "$select",
+    "$expand",
+    "$orderby",
+    "$top",
+    "$skip",
+    "$count",
+    "$inlinecount",
+    "$format",
+    "sap-client",
+    "sap-language",
+}
 METHODS = ["GET", "POST", "PATCH", "PUT", "MERGE", "DELETE"]
 
 
@@ -68,8 +79,9 @@ class HTTPError(Exception):
 class Server:
     """The state behind the application: model, data, validator and recording."""
 
-    def __init__(self, model: Model, validator: Validator, data: Data, recorder: Recorder | None = None,
-                 csrf: bool = True):
+    def __init__(
+        self, model: Model, validator: Validator, data: Data, recorder: Recorder | None = None, csrf: bool = True
+    ):
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
         self.validate_lock = threading.Lock()
@@ -79,17 +91,25 @@ class Server:
     def check_csrf(self, method: str, headers: dict[str, str]) -> None:
         """SAP's protocol: a modifying request carries the token a GET with ``x-csrf-token: Fetch`` got."""
         if self.csrf and method not in ("GET", "HEAD") and headers.get("x-csrf-token") != self.csrf_token:
-            raise HTTPError(403, "csrf-token-required",
-                            "CSRF token validation failed: fetch one with a GET and the header x-csrf-token: Fetch")
+            raise HTTPError(
+                403,
+                "csrf-token-required",
+                "CSRF token validation failed: fetch one with a GET and the header x-csrf-token: Fetch",
+            )
 
     # ------------------------------------------------------------ routing
     def resource(self, path: str) -> Resource:
         for root in sorted(self.roots, key=len, reverse=True):
             if path == root.rstrip("/") or path.startswith(root):
-                rest = [_segment(unquote(s)) for s in split_top(path[len(root):], "/") if s]
+                rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
                 return Resource(self.roots[root], root, rest)
-        raise HTTPError(404, "not-found", f"no service at {path}; services are served under "
-                        + ", ".join(sorted(self.roots)[:3]) + (" ..." if len(self.roots) > 3 else ""))
+        raise HTTPError(
+            404,
+            "not-found",
+            f"no service at {path}; services are served under "
+            + ", ".join(sorted(self.roots)[:3])
+            + (" ..." if len(self.roots) > 3 else ""),
+        )
 
     def version(self, service: str) -> str:
         return self.model.services[service].version
@@ -138,7 +158,7 @@ class Server:
     def walk(self, res: Resource) -> tuple[Table, list[dict], bool]:
         """Follow entity set, key and navigation segments; the last table, its records, single or not."""
         table = self.table(res)
-        name, key = res.rest[0]
+        _name, key = res.rest[0]
         records = list(table.rows.values())
         single = key is not None
         if key is not None:
@@ -167,7 +187,7 @@ class Server:
     def paged(self, table: Table, records: list[dict], query: dict[str, str]) -> list[dict]:
         skip = count_option(query.get("$skip"), "$skip") or 0
         top = count_option(query.get("$top"), "$top")
-        return records[skip:] if top is None else records[skip:skip + top]
+        return records[skip:] if top is None else records[skip : skip + top]
 
     def shape(self, table: Table, record: dict, base: str, query: dict[str, str]) -> dict[str, object]:
         select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
@@ -208,8 +228,11 @@ class Server:
         with self.data.lock:
             record = self.insert(table, payload, {})
         item = odata_json.entity(table.type, record, res.root, table.name)
-        return JSONResponse(odata_json.single(table.type, item, table.name), status_code=201,
-                            headers={"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"})
+        return JSONResponse(
+            odata_json.single(table.type, item, table.name),
+            status_code=201,
+            headers={"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"},
+        )
 
     def insert(self, table: Table, payload: dict, inherited: dict[str, object]) -> dict[str, object]:
         """Store ``payload`` (deep insert along navigation properties); keys the client left out are assigned."""
@@ -286,7 +309,7 @@ def parse_key(t: TypeInfo, text: str) -> tuple[str, ...]:
 
 def _unquote_literal(text: str) -> str:
     if "'" in text and text.endswith("'"):
-        return text[text.index("'") + 1:-1].replace("''", "'")
+        return text[text.index("'") + 1 : -1].replace("''", "'")
     return text
 
 
@@ -348,25 +371,36 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
     root = server.resource(urlsplit(url).path).root
     content_type = headers.get("content-type", "")
     try:
-        items = batch_mod.parse_json(raw) if content_type.startswith("application/json") \
+        items = (
+            batch_mod.parse_json(raw)
+            if content_type.startswith("application/json")
             else batch_mod.parse_multipart(content_type, raw)
+        )
     except (ValueError, json.JSONDecodeError) as exc:
         raise HTTPError(400, "malformed", f"$batch: {exc}") from None
 
     def handle(part: batch_mod.Part) -> batch_mod.Answer:
         target = part.url if part.url.startswith("/") else root + part.url
         response = answer(server, part.method, target, {**part.headers, "x-csrf-token": server.csrf_token}, part.body)
-        return batch_mod.Answer(response.status_code, {"content-type": response.headers.get("content-type", "")},
-                                bytes(response.body), part.content_id)
+        return batch_mod.Answer(
+            response.status_code,
+            {"content-type": response.headers.get("content-type", "")},
+            bytes(response.body),
+            part.content_id,
+        )
 
     with server.data.lock:
-        answers = batch_mod.run(items, handle, lambda: batch_mod.copy_tables(server.data.tables),
-                                lambda saved: server.data.restore(saved))
+        answers = batch_mod.run(
+            items, handle, lambda: batch_mod.copy_tables(server.data.tables), lambda saved: server.data.restore(saved)
+        )
     if content_type.startswith("application/json"):
         return Response(batch_mod.render_json(answers), media_type="application/json")
     media, body = batch_mod.render_multipart(answers)
-    return Response(body, status_code=202 if server.version(server.resource(urlsplit(url).path).service).startswith("2")
-                    else 200, media_type=media)
+    return Response(
+        body,
+        status_code=202 if server.version(server.resource(urlsplit(url).path).service).startswith("2") else 200,
+        media_type=media,
+    )
 
 
 def dispatch(server: Server, method: str, url: str, body: object) -> Response:
@@ -404,5 +438,6 @@ def _error_response(server: Server, url: str, exc: HTTPError) -> JSONResponse:
 def open_server(store: Path, record: Path | None = None, data: Path | None = None, csrf: bool = True) -> Server:
     """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder."""
     validator = Validator(store)
-    return Server(validator.model, validator, Data(validator.model, folder=data),
-                  Recorder(record) if record else None, csrf=csrf)
+    return Server(
+        validator.model, validator, Data(validator.model, folder=data), Recorder(record) if record else None, csrf=csrf
+    )

@@ -44,7 +44,8 @@ Handler = Callable[[Part], Answer]
 def parse_multipart(content_type: str, raw: bytes) -> list[Part | list[Part]]:
     """The requests of a multipart batch; a change set is a list of requests."""
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
     if not message.is_multipart():
         raise ValueError("a $batch body must be multipart/mixed with a boundary")
     items: list[Part | list[Part]] = []
@@ -73,8 +74,9 @@ def _header(line: str) -> tuple[str, str]:
     return name.strip().lower(), value.strip()
 
 
-def run(items: list[Part | list[Part]], handle: Handler, snapshot: Callable[[], object],
-        restore: Callable[[object], None]) -> list[Answer | list[Answer]]:
+def run(
+    items: list[Part | list[Part]], handle: Handler, snapshot: Callable[[], object], restore: Callable[[object], None]
+) -> list[Answer | list[Answer]]:
     """Answer every request; a change set that fails anywhere is rolled back and answers with that failure."""
     answers: list[Answer | list[Answer]] = []
     for item in items:
@@ -130,9 +132,13 @@ def parse_json(raw: bytes) -> list[Part | list[Part]]:
         if not isinstance(r, dict):
             raise ValueError("each request of a JSON batch is an object")
         body = r.get("body")
-        part = Part(str(r.get("method", "GET")).upper(), str(r.get("url", "")), {k.lower(): str(v) for k, v in
-                    (r.get("headers") or {}).items()}, json.dumps(body).encode() if body is not None else b"",
-                    str(r.get("id")) if r.get("id") is not None else None)
+        part = Part(
+            str(r.get("method", "GET")).upper(),
+            str(r.get("url", "")),
+            {k.lower(): str(v) for k, v in (r.get("headers") or {}).items()},
+            json.dumps(body).encode() if body is not None else b"",
+            str(r.get("id")) if r.get("id") is not None else None,
+        )
         group = r.get("atomicityGroup")
         if group is None:
             items.append(part)
@@ -148,8 +154,11 @@ def render_json(answers: list[Answer | list[Answer]]) -> bytes:
     out = []
     for answer in answers:
         for a in answer if isinstance(answer, list) else [answer]:
-            body = json.loads(a.body) if a.body and a.headers.get("content-type", "").startswith("application/json") \
+            body = (
+                json.loads(a.body)
+                if a.body and a.headers.get("content-type", "").startswith("application/json")
                 else (a.body.decode() if a.body else None)
+            )
             out.append({"id": a.content_id, "status": a.status, "headers": a.headers, "body": body})
     return json.dumps({"responses": out}).encode()
 
@@ -158,6 +167,17 @@ def copy_tables(tables: dict) -> object:
     return copy.deepcopy({k: t.rows for k, t in tables.items()})
 
 
-_REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-            405: "Method Not Allowed", 409: "Conflict", 412: "Precondition Failed", 413: "Payload Too Large",
-            500: "Internal Server Error", 501: "Not Implemented"}
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    204: "No Content",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    412: "Precondition Failed",
+    413: "Payload Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+}

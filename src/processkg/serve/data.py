@@ -50,9 +50,12 @@ class Data:
     def __init__(self, model: Model, rows: int = ROWS, folder: Path | None = None) -> None:
         self.model = model
         self.lock = threading.RLock()
-        self.tables = {(s.name, name): Table(s.name, name, model.types[t])
-                       for s in model.services.values() for name, (t, _c) in sorted(s.sets.items())
-                       if t in model.types}
+        self.tables = {
+            (s.name, name): Table(s.name, name, model.types[t])
+            for s in model.services.values()
+            for name, (t, _c) in sorted(s.sets.items())
+            if t in model.types
+        }
         for table in self.tables.values():
             _fill(table, rows)
         if folder is not None:
@@ -92,8 +95,10 @@ class Data:
 
     def target(self, table: Table, nav: Nav) -> Table | None:
         """The table a navigation property leads to: an entity set of its target type in the same service."""
-        return next((t for (svc, _), t in sorted(self.tables.items())
-                     if svc == table.service and t.type.iri == nav.target), None)
+        return next(
+            (t for (svc, _), t in sorted(self.tables.items()) if svc == table.service and t.type.iri == nav.target),
+            None,
+        )
 
     def related(self, table: Table, record: dict[str, object], nav: Nav) -> tuple[Table | None, list[dict]]:
         target = self.target(table, nav)
@@ -132,8 +137,9 @@ def _canonical_record(table: Table, record: dict, i: int, path: Path) -> dict[st
 
 def _fill(table: Table, rows: int) -> None:
     for i in range(rows):
-        record = {p.name: value for p in table.type.props.values()
-                  if (value := generated(p, table.name, i)) is not None}
+        record = {
+            p.name: value for p in table.type.props.values() if (value := generated(p, table.name, i)) is not None
+        }
         table.rows[table.key_of(record)] = record
 
 
@@ -154,7 +160,7 @@ def _string(prop: Prop, set_name: str, i: int) -> str:
     if prop.key or width <= 10:
         return str(i + 1).zfill(min(width, 10))[-width:]
     number = str(i + 1)
-    return f"{prop.name[:width - len(number) - 1]} {number}"
+    return f"{prop.name[: width - len(number) - 1]} {number}"
 
 
 def _day(i: int) -> dt.date:

@@ -32,8 +32,9 @@ def _key_literal(edm: str, value: object, v2: bool) -> str:
     return text
 
 
-def entity(t: TypeInfo, record: dict[str, object], base: str, set_name: str,
-           select: list[str] | None = None) -> dict[str, object]:
+def entity(
+    t: TypeInfo, record: dict[str, object], base: str, set_name: str, select: list[str] | None = None
+) -> dict[str, object]:
     """One record as a JSON object; ``base`` is the service root URL."""
     v2 = is_v2(t)
     out: dict[str, object] = {}

@@ -17,16 +17,20 @@ from processkg.errors import ServeQueryError, UnsupportedQueryError
 from processkg.serve.values import comparable
 from processkg.validate.payload_shapes import TypeInfo
 
-TOKEN = re.compile(r"""
+TOKEN = re.compile(
+    r"""
     (?P<string>'(?:[^']|'')*')
   | (?P<typed>(?:datetime|datetimeoffset|guid|time|binary|X)'(?:[^']|'')*')
   | (?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[mMdDfFlL]?)
   | (?P<name>[A-Za-z_][\w.]*(?:/[A-Za-z_][\w.]*)*)
   | (?P<symbol>[(),])
   | (?P<space>\s+)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 COMPARE: dict[str, Callable[[object, object], bool]] = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
     "gt": lambda a, b: a is not None and b is not None and a > b,  # type: ignore[operator]
     "ge": lambda a, b: a is not None and b is not None and a >= b,  # type: ignore[operator]
     "lt": lambda a, b: a is not None and b is not None and a < b,  # type: ignore[operator]
@@ -144,7 +148,7 @@ def _literal(kind: str, text: str) -> Callable[[dict], object]:
     if kind == "string":
         value: object = text[1:-1].replace("''", "'")
     elif kind == "typed":
-        value = text[text.index("'") + 1:-1]
+        value = text[text.index("'") + 1 : -1]
     elif kind == "number":
         value = text.rstrip("mMdDfFlL")
     else:
@@ -157,7 +161,7 @@ def tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = TOKEN.match(text, pos)
         if m is None:
-            raise ServeQueryError(f"$filter: cannot read {text[pos:pos + 20]!r}")
+            raise ServeQueryError(f"$filter: cannot read {text[pos : pos + 20]!r}")
         if m.lastgroup != "space":
             out.append((m.lastgroup or "", m.group()))
         pos = m.end()
@@ -191,6 +195,7 @@ def _sort_key(edm: str, name: str) -> Callable[[dict], tuple]:
     def key(r: dict) -> tuple:
         value = comparable(r.get(name), edm)
         return (value is not None, value if value is not None else 0)
+
     return key
 
 

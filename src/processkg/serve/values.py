@@ -13,10 +13,9 @@ from decimal import Decimal, InvalidOperation
 
 from processkg.validate import literals
 
-NUMERIC = {"Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Decimal", "Edm.Double",
-           "Edm.Single"}
+NUMERIC = {"Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Decimal", "Edm.Double", "Edm.Single"}
 V2_STRING_NUMBERS = {"Edm.Int64", "Edm.Decimal"}
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def canonical(value: object, edm_type: str, v2: bool) -> object:
@@ -48,7 +47,7 @@ def _moment(text: str) -> dt.datetime | None:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def to_json(value: object, edm_type: str, v2: bool) -> object:
@@ -69,7 +68,11 @@ def _number(text: str) -> int | float | str:
         number = Decimal(text)
     except InvalidOperation:
         return text
-    return int(number) if number == number.to_integral_value() and "." not in text and "E" not in text.upper() else float(number)
+    return (
+        int(number)
+        if number == number.to_integral_value() and "." not in text and "E" not in text.upper()
+        else float(number)
+    )
 
 
 def _v2_date(text: str) -> str:

@@ -52,8 +52,9 @@ def read_bindings(path: Path, display: str | None = None) -> list[Binding]:
         root = yaml.compose(Path(path).read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise CodeListError(f"not valid YAML: {getattr(exc, 'problem', exc)}", name,
-                            mark.line + 1 if mark else None) from None
+        raise CodeListError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}", name, mark.line + 1 if mark else None
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CodeListError(f"cannot read code-binding file: {exc}", name) from None
     return _bindings(_bindings_node(root, name), name)

@@ -49,14 +49,16 @@ def _rows(path: Path):
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         last = reader.line_num
         if missing:
-            raise CodeListError(f"code list lacks column(s) {', '.join(missing)}; expected "
-                                "value_list,code,description[,service]", str(path), 1)
+            raise CodeListError(
+                f"code list lacks column(s) {', '.join(missing)}; expected value_list,code,description[,service]",
+                str(path),
+                1,
+            )
         for count, row in enumerate(reader, start=1):
             last = reader.line_num
             yield _row(path, row, last, count)
     except csv.Error as exc:
-        raise CodeListError(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path),
-                            last + 1) from None
+        raise CodeListError(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None
 
 
 def _row(path: Path, row: dict, line: int, count: int) -> tuple[str, str, str, str, int]:

@@ -24,8 +24,11 @@ def discover_marked(roots: list[Path] | list[str], suffixes: tuple[str, ...]) ->
         if root.is_file():
             found.append((root, root.name, True))
         elif root.is_dir():
-            found.extend((p, f"{root.name}/{p.relative_to(root).as_posix()}", False)
-                         for p in sorted(root.rglob("*")) if _wanted(p, suffixes))
+            found.extend(
+                (p, f"{root.name}/{p.relative_to(root).as_posix()}", False)
+                for p in sorted(root.rglob("*"))
+                if _wanted(p, suffixes)
+            )
         elif root.exists():
             raise ProcessKGError(f"{root}: not a regular file or folder (a device, pipe or socket is not read)")
         else:

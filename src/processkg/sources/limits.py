@@ -28,8 +28,7 @@ MAX_BYTES = {
 MAX_CODE_ROWS = 50_000
 
 
-def read_bytes(path: Path | str, kind: str, display: str | None = None,
-               error: type[InputError] = InputError) -> bytes:
+def read_bytes(path: Path | str, kind: str, display: str | None = None, error: type[InputError] = InputError) -> bytes:
     """The whole file, after checking that it is a regular file within ``MAX_BYTES[kind]``;
     problems raise ``error`` (the reader's own error class)."""
     name = display or str(path)
@@ -49,8 +48,7 @@ def read_bytes(path: Path | str, kind: str, display: str | None = None,
     return data
 
 
-def read_text(path: Path | str, kind: str, display: str | None = None,
-              error: type[InputError] = InputError) -> str:
+def read_text(path: Path | str, kind: str, display: str | None = None, error: type[InputError] = InputError) -> str:
     """:func:`read_bytes` decoded as UTF-8 (a BOM is dropped); bad bytes name the file and line."""
     data = read_bytes(path, kind, display, error)
     try:

@@ -57,8 +57,9 @@ def read_mapping(path: Path, display: str | None = None) -> list[MappingEntry]:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise MappingError(f"not valid YAML: {getattr(exc, 'problem', exc)}", name,
-                           mark.line + 1 if mark else None) from None
+        raise MappingError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}", name, mark.line + 1 if mark else None
+        ) from None
     _refuse_duplicate_keys(root, name)
     items = _mappings_node(root, name)
     return [_entry(node, name) for node in items]
@@ -73,8 +74,12 @@ def _refuse_duplicate_keys(root, name: str) -> None:
             seen: dict = {}
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.value in seen:
-                    raise MappingError(f"duplicate key {key.value!r} (first at line {seen[key.value]}); "
-                                       "YAML would keep only the last one", name, key.start_mark.line + 1)
+                    raise MappingError(
+                        f"duplicate key {key.value!r} (first at line {seen[key.value]}); "
+                        "YAML would keep only the last one",
+                        name,
+                        key.start_mark.line + 1,
+                    )
                 if isinstance(key, yaml.ScalarNode):
                     seen[key.value] = key.start_mark.line + 1
                 todo.append(value)
@@ -103,22 +108,28 @@ def _entry(node, name: str) -> MappingEntry:
         raise MappingError(f"mapping entry lacks {', '.join(missing)}", name, line)
     mode = str(values["mode"]).strip().lower()
     if mode not in MODES:
-        raise MappingError(f"mode must be read or write, not {values['mode']!r}", name,
-                           scalars["mode"].start_mark.line + 1)
+        raise MappingError(
+            f"mode must be read or write, not {values['mode']!r}", name, scalars["mode"].start_mark.line + 1
+        )
     return MappingEntry(
-        str(values["process"]), str(values["activity"]), str(values["service"]),
-        str(values["entity_set"]), mode, line, str(values.get("file", "")),
+        str(values["process"]),
+        str(values["activity"]),
+        str(values["service"]),
+        str(values["entity_set"]),
+        mode,
+        line,
+        str(values.get("file", "")),
     )
 
 
 def resolve_entry(entry: MappingEntry, activities: list[ActivityRef], entity_sets: dict, name: str):
     """Return ([activity refs], [entity set IRIs]) for one entry, or raise MappingError."""
-    in_process = [a for a in activities if a.process == entry.process
-                  and (not entry.file or a.file.endswith(entry.file))]
+    in_process = [
+        a for a in activities if a.process == entry.process and (not entry.file or a.file.endswith(entry.file))
+    ]
     if not in_process:
         raise MappingError(f"process {entry.process!r} is not in any BPMN file of this build", name, entry.line)
-    acts = [a for a in in_process if a.id == entry.activity] or \
-           [a for a in in_process if a.name == entry.activity]
+    acts = [a for a in in_process if a.id == entry.activity] or [a for a in in_process if a.name == entry.activity]
     if not acts:
         raise MappingError(
             f"process {entry.process!r} has no activity with id or name {entry.activity!r}", name, entry.line
@@ -128,14 +139,11 @@ def resolve_entry(entry: MappingEntry, activities: list[ActivityRef], entity_set
         raise MappingError(f"service {entry.service!r} is not in this build", name, entry.line)
     targets = sets.get(entry.entity_set)
     if not targets:
-        raise MappingError(
-            f"service {entry.service!r} has no EntitySet {entry.entity_set!r}", name, entry.line
-        )
+        raise MappingError(f"service {entry.service!r} has no EntitySet {entry.entity_set!r}", name, entry.line)
     return acts, targets
 
 
-def lift_mapping(entries: list[MappingEntry], activities: list[ActivityRef], entity_sets: dict,
-                 name: str) -> list:
+def lift_mapping(entries: list[MappingEntry], activities: list[ActivityRef], entity_sets: dict, name: str) -> list:
     """``uses:entitySet`` / ``uses:reads`` / ``uses:writes`` edges plus a ``uses:Usage`` per edge."""
     t = Triples(name)
     for entry in entries:

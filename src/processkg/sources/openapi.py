@@ -27,9 +27,16 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from processkg.errors import (
+    MalformedJSONError,
+    NotOpenAPIError,
+    OpenAPIReferenceError,
+    OpenAPIStructureError,
+    ProcessKGError,
+    UnsupportedOpenAPIError,
+)
 from processkg.sources.discover import OPENAPI_SUFFIXES, discover_marked
 from processkg.sources.limits import read_bytes
-from processkg.errors import MalformedJSONError, NotOpenAPIError, OpenAPIReferenceError, OpenAPIStructureError, ProcessKGError, UnsupportedOpenAPIError
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT
 
@@ -48,6 +55,7 @@ _NEWLINE = re.compile(r"\n")
 
 
 # ---------------------------------------------------------------- JSON with line numbers
+
 
 class JSONObject(dict):
     """A JSON object that remembers the line of its opening brace."""
@@ -105,6 +113,7 @@ def line_of(node) -> int | None:
 
 # ---------------------------------------------------------------- JSON pointers and $ref
 
+
 def pointer(parts) -> str:
     """A JSON pointer (URI fragment form) for a path of keys and indexes: ``#/paths/~1x/get``."""
     return "#" + "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
@@ -123,7 +132,10 @@ class References:
         if not ref.startswith("#"):
             raise OpenAPIReferenceError(
                 f"at {pointer(where)}: $ref {ref!r} points outside the document; only local references "
-                f"(#/...) are resolved", self.file, line)
+                f"(#/...) are resolved",
+                self.file,
+                line,
+            )
         node = self.root
         for token in _ref_path(ref):
             if isinstance(node, dict) and token in node:
@@ -131,8 +143,9 @@ class References:
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                raise OpenAPIReferenceError(f"at {pointer(where)}: $ref {ref!r} points at nothing in the document",
-                                            self.file, line)
+                raise OpenAPIReferenceError(
+                    f"at {pointer(where)}: $ref {ref!r} points at nothing in the document", self.file, line
+                )
         return node
 
     def follow(self, node, where: tuple):
@@ -151,8 +164,11 @@ class References:
                 chain = " -> ".join(seen + [ref])
                 raise OpenAPIReferenceError(f"at {pointer(where)}: circular $ref {chain}", self.file, line_of(node))
             if len(seen) == MAX_REF_CHAIN:
-                raise OpenAPIReferenceError(f"at {pointer(where)}: a $ref chain longer than {MAX_REF_CHAIN} "
-                                            f"references (from {start})", self.file, line_of(node))
+                raise OpenAPIReferenceError(
+                    f"at {pointer(where)}: a $ref chain longer than {MAX_REF_CHAIN} references (from {start})",
+                    self.file,
+                    line_of(node),
+                )
             seen.append(ref)
             node = self.target(ref, where, line_of(node))
             where = _ref_path(ref)
@@ -180,6 +196,7 @@ def _ref_path(ref: str) -> tuple:
 
 
 # ---------------------------------------------------------------- the document model
+
 
 @dataclass
 class Parameter:
@@ -235,6 +252,7 @@ def service_name(path: Path) -> str:
 
 # ---------------------------------------------------------------- reading
 
+
 def read_spec(path: Path, display: str | None = None, name: str | None = None) -> Spec:
     """Read one OpenAPI 3 JSON document: check every $ref (pass 1), then read operations (pass 2)."""
     display = display or Path(path).name
@@ -244,8 +262,14 @@ def read_spec(path: Path, display: str | None = None, name: str | None = None) -
     refs.check_all()
     reader = _Reader(refs, display)
     info = reader.obj(root.get("info", {}), ("info",))
-    spec = Spec(display, name or service_name(Path(path)), version, _text(info.get("title")),
-                _text(info.get("description")), line=line_of(root))
+    spec = Spec(
+        display,
+        name or service_name(Path(path)),
+        version,
+        _text(info.get("title")),
+        _text(info.get("description")),
+        line=line_of(root),
+    )
     servers = reader.arr(root.get("servers", []), ("servers",))
     spec.servers = [s["url"] for s in servers if isinstance(s, dict) and isinstance(s.get("url"), str)]
     paths = reader.obj(root.get("paths", {}), ("paths",))
@@ -261,13 +285,17 @@ def _version(root, display: str) -> str:
     if "swagger" in root and "openapi" not in root:
         raise UnsupportedOpenAPIError(
             f"Swagger/OpenAPI {root.get('swagger')} is not supported: convert it to OpenAPI 3 "
-            f"(https://spec.openapis.org/oas/v3.0.3)", display, line_of(root))
+            f"(https://spec.openapis.org/oas/v3.0.3)",
+            display,
+            line_of(root),
+        )
     version = root.get("openapi")
     if version is None:
-        raise NotOpenAPIError("not an OpenAPI document: no top-level \"openapi\" field", display, line_of(root))
+        raise NotOpenAPIError('not an OpenAPI document: no top-level "openapi" field', display, line_of(root))
     if not isinstance(version, str) or not version.startswith("3."):
-        raise UnsupportedOpenAPIError(f"OpenAPI version {version!r} is not supported (3.0 and 3.1 are)",
-                                      display, line_of(root))
+        raise UnsupportedOpenAPIError(
+            f"OpenAPI version {version!r} is not supported (3.0 and 3.1 are)", display, line_of(root)
+        )
     return version
 
 
@@ -283,8 +311,9 @@ class _Reader:
         self.file = file
 
     def _wrong(self, where: tuple, node, expected: str) -> OpenAPIStructureError:
-        return OpenAPIStructureError(f"at {pointer(where)}: expected {expected}, found {_kind(node)}",
-                                     self.file, line_of(node))
+        return OpenAPIStructureError(
+            f"at {pointer(where)}: expected {expected}, found {_kind(node)}", self.file, line_of(node)
+        )
 
     def obj(self, node, where: tuple) -> dict:
         return self.followed(node, where)[0]
@@ -305,13 +334,22 @@ class _Reader:
         where = ("paths", path)
         item = self.obj(node, where)
         shared = self._parameters(item.get("parameters", []), where + ("parameters",))
-        return [self._operation(path, method, item[method], where + (method,), shared)
-                for method in item if method in HTTP_METHODS]
+        return [
+            self._operation(path, method, item[method], where + (method,), shared)
+            for method in item
+            if method in HTTP_METHODS
+        ]
 
     def _operation(self, path: str, method: str, node, where: tuple, shared: list) -> Operation:
         op_node = self.obj(node, where)
-        op = Operation(method.upper(), path, _text(op_node.get("operationId")), _text(op_node.get("summary")),
-                       _text(op_node.get("description")), line=line_of(op_node))
+        op = Operation(
+            method.upper(),
+            path,
+            _text(op_node.get("operationId")),
+            _text(op_node.get("summary")),
+            _text(op_node.get("description")),
+            line=line_of(op_node),
+        )
         tags = op_node.get("tags")
         op.tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
         own = self._parameters(op_node.get("parameters", []), where + ("parameters",))
@@ -334,10 +372,14 @@ class _Reader:
         node = self.obj(raw, where)
         name, location = node.get("name"), node.get("in")
         if not isinstance(name, str) or not name:
-            raise OpenAPIStructureError(f"at {pointer(where)}: a parameter needs a \"name\"", self.file, line_of(node))
+            raise OpenAPIStructureError(f'at {pointer(where)}: a parameter needs a "name"', self.file, line_of(node))
         if location not in LOCATIONS:
-            raise OpenAPIStructureError(f"at {pointer(where)}: parameter {name!r} has \"in\": {location!r}; "
-                                        f"expected one of {', '.join(LOCATIONS)}", self.file, line_of(node))
+            raise OpenAPIStructureError(
+                f'at {pointer(where)}: parameter {name!r} has "in": {location!r}; '
+                f"expected one of {', '.join(LOCATIONS)}",
+                self.file,
+                line_of(node),
+            )
         required = location == "path" or node.get("required") is True
         param = Parameter(name, location, required, description=_text(node.get("description")), line=line_of(node))
         schema = node.get("schema")
@@ -375,22 +417,28 @@ class _Reader:
         if "schema" not in media_node:
             return
         taken = {(p.location, p.name) for p in op.parameters}
-        for param in self._fields(media_node["schema"], where + ("content", media, "schema"),
-                                  body.get("required") is True, set()):
+        for param in self._fields(
+            media_node["schema"], where + ("content", media, "schema"), body.get("required") is True, set()
+        ):
             if ("body", param.name) not in taken:
                 taken.add(("body", param.name))
                 op.parameters.append(param)
 
-    def _fields(self, node, where: tuple, required: bool, seen: set, budget: list[int] | None = None
-                ) -> list[Parameter]:
+    def _fields(
+        self, node, where: tuple, required: bool, seen: set, budget: list[int] | None = None
+    ) -> list[Parameter]:
         """The top-level properties of a request-body schema (allOf merged, oneOf/anyOf united);
         at most :data:`MAX_SCHEMA_NODES` schema nodes are expanded (``budget`` counts them down)."""
         budget = budget if budget is not None else [MAX_SCHEMA_NODES]
         budget[0] -= 1
         if budget[0] < 0:
-            raise OpenAPIStructureError(f"at {pointer(where)}: the request body expands to more than "
-                                        f"{MAX_SCHEMA_NODES:,} schema nodes (allOf/oneOf/anyOf nested too "
-                                        f"widely)", self.file, line_of(node))
+            raise OpenAPIStructureError(
+                f"at {pointer(where)}: the request body expands to more than "
+                f"{MAX_SCHEMA_NODES:,} schema nodes (allOf/oneOf/anyOf nested too "
+                f"widely)",
+                self.file,
+                line_of(node),
+            )
         schema, where = self.followed(node, where)
         if id(schema) in seen:
             return []
@@ -450,6 +498,7 @@ def _preferred_media(media_types: list) -> str:
 
 
 # ---------------------------------------------------------------- lifting
+
 
 class SpecLifter:
     """Lifts one :class:`Spec`; ``key`` is its unique IRI segment (the name, disambiguated)."""
@@ -529,6 +578,7 @@ class SpecLifter:
 
 # ---------------------------------------------------------------- many documents
 
+
 @dataclass
 class OpenAPIBuild:
     """What :func:`lift_all` produced, for the build report."""
@@ -590,6 +640,8 @@ def lift_all(roots: list, failed=None, progress=None) -> OpenAPIBuild:
         out.files.append(spec.file)
         out.services[key] = len(spec.operations)
     if ignored:
-        out.warnings.append(f"ignored {len(ignored)} JSON file(s) that are not OpenAPI documents "
-                            f"(no \"openapi\" field), e.g. {ignored[0]}")
+        out.warnings.append(
+            f"ignored {len(ignored)} JSON file(s) that are not OpenAPI documents "
+            f'(no "openapi" field), e.g. {ignored[0]}'
+        )
     return out

@@ -54,8 +54,11 @@ def parse_bytes(data: bytes, name: str) -> etree._ElementTree:
 
 
 _BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _PROLOG_BYTES = 1 << 16
 
@@ -65,7 +68,7 @@ def _prolog(data: bytes) -> str:
     head = data[:_PROLOG_BYTES]
     for bom, encoding in _BOMS:
         if head.startswith(bom):
-            return head[len(bom):].decode(encoding, "ignore")
+            return head[len(bom) :].decode(encoding, "ignore")
     if head.startswith(b"\x00<\x00"):
         return head.decode("utf-16-be", "ignore")
     if head.startswith(b"<\x00"):
@@ -115,17 +118,16 @@ def _reject_doctype(data: bytes, name: str) -> None:
     decl_end = min((i for i in (text.find("[", start), text.find(">", start)) if i >= 0), default=len(text))
     decl = text[start:decl_end]
     end = text.find("]>", decl_end)
-    subset = text[decl_end:end if end >= 0 else len(text)]
+    subset = text[decl_end : end if end >= 0 else len(text)]
     if "<!ENTITY" in subset:
         raise MalformedXMLError(
             "document declares DTD entities; entity expansion is disabled for safety "
             "(possible entity bomb or external entity), so it is not parsed",
-            name, line,
+            name,
+            line,
         )
     if re.search(r"\b(?:SYSTEM|PUBLIC)\b", decl):
-        raise MalformedXMLError(
-            "document refers to an external DTD; external resources are not loaded", name, line
-        )
+        raise MalformedXMLError("document refers to an external DTD; external resources are not loaded", name, line)
 
 
 def _reject_dtd_entities(tree: etree._ElementTree, name: str) -> None:
@@ -140,9 +142,7 @@ def _reject_dtd_entities(tree: etree._ElementTree, name: str) -> None:
             1,
         )
     if docinfo.system_url or docinfo.public_id:
-        raise MalformedXMLError(
-            "document refers to an external DTD; external resources are not loaded", name, 1
-        )
+        raise MalformedXMLError("document refers to an external DTD; external resources are not loaded", name, 1)
 
 
 def local(tag: object) -> str:

@@ -19,12 +19,12 @@ from urllib.parse import quote, unquote
 
 from rdflib import RDF, Graph, Literal, URIRef
 
-from processkg.validate import literals as edm_json
 from processkg.errors import JsonLinesError, ProcessKGError
-from processkg.jsonl import LIMITS, parse_line, read_records
-from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
-from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
 from processkg.graph.store import open_store
+from processkg.jsonl import LIMITS, parse_line, read_records
+from processkg.validate import literals as edm_json
+from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
+from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
 
 SH = "http://www.w3.org/ns/shacl#"
 NODE = "urn:processkg:call/"
@@ -33,8 +33,19 @@ JSON_DT = URIRef(str(RDF) + "JSON")
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
 MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
-KINDS = ("unknown-service", "unknown-entity-set", "unknown-property", "missing-required", "read-only",
-         "invalid-code", "datatype", "max-length", "cardinality", "unknown-navigation", "malformed")
+KINDS = (
+    "unknown-service",
+    "unknown-entity-set",
+    "unknown-property",
+    "missing-required",
+    "read-only",
+    "invalid-code",
+    "datatype",
+    "max-length",
+    "cardinality",
+    "unknown-navigation",
+    "malformed",
+)
 
 
 @dataclass
@@ -72,6 +83,7 @@ class MalformedCall(ProcessKGError):
 
 # ---------------------------------------------------------------- reading calls
 
+
 def read_calls(path: Path | str) -> list[tuple[int, object]]:
     """(line number, parsed JSON or :class:`MalformedCall`) for each non-blank line (``-``: standard input).
 
@@ -79,8 +91,10 @@ def read_calls(path: Path | str) -> list[tuple[int, object]]:
     a file in which no line is a JSON object (empty, or not JSON Lines at all, e.g. a README)
     raises: hundreds of ``malformed`` lines would hide the one real mistake, the wrong file.
     """
-    calls = [(n, MalformedCall(v.message) if isinstance(v, JsonLinesError) else v)
-             for n, v in read_records(path, what="recorded calls")]
+    calls = [
+        (n, MalformedCall(v.message) if isinstance(v, JsonLinesError) else v)
+        for n, v in read_records(path, what="recorded calls")
+    ]
     if not any(isinstance(call, dict) for _n, call in calls):
         raise JsonLinesError(_no_calls(calls), "<stdin>" if str(path) == "-" else str(path))
     return calls
@@ -95,6 +109,7 @@ def _no_calls(calls: list) -> str:
 
 
 # ---------------------------------------------------------------- the validator
+
 
 class Validator:
     """Validates calls against one store's services; shapes are built once per instance."""
@@ -141,7 +156,7 @@ class Validator:
         return self.last_report
 
     # ------------------------------------------------------------ before SHACL
-    def _precheck(self, i: int, line, call, pending: "Payloads") -> CallResult:
+    def _precheck(self, i: int, line, call, pending: Payloads) -> CallResult:
         result = CallResult(_call_id(call, line, i), line=line)
         try:
             target = self._target(call)
@@ -180,15 +195,19 @@ class Validator:
             target["payload"] = _payload(call)
         return target
 
-    def _post(self, i: int, target: dict, result: CallResult, pending: "Payloads") -> None:
+    def _post(self, i: int, target: dict, result: CallResult, pending: Payloads) -> None:
         t = self.model.types.get(target["type"])
         if t is None:  # an entity type declared in another document (CSDL 3.3 Include)
-            result.violations.append(Violation("unknown-entity-set", "", f"the entity type of {target['set']} "
-                                               "is not in this graph", target["set"]))
+            result.violations.append(
+                Violation(
+                    "unknown-entity-set", "", f"the entity type of {target['set']} is not in this graph", target["set"]
+                )
+            )
             return
         if not target.get("creatable", True):
-            result.violations.append(Violation(
-                "read-only", "", f"entity set {target['set']} does not allow create (sap:creatable=\"false\")"))
+            result.violations.append(
+                Violation("read-only", "", f'entity set {target["set"]} does not allow create (sap:creatable="false")')
+            )
             return
         conv = Converter(self.model, pending, i, target["service_version"])
         conv.root(t, target["payload"])
@@ -196,7 +215,7 @@ class Validator:
         result.notes.extend(conv.notes)
 
     # ------------------------------------------------------------ SHACL
-    def _shacl(self, pending: "Payloads", results: list) -> None:
+    def _shacl(self, pending: Payloads, results: list) -> None:
         _conforms, report = self.engine.run(pending.graph, pending.shapes)
         self.last_report = report
         for focus, path, comp, value, shape in self.engine.results(report):
@@ -233,6 +252,7 @@ class Validator:
 
 
 # ---------------------------------------------------------------- payload -> RDF
+
 
 class Payloads:
     """The data graph of a batch plus what maps it back to JSON: pointers, values, messages."""
@@ -277,8 +297,13 @@ class Converter:
 
     def entity(self, node: URIRef, t: TypeInfo, obj: dict, pointer: str) -> None:
         if self.level >= MAX_DEEP_INSERT:
-            self.violations.append(Violation("malformed", pointer, f"entities nested deeper than the limit of "
-                                             f"{MAX_DEEP_INSERT} levels of deep insert"))
+            self.violations.append(
+                Violation(
+                    "malformed",
+                    pointer,
+                    f"entities nested deeper than the limit of {MAX_DEEP_INSERT} levels of deep insert",
+                )
+            )
             return
         self.p.types[node] = t
         self.level += 1
@@ -314,8 +339,14 @@ class Converter:
                 self.p.messages[(node, pred)] = f"{p.name} is not nullable: null is not allowed"
             return
         if p.codes is None and p.value_help and isinstance(value, str):
-            self.notes.append(Violation("codes-unknown", pointer, f"{p.name}: the codes of value help "
-                                        f"{p.value_help} are unknown, so {value!r} was not checked", value))
+            self.notes.append(
+                Violation(
+                    "codes-unknown",
+                    pointer,
+                    f"{p.name}: the codes of value help {p.value_help} are unknown, so {value!r} was not checked",
+                    value,
+                )
+            )
         if p.collection:
             self.collection(node, p, value, pointer)
         else:
@@ -376,6 +407,7 @@ class Converter:
 
 # ---------------------------------------------------------------- helpers
 
+
 def _payload(call: dict) -> dict:
     payload = call.get("payload", call.get("body"))
     if isinstance(payload, str):
@@ -404,8 +436,9 @@ def _check_size(call: dict) -> None:
         level = [v for c in level for v in (c.values() if isinstance(c, dict) else c)]
         count += len(level)
         if count > MAX_CALL_VALUES:
-            raise MalformedCall(f"more than the limit of {MAX_CALL_VALUES:,} values (array items and object "
-                                "members) in one call")
+            raise MalformedCall(
+                f"more than the limit of {MAX_CALL_VALUES:,} values (array items and object members) in one call"
+            )
         level = [v for v in level if isinstance(v, (dict, list))]
 
 
@@ -427,7 +460,7 @@ def _node_pointer(focus) -> tuple:
     text = str(focus)
     if not text.startswith(NODE):
         return None, ""
-    index, _, rest = text[len(NODE):].partition("/")
+    index, _, rest = text[len(NODE) :].partition("/")
     return int(index), unquote(f"/{rest}" if rest else "")
 
 
@@ -459,7 +492,8 @@ def _kind(comp, path, item, shape) -> str:
     if name == "MaxCountConstraintComponent":
         return "read-only" if getattr(item, "read_only", False) else "cardinality"
     return {
-        "MinCountConstraintComponent": "missing-required", "MaxLengthConstraintComponent": "max-length",
+        "MinCountConstraintComponent": "missing-required",
+        "MaxLengthConstraintComponent": "max-length",
         "InConstraintComponent": "invalid-code",
     }.get(name, "datatype")
 
@@ -494,4 +528,4 @@ def _dedupe(violations: list) -> list:
     return sorted(out, key=lambda v: (v.path, v.kind, str(v.value)))
 
 
-__all__ = ["Validator", "CallResult", "Violation", "read_calls", "KINDS", "MalformedCall"]
+__all__ = ["KINDS", "CallResult", "MalformedCall", "Validator", "Violation", "read_calls"]

@@ -23,8 +23,10 @@ from decimal import Decimal
 from processkg.vocab import RDF_JSON, XSD_NS
 
 INT_RANGE = {
-    "Edm.Byte": (0, 255, "unsignedByte"), "Edm.SByte": (-128, 127, "byte"),
-    "Edm.Int16": (-(2**15), 2**15 - 1, "short"), "Edm.Int32": (-(2**31), 2**31 - 1, "int"),
+    "Edm.Byte": (0, 255, "unsignedByte"),
+    "Edm.SByte": (-128, 127, "byte"),
+    "Edm.Int16": (-(2**15), 2**15 - 1, "short"),
+    "Edm.Int32": (-(2**31), 2**31 - 1, "int"),
     "Edm.Int64": (-(2**63), 2**63 - 1, "long"),
 }
 V2_DATE = re.compile(r"^/Date\((-?\d+)([+-]\d{4})?\)/$")
@@ -120,7 +122,7 @@ def _datetime(value, edm_type, v2):
         return _bad(value, f"expects {edm_type} as a JSON string")
     m = V2_DATE.match(value)
     if m and v2:
-        moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=int(m.group(1)))
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=int(m.group(1)))
         return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", XSD_NS + "dateTime", None
     iso = _iso_datetime(value)
     if iso is None:
@@ -174,10 +176,18 @@ def _binary(value, edm_type, v2):
 
 
 _CHECKS = {
-    "Edm.Boolean": _boolean, "Edm.Decimal": _decimal, "Edm.Double": _floating, "Edm.Single": _floating,
-    "Edm.DateTime": _datetime, "Edm.DateTimeOffset": _datetime, "Edm.Date": _date,
-    "Edm.TimeOfDay": _time_of_day, "Edm.Time": _duration, "Edm.Duration": _duration, "Edm.Binary": _binary,
+    "Edm.Boolean": _boolean,
+    "Edm.Decimal": _decimal,
+    "Edm.Double": _floating,
+    "Edm.Single": _floating,
+    "Edm.DateTime": _datetime,
+    "Edm.DateTimeOffset": _datetime,
+    "Edm.Date": _date,
+    "Edm.TimeOfDay": _time_of_day,
+    "Edm.Time": _duration,
+    "Edm.Duration": _duration,
+    "Edm.Binary": _binary,
     **{name: _integer for name in INT_RANGE},
 }
 
-__all__ = ["literal", "INT_RANGE"]
+__all__ = ["INT_RANGE", "literal"]

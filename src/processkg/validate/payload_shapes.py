@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Triple
@@ -47,11 +47,23 @@ RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
 
 #: Edm primitive type -> XSD datatype of its literals in the payload graph.
 EDM_XSD = {
-    "Edm.String": "string", "Edm.Guid": "string", "Edm.Boolean": "boolean",
-    "Edm.Byte": "unsignedByte", "Edm.SByte": "byte", "Edm.Int16": "short", "Edm.Int32": "int",
-    "Edm.Int64": "long", "Edm.Decimal": "decimal", "Edm.Double": "double", "Edm.Single": "float",
-    "Edm.DateTime": "dateTime", "Edm.DateTimeOffset": "dateTime", "Edm.Date": "date",
-    "Edm.TimeOfDay": "time", "Edm.Time": "duration", "Edm.Duration": "duration",
+    "Edm.String": "string",
+    "Edm.Guid": "string",
+    "Edm.Boolean": "boolean",
+    "Edm.Byte": "unsignedByte",
+    "Edm.SByte": "byte",
+    "Edm.Int16": "short",
+    "Edm.Int32": "int",
+    "Edm.Int64": "long",
+    "Edm.Decimal": "decimal",
+    "Edm.Double": "double",
+    "Edm.Single": "float",
+    "Edm.DateTime": "dateTime",
+    "Edm.DateTimeOffset": "dateTime",
+    "Edm.Date": "date",
+    "Edm.TimeOfDay": "time",
+    "Edm.Time": "duration",
+    "Edm.Duration": "duration",
     "Edm.Binary": "base64Binary",
 }
 GUID_PATTERN = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
@@ -62,6 +74,7 @@ def sh(name: str) -> NamedNode:
 
 
 # ---------------------------------------------------------------- the model
+
 
 @dataclass
 class Prop:
@@ -135,8 +148,9 @@ def load_model(store) -> Model:
     for r in records(store, "shapes-types"):
         svc = model.services.setdefault(r["service"], Service(r["service"], r["version"]))
         svc.namespaces.add(r["namespace"])
-        model.types[r["type"]] = TypeInfo(r["type"], r["qname"], r["kind"], r["service"], r["version"],
-                                          r["namespace"], r["baseType"])
+        model.types[r["type"]] = TypeInfo(
+            r["type"], r["qname"], r["kind"], r["service"], r["version"], r["namespace"], r["baseType"]
+        )
     for r in records(store, "shapes-entity-sets"):
         if r["service"] in model.services:
             model.services[r["service"]].sets[r["name"]] = (r["type"], r["creatable"] is not False)
@@ -177,8 +191,17 @@ def _declared_props(store, model: Model) -> dict:
 
 def _prop(r: dict, owner: TypeInfo) -> Prop:
     read_only = r["creatable"] is False or r["computed"] is True
-    p = Prop(r["prop"], r["name"], r["edmType"], r["maxLength"], r["nullable"] is not False,
-             r["isKey"] is True, read_only, r["defaultValue"], r["semantics"])
+    p = Prop(
+        r["prop"],
+        r["name"],
+        r["edmType"],
+        r["maxLength"],
+        r["nullable"] is not False,
+        r["isKey"] is True,
+        read_only,
+        r["defaultValue"],
+        r["semantics"],
+    )
     p.required = is_required(p, owner)
     return p
 
@@ -191,12 +214,12 @@ def is_required(p: Prop, owner: TypeInfo) -> bool:
     does), collections (omitted = empty), and services generated from SAP RAP service
     definitions, whose ABAP fields are all non-nullable with an initial value as default.
     """
-    return required_on_create(p.key, p.nullable, p.read_only, p.collection, p.default is not None,
-                              owner.namespace)
+    return required_on_create(p.key, p.nullable, p.read_only, p.collection, p.default is not None, owner.namespace)
 
 
-def required_on_create(key: bool, nullable: bool, read_only: bool, collection: bool, has_default: bool,
-                       namespace: str) -> bool:
+def required_on_create(
+    key: bool, nullable: bool, read_only: bool, collection: bool, has_default: bool, namespace: str
+) -> bool:
     """The one rule for "required on create", shared by the shapes and the typed context."""
     if read_only or nullable or key or collection or has_default:
         return False
@@ -240,7 +263,7 @@ _LANGUAGE = re.compile(r"languag|spras", re.I)
 
 
 def standard_list(semantics: str | None, value_help: str) -> str | None:
-    """"currency", "country" or "language" when semantics or value help say so."""
+    """ "currency", "country" or "language" when semantics or value help say so."""
     if semantics == "currency-code" or _CURRENCY.search(value_help):
         return "currency"
     if re.search(r"tele?phone|text", value_help, re.I):
@@ -252,7 +275,7 @@ def standard_list(semantics: str | None, value_help: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def standard_codes(kind: str) -> tuple:
     """ISO 4217 currencies, ISO 3166-1 alpha-2 countries, ISO 639-1 languages (upper case, as SAP)."""
     import pycountry
@@ -266,14 +289,14 @@ def standard_codes(kind: str) -> tuple:
 
 # ---------------------------------------------------------------- shapes
 
+
 def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
 def stored_shapes(store) -> list:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
-    return [Triple(q.subject, q.predicate, q.object)
-            for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
+    return [Triple(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
 
 def generate_shapes(store) -> list:
@@ -333,8 +356,12 @@ class _Writer:
 
     def property_shape(self, p: Prop) -> None:
         s, path = shape_iri(p.iri), NamedNode(p.iri)
-        for pred, obj in ((RDF_TYPE, sh("PropertyShape")), (sh("targetSubjectsOf"), path),
-                          (sh("path"), path), (RDFS_LABEL, Literal(p.name))):
+        for pred, obj in (
+            (RDF_TYPE, sh("PropertyShape")),
+            (sh("targetSubjectsOf"), path),
+            (sh("path"), path),
+            (RDFS_LABEL, Literal(p.name)),
+        ):
             self.add(s, pred, obj)
         if p.read_only:
             self.add(s, sh("maxCount"), _int(0))
@@ -371,8 +398,13 @@ class _Writer:
 
     def nav_shape(self, n: Nav) -> None:
         s, path = shape_iri(n.iri), NamedNode(n.iri)
-        for pred, obj in ((RDF_TYPE, sh("PropertyShape")), (sh("targetSubjectsOf"), path), (sh("path"), path),
-                          (RDFS_LABEL, Literal(n.name)), (sh("nodeKind"), sh("BlankNodeOrIRI"))):
+        for pred, obj in (
+            (RDF_TYPE, sh("PropertyShape")),
+            (sh("targetSubjectsOf"), path),
+            (sh("path"), path),
+            (RDFS_LABEL, Literal(n.name)),
+            (sh("nodeKind"), sh("BlankNodeOrIRI")),
+        ):
             self.add(s, pred, obj)
         if not n.to_many:
             self.add(s, sh("maxCount"), _int(1))
@@ -394,12 +426,26 @@ def _int(value: int) -> Literal:
     return Literal(str(value), datatype=XSD_INTEGER)
 
 
-__all__ = ["Model", "Prop", "Nav", "TypeInfo", "Service", "load_model", "generate_shapes", "stored_shapes",
-           "model_shapes",
-           "is_required", "standard_list", "standard_codes", "SHAPES_GRAPH", "EDM_XSD"]
+__all__ = [
+    "EDM_XSD",
+    "SHAPES_GRAPH",
+    "Model",
+    "Nav",
+    "Prop",
+    "Service",
+    "TypeInfo",
+    "generate_shapes",
+    "is_required",
+    "load_model",
+    "model_shapes",
+    "standard_codes",
+    "standard_list",
+    "stored_shapes",
+]
 
 
 # ---------------------------------------------------------------- output and graph checks
+
 
 def shapes_turtle(triples: list) -> bytes:
     """The shapes as Turtle, in canonical (sorted) order so the same graph gives the same file."""
@@ -422,7 +468,13 @@ def check_graph(store_dir) -> list[dict]:
     rows = []
     for focus, path, comp, value, shape in ShaclEngine.results(report):
         owner = shapes.value(None, URIRef(SH_NS + "property"), shape) or shape  # a nested property shape
-        rows.append({"focus": str(focus), "path": str(path) if path is not None else None,
-                     "constraint": str(comp).rsplit("#", 1)[-1], "value": None if value is None else str(value),
-                     "shape": str(owner).rsplit("#", 1)[-1]})
+        rows.append(
+            {
+                "focus": str(focus),
+                "path": str(path) if path is not None else None,
+                "constraint": str(comp).rsplit("#", 1)[-1],
+                "value": None if value is None else str(value),
+                "shape": str(owner).rsplit("#", 1)[-1],
+            }
+        )
     return sorted(rows, key=lambda r: (r["focus"], r["path"] or "", r["constraint"]))

@@ -82,8 +82,18 @@ class ShaclEngine:
     @staticmethod
     def results(report: Graph):
         """Each leaf ``sh:ValidationResult`` as (focus, path, component, value, shape); ``sh:detail`` unfolded."""
-        sh = {n: URIRef(SH_NS + n) for n in ("result", "detail", "focusNode", "resultPath", "value",
-                                          "sourceConstraintComponent", "sourceShape")}
+        sh = {
+            n: URIRef(SH_NS + n)
+            for n in (
+                "result",
+                "detail",
+                "focusNode",
+                "resultPath",
+                "value",
+                "sourceConstraintComponent",
+                "sourceShape",
+            )
+        }
         stack = list(report.objects(None, sh["result"]))
         while stack:
             r = stack.pop()
@@ -91,9 +101,13 @@ class ShaclEngine:
             if details:
                 stack.extend(details)
                 continue
-            yield (report.value(r, sh["focusNode"]), report.value(r, sh["resultPath"]),
-                   report.value(r, sh["sourceConstraintComponent"]), report.value(r, sh["value"]),
-                   report.value(r, sh["sourceShape"]))
+            yield (
+                report.value(r, sh["focusNode"]),
+                report.value(r, sh["resultPath"]),
+                report.value(r, sh["sourceConstraintComponent"]),
+                report.value(r, sh["value"]),
+                report.value(r, sh["sourceShape"]),
+            )
 
 
 __all__ = ["ShaclEngine", "to_rdflib", "to_rdflib_term"]

@@ -14,16 +14,43 @@ import difflib
 import re
 from urllib.parse import unquote, urlsplit
 
-KEYWORDS = frozenset("eq ne gt ge lt le and or not has in add sub mul div divby mod null true false "
-                     "asc desc".split())
-TOKEN = re.compile(r"""
+KEYWORDS = frozenset(
+    [
+        "eq",
+        "ne",
+        "gt",
+        "ge",
+        "lt",
+        "le",
+        "and",
+        "or",
+        "not",
+        "has",
+        "in",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "divby",
+        "mod",
+        "null",
+        "true",
+        "false",
+        "asc",
+        "desc",
+    ]
+)
+TOKEN = re.compile(
+    r"""
     (?P<string>'(?:[^']|'')*')
   | (?P<typed>[A-Za-z][\w.]*'(?:[^']|'')*')
   | (?P<number>-?\d[\w.:+-]*)
   | (?P<path>[A-Za-z_$][\w.]*(?:/[A-Za-z_$][\w.]*)*)
   | (?P<symbol>[(),:;*/@])
   | (?P<space>\s+)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
 RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 
@@ -41,6 +68,7 @@ def did_you_mean(word: str, candidates) -> str:
 
 
 # ---------------------------------------------------------------- parsing
+
 
 def parse_call_url(url: str, service: str | None = None) -> dict:
     """Split a request URL into path segments ``[(name, key text or None)]`` and query options."""
@@ -84,6 +112,7 @@ def split_top(text: str, sep: str) -> list:
 
 
 # ---------------------------------------------------------------- service and resource
+
 
 def service_aliases(svc) -> set:
     """Lower-case names that identify ``svc`` in a URL: its name, and a RAP service's short name."""
@@ -129,7 +158,7 @@ def _find_service(model, target: dict) -> tuple:
     for i, (name, key) in enumerate(segs):
         svc = _service_named(model, name) if key is None else None
         if svc is not None and (not hint or hint in service_aliases(svc)):
-            return svc, _after_service_root(svc, segs[i + 1:])
+            return svc, _after_service_root(svc, segs[i + 1 :])
     svc = _service_named(model, hint) if hint else None
     return (svc, segs) if svc is not None else (None, [])  # a URL relative to the service root
 
@@ -137,7 +166,7 @@ def _find_service(model, target: dict) -> tuple:
 def _after_service_root(svc, rest: list) -> list:
     """A RAP V4 root goes on after the short name: ``.../srvd_a2x/sap/salesorder/0001/``."""
     version_at = next((j for j, (n, _) in enumerate(rest) if re.fullmatch(r"\d{4}", n)), None)
-    return rest[version_at + 1:] if version_at is not None and svc.version != "2.0" else rest
+    return rest[version_at + 1 :] if version_at is not None and svc.version != "2.0" else rest
 
 
 def _guess_service(segs: list) -> str:
@@ -181,6 +210,7 @@ def _walk(model, target: dict, bad: list) -> None:
 
 # ---------------------------------------------------------------- GET checks
 
+
 def check_get(model, target: dict) -> list:
     if target.get("service_document"):
         return []
@@ -210,8 +240,15 @@ def _check_key(t, text: str | None, pointer: str) -> list:
     if len(parts) == 1 and "=" not in parts[0].split("'")[0]:
         if len(keys) == 1:
             return _check_key_value(keys[0], parts[0], pointer)
-        return [("missing-required", pointer, f"{_tn(t)} has a key of {len(keys)} properties "
-                 f"({', '.join(names)}): name each one, e.g. ({names[0]}='...',...)", text)]
+        return [
+            (
+                "missing-required",
+                pointer,
+                f"{_tn(t)} has a key of {len(keys)} properties "
+                f"({', '.join(names)}): name each one, e.g. ({names[0]}='...',...)",
+                text,
+            )
+        ]
     return _check_named_key(t, keys, parts, pointer)
 
 
@@ -227,8 +264,14 @@ def _check_named_key(t, keys: list, parts: list, pointer: str) -> list:
     for name, value in given.items():
         if name not in by_name:
             what = "a property" if name not in t.props else "a key property"
-            out.append(("unknown-property", f"{pointer}/{name}", f"{name} is not {what} of {_tn(t)}; "
-                        f"key: {', '.join(sorted(by_name))}", name))
+            out.append(
+                (
+                    "unknown-property",
+                    f"{pointer}/{name}",
+                    f"{name} is not {what} of {_tn(t)}; key: {', '.join(sorted(by_name))}",
+                    name,
+                )
+            )
         else:
             out.extend(_check_key_value(by_name[name], value, f"{pointer}/{name}"))
     for name in sorted(set(by_name) - set(given)):
@@ -339,5 +382,14 @@ def _tn(t) -> str:
     return t.qname.rsplit(".", 1)[-1]
 
 
-__all__ = ["parse_call_url", "parse_query", "resolve_service", "check_get", "check_filter", "check_expand",
-           "split_top", "service_aliases", "did_you_mean"]
+__all__ = [
+    "check_expand",
+    "check_filter",
+    "check_get",
+    "did_you_mean",
+    "parse_call_url",
+    "parse_query",
+    "resolve_service",
+    "service_aliases",
+    "split_top",
+]

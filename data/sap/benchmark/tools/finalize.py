@@ -114,17 +114,17 @@ class Service:
         self.name = name
         root = etree.parse(str(path), etree.XMLParser(huge_tree=True, resolve_entities=False)).getroot()
         self.version = root.get("Version", "")
-        self.aliases = {}                      # alias or namespace -> namespace
+        self.aliases = {}  # alias or namespace -> namespace
         for inc in root.iter():
             if _local(inc.tag) == "Include" and inc.get("Namespace"):
                 self.aliases[inc.get("Alias") or inc.get("Namespace")] = inc.get("Namespace")
                 self.aliases[inc.get("Namespace")] = inc.get("Namespace")
-        self.types = {}                        # qualified type name -> element
-        self.sets = {}                         # set name -> qualified type name
+        self.types = {}  # qualified type name -> element
+        self.sets = {}  # set name -> qualified type name
         self.set_elements = {}
         self.containers = []
-        self.assoc_sets = defaultdict(list)    # association -> [[(role, set), ...], ...]
-        self.annotations = defaultdict(list)   # resolved target -> [Annotation elements]
+        self.assoc_sets = defaultdict(list)  # association -> [[(role, set), ...], ...]
+        self.annotations = defaultdict(list)  # resolved target -> [Annotation elements]
         for schema in (e for e in root.iter() if _local(e.tag) == "Schema"):
             ns = schema.get("Namespace")
             self.aliases[ns] = ns
@@ -140,7 +140,8 @@ class Service:
                     self._container(ns, child)
                 elif kind == "Annotations":
                     self.annotations[self._target(child.get("Target", ""))].extend(
-                        a for a in child if _local(a.tag) == "Annotation")
+                        a for a in child if _local(a.tag) == "Annotation"
+                    )
 
     def _qualify(self, name: str) -> str:
         if "." not in name:
@@ -300,6 +301,7 @@ def overlap(query: str, gold: list, label) -> float:
 
 # ---------------------------------------------------------------- split
 
+
 def assign_splits(records: list) -> None:
     by_type = defaultdict(list)
     for r in records:
@@ -311,6 +313,7 @@ def assign_splits(records: list) -> None:
 
 
 # ---------------------------------------------------------------- processes (built graph)
+
 
 class Processes:
     """Activities, their entity sets and the bpmn:next closure, from a graph built in memory."""
@@ -331,8 +334,8 @@ class Processes:
             names = [v.value for v in res.variables]
             return [tuple(row[n].value for n in names) for row in res]
 
-        self.uses = defaultdict(set)       # activity IRI -> {(service, set)}
-        self.process_of = {}               # activity IRI -> process id
+        self.uses = defaultdict(set)  # activity IRI -> {(service, set)}
+        self.process_of = {}  # activity IRI -> process id
         for a, pid in select("SELECT ?a ?pid WHERE { ?a a bpmn:Activity ; bpmn:process/bpmn:elementId ?pid }"):
             self.process_of[a] = pid
         for a, svc, es in select("""SELECT ?a ?svc ?set WHERE { ?a a bpmn:Activity ; uses:entitySet ?e .
@@ -364,6 +367,7 @@ class Processes:
 
 
 # ---------------------------------------------------------------- normalize and validate
+
 
 def _ref(obj) -> tuple:
     return (obj.get("service", ""), obj.get("entity_set", "")) if isinstance(obj, dict) else ("", "")
@@ -471,6 +475,7 @@ def validate(records: list, meta: Metadata, procs: Processes | None) -> list:
 
 # ---------------------------------------------------------------- report
 
+
 def report(records: list, meta: Metadata, procs: Processes | None) -> str:
     lines = []
     counts = Counter((r["type"], r["split"]) for r in records)
@@ -487,11 +492,17 @@ def report(records: list, meta: Metadata, procs: Processes | None) -> str:
         vals = [r["lexical_overlap"] for r in records if t in ("all", r["type"])]
         if not vals:
             continue
-        bins = [sum(1 for v in vals if v == 0), sum(1 for v in vals if 0 < v <= .25),
-                sum(1 for v in vals if .25 < v <= .5), sum(1 for v in vals if .5 < v <= .75),
-                sum(1 for v in vals if v > .75)]
-        lines.append(f"{t:<14} {len(vals):>3} {statistics.mean(vals):.3f} {statistics.median(vals):.3f} "
-                     f"{min(vals):.3f} {max(vals):.3f} | " + " ".join(f"{b:>4}" for b in bins))
+        bins = [
+            sum(1 for v in vals if v == 0),
+            sum(1 for v in vals if 0 < v <= 0.25),
+            sum(1 for v in vals if 0.25 < v <= 0.5),
+            sum(1 for v in vals if 0.5 < v <= 0.75),
+            sum(1 for v in vals if v > 0.75),
+        ]
+        lines.append(
+            f"{t:<14} {len(vals):>3} {statistics.mean(vals):.3f} {statistics.median(vals):.3f} "
+            f"{min(vals):.3f} {max(vals):.3f} | " + " ".join(f"{b:>4}" for b in bins)
+        )
     gold_counts = Counter(len(r["gold"]) for r in records)
     lines.append("")
     lines.append("gold items per query: " + ", ".join(f"{k}: {v}" for k, v in sorted(gold_counts.items())))
@@ -499,8 +510,9 @@ def report(records: list, meta: Metadata, procs: Processes | None) -> str:
     lines.append(f"queries with an alternative service for some gold item: {with_alt}")
     services = {g["service"] for r in records for g in r["gold"]}
     services_alt = services | {a["service"] for r in records for g in r["gold"] for a in g["alternatives"]}
-    lines.append(f"services in gold: {len(services)} of {len(meta.services)} "
-                 f"({len(services_alt)} counting alternatives)")
+    lines.append(
+        f"services in gold: {len(services)} of {len(meta.services)} ({len(services_alt)} counting alternatives)"
+    )
     missing = sorted(set(meta.services) - services_alt)
     if missing:
         lines.append("  not covered: " + ", ".join(missing))

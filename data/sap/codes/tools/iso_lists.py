@@ -25,8 +25,9 @@ def lists() -> dict:
     return {
         "iso-currencies.csv": sorted(("Currency", c.alpha_3, c.name) for c in pycountry.currencies),
         "iso-countries.csv": sorted(("Country", c.alpha_2, c.name) for c in pycountry.countries),
-        "iso-languages.csv": sorted(("Language", lang.alpha_2.upper(), lang.name)
-                                    for lang in pycountry.languages if hasattr(lang, "alpha_2")),
+        "iso-languages.csv": sorted(
+            ("Language", lang.alpha_2.upper(), lang.name) for lang in pycountry.languages if hasattr(lang, "alpha_2")
+        ),
     }
 
 

@@ -23,25 +23,49 @@ from pathlib import Path
 from lxml import etree
 
 from processkg.errors import (
-    DuplicateDeclarationError, InputError, MissingIdError, NotBPMNError, UnresolvedReferenceError,
+    DuplicateDeclarationError,
+    InputError,
+    MissingIdError,
+    NotBPMNError,
+    UnresolvedReferenceError,
 )
 from processkg.sources.xmlio import local, namespace, parse_xml
 
 MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 SPEC = "https://www.omg.org/spec/BPMN/2.0.2/PDF"
-TASKS = frozenset({
-    "task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask",
-    "businessRuleTask", "scriptTask",
-})
+TASKS = frozenset(
+    {
+        "task",
+        "userTask",
+        "serviceTask",
+        "sendTask",
+        "receiveTask",
+        "manualTask",
+        "businessRuleTask",
+        "scriptTask",
+    }
+)
 SUBPROCESSES = frozenset({"subProcess", "adHocSubProcess", "transaction"})
 ACTIVITIES = TASKS | SUBPROCESSES | {"callActivity"}
-EVENTS = frozenset({
-    "startEvent", "endEvent", "intermediateCatchEvent", "intermediateThrowEvent", "boundaryEvent",
-    "implicitThrowEvent",
-})
-GATEWAYS = frozenset({
-    "exclusiveGateway", "parallelGateway", "inclusiveGateway", "eventBasedGateway", "complexGateway",
-})
+EVENTS = frozenset(
+    {
+        "startEvent",
+        "endEvent",
+        "intermediateCatchEvent",
+        "intermediateThrowEvent",
+        "boundaryEvent",
+        "implicitThrowEvent",
+    }
+)
+GATEWAYS = frozenset(
+    {
+        "exclusiveGateway",
+        "parallelGateway",
+        "inclusiveGateway",
+        "eventBasedGateway",
+        "complexGateway",
+    }
+)
 #: Flow elements that are not flow nodes; lanes list them as ``flowNodeRef`` too.
 DATA = frozenset({"dataObject", "dataObjectReference", "dataStoreReference"})
 _Q = f"{{{MODEL}}}"
@@ -160,14 +184,30 @@ class Definitions:
         """The element's id when it is new; None (after :meth:`problem`) when missing or taken."""
         element_id = (el.get("id") or "").strip()
         if not element_id:
-            self.problem(MissingIdError(f"{tag} has no id, which BPMN 2.0 requires to refer to it "
-                                        f"(see {SPEC} §8.3.1)", self.file, el.sourceline), tag, "", el.sourceline)
+            self.problem(
+                MissingIdError(
+                    f"{tag} has no id, which BPMN 2.0 requires to refer to it (see {SPEC} §8.3.1)",
+                    self.file,
+                    el.sourceline,
+                ),
+                tag,
+                "",
+                el.sourceline,
+            )
             return None
         first = self.declared.get(element_id)
         if first is not None:
-            self.problem(DuplicateDeclarationError(
-                f"{tag} id {element_id!r} is already declared by the {first[0]} on line {first[1]}; ids must be "
-                f"unique in a document (see {SPEC} §8.3.1)", self.file, el.sourceline), tag, element_id, el.sourceline)
+            self.problem(
+                DuplicateDeclarationError(
+                    f"{tag} id {element_id!r} is already declared by the {first[0]} on line {first[1]}; ids must be "
+                    f"unique in a document (see {SPEC} §8.3.1)",
+                    self.file,
+                    el.sourceline,
+                ),
+                tag,
+                element_id,
+                el.sourceline,
+            )
             return None
         self.declared[element_id] = (tag, el.sourceline)
         return element_id
@@ -184,10 +224,12 @@ def read_definitions(path: Path, display: str | None = None, strict: bool = True
         raise NotBPMNError(
             f"root element is {{{namespace(root.tag)}}}{local(root.tag)}, so this is not a BPMN 2.0 "
             f"document; expected bpmn:definitions in namespace {MODEL} ({SPEC}, §8.2)",
-            name, root.sourceline,
+            name,
+            root.sourceline,
         )
-    defs = Definitions(name, root.sourceline, root.get("exporter", ""),
-                       target_namespace=root.get("targetNamespace", ""), strict=strict)
+    defs = Definitions(
+        name, root.sourceline, root.get("exporter", ""), target_namespace=root.get("targetNamespace", ""), strict=strict
+    )
     for el in root:
         handler = _TOP_LEVEL.get(el.tag)
         if handler:
@@ -220,17 +262,24 @@ def _collaboration(el: etree._Element, defs: Definitions) -> None:
         if child.tag == _Q + "participant":
             _participant(child, defs, cid)
         elif child.tag == _Q + "messageFlow" and (mid := defs.register(child, "messageFlow")) is not None:
-            defs.message_flows.append(MessageFlow(
-                mid, child.get("name", ""), _ref(child, child.get("sourceRef"), defs),
-                _ref(child, child.get("targetRef"), defs), child.sourceline, cid,
-            ))
+            defs.message_flows.append(
+                MessageFlow(
+                    mid,
+                    child.get("name", ""),
+                    _ref(child, child.get("sourceRef"), defs),
+                    _ref(child, child.get("targetRef"), defs),
+                    child.sourceline,
+                    cid,
+                )
+            )
 
 
 def _participant(el: etree._Element, defs: Definitions, cid: str) -> None:
     pid = defs.register(el, "participant")
     if pid is not None:
-        defs.participants[pid] = Participant(pid, el.get("name", ""), el.sourceline,
-                                             _ref(el, el.get("processRef"), defs), cid)
+        defs.participants[pid] = Participant(
+            pid, el.get("name", ""), el.sourceline, _ref(el, el.get("processRef"), defs), cid
+        )
 
 
 def _process(el: etree._Element, defs: Definitions) -> None:
@@ -239,8 +288,11 @@ def _process(el: etree._Element, defs: Definitions) -> None:
         return
     executable = el.get("isExecutable")
     defs.processes[pid] = Process(
-        pid, el.get("name", ""), el.sourceline,
-        None if executable is None else executable.lower() == "true", _documentation(el),
+        pid,
+        el.get("name", ""),
+        el.sourceline,
+        None if executable is None else executable.lower() == "true",
+        _documentation(el),
     )
     _flow_elements(el, defs, pid, "")
 
@@ -265,7 +317,12 @@ def _flow_node(el: etree._Element, tag: str, defs: Definitions, pid: str, parent
     if node_id is None:
         return
     node = FlowNode(
-        node_id, tag, el.get("name", ""), el.sourceline, pid, parent,
+        node_id,
+        tag,
+        el.get("name", ""),
+        el.sourceline,
+        pid,
+        parent,
         documentation=_documentation(el),
         attached_to=_ref(el, el.get("attachedToRef"), defs),
         called_element=el.get("calledElement", ""),
@@ -274,7 +331,8 @@ def _flow_node(el: etree._Element, tag: str, defs: Definitions, pid: str, parent
         triggered_by_event=el.get("triggeredByEvent", "").strip().lower() == "true",
     )
     node.event_definitions = sorted(
-        local(c.tag) for c in el
+        local(c.tag)
+        for c in el
         if isinstance(c.tag, str) and c.tag.startswith(_Q) and local(c.tag).endswith("EventDefinition")
     )
     defs.nodes[node.id] = node
@@ -288,8 +346,14 @@ def _sequence_flow(el: etree._Element, defs: Definitions, pid: str, parent: str)
         return
     cond = el.find(_Q + "conditionExpression")
     defs.flows[flow_id] = SequenceFlow(
-        flow_id, el.get("name", ""), _ref(el, el.get("sourceRef"), defs), _ref(el, el.get("targetRef"), defs),
-        el.sourceline, pid, (cond.text or "").strip() if cond is not None else "", parent,
+        flow_id,
+        el.get("name", ""),
+        _ref(el, el.get("sourceRef"), defs),
+        _ref(el, el.get("targetRef"), defs),
+        el.sourceline,
+        pid,
+        (cond.text or "").strip() if cond is not None else "",
+        parent,
     )
 
 
@@ -314,14 +378,23 @@ def _resolve(defs: Definitions) -> None:
             error = UnresolvedReferenceError(defs.file, p.line, "participant", p.id, p.process, f"{SPEC} §9.2")
             defs.warnings.append(f"{error}; its processRef is left out")
             p.process = ""
-    _drop_where(defs, defs.nodes, lambda n: n.attached_to and n.attached_to not in defs.nodes,
-                lambda n: UnresolvedReferenceError(defs.file, n.line, n.tag, n.id, n.attached_to, f"{SPEC} §10.5.4"))
-    _drop_where(defs, defs.flows, lambda f: _dangling(f, defs.nodes) is not None,
-                lambda f: _unresolved_flow(defs, f, "sequenceFlow", defs.nodes, "§10.2"))
+    _drop_where(
+        defs,
+        defs.nodes,
+        lambda n: n.attached_to and n.attached_to not in defs.nodes,
+        lambda n: UnresolvedReferenceError(defs.file, n.line, n.tag, n.id, n.attached_to, f"{SPEC} §10.5.4"),
+    )
+    _drop_where(
+        defs,
+        defs.flows,
+        lambda f: _dangling(f, defs.nodes) is not None,
+        lambda f: _unresolved_flow(defs, f, "sequenceFlow", defs.nodes, "§10.2"),
+    )
     for node in defs.nodes.values():
         if node.default_flow and node.default_flow not in defs.flows:
-            error = UnresolvedReferenceError(defs.file, node.line, node.tag, node.id, node.default_flow,
-                                             f"{SPEC} §10.6", "default")
+            error = UnresolvedReferenceError(
+                defs.file, node.line, node.tag, node.id, node.default_flow, f"{SPEC} §10.6", "default"
+            )
             defs.warnings.append(f"{error}; its default is left out")
             node.default_flow = ""
     targets = set(defs.nodes) | set(defs.participants)
@@ -371,6 +444,7 @@ def _resolve_lane(defs: Definitions, lane: Lane) -> None:
 
 
 # ---------------------------------------------------------------- bpmn:next
+
 
 def next_activities(defs: Definitions) -> list[tuple[str, str]]:
     """Pairs (activity, next activity): through gateways and events, into and out of sub-processes.

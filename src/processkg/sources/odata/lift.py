@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pyoxigraph import NamedNode
 
-from processkg.sources.odata.read import COMMON, CORE, MEASURES, VALIDATION, Annotation
 from processkg.sources.odata.model import Service, key_of
+from processkg.sources.odata.read import COMMON, CORE, MEASURES, VALIDATION, Annotation
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT
 
@@ -136,8 +136,12 @@ class ServiceLifter:
         self._value_list(st, prop, s, anns)
 
     def _sap_flags(self, s: NamedNode, sap: dict) -> None:
-        for attr, pred in (("creatable", KGT.creatable), ("updatable", KGT.updatable),
-                           ("filterable", KGT.filterable), ("sortable", KGT.sortable)):
+        for attr, pred in (
+            ("creatable", KGT.creatable),
+            ("updatable", KGT.updatable),
+            ("filterable", KGT.filterable),
+            ("sortable", KGT.sortable),
+        ):
             if attr in sap:
                 self.t.boolean(s, pred, sap[attr].lower() == "true")
 
@@ -196,8 +200,17 @@ class ServiceLifter:
             for name, _value, line in enum.members:
                 self._code(vl, s, "", name, name, "metadata", line)
 
-    def _code(self, vl: NamedNode, prop_iri: NamedNode, qualifier: str, value: str, label: str, source: str,
-              line: int | None = None, file: str | None = None) -> None:
+    def _code(
+        self,
+        vl: NamedNode,
+        prop_iri: NamedNode,
+        qualifier: str,
+        value: str,
+        label: str,
+        source: str,
+        line: int | None = None,
+        file: str | None = None,
+    ) -> None:
         entry = self.value_lists[(prop_iri.value, qualifier)]
         if value in entry["codes"]:
             return
@@ -283,8 +296,9 @@ class ServiceLifter:
             if isinstance(value, str):
                 label = rec.get(f"{COMMON}.Label") if isinstance(rec, dict) else None
                 line = rec.get("$line", ann.line) if isinstance(rec, dict) else ann.line
-                self._code(vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata",
-                           line, ann.file)
+                self._code(
+                    vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata", line, ann.file
+                )
 
     def _value_list_targets(self) -> None:
         """Resolve collection paths to entity sets of this service and attach code-list codes."""
@@ -342,9 +356,13 @@ class ServiceLifter:
         t.text(s, KGT.label, label)
         t.text(s, KGT.description, _description(es.sap, anns))
         t.add(s, KGT.entityType, self.type_iri(es.entity_type))
-        for attr, pred in (("creatable", KGT.creatable), ("updatable", KGT.updatable),
-                           ("deletable", KGT.deletable), ("addressable", KGT.addressable),
-                           ("searchable", KGT.searchSupported)):
+        for attr, pred in (
+            ("creatable", KGT.creatable),
+            ("updatable", KGT.updatable),
+            ("deletable", KGT.deletable),
+            ("addressable", KGT.addressable),
+            ("searchable", KGT.searchSupported),
+        ):
             if attr in es.sap:
                 t.boolean(s, pred, es.sap[attr].lower() == "true")
 
@@ -359,7 +377,11 @@ class ServiceLifter:
         t.add(self.type_iri(st.qname), KGT.navigationProperty, s)
         t.text(s, KGT.name, nav.name)
         t.text(s, KGT.cardinality, nav.cardinality)
-        t.text(s, KGT.edmType, nav.type or (f"Collection({nav.target_type})" if nav.cardinality == "*" else nav.target_type))
+        t.text(
+            s,
+            KGT.edmType,
+            nav.type or (f"Collection({nav.target_type})" if nav.cardinality == "*" else nav.target_type),
+        )
         if nav.target_type in self.doc.types:
             t.add(s, KGT.targetEntityType, self.type_iri(nav.target_type))
             if nav.partner:
@@ -389,6 +411,7 @@ class ServiceLifter:
 
 
 # ---------------------------------------------------------------- annotation helpers
+
 
 def _truthy(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.lower() != "false")
@@ -422,6 +445,7 @@ def _unit_property(semantics: str):
         if target is not None:
             lifter.t.add(s, KGT.unitProperty, target)
             lifter.t.text(target, KGT.semantics, semantics)
+
     return handler
 
 
@@ -429,6 +453,7 @@ def _flag_semantics(semantics: str):
     def handler(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
         if _truthy(ann.value):
             lifter.t.text(s, KGT.semantics, semantics)
+
     return handler
 
 
@@ -448,4 +473,4 @@ ANNOTATION_TERMS = {
     ALLOWED_VALUES: ServiceLifter._lift_allowed_values,
 }
 
-__all__ = ["ServiceLifter", "ANNOTATION_TERMS"]
+__all__ = ["ANNOTATION_TERMS", "ServiceLifter"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from processkg.sources.odata.read import SPEC_V2, SPEC_V4, Annotation, ReferentialConstraint, ServiceDocument
 from processkg.errors import UnresolvedReferenceError
+from processkg.sources.odata.read import SPEC_V2, SPEC_V4, Annotation, ReferentialConstraint, ServiceDocument
 
 _V2_MULTIPLICITY = {"1": "1", "0..1": "0..1", "*": "*"}
 
@@ -117,7 +117,11 @@ def _resolve_types(doc: ServiceDocument) -> None:
             known = item.startswith("Edm.") or item in doc.types or item in doc.enums
             if not known and not is_external(doc, item):
                 raise UnresolvedReferenceError(
-                    doc.file, prop.line, "Property", f"{st.qname}/{prop.name}", item,
+                    doc.file,
+                    prop.line,
+                    "Property",
+                    f"{st.qname}/{prop.name}",
+                    item,
                     f"{SPEC_V4}#sec_Type",
                 )
         names = {p.name for p in all_properties(doc, st)}
@@ -160,9 +164,7 @@ def _resolve_v2_navigation(doc: ServiceDocument, st, nav) -> None:
     assoc = doc.associations.get(nav.relationship)
     where = f"{st.qname}/{nav.name}"
     if assoc is None:
-        raise UnresolvedReferenceError(
-            doc.file, nav.line, "NavigationProperty", where, nav.relationship, SPEC_V2
-        )
+        raise UnresolvedReferenceError(doc.file, nav.line, "NavigationProperty", where, nav.relationship, SPEC_V2)
     end = assoc.ends.get(nav.to_role)
     if end is None or nav.from_role not in assoc.ends:
         missing = nav.to_role if end is None else nav.from_role
@@ -231,7 +233,11 @@ def _resolve_v4_navigation(doc: ServiceDocument, st, nav) -> None:
     target = _in_schema(doc, nav.type[11:-1] if collection else nav.type, st.namespace)
     if target not in doc.types and not is_external(doc, target):
         raise UnresolvedReferenceError(
-            doc.file, nav.line, "NavigationProperty", f"{st.qname}/{nav.name}", target,
+            doc.file,
+            nav.line,
+            "NavigationProperty",
+            f"{st.qname}/{nav.name}",
+            target,
             f"{SPEC_V4}#sec_NavigationProperty",
         )
     nav.target_type = target
@@ -252,6 +258,7 @@ def _v4_target_sets(doc: ServiceDocument, st, nav) -> set:
 
 
 # ------------------------------------------------------------------ annotations
+
 
 def _index_annotations(service: Service) -> None:
     doc = service.doc
@@ -284,8 +291,7 @@ def qualify_record_terms(doc: ServiceDocument, value: object) -> object:
         return [qualify_record_terms(doc, v) for v in value]
     if isinstance(value, dict):
         return {
-            (qualify(doc, k[1:]) if k.startswith("@") else k): qualify_record_terms(doc, v)
-            for k, v in value.items()
+            (qualify(doc, k[1:]) if k.startswith("@") else k): qualify_record_terms(doc, v) for k, v in value.items()
         }
     return value
 
@@ -331,6 +337,12 @@ def _owner(ann: ServiceDocument, by_ns: dict):
 
 
 __all__ = [
-    "Annotation", "Service", "resolve", "qualify", "normalize_target", "all_properties", "key_of",
+    "Annotation",
+    "Service",
+    "all_properties",
     "attach_annotation_docs",
+    "key_of",
+    "normalize_target",
+    "qualify",
+    "resolve",
 ]

@@ -49,8 +49,19 @@ VALIDATION = "Org.OData.Validation.V1"
 
 #: Annotation expression attributes (CSDL 14.4 constant and path expressions).
 _EXPR_ATTRS = (
-    "String", "Bool", "Int", "Decimal", "Float", "Date", "DateTimeOffset", "Guid",
-    "EnumMember", "Path", "PropertyPath", "NavigationPropertyPath", "AnnotationPath",
+    "String",
+    "Bool",
+    "Int",
+    "Decimal",
+    "Float",
+    "Date",
+    "DateTimeOffset",
+    "Guid",
+    "EnumMember",
+    "Path",
+    "PropertyPath",
+    "NavigationPropertyPath",
+    "AnnotationPath",
 )
 
 
@@ -85,7 +96,7 @@ class Property:
 
     @property
     def item_type(self) -> str:
-        return self.type[len("Collection("):-1] if self.is_collection else self.type
+        return self.type[len("Collection(") : -1] if self.is_collection else self.type
 
 
 @dataclass
@@ -229,6 +240,7 @@ class ServiceDocument:
 
 # ---------------------------------------------------------------- pass 1: collect
 
+
 def service_name(path: Path) -> str:
     """``API_X.edmx`` -> ``API_X``; ``.../API_X/metadata.xml`` -> ``API_X``."""
     if path.name.lower() in ("metadata.xml", "$metadata", "$metadata.xml"):
@@ -261,20 +273,23 @@ def _detect_version(root: etree._Element, name: str) -> tuple[str, str, str]:
             f"this is an Entity Framework designer file (EDMX {EDMX_EF[ns]} with storage and mapping "
             f"models), not an OData service metadata document; expected edmx:Edmx in namespace "
             f"{EDMX_V1} (OData V2) or {EDMX_V4} (OData V4) with edmx:DataServices",
-            name, root.sourceline,
+            name,
+            root.sourceline,
         )
     if tag != "Edmx" or ns not in (EDMX_V1, EDMX_V4):
         raise NotODataError(
             f"root element is {{{ns}}}{tag}, so this is not an OData CSDL document; expected "
             f"edmx:Edmx in namespace {EDMX_V1} (OData V2) or {EDMX_V4} (OData V4)",
-            name, root.sourceline,
+            name,
+            root.sourceline,
         )
     ds = root.find(f"{{{ns}}}DataServices")
     if ds is None:
         raise NotODataError(
             "edmx:Edmx has no edmx:DataServices element, so it describes no OData service "
             f"(see {SPEC_V4}#sec_DataServices)",
-            name, root.sourceline,
+            name,
+            root.sourceline,
         )
     edmx_version = root.get("Version", "")
     if ns == EDMX_V1 and not edmx_version.startswith("4"):
@@ -293,7 +308,8 @@ def _schemas(root: etree._Element, name: str) -> list:
         raise NotODataError(
             f"Schema in unknown CSDL namespace {namespace(bad[0].tag)!r}; expected one of "
             f"{', '.join(sorted(EDM_NAMESPACES))}",
-            name, bad[0].sourceline,
+            name,
+            bad[0].sourceline,
         )
     return schemas
 
@@ -333,7 +349,7 @@ def _int(value: str | None) -> int | None:
 
 def _sap_attrs(el: etree._Element) -> dict:
     prefix = f"{{{SAP_NS}}}"
-    return {k[len(prefix):]: v for k, v in el.attrib.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in el.attrib.items() if k.startswith(prefix)}
 
 
 def _inline_annotations(el: etree._Element, doc: ServiceDocument) -> list:
@@ -378,8 +394,12 @@ def _navigation(el: etree._Element, doc: ServiceDocument) -> NavigationProperty:
 
 def _structured(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
     st = StructuredType(
-        kind=local(el.tag), namespace=ns, name=el.get("Name", ""), line=el.sourceline,
-        base_type=el.get("BaseType", ""), sap=_sap_attrs(el),
+        kind=local(el.tag),
+        namespace=ns,
+        name=el.get("Name", ""),
+        line=el.sourceline,
+        base_type=el.get("BaseType", ""),
+        sap=_sap_attrs(el),
     )
     for child in el:
         tag = local(child.tag)
@@ -405,7 +425,10 @@ def _declare(doc: ServiceDocument, table: dict, qname: str, item, kind: str) -> 
         return
     error = DuplicateDeclarationError(
         f"{kind} {qname!r} is already declared on line {first.line}; a qualified name is declared once "
-        f"(see {SPEC_V4}#sec_Schema)", doc.file, item.line)
+        f"(see {SPEC_V4}#sec_Schema)",
+        doc.file,
+        item.line,
+    )
     if doc.strict:
         raise error
     doc.warnings.append(f"{error}; the second {kind} is left out")

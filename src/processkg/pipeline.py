@@ -157,7 +157,7 @@ class Builder:
 
     def _read_bindings(self, codes: dict) -> None:
         """Read --code-bindings; a binding naming a value list that no --codes CSV has is an error."""
-        self.bindings, self.bindings_used = [], set()
+        self.bindings, self.bindings_used = [], set[str]()
         if not self.opt.code_bindings:
             return
         path = Path(self.opt.code_bindings)
@@ -252,9 +252,9 @@ class Builder:
             return
         from processkg.retrieve.index import build_index
 
-        store = Path(self.opt.store)
+        store = Path(self.opt.store or tmp)
         cache = store.parent / f".{store.name}.embeddings"  # shared by the store's versions
-        odata = self.opt.odata if self.opt.chunks else ()
+        odata = [Path(p) for p in self.opt.odata] if self.opt.chunks else []
         self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
 
     def _write(self, ntriples: bytes) -> None:

@@ -274,7 +274,7 @@ def plot_recall_curves(evaluation: dict, path: Path) -> list:
     groups = sorted({g for by_type in evaluation["summary"].values() for g in by_type})
     for group in groups:
         fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-        colors = plt.get_cmap("tab20").colors
+        colors = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]  # a ListedColormap
         for i, (method, by_type) in enumerate(sorted(evaluation["summary"].items())):
             if group in by_type:
                 ax.plot(

@@ -139,7 +139,7 @@ def domain_store(domain: Domain, store: Path, build_store, model: str | None, ca
 
 def process_edges(store) -> dict:
     names, rows = select(store, load_query("openapi-process-edges"))
-    return {k: int(plain(v) or 0) for k, v in zip(names, rows[0])} if rows else {}
+    return {k: int(str(plain(v) or 0)) for k, v in zip(names, rows[0], strict=True)} if rows else {}
 
 
 # ---------------------------------------------------------------- metrics

@@ -86,7 +86,7 @@ def serve() -> None:
     limit = job["limit"]
     try:
         names, rows = solutions(open_store(Path(job["store"])), job["query"], job["bindings"])
-        table = []
+        table: list[list[object]] = []
         for row in rows:
             if limit and len(table) == limit:
                 raise QueryLimitError(

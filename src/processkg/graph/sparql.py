@@ -86,7 +86,7 @@ def _nodes(tree):
 
 
 def _names(tree) -> set[str]:
-    return {getattr(n, "name", None) for n in _nodes(tree)} - {None}
+    return {name for n in _nodes(tree) if isinstance(name := getattr(n, "name", None), str)}
 
 
 @lru_cache(maxsize=512)
@@ -132,7 +132,7 @@ def _near(query: str, line: int | None, column: int | None) -> str:
     lines = query.splitlines()
     if line > len(lines):
         return ""
-    return lines[line - 1][max(column - 1, 0) :][:30].strip()
+    return lines[line - 1][max((column or 1) - 1, 0) :][:30].strip()
 
 
 def _prefixes(tree, node: str) -> set[str]:

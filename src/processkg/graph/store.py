@@ -25,6 +25,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from pyoxigraph import (
+    BlankNode,
     DefaultGraph,
     Literal,
     NamedNode,
@@ -32,6 +33,7 @@ from pyoxigraph import (
     QuerySolutions,
     RdfFormat,
     Store,
+    Triple,
     Variable,
     parse,
     serialize,
@@ -252,12 +254,12 @@ def _contains(outer: Path, inner: Path) -> bool:
     return outer == inner or outer in inner.parents
 
 
-def check_store_path(store: Path, inputs: list = ()) -> None:
+def check_store_path(store: Path, inputs: list[Path] | None = None) -> None:
     """Refuse a ``--store`` that kg build must not replace: one that is not a processkg store
     (a plain file, a folder of other files), or one that holds the current directory or an input."""
     store = Path(store)
     real = Path(os.path.realpath(store))
-    named = [("the current directory", Path.cwd())] + [(f"the input {p}", Path(p)) for p in inputs if p]
+    named = [("the current directory", Path.cwd())] + [(f"the input {p}", Path(p)) for p in inputs or [] if p]
     for what, path in named:
         if _contains(real, Path(os.path.realpath(path))):
             raise StoreRefusedError(f"--store {store}: it contains {what}; choose a store path outside it")
@@ -282,9 +284,9 @@ class StoreWriter:
     publishes it by replacing ``STORE/current`` in one step.
     """
 
-    def __init__(self, store: Path, inputs: list = ()) -> None:
+    def __init__(self, store: Path, inputs: list[Path] | None = None) -> None:
         self.store = Path(store)
-        self.inputs = list(inputs)
+        self.inputs = list(inputs or [])
         self.created = False
         self.published = False
         self.fd: int | None = None
@@ -546,7 +548,7 @@ def load_query(name: str) -> str:
     raise ProcessKGError(f"no query named {name!r} in {queries_dir()}")
 
 
-def term(value) -> object:
+def term(value: object) -> NamedNode | Literal:
     """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
     if isinstance(value, (NamedNode, Literal)):
         return value
@@ -575,7 +577,9 @@ def solutions(store: Store, query: str, bindings: dict | None = None) -> tuple[l
     reach a network (SERVICE, FROM) or change data (an update) never runs.
     """
     check(query)
-    subs = {_variable(k): term(v) for k, v in (bindings or {}).items()}
+    subs: dict[Variable, NamedNode | BlankNode | Literal | Triple] = {
+        _variable(k): term(v) for k, v in (bindings or {}).items()
+    }
     try:
         result = store.query(query, prefixes=PREFIXES, substitutions=subs or None)
     except SyntaxError as exc:

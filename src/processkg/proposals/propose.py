@@ -607,12 +607,13 @@ def tune(
     train = set(split_processes({g.process for g in gold_entries})[0])
     gold = _keys(gold_entries, False, train)
     rows = [i for i, a in enumerate(signals.activities) if a.process in train]
-    best_key, best = None, base
+    best_key: tuple = (-1.0,)
+    best = base
     for settings in _weight_settings(base, weights):
-        tops = _tops(signals, signals.scores(settings), rows, max(grid["top_n"]))
+        tops = _tops(signals, signals.scores(settings), rows, int(max(grid["top_n"])))
         for n, threshold, ratio in product(grid["top_n"], grid["threshold"], grid["ratio"]):
             f1 = _prf({k for top in tops for k in keep(top, n, threshold, ratio)}, gold)["f1"]
-            if best_key is None or (f1, -n, threshold, ratio) > best_key:
+            if (f1, -n, threshold, ratio) > best_key:
                 best_key = (f1, -n, threshold, ratio)
                 best = replace(settings, top_n=n, threshold=threshold, ratio=ratio)
     proposals = propose(None, best, signals=signals)
@@ -621,7 +622,8 @@ def tune(
 
 def _weight_settings(base: ProposalWeights, weights: dict | None) -> list[ProposalWeights]:
     names = list(weights or ())
-    combos = [replace(base, **dict(zip(names, values))) for values in product(*(weights[n] for n in names))]
+    grid = weights or {}
+    combos = [replace(base, **dict(zip(names, values, strict=True))) for values in product(*(grid[n] for n in names))]
     return [c for c in combos if sum(getattr(c, n) for n in SIGNALS) > 0] or [base]
 
 

@@ -328,7 +328,11 @@ def terminal_progress(stream=None, lead: str = "\n"):
 
 
 def build_index(
-    store_dir: Path, model: str | None = None, odata: list = (), cache_dir: Path | None = None, progress="auto"
+    store_dir: Path,
+    model: str | None = None,
+    odata: list[Path] | None = None,
+    cache_dir: Path | None = None,
+    progress="auto",
 ) -> IndexReport:
     """Write ``STORE/index/``: embed every item (reusing cached vectors) and build HNSW graphs.
 
@@ -341,7 +345,7 @@ def build_index(
     """
     start = time.perf_counter()
     encoder = Encoder(model)
-    items = collect_items(Path(store_dir), list(odata))
+    items = collect_items(Path(store_dir), list(odata or []))
     cache = EmbeddingCache.load(cache_dir or index_dir(store_dir))
     report = IndexReport(
         encoder.id, {k: len(v) for k, v in items.items()}, sum(1 for i in items["set"] if i.get("operation"))

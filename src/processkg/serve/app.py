@@ -225,6 +225,8 @@ class Server:
         if not result.valid:
             raise _rejected(result)
         payload = body["d"] if isinstance(body, dict) and isinstance(body.get("d"), dict) and len(body) == 1 else body
+        if not isinstance(payload, dict):
+            raise HTTPError(400, "malformed", "a POST body must be a JSON object")
         with self.data.lock:
             record = self.insert(table, payload, {})
         item = odata_json.entity(table.type, record, res.root, table.name)
@@ -315,7 +317,7 @@ def _unquote_literal(text: str) -> str:
 
 def _next_key(table: Table, key: str) -> str:
     prop = table.type.props[key]
-    numbers = [int(k) for r in table.rows.values() if str(k := r.get(key, "")).isdigit()]
+    numbers = [int(k) for r in table.rows.values() if (k := str(r.get(key, ""))).isdigit()]
     value = str(max(numbers, default=0) + 1)
     width = prop.max_length or 0
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value

@@ -75,7 +75,7 @@ def _header(line: str) -> tuple[str, str]:
 
 
 def run(
-    items: list[Part | list[Part]], handle: Handler, snapshot: Callable[[], object], restore: Callable[[object], None]
+    items: list[Part | list[Part]], handle: Handler, snapshot: Callable[[], dict], restore: Callable[[dict], None]
 ) -> list[Answer | list[Answer]]:
     """Answer every request; a change set that fails anywhere is rolled back and answers with that failure."""
     answers: list[Answer | list[Answer]] = []
@@ -163,7 +163,7 @@ def render_json(answers: list[Answer | list[Answer]]) -> bytes:
     return json.dumps({"responses": out}).encode()
 
 
-def copy_tables(tables: dict) -> object:
+def copy_tables(tables: dict) -> dict:
     return copy.deepcopy({k: t.rows for k, t in tables.items()})
 
 

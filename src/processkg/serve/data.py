@@ -70,7 +70,7 @@ class Data:
             for key, rows in copy.deepcopy(self._initial).items():
                 self.tables[key].rows = rows
 
-    def restore(self, saved: dict) -> None:
+    def restore(self, saved: dict[tuple[str, str], dict]) -> None:
         """Put back the rows a change set copied before it started (``batch.copy_tables``)."""
         for key, rows in saved.items():
             self.tables[key].rows = rows
@@ -137,7 +137,7 @@ def _canonical_record(table: Table, record: dict, i: int, path: Path) -> dict[st
 
 def _fill(table: Table, rows: int) -> None:
     for i in range(rows):
-        record = {
+        record: dict[str, object] = {
             p.name: value for p in table.type.props.values() if (value := generated(p, table.name, i)) is not None
         }
         table.rows[table.key_of(record)] = record

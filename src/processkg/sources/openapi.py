@@ -67,6 +67,7 @@ class JSONArray(list):
     """A JSON array that remembers the line of its opening bracket."""
 
     __slots__ = ("line",)
+    line: int | None
 
 
 def _line_decoder(text: str) -> json.JSONDecoder:
@@ -76,19 +77,20 @@ def _line_decoder(text: str) -> json.JSONDecoder:
     decoder = json.JSONDecoder(object_pairs_hook=JSONObject)
 
     def parse_object(s_and_end, *args, **kwargs):
-        obj, end = json.decoder.JSONObject(s_and_end, *args, **kwargs)
+        obj, end = json.decoder.JSONObject(s_and_end, *args, **kwargs)  # type: ignore[attr-defined]
         obj.line = bisect_right(newlines, s_and_end[1] - 1) + 1
         return obj, end
 
     def parse_array(s_and_end, scan_once, *args, **kwargs):
-        items, end = json.decoder.JSONArray(s_and_end, scan_once, *args, **kwargs)
+        items, end = json.decoder.JSONArray(s_and_end, scan_once, *args, **kwargs)  # type: ignore[attr-defined]
         array = JSONArray(items)
         array.line = bisect_right(newlines, s_and_end[1] - 1) + 1
         return array, end
 
-    decoder.parse_object = parse_object
-    decoder.parse_array = parse_array
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    # json's pure-Python scanner takes these hooks; they are not part of its typed interface
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
+    decoder.parse_array = parse_array  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     return decoder
 
 

@@ -24,6 +24,7 @@ from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate import literals as edm_json
 from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
+from processkg.validate.shacl import ShaclEngine
 from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
 
 SH = "http://www.w3.org/ns/shacl#"
@@ -119,14 +120,12 @@ class Validator:
         self.model = model or load_model(store)
         self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
         self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
-        self._engine = None
+        self._engine: ShaclEngine | None = None
         self.last_report: Graph | None = None  # SHACL report of the last validate_calls
 
     @property
     def engine(self):
         if self._engine is None:
-            from processkg.validate.shacl import ShaclEngine
-
             self._engine = ShaclEngine(model_shapes(self.model))
         return self._engine
 
@@ -421,14 +420,15 @@ def _payload(call: dict) -> dict:
     return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
 
 
-def _check_size(call: dict) -> None:
+def _check_size(call: object) -> None:
     """Bound what one call may cost, whether it came from the JSON Lines reader or from the Python API.
 
     Deeper than the reader's depth limit, values would overflow the stack when serialized
     (``json.dumps`` recurses); each value can become a SHACL result (about 0.3 ms each in pySHACL),
     so :data:`MAX_CALL_VALUES` keeps one call to seconds.
     """
-    level, depth, count = [call], 0, 0
+    level: list = [call]
+    depth, count = 0, 0
     while level:
         depth += 1
         if depth > LIMITS.depth:
@@ -474,7 +474,7 @@ def _is_link(value: dict) -> bool:
     return len(value) == 1 and isinstance(meta, dict) and "uri" in meta
 
 
-def _json_literal(value) -> Literal:
+def _json_literal(value) -> Literal | URIRef:
     if value is None:
         return NIL
     return Literal(json.dumps(value, sort_keys=True, ensure_ascii=False), datatype=JSON_DT)

@@ -411,7 +411,7 @@ class _Writer:
         if n.target:
             self.add(s, sh("class"), NamedNode(n.target))
 
-    def rdf_list(self, items: list[Literal], base: str) -> NamedNode:
+    def rdf_list(self, items: list[Literal] | list[NamedNode], base: str) -> NamedNode:
         """An RDF list with IRIs ``{base}/0``, ``{base}/1``... (deterministic, unlike blank nodes)."""
         head = NamedNode(RDF_NS + "nil")
         for i in range(len(items) - 1, -1, -1):

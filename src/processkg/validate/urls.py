@@ -96,7 +96,9 @@ def parse_query(query: str) -> dict:
 
 def split_top(text: str, sep: str) -> list:
     """Split on ``sep`` outside quotes and parentheses."""
-    out, depth, quoted, cur = [], 0, False, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quoted = 0, False
     for ch in text:
         if ch == "'":
             quoted = not quoted
@@ -294,7 +296,8 @@ def _check_key_value(p, value: str, pointer: str) -> list:
 def check_filter(model, t, text: str, pointer: str) -> list:
     """Every property path in a ``$filter`` expression, lambda variables (``d:d/Material``) included."""
     tokens = [(m.lastgroup, m.group()) for m in TOKEN.finditer(text) if m.lastgroup != "space"]
-    out, scope = [], {}
+    out: list[tuple] = []
+    scope: dict[str, object] = {}
     for i, (kind, value) in enumerate(tokens):
         nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
         if kind != "path" or value.lower() in KEYWORDS or (nxt == "(" and "/" not in value):
@@ -351,7 +354,8 @@ def check_expand(model, t, item: str, pointer: str, level: int = 1) -> list:
     if level > MAX_EXPAND_DEPTH:
         return [("malformed", pointer, f"$expand nested deeper than the limit of {MAX_EXPAND_DEPTH} levels", None)]
     path, _, nested = item.partition("(")
-    out, cur = [], t
+    out: list[tuple] = []
+    cur = t
     for seg in [s for s in path.strip().split("/") if s]:
         if cur is None or seg == "*" or seg.startswith("$"):
             return out

@@ -461,7 +461,7 @@ def next_activities(defs: Definitions) -> list[tuple[str, str]]:
     splitting thousands of branches costs no more than its flows.
     """
     graph = _FlowGraph(defs)
-    pairs = set()
+    pairs: set[tuple[str, str]] = set()
     for node in defs.nodes.values():
         if node.category == "activity":
             pairs.update((node.id, nxt) for nxt in graph.reach(node))
@@ -494,7 +494,7 @@ class _FlowGraph:
             start += sorted(self.entries.get(node.id, ()))
         if not self.flows.get(node.id):
             start += _exits(self.defs, self.flows, node)  # a last inner activity leaves its sub-process
-        found = set()
+        found: set[str] = set()
         for nxt in start:
             found |= {nxt} if self._is_activity(nxt) else self._behind(nxt)
         return found

@@ -171,7 +171,7 @@ class ServiceLifter:
         return self.prop_iri(owner, path) if owner else None
 
     # ---------------------------------------------------------------- value lists
-    def _value_list_node(self, prop_iri: NamedNode, qualifier: str, line: int) -> NamedNode:
+    def _value_list_node(self, prop_iri: NamedNode, qualifier: str, line: int | None) -> NamedNode:
         key = (prop_iri.value, qualifier)
         if key not in self.value_lists:
             vl = child(prop_iri, "valuelist", *[seg for seg in qualifier.split("#") if seg])

@@ -54,13 +54,13 @@ def normalize_target(doc: ServiceDocument, target: str) -> str:
     return qualify(doc, first) + sep + rest
 
 
-def resolve(doc: ServiceDocument, annotation_docs: list = ()) -> Service:
+def resolve(doc: ServiceDocument, annotation_docs: list[ServiceDocument] | None = None) -> Service:
     """Resolve all references of one service document; raise on the first that fails."""
     _qualify_names(doc)
     _resolve_entity_sets(doc)
     _resolve_types(doc)
     _resolve_navigation(doc)
-    service = Service(doc.name, doc, list(annotation_docs))
+    service = Service(doc.name, doc, list(annotation_docs or []))
     _index_annotations(service)
     return service
 
@@ -134,7 +134,8 @@ def _resolve_types(doc: ServiceDocument) -> None:
 
 def all_properties(doc: ServiceDocument, st) -> list:
     """Properties of ``st`` including those inherited through ``BaseType``."""
-    seen, props = set(), []
+    seen: set[str] = set()
+    props: list = []
     while st is not None and st.qname not in seen:
         seen.add(st.qname)
         props = st.properties + props

@@ -17,7 +17,7 @@ from processkg.validate.payload_shapes import (
     check_graph,
     generate_shapes,
     is_required,
-    load_model,
+    load_validation_model,
     model_shapes,
     shapes_turtle,
     standard_codes,
@@ -149,7 +149,7 @@ def test_required_properties_get_min_count(a2x_shapes):
 
 def test_shapes_are_deterministic_and_valid_shacl(demo_store):
     store = open_store(demo_store)
-    first, second = generate_shapes(store), model_shapes(load_model(store))
+    first, second = generate_shapes(store), model_shapes(load_validation_model(store))
     assert canonical_ntriples(first) == canonical_ntriples(second)
     assert shapes_turtle(first) == shapes_turtle(second)
     shapes = to_rdflib(first)

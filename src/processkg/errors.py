@@ -202,3 +202,19 @@ class OpenAPIStructureError(InputError):
 
 class OpenAPIReferenceError(InputError):
     """A ``$ref`` that points at nothing in the document, outside it, or in a circle."""
+
+
+class MalformedCall(ProcessKGError):
+    """A call that cannot be understood (reported as a ``malformed`` violation, not raised to the user)."""
+
+
+class ServeHTTPError(ProcessKGError):
+    """A request ``kg serve`` answers with an error status and an OData error body (never a traceback)."""
+
+    def __init__(self, status: int, code: str, message: str, details: list[dict[str, str]] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.details = status, code, message, details or []
+
+
+class JsonValueLimitError(ValueError):
+    """Raised inside the JSON parser's hooks when an object has more keys than the reader allows."""

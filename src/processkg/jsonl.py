@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 
-from processkg.errors import JsonLinesError
+from processkg.errors import JsonLinesError, JsonValueLimitError
 
 MB = 1024 * 1024
 STDIN = "-"
@@ -84,7 +84,7 @@ def parse_line(text: str, name: str = "<line>", number: int = 1, limits: Limits 
         )
     except json.JSONDecodeError as exc:
         raise JsonLinesError(f"not valid JSON: {exc.msg} (column {exc.colno})", name, number) from None
-    except _OverLimit as exc:
+    except JsonValueLimitError as exc:
         raise JsonLinesError(str(exc), name, number) from None
     except ValueError as exc:  # our hooks, or int() beyond sys.get_int_max_str_digits()
         raise JsonLinesError(f"not valid JSON: {exc}", name, number) from None
@@ -192,14 +192,10 @@ def _structure_problem(text: str, limits: Limits) -> str:
     return ""
 
 
-class _OverLimit(ValueError):
-    """Raised inside ``json.loads`` by a hook: a bound of :class:`Limits`, not a syntax error."""
-
-
 def _object(max_keys: int):
     def make(pairs: list) -> dict:
         if len(pairs) > max_keys:
-            raise _OverLimit(f"an object has {len(pairs):,} keys, more than the limit of {max_keys:,}")
+            raise JsonValueLimitError(f"an object has {len(pairs):,} keys, more than the limit of {max_keys:,}")
         return dict(pairs)
 
     return make

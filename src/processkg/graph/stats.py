@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from processkg.graph.store import load_query, plain, select
+from processkg.graph.store import records
 
 
 def table(names: list, rows: list) -> str:
@@ -21,10 +21,7 @@ def _local(iri: str) -> str:
 
 
 def store_stats(store) -> dict:
-    out = {}
-    for name in ("classes", "services", "processes"):
-        names, rows = select(store, load_query(f"stats-{name}"))
-        out[name] = [dict(zip(names, (plain(v) for v in row))) for row in rows]
+    out = {name: records(store, f"stats-{name}") for name in ("classes", "services", "processes")}
     for row in out["classes"]:
         row["class"] = _prefixed(row["class"])
     return out

@@ -14,7 +14,7 @@ from collections import defaultdict
 from functools import lru_cache
 
 from processkg.assets import templates_dir
-from processkg.graph.store import load_query, plain, select
+from processkg.graph.store import records
 from processkg.validate.payload_shapes import required_on_create
 
 TEMPLATE = "context.md.j2"
@@ -37,21 +37,16 @@ def _environment():
     )
 
 
-def _rows(store, name: str, iri: str) -> list[dict]:
-    names, rows = select(store, load_query(name), {"set": iri})
-    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
-
-
 # ---------------------------------------------------------------- data
 
 
 def set_context(store, iri: str) -> dict:
     """Everything the template shows for one entity set (an IRI of the store)."""
-    heads = _rows(store, "retrieve-context-set", iri)
+    heads = records(store, "retrieve-context-set", set=iri)
     if not heads:  # an OpenAPI operation (or a set gone from the store): no OData facts to show
         return _bare_context(iri)
     head = heads[0]
-    props = [_property(p) for p in _rows(store, "retrieve-context-properties", iri)]
+    props = [_property(p) for p in records(store, "retrieve-context-properties", set=iri)]
     keys = [p for p in props if p["key"]]
     return {
         "head": head,
@@ -168,7 +163,7 @@ def _flags(row: dict) -> list[str]:
 
 
 def _navigations(store, iri: str) -> list[dict]:
-    rows = _rows(store, "retrieve-context-navigations", iri)
+    rows = records(store, "retrieve-context-navigations", set=iri)
     return [
         {
             "name": r["name"],
@@ -182,7 +177,7 @@ def _navigations(store, iri: str) -> list[dict]:
 
 def _value_helps(store, iri: str) -> list[dict]:
     helps: dict = {}
-    for r in _rows(store, "retrieve-context-valuelists", iri):
+    for r in records(store, "retrieve-context-valuelists", set=iri):
         key = (r["property"], r["collection"] or r["reference"] or "")
         vh = helps.setdefault(key, {"property": r["property"], "source": key[1], "fixed": False, "codes": []})
         vh["fixed"] = vh["fixed"] or bool(r["fixed"])
@@ -196,7 +191,7 @@ def _value_helps(store, iri: str) -> list[dict]:
 
 def _process(store, iri: str) -> list[dict]:
     steps: dict = {}
-    for r in _rows(store, "retrieve-context-process", iri):
+    for r in records(store, "retrieve-context-process", set=iri):
         step = steps.setdefault(
             r["activity"],
             {

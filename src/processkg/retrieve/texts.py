@@ -20,7 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from processkg.graph.store import load_query, plain, select
+from processkg.graph.store import records
 
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -172,20 +172,15 @@ class TypeFacts:
     navs: list = field(default_factory=list)  # target names
 
 
-def _rows(store, name: str) -> list[dict]:
-    names, rows = select(store, load_query(name))
-    return [dict(zip(names, (plain(v) for v in row))) for row in rows]
-
-
 def type_facts(store) -> dict[str, TypeFacts]:
     facts: dict = defaultdict(TypeFacts)
-    for r in _rows(store, "retrieve-properties"):
+    for r in records(store, "retrieve-properties"):
         target = facts[r["type"]]
         if r["isKey"]:
             target.keys.append((r["name"], r["label"]))
         else:
             target.props.append((r["name"], r["label"], r["description"]))
-    for r in _rows(store, "retrieve-navigations"):
+    for r in records(store, "retrieve-navigations"):
         facts[r["type"]].navs.append(r["targetSet"] or r["targetType"] or r["name"])
     return facts
 
@@ -228,7 +223,7 @@ def _prop_text(lex: Lexicon, prop: tuple) -> str:
 
 
 def lexicon(store) -> Lexicon:
-    rows = _rows(store, "retrieve-lexicon")
+    rows = records(store, "retrieve-lexicon")
     return Lexicon([r["name"] for r in rows], [r["label"] for r in rows if r["label"]])
 
 
@@ -238,7 +233,7 @@ def set_items(store, lex: Lexicon | None = None) -> list[SetItem]:
     facts = type_facts(store)
     df = Counter(p[0] for f in facts.values() for p in f.props)
     items = []
-    for r in _rows(store, "retrieve-sets"):
+    for r in records(store, "retrieve-sets"):
         item = SetItem(r["set"], r["service"], r["name"], r["label"] or "", r["type"])
         item.text = set_summary(item, r["typeLabel"], facts[r["type"]], lex, df, max(1, len(facts)))
         items.append(item)
@@ -252,13 +247,13 @@ def operation_items(store) -> list[SetItem]:
     """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
     under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
     inputs: dict = defaultdict(list)
-    for r in _rows(store, "openapi-endpoint-inputs"):
+    for r in records(store, "openapi-endpoint-inputs"):
         inputs[r["op"]].append(r)
     return [
         SetItem(
             r["op"], r["service"], r["name"], r["summary"] or "", "", endpoint_text(r, inputs[r["op"]]), operation=True
         )
-        for r in _rows(store, "openapi-endpoints")
+        for r in records(store, "openapi-endpoints")
     ]
 
 
@@ -311,7 +306,7 @@ class ActivityItem:
 def activity_items(store) -> list[ActivityItem]:
     """Every BPMN activity with a text of its name, documentation, lane and process."""
     items = []
-    for r in _rows(store, "retrieve-activities"):
+    for r in records(store, "retrieve-activities"):
         name = r["name"] or r["activity"].rsplit("/", 1)[-1]
         parts = [f"{name}."]
         if r["documentation"]:
@@ -406,7 +401,7 @@ def file_chunks(
 def chunk_items(store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
     """Chunks of the raw metadata files ``(path, display path as in kg:sourceFile)``."""
     by_file: dict = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
-    for r in _rows(store, "retrieve-set-sources"):
+    for r in records(store, "retrieve-set-sources"):
         by_type, by_name = by_file[r["file"]]
         by_type[r["typeName"]].append(r["set"])
         by_name[r["setName"]].append(r["set"])

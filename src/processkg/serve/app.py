@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from processkg.errors import ServeQueryError, UnsupportedQueryError
+from processkg.errors import ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
 from processkg.serve import odata_json
 from processkg.serve.data import Data, Table
@@ -70,12 +70,6 @@ class Resource:
     rest: list[tuple[str, str | None]] = field(default_factory=list)
 
 
-class HTTPError(Exception):
-    def __init__(self, status: int, code: str, message: str, details: list[dict[str, str]] | None = None):
-        super().__init__(message)
-        self.status, self.code, self.message, self.details = status, code, message, details or []
-
-
 class Server:
     """The state behind the application: model, data, validator and recording."""
 
@@ -91,7 +85,7 @@ class Server:
     def check_csrf(self, method: str, headers: dict[str, str]) -> None:
         """SAP's protocol: a modifying request carries the token a GET with ``x-csrf-token: Fetch`` got."""
         if self.csrf and method not in ("GET", "HEAD") and headers.get("x-csrf-token") != self.csrf_token:
-            raise HTTPError(
+            raise ServeHTTPError(
                 403,
                 "csrf-token-required",
                 "CSRF token validation failed: fetch one with a GET and the header x-csrf-token: Fetch",
@@ -103,7 +97,7 @@ class Server:
             if path == root.rstrip("/") or path.startswith(root):
                 rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
                 return Resource(self.roots[root], root, rest)
-        raise HTTPError(
+        raise ServeHTTPError(
             404,
             "not-found",
             f"no service at {path}; services are served under "
@@ -118,7 +112,7 @@ class Server:
         name = res.rest[0][0]
         table = self.data.table(res.service, name)
         if table is None:
-            raise HTTPError(404, "unknown-entity-set", f"{res.service} has no entity set {name}")
+            raise ServeHTTPError(404, "unknown-entity-set", f"{res.service} has no entity set {name}")
         return table
 
     # ------------------------------------------------------------ GET
@@ -128,16 +122,16 @@ class Server:
             sets = sorted(self.model.services[res.service].sets)
             return JSONResponse(odata_json.service_document(version, sets))
         if res.rest[0][0] == "$metadata":
-            raise HTTPError(501, "not-implemented", "$metadata is not served by this version of kg serve")
+            raise ServeHTTPError(501, "not-implemented", "$metadata is not served by this version of kg serve")
         self.check_get(url)
         unknown = sorted(k for k in query if k.startswith("$") and k not in READ_OPTIONS)
         if unknown:
-            raise HTTPError(501, "not-implemented", f"system query option {unknown[0]} is not supported")
+            raise ServeHTTPError(501, "not-implemented", f"system query option {unknown[0]} is not supported")
         table, records, single = self.walk(res)
         base = res.root
         if single:
             if not records:
-                raise HTTPError(404, "not-found", f"no {table.name} with this key")
+                raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
             item = self.shape(table, records[0], base, query)
             return JSONResponse(odata_json.single(table.type, item, table.name))
         if res.rest[-1][0] == "$count":
@@ -166,10 +160,10 @@ class Server:
         for nav_name, nav_key in [s for s in res.rest[1:] if not s[0].startswith("$")]:
             nav = table.type.navs.get(nav_name)
             if nav is None or len(records) != 1:
-                raise HTTPError(404, "not-found", f"{table.type.qname} has no navigation property {nav_name}")
+                raise ServeHTTPError(404, "not-found", f"{table.type.qname} has no navigation property {nav_name}")
             target, records = self.data.related(table, records[0], nav)
             if target is None:
-                raise HTTPError(404, "not-found", f"no entity set for the target of {nav_name}")
+                raise ServeHTTPError(404, "not-found", f"no entity set for the target of {nav_name}")
             table, single = target, not nav.to_many or nav_key is not None
             if nav_key is not None:
                 wanted = parse_key(table.type, nav_key)
@@ -201,7 +195,7 @@ class Server:
         name, options = _v4_options(name)
         nav = table.type.navs.get(name)
         if nav is None:
-            raise HTTPError(400, "unknown-navigation", f"$expand: {table.type.qname} has no navigation {name}")
+            raise ServeHTTPError(400, "unknown-navigation", f"$expand: {table.type.qname} has no navigation {name}")
         target, related = self.data.related(table, record, nav)
         if target is None:
             item[name] = [] if nav.to_many else None
@@ -218,7 +212,9 @@ class Server:
     # ------------------------------------------------------------ POST
     def post(self, res: Resource, body: object, url: str) -> Response:
         if len(res.rest) != 1 or res.rest[0][1] is not None:
-            raise HTTPError(405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)")
+            raise ServeHTTPError(
+                405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)"
+            )
         table = self.table(res)
         with self.validate_lock:
             result = self.validator.validate_call({"method": "POST", "url": url, "payload": body})
@@ -226,7 +222,7 @@ class Server:
             raise _rejected(result)
         payload = body["d"] if isinstance(body, dict) and isinstance(body.get("d"), dict) and len(body) == 1 else body
         if not isinstance(payload, dict):
-            raise HTTPError(400, "malformed", "a POST body must be a JSON object")
+            raise ServeHTTPError(400, "malformed", "a POST body must be a JSON object")
         with self.data.lock:
             record = self.insert(table, payload, {})
         item = odata_json.entity(table.type, record, res.root, table.name)
@@ -248,7 +244,9 @@ class Server:
             if record.get(key) in (None, ""):
                 record[key] = _next_key(table, key)
         if table.key_of(record) in table.rows:
-            raise HTTPError(409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists")
+            raise ServeHTTPError(
+                409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists"
+            )
         table.rows[table.key_of(record)] = record
         for name, value in payload.items():
             nav = table.type.navs.get(name)
@@ -323,11 +321,11 @@ def _next_key(table: Table, key: str) -> str:
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
 
 
-def _rejected(result) -> HTTPError:
+def _rejected(result) -> ServeHTTPError:
     details = [{"code": v.kind, "message": v.message, "target": v.path} for v in result.violations]
     first = result.violations[0]
     summary = f"{len(details)} violation(s); first: {first.kind} at {first.path or '/'}: {first.message}"
-    return HTTPError(400, "invalid-call", summary, details)
+    return ServeHTTPError(400, "invalid-call", summary, details)
 
 
 def create_app(server: Server) -> Starlette:
@@ -347,18 +345,18 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
     body: object = None
     try:
         if len(raw) > MAX_BODY:
-            raise HTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+            raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
         is_batch = urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST"
         body = None if is_batch else _json_body(method, raw)
         server.check_csrf(method, headers)
         if is_batch:
             return batch(server, url, headers, raw)
         response = dispatch(server, method, url, body)
-    except HTTPError as exc:
+    except ServeHTTPError as exc:
         response = _error_response(server, url, exc)
     except (ServeQueryError, UnsupportedQueryError) as exc:
         status = 501 if isinstance(exc, UnsupportedQueryError) else 400
-        response = _error_response(server, url, HTTPError(status, "bad-query", str(exc)))
+        response = _error_response(server, url, ServeHTTPError(status, "bad-query", str(exc)))
     if method == "GET" and headers.get("x-csrf-token", "").lower() == "fetch":
         response.headers["x-csrf-token"] = server.csrf_token
     elif response.status_code == 403:
@@ -379,7 +377,7 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
             else batch_mod.parse_multipart(content_type, raw)
         )
     except (ValueError, json.JSONDecodeError) as exc:
-        raise HTTPError(400, "malformed", f"$batch: {exc}") from None
+        raise ServeHTTPError(400, "malformed", f"$batch: {exc}") from None
 
     def handle(part: batch_mod.Part) -> batch_mod.Answer:
         target = part.url if part.url.startswith("/") else root + part.url
@@ -413,7 +411,7 @@ def dispatch(server: Server, method: str, url: str, body: object) -> Response:
         return server.get(res, query, url)
     if method == "POST":
         return server.post(res, body, url)
-    raise HTTPError(405, "method-not-allowed", f"{method} is not supported by this version of kg serve")
+    raise ServeHTTPError(405, "method-not-allowed", f"{method} is not supported by this version of kg serve")
 
 
 def _json_body(method: str, raw: bytes) -> object:
@@ -422,17 +420,17 @@ def _json_body(method: str, raw: bytes) -> object:
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise HTTPError(400, "malformed", f"the request body is not JSON: {exc}") from None
+        raise ServeHTTPError(400, "malformed", f"the request body is not JSON: {exc}") from None
 
 
 def _text(raw: bytes) -> str | None:
     return raw.decode("utf-8", "replace") if raw else None
 
 
-def _error_response(server: Server, url: str, exc: HTTPError) -> JSONResponse:
+def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONResponse:
     try:
         version = server.version(server.resource(urlsplit(url).path).service)
-    except HTTPError:
+    except ServeHTTPError:
         version = "4.0"
     return JSONResponse(odata_json.error(version, exc.code, exc.message, exc.details), status_code=exc.status)
 

@@ -19,19 +19,18 @@ from urllib.parse import quote, unquote
 
 from rdflib import RDF, Graph, Literal, URIRef
 
-from processkg.errors import JsonLinesError, ProcessKGError
+from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate import literals as edm_json
-from processkg.validate.payload_shapes import Model, TypeInfo, load_model, model_shapes
+from processkg.validate.payload_shapes import Model, TypeInfo, load_validation_model, model_shapes
 from processkg.validate.shacl import ShaclEngine
 from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
+from processkg.vocab import RDF_JSON, XSD_STRING
 
-SH = "http://www.w3.org/ns/shacl#"
 NODE = "urn:processkg:call/"
 NIL = RDF.nil
-JSON_DT = URIRef(str(RDF) + "JSON")
-XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+JSON_DT = URIRef(RDF_JSON)
 MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
 MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
 KINDS = (
@@ -78,10 +77,6 @@ class CallResult:
         return out
 
 
-class MalformedCall(ProcessKGError):
-    """A call that cannot be understood (reported as a ``malformed`` violation, not raised to the user)."""
-
-
 # ---------------------------------------------------------------- reading calls
 
 
@@ -117,7 +112,7 @@ class Validator:
 
     def __init__(self, store_or_dir, model: Model | None = None) -> None:
         store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
-        self.model = model or load_model(store)
+        self.model = model or load_validation_model(store)
         self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
         self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
         self._engine: ShaclEngine | None = None

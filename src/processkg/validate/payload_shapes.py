@@ -1,6 +1,6 @@
 """Payload shapes: SHACL generated from the graph, one node shape per entity type.
 
-:func:`load_model` reads what validation needs from the store (library queries
+:func:`load_validation_model` reads what validation needs from the store (library queries
 ``shapes-*.rq``); :func:`generate_shapes` turns it into SHACL as pyoxigraph triples.
 
 Shape layout (standard SHACL Core; see ``docs/validation.md``):
@@ -128,7 +128,7 @@ class TypeInfo:
 
 
 @dataclass
-class Service:
+class ServiceInfo:
     name: str
     version: str
     namespaces: set = field(default_factory=set)
@@ -137,16 +137,16 @@ class Service:
 
 @dataclass
 class Model:
-    services: dict = field(default_factory=dict)  # name -> Service
+    services: dict = field(default_factory=dict)  # name -> ServiceInfo
     types: dict = field(default_factory=dict)  # IRI -> TypeInfo
-    aliases: dict = field(default_factory=dict)  # lower-case URL name -> Service (odata_url fills it)
+    aliases: dict = field(default_factory=dict)  # lower-case URL name -> ServiceInfo (urls.py fills it)
 
 
-def load_model(store) -> Model:
+def load_validation_model(store) -> Model:
     """Services, entity sets and types with their properties, navigations and codes."""
     model = Model()
     for r in records(store, "shapes-types"):
-        svc = model.services.setdefault(r["service"], Service(r["service"], r["version"]))
+        svc = model.services.setdefault(r["service"], ServiceInfo(r["service"], r["version"]))
         svc.namespaces.add(r["namespace"])
         model.types[r["type"]] = TypeInfo(
             r["type"], r["qname"], r["kind"], r["service"], r["version"], r["namespace"], r["baseType"]
@@ -301,7 +301,7 @@ def stored_shapes(store) -> list:
 
 def generate_shapes(store) -> list:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
-    return model_shapes(load_model(store))
+    return model_shapes(load_validation_model(store))
 
 
 def model_shapes(model: Model) -> list:
@@ -432,11 +432,11 @@ __all__ = [
     "Model",
     "Nav",
     "Prop",
-    "Service",
+    "ServiceInfo",
     "TypeInfo",
     "generate_shapes",
     "is_required",
-    "load_model",
+    "load_validation_model",
     "model_shapes",
     "standard_codes",
     "standard_list",

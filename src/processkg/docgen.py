@@ -17,11 +17,16 @@ Output is deterministic: no dates, no terminal widths, sorted where the source h
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+import rdflib
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from rdflib import OWL, RDF, RDFS, BNode, URIRef
+from rdflib.collection import Collection
 
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir, templates_dir
 from processkg.graph.store import write_atomic
@@ -49,7 +54,6 @@ def _code(value: object) -> str:
 
 
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
@@ -169,9 +173,6 @@ def _sections_of(ttl_text: str) -> tuple[dict, list]:
 
 def ontology_model(ttl: Path) -> dict:
     """Everything the ontology reference shows, read from the TTL file."""
-    import rdflib
-    from rdflib import OWL, RDF, RDFS, BNode, URIRef
-    from rdflib.collection import Collection
 
     text = ttl.read_text(encoding="utf-8")
     g = rdflib.Graph().parse(data=text, format="turtle")
@@ -295,7 +296,6 @@ def _command_model(cmd: click.Command, ctx: click.Context, path: tuple) -> dict:
 
 
 def _dedent(text: str) -> str:
-    import inspect
 
     return inspect.cleandoc(text).replace("\b\n", "")
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
+from processkg.retrieve.index import build_index
+from processkg.sources import openapi
 from processkg.sources.bpmn import read as bpmn
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
 from processkg.sources.code_bindings import bound_properties, read_bindings
@@ -22,6 +24,7 @@ from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, r
 from processkg.sources.odata import model as edm
 from processkg.sources.odata import read as csdl
 from processkg.sources.odata.lift import ServiceLifter
+from processkg.validate.payload_shapes import SHAPES_GRAPH, check_graph, generate_shapes
 from processkg.vocab import RDF_TYPE
 
 ON_ERROR = ("fail", "warn", "skip")
@@ -186,7 +189,6 @@ class Builder:
     def _openapi(self) -> None:
         if not self.opt.openapi:
             return
-        from processkg.sources import openapi
 
         result = openapi.lift_all(self.opt.openapi, self._failed, self.progress)
         self.triples.extend(result.triples)
@@ -236,12 +238,8 @@ class Builder:
     def _shapes_and_check(self, tmp: Path) -> None:
         start = time.perf_counter()
         if self.opt.shapes:
-            from processkg.validate.payload_shapes import SHAPES_GRAPH, generate_shapes
-
             add_graph(tmp, SHAPES_GRAPH, generate_shapes)
         if self.opt.check:
-            from processkg.validate.payload_shapes import check_graph
-
             violations = check_graph(tmp)
             if violations:
                 raise GraphCheckError(violations)
@@ -250,7 +248,6 @@ class Builder:
     def _index(self, tmp: Path) -> None:
         if not self.opt.index:
             return
-        from processkg.retrieve.index import build_index
 
         store = Path(self.opt.store or tmp)
         cache = store.parent / f".{store.name}.embeddings"  # shared by the store's versions

@@ -16,6 +16,7 @@ from processkg.cli.graph import audit_cmd, query_cmd, stats_cmd
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.cli.retrieve import index_cmd, retrieve_cmd
 from processkg.cli.serve import serve_cmd
+from processkg.cli.socbench import socbench_cmd
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
 
@@ -91,6 +92,7 @@ for _command in (
 ):
     main.add_command(_command)
 eval_group.add_command(mapping_cmd)
+eval_group.add_command(socbench_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

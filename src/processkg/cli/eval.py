@@ -10,7 +10,8 @@ import click
 
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
-from processkg.retrieve.retriever import METHODS
+from processkg.graph.stats import table
+from processkg.retrieve.retriever import METHODS, RetrievalSettings, Retriever
 
 DEFAULT_METHODS = ",".join(METHODS)  # the registry of kg retrieve, baselines first
 #: Ablations of a hybrid method: (suffix, RetrievalSettings overrides).
@@ -27,7 +28,6 @@ def _csv(value: str) -> list[str]:
 
 def run_methods(retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
     """{label: {qid: [(service, set)]}}, {qid: [source]} of hybrid, {label: seconds}."""
-    from processkg.retrieve.retriever import RetrievalSettings
 
     runs = [(m, RetrievalSettings(method=m)) for m in methods]
     if ablations:
@@ -79,7 +79,6 @@ def eval_group() -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
 def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out) -> None:
     """Recall@k, MRR, nDCG@k per method and query type, with paired significance tests."""
-    from processkg.retrieve.retriever import Retriever
 
     try:
         cutoffs = sorted({int(k) for k in _csv(ks)})
@@ -102,17 +101,7 @@ def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out
             click.echo(f"wrote {path}")
 
 
-def _register_socbench() -> None:
-    from processkg.cli.socbench import socbench_cmd
-
-    eval_group.add_command(socbench_cmd)
-
-
-_register_socbench()
-
-
 def _summary(evaluation: dict, ks: list) -> str:
-    from processkg.graph.stats import table
 
     rows = []
     for method, by_type in evaluation["summary"].items():

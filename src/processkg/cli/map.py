@@ -17,12 +17,24 @@ import click
 
 from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
+from processkg.graph.stats import table
+from processkg.proposals.propose import (
+    WEIGHT_GRID,
+    LLMSettings,
+    ProposalWeights,  # imported late: propose loads numpy and the retrieval code
+    Signals,
+    evaluate_mapping,
+    propose,
+    read_proposals,
+    tune,
+    write_proposals,
+)
+from processkg.sources.mapping import read_mapping
 
 SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # as propose.SIGNALS
 
 
 def _defaults():
-    from processkg.proposals.propose import ProposalWeights  # imported late: propose loads numpy and the retrieval code
 
     return ProposalWeights()
 
@@ -48,7 +60,6 @@ def propose_cmd(store, out, top_n, threshold, ratio, model, llm_url, llm_model, 
 
     The API key for the LLM is read from the environment variable OPENAI_API_KEY, if set.
     """
-    from processkg.proposals.propose import LLMSettings, propose, write_proposals
 
     settings = _settings(top_n, threshold, ratio)
     llm = None
@@ -76,8 +87,6 @@ def _settings(top_n, threshold, ratio):
 @click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
 def tune_cmd(store, gold, weights, out) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
-    from processkg.proposals.propose import WEIGHT_GRID, Signals, tune
-    from processkg.sources.mapping import read_mapping
 
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
@@ -99,8 +108,6 @@ def tune_cmd(store, gold, weights, out) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
 def mapping_cmd(proposals, gold, out) -> None:
     """Edge precision, recall and F1 of proposals against a gold mapping, with and without mode."""
-    from processkg.proposals.propose import evaluate_mapping, read_proposals
-    from processkg.sources.mapping import read_mapping
 
     gold_entries = read_mapping(gold)
     if not gold_entries:
@@ -145,7 +152,6 @@ def summary_rows(result: dict) -> list:
 
 
 def render_summary(result: dict) -> str:
-    from processkg.graph.stats import table
 
     return table(HEAD, summary_rows(result)) + f"\nmode agreement on correct edges: {result['mode_accuracy']:.3f}"
 

@@ -14,8 +14,12 @@ from pathlib import Path
 import click
 
 from processkg.errors import JsonLinesError, ProcessKGError, QueryFileError
+from processkg.graph.stats import table
+from processkg.graph.store import open_store
 from processkg.jsonl import read_strict
-from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, RetrievalSettings, check_query
+from processkg.retrieve.context import render_context
+from processkg.retrieve.index import build_index, index_dir, terminal_progress
+from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, RetrievalSettings, Retriever, check_query
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
@@ -53,7 +57,6 @@ def _query_line(path: Path, n: int, item: object) -> tuple[object, str]:
 
 
 def render_table(results: list) -> str:
-    from processkg.graph.stats import table
 
     rows = [
         [n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)] for n, r in enumerate(results, 1)
@@ -103,7 +106,6 @@ def retrieve_cmd(
     with_context,
 ) -> None:
     """Retrieve the entity sets a business question needs (one QUERY, or --queries FILE.jsonl)."""
-    from processkg.retrieve.retriever import Retriever
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
@@ -118,7 +120,6 @@ def retrieve_cmd(
 
 
 def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context: bool, many: bool) -> None:
-    from processkg.retrieve.context import render_context
 
     context = render_context(retriever.store, results) if with_context else None
     if as_json:
@@ -149,8 +150,6 @@ def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context:
 @_clean_errors
 def index_cmd(store, model, odata, cache_dir) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
-    from processkg.graph.store import open_store
-    from processkg.retrieve.index import build_index, index_dir, terminal_progress
 
     open_store(store)  # a clear error when there is no store
     report = build_index(

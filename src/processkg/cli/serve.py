@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from processkg.cli.options import store_option
+from processkg.serve.app import create_app, open_server
 
 
 @click.command("serve")
@@ -32,8 +33,6 @@ from processkg.cli.options import store_option
 def serve_cmd(store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool) -> None:
     """Serve every OData service of the store; validate each call before it touches the data."""
     import uvicorn  # heavy: only this command needs the ASGI server
-
-    from processkg.serve.app import create_app, open_server
 
     server = open_server(store, record=record, data=data, csrf=csrf)
     click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)

@@ -14,12 +14,13 @@ from pathlib import Path
 import click
 
 from processkg.cli.retrieve import _clean_errors
+from processkg.evaluate import socbench
+from processkg.pipeline import BuildOptions, build
 
 
 def build_openapi_store(folder: Path, store: Path) -> None:
     """``kg build --openapi FOLDER --store STORE --no-index``: the store SOCBench-D queries (the
     JSON files that are not OpenAPI, queries.json, are skipped with a warning nobody needs here)."""
-    from processkg.pipeline import BuildOptions, build
 
     build(BuildOptions(openapi=[Path(folder)], store=Path(store), index=False))
 
@@ -63,7 +64,6 @@ def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> Non
     """Run SOCBench-D through kg retrieve's engine: per domain, build a store of its OpenAPI
     documents with its index and rank its operations for each query with every method that needs
     no metadata chunks; Recall@5/10/20 beside the published figures, paired tests, expansion evidence."""
-    from processkg.evaluate import socbench
 
     start = time.perf_counter()
     progress = (lambda name: click.echo(f"  {name}", err=True)) if sys.stderr.isatty() else None

@@ -21,6 +21,8 @@ import click
 
 from processkg.errors import ProcessKGError
 from processkg.graph.store import open_store, write_atomic
+from processkg.validate.calls import Validator, read_calls
+from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 
 
 def _fail(exc: ProcessKGError):
@@ -42,7 +44,6 @@ def _fail(exc: ProcessKGError):
 @click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
 def validate_cmd(store, calls, fmt, out) -> None:
     """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
-    from processkg.validate.calls import Validator, read_calls
 
     try:
         pairs = read_calls(calls)
@@ -128,7 +129,6 @@ def shapes_cmd(store, out) -> None:
 
     The shapes kg build stored are used; a store built with --no-shapes gets them generated now.
     """
-    from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 
     try:
         graph = open_store(store)

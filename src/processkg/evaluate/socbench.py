@@ -28,6 +28,7 @@ and how many process edges the graph holds.
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -36,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from processkg.errors import ProcessKGError, SOCBenchError
-from processkg.graph.store import load_query, plain, select
+from processkg.evaluate.metrics import paired_test
+from processkg.graph.store import load_query, plain, select, write_atomic
 from processkg.retrieve.index import Encoder, build_index
 from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, RetrievalSettings, Retriever
 from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS
@@ -259,7 +261,6 @@ def grouped(results: list, key) -> dict:
 
 def tests(results: list) -> list[dict]:
     """Paired tests (Wilcoxon signed-rank and permutation, two-sided) per pair and k."""
-    from processkg.evaluate.metrics import paired_test
 
     rows = []
     for a, b in PAIRS:
@@ -416,9 +417,6 @@ def _group_table(title: str, groups: dict) -> list[str]:
 def write_outputs(data: dict, out: Path, command: str = "", queries: list | None = None) -> list[Path]:
     """``report.md``, ``results.json`` and (given ``queries``) ``queries.jsonl`` into ``out``,
     each replaced atomically; the same input gives the same bytes."""
-    import json
-
-    from processkg.graph.store import write_atomic
 
     out = Path(out)
     written = [out / "report.md", out / "results.json"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from processkg.graph.store import records
+from processkg.vocab import PREFIXES
 
 
 def table(names: list, rows: list) -> str:
@@ -28,7 +29,6 @@ def store_stats(store) -> dict:
 
 
 def _prefixed(iri: str) -> str:
-    from processkg.vocab import PREFIXES
 
     for prefix, ns in PREFIXES.items():
         if iri.startswith(ns):

@@ -38,6 +38,7 @@ from processkg.proposals.llm import (
 from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, load_index
 from processkg.retrieve.retriever import Lexical
+from processkg.retrieve.texts import lexicon, type_facts
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,6 @@ def read_activities(store) -> list[ActivityFacts]:
 
 def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
-    from processkg.retrieve.texts import lexicon, type_facts
 
     lex, facts = lexicon(store), type_facts(store)
     flags = {r["set"]: r for r in records(store, "propose-sets")}

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
 from processkg.assets import templates_dir
 from processkg.graph.store import records
 from processkg.validate.payload_shapes import required_on_create
@@ -24,7 +26,6 @@ SAP_V2_ROOT = "/sap/opu/odata/sap"
 
 @lru_cache(maxsize=1)
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     folder = templates_dir()
     return Environment(

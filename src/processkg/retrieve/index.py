@@ -27,7 +27,9 @@ import numpy as np
 
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
+from processkg.retrieve import texts as summaries
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
+from processkg.sources.discover import ODATA_SUFFIXES, discover
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"})
@@ -282,8 +284,6 @@ def index_dir(store_dir: Path) -> Path:
 
 def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
     """The items of each kind, as JSON-ready dicts with their ``text``."""
-    from processkg.retrieve import texts as summaries
-    from processkg.sources.discover import ODATA_SUFFIXES, discover
 
     store = open_store(store_dir)
     sets = [vars(i) for i in summaries.set_items(store) + summaries.operation_items(store)]

@@ -12,6 +12,8 @@ into a temporary store plus Turtle file, and the tests query that graph.
 from __future__ import annotations
 
 import hashlib
+import http.server
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,3 +177,30 @@ def demo_built(tmp_path_factory) -> Built:
 def demo_store(demo_built) -> Path:
     """The demo store directory, shared by every module that only reads it."""
     return demo_built.store_dir
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers 500 and remembers the path of every request it gets."""
+
+    def do_GET(self):
+        self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        self.send_response(500)
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def recording_server():
+    """A loopback HTTP server that records every request, for tests that must prove nothing reached
+    a network: compare ``recording_server.requests`` before and after."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    srv.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()

@@ -18,10 +18,8 @@ Adding a case is adding one line to :data:`CASES` (and, for a new input, one ent
 from __future__ import annotations
 
 import hashlib
-import http.server
 import re
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,28 +174,10 @@ CASES = [
 # ---------------------------------------------------------------- fixtures
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.server.requests.append(self.path)
-        self.send_response(500)
-        self.end_headers()
-
-    do_POST = do_GET
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A loopback HTTP server that records every request: the SPARQL and XXE inputs point at it."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    srv.requests = []
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+@pytest.fixture
+def server(recording_server):
+    """The loopback server that must see no request: the SPARQL and XXE inputs point at it."""
+    return recording_server
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,11 @@ test shows that pyoxigraph on its own does send these requests, so the server wo
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import psutil
@@ -32,28 +30,10 @@ from processkg.graph.store import load_query, open_store, plain, select
 CARTESIAN = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.server.requests.append(self.path)
-        self.send_response(500)
-        self.end_headers()
-
-    do_POST = do_GET
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A SPARQL 'endpoint' on loopback that records every request it gets."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    srv.requests = []
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+@pytest.fixture
+def server(recording_server):
+    """A SPARQL 'endpoint' on loopback that must see no request."""
+    return recording_server
 
 
 def endpoint(server) -> str:

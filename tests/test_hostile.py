@@ -174,7 +174,7 @@ CASES = [
 # ---------------------------------------------------------------- fixtures
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(recording_server):
     """The loopback server that must see no request: the SPARQL and XXE inputs point at it."""
     return recording_server

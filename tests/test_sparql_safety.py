@@ -30,7 +30,7 @@ from processkg.graph.store import load_query, open_store, plain, select
 CARTESIAN = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(recording_server):
     """A SPARQL 'endpoint' on loopback that must see no request."""
     return recording_server

@@ -71,3 +71,13 @@ def test_the_store_checks_pass_with_library_queries_and_bound_values(sap_store, 
     out = capsys.readouterr().out
     assert out.count("ok  Process_") == 18 and "FAIL" not in out and "MISSING" not in out
     assert "SELECT" not in (TOOLS / "check.py").read_text(encoding="utf-8"), "SPARQL lives in queries/*.rq only"
+
+
+def test_a_process_file_with_a_duplicate_id_or_an_unknown_lane_is_refused():
+    data = yaml.safe_load((process_data.SOURCE_DIR / "order-to-cash.yaml").read_text(encoding="utf-8"))
+    twice = {**data, "nodes": data["nodes"] + [data["nodes"][0]]}
+    with pytest.raises(ValueError, match=r"Process_OrderToCash: duplicate id StartEvent_"):
+        process_data.load(twice)
+    stray = {**data, "nodes": [{**data["nodes"][0], "lane": "Nowhere"}]}
+    with pytest.raises(ValueError, match=r"in unknown lane Nowhere"):
+        process_data.load(stray)

@@ -144,7 +144,7 @@ def _short(node_id: str) -> str:
 
 
 class Proc:
-    """One BPMN process in one file, built with a few calls per element."""
+    """One BPMN process in one file; ``_add``, ``flow`` and ``message`` check ids and lanes as it is loaded."""
 
     def __init__(
         self,
@@ -183,65 +183,6 @@ class Proc:
         self.nodes[node.id] = node
         return node.id
 
-    def task(self, tag, nid, name, lane, doc, uses, row=0, shift=0, called=""):
-        return self._add(Node(nid, tag, name, lane, row, doc, uses=list(uses), shift=shift, called=called))
-
-    def user(self, nid, name, lane, doc, uses, row=0, shift=0):
-        return self.task("userTask", nid, name, lane, doc, uses, row, shift)
-
-    def service(self, nid, name, lane, doc, uses, row=0, shift=0):
-        return self.task("serviceTask", nid, name, lane, doc, uses, row, shift)
-
-    def send(self, nid, name, lane, doc, uses, row=0, shift=0):
-        return self.task("sendTask", nid, name, lane, doc, uses, row, shift)
-
-    def rule(self, nid, name, lane, doc, uses, row=0, shift=0):
-        return self.task("businessRuleTask", nid, name, lane, doc, uses, row, shift)
-
-    def call(self, nid, name, lane, doc, uses, called, row=0, shift=0):
-        return self.task("callActivity", nid, name, lane, doc, uses, row, shift, called)
-
-    def start(self, nid, name, lane, event="", timer=(), row=0):
-        return self._add(Node(nid, "startEvent", name, lane, row, event=event, timer=timer))
-
-    def end(self, nid, name, lane, row=0, shift=0):
-        return self._add(Node(nid, "endEvent", name, lane, row, shift=shift))
-
-    def catch(self, nid, name, lane, event, timer=(), row=0, shift=0, doc=""):
-        return self._add(
-            Node(nid, "intermediateCatchEvent", name, lane, row, doc, event=event, timer=timer, shift=shift)
-        )
-
-    def boundary(self, nid, name, host, event, timer=(), interrupting=True):
-        h = self.nodes[host]
-        return self._add(
-            Node(
-                nid,
-                "boundaryEvent",
-                name,
-                h.lane,
-                h.row,
-                event=event,
-                timer=timer,
-                attached=host,
-                interrupting=interrupting,
-                parent=h.parent,
-            )
-        )
-
-    def xor(self, nid, name, lane, row=0, shift=0):
-        return self._add(Node(nid, "exclusiveGateway", name, lane, row, shift=shift))
-
-    def par(self, nid, lane, row=0, shift=0):
-        return self._add(Node(nid, "parallelGateway", "", lane, row, shift=shift))
-
-    def evgw(self, nid, name, lane, row=0, shift=0):
-        return self._add(Node(nid, "eventBasedGateway", name, lane, row, shift=shift))
-
-    def sub(self, nid, name, lane, doc, row=0, shift=0):
-        self._add(Node(nid, "subProcess", name, lane, row, doc, shift=shift))
-        return _SubContext(self, nid)
-
     # -- flows
     def flow(self, source, target, name="", cond="", default=False, back=False) -> str:
         fid = f"Flow_{_short(source)}_{_short(target)}"
@@ -250,28 +191,6 @@ class Proc:
         self.flows.append(Flow(fid, source, target, name, cond, default, back))
         return fid
 
-    def chain(self, *ids) -> None:
-        for a, b in zip(ids, ids[1:]):
-            self.flow(a, b)
-
     def message(self, source, target, name) -> None:
         mid = f"MessageFlow_{_short(source)}_{_short(target)}"
         self.messages.append(MessageFlow(mid, name, source, target))
-
-
-class _SubContext:
-    def __init__(self, proc: Proc, sid: str) -> None:
-        self.proc, self.sid = proc, sid
-
-    def __enter__(self):
-        self._saved = self.proc._parent
-        self.proc._parent = self.sid
-        return self.sid
-
-    def __exit__(self, *exc):
-        self.proc._parent = self._saved
-        sub = self.proc.nodes[self.sid]
-        for n in self.proc.nodes.values():
-            if n.parent == self.sid:
-                n.lane, n.row = sub.lane, sub.row
-        return False

@@ -31,7 +31,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import yaml
-from model import Flow, MessageFlow, Node, Proc, Use, _short
+from model import Flow, Node, Proc, Use
 
 SOURCE_DIR = Path(__file__).resolve().parents[1] / "processes-src"
 _NODE_KEYS = ("row", "doc", "parent", "event", "timer", "attached", "interrupting", "called", "shift")
@@ -94,23 +94,12 @@ def load(data: dict) -> Proc:
         node = Node(
             raw["id"], raw["type"], raw["name"], raw["lane"], uses=[_use(u) for u in raw.get("uses", [])], **extra
         )
-        p.nodes[node.id] = node
+        p._add(node)  # refuses a duplicate id or an unknown lane
     for raw in data.get("flows", []):
-        fid = f"Flow_{_short(raw['from'])}_{_short(raw['to'])}"
-        p.flows.append(
-            Flow(
-                fid,
-                raw["from"],
-                raw["to"],
-                raw.get("name", ""),
-                raw.get("condition", ""),
-                raw.get("default", False),
-                raw.get("back", False),
-            )
-        )
+        flow = (raw.get("name", ""), raw.get("condition", ""), raw.get("default", False), raw.get("back", False))
+        p.flow(raw["from"], raw["to"], *flow)
     for raw in data.get("messages", []):
-        mid = f"MessageFlow_{_short(raw['from'])}_{_short(raw['to'])}"
-        p.messages.append(MessageFlow(mid, raw["name"], raw["from"], raw["to"]))
+        p.message(raw["from"], raw["to"], raw["name"])
     return p
 
 

@@ -229,26 +229,28 @@ def test_a_build_killed_at_any_moment_leaves_the_old_or_the_new_store(tmp_path, 
 
 
 def test_two_concurrent_builds_one_wins_the_other_is_refused(tmp_path, references):
+    """While one build holds the store's lock, another build process is refused at once and the
+    store is untouched; once the lock is free, the next build wins. The holder is this test (a
+    real flock on STORE/.lock, as a running build takes it), so the overlap does not depend on
+    how fast a build happens to be."""
+    import fcntl
+
     store = tmp_path / "store"
     shutil.copytree(references["root"] / "old", store, symlinks=True)
-    first = _spawn(store, NEW)
-    deadline = time.monotonic() + 60
-    while not _locked(store) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    second = _spawn(store, NEW)
-    codes = (first.wait(timeout=120), second.wait(timeout=120))
-    assert codes == (0, 2), (codes, first.stderr.read(), second.stderr.read())
-    assert f"another kg build is writing {store}" in second.stderr.read().decode()
-    assert _stats(store) == references["new"]
-    with pytest.raises(StoreBusyError, match="another kg build is writing"):
-        import fcntl
-
-        fd = os.open(store / ".lock", os.O_RDWR)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
+    fd = os.open(store / ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        second = _spawn(store, NEW)
+        assert second.wait(timeout=120) == 2
+        assert f"another kg build is writing {store}" in second.stderr.read().decode()
+        assert _stats(store) == references["old"], "the refused build changed nothing"
+        with pytest.raises(StoreBusyError, match="another kg build is writing"):
             build(BuildOptions(store=store, **OLD))
-        finally:
-            os.close(fd)
+    finally:
+        os.close(fd)
+    first = _spawn(store, NEW)
+    assert first.wait(timeout=120) == 0, first.stderr.read()
+    assert _stats(store) == references["new"]
 
 
 def _locked(store: Path) -> bool:

@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "processkg"
 # Lowest first. A module may import from its own part (acyclically) or from any lower layer.
 LAYERS = [
     ("errors",),
-    ("vocab", "assets", "jsonl"),
+    ("vocab", "assets", "jsonl", "aliases"),
     ("triples",),
     ("sources",),
     ("graph",),

@@ -16,24 +16,32 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
+from typing import TypeAlias
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import BenchmarkError, JsonLinesError
 from processkg.jsonl import read_strict
 
 KS = (1, 3, 5, 10)
+
+Hit: TypeAlias = tuple[str, str]
+"""A retrieved or gold entity set: (service, entity set); an empty service matches any."""
+Scores: TypeAlias = dict[str, float]
+"""One query's metrics: {"recall@3": ..., "ndcg@3": ..., "mrr": ...}."""
 
 
 @dataclass
 class Query:
     id: str
     text: str
-    gold: list  # [[(service, entity_set), ...alternatives]]
+    gold: list[list[Hit]]  # [[(service, entity_set), ...alternatives]]
     type: str = ""
     split: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
 
 
 def read_queries(path: Path) -> list[Query]:
@@ -46,13 +54,13 @@ def read_queries(path: Path) -> list[Query]:
     return [_query(_json(record, path, number), path, number) for number, record in records]
 
 
-def _json(record: object, path: Path, number: int) -> dict:
+def _json(record: JSONValue, path: Path, number: int) -> JSONObject:
     if not isinstance(record, dict):
         raise BenchmarkError(f"{path}:{number}: expected a JSON object")
     return record
 
 
-def _query(record: dict, path: Path, number: int) -> Query:
+def _query(record: JSONObject, path: Path, number: int) -> Query:
     if not record.get("id") or not record.get("query"):
         raise BenchmarkError(f"{path}:{number}: a query needs 'id' and 'query'")
     gold = [_gold_item(g, path, number) for g in record.get("gold", [])]
@@ -60,7 +68,7 @@ def _query(record: dict, path: Path, number: int) -> Query:
     return Query(str(record["id"]), record["query"], gold, record.get("type", ""), record.get("split", ""), extra)
 
 
-def _gold_item(item, path: Path, number: int) -> list:
+def _gold_item(item: JSONValue, path: Path, number: int) -> list[Hit]:
     if isinstance(item, str):
         return [("", item)]
     if not isinstance(item, dict) or not item.get("entity_set"):
@@ -72,12 +80,12 @@ def _gold_item(item, path: Path, number: int) -> list:
 # ---------------------------------------------------------------- metrics
 
 
-def _matches(result: tuple, alternatives: list) -> bool:
+def _matches(result: Hit, alternatives: list[Hit]) -> bool:
     service, entity_set = result
     return any(es == entity_set and (not svc or svc == service) for svc, es in alternatives)
 
 
-def gold_ranks(results: list, gold: list) -> list:
+def gold_ranks(results: list[Hit], gold: list[list[Hit]]) -> list[int | None]:
     """1-based rank at which each gold item is first found (None if never)."""
     ranks = []
     for alternatives in gold:
@@ -86,16 +94,16 @@ def gold_ranks(results: list, gold: list) -> list:
     return ranks
 
 
-def recall_at(ranks: list, k: int) -> float:
+def recall_at(ranks: list[int | None], k: int) -> float:
     return sum(1 for r in ranks if r is not None and r <= k) / len(ranks) if ranks else 0.0
 
 
-def reciprocal_rank(ranks: list) -> float:
+def reciprocal_rank(ranks: list[int | None]) -> float:
     found = [r for r in ranks if r is not None]
     return 1.0 / min(found) if found else 0.0
 
 
-def ndcg_at(ranks: list, k: int) -> float:
+def ndcg_at(ranks: list[int | None], k: int) -> float:
     if not ranks:
         return 0.0
     dcg = sum(1.0 / math.log2(r + 1) for r in ranks if r is not None and r <= k)
@@ -103,7 +111,7 @@ def ndcg_at(ranks: list, k: int) -> float:
     return dcg / ideal
 
 
-def per_query_scores(results: dict, queries: list, ks=KS) -> dict:
+def per_query_scores(results: dict[str, list[Hit]], queries: list[Query], ks: Sequence[int] = KS) -> dict[str, Scores]:
     """{query id: {"recall@k": ..., "ndcg@k": ..., "mrr": ...}} for one method."""
     scores = {}
     for q in queries:
@@ -115,7 +123,7 @@ def per_query_scores(results: dict, queries: list, ks=KS) -> dict:
     return scores
 
 
-def summarize(scores: dict, queries: list) -> dict:
+def summarize(scores: dict[str, Scores], queries: list[Query]) -> dict[str, JSONObject]:
     """Mean of each metric, overall and per query type, with the number of queries."""
     groups = {"all": [q.id for q in queries]}
     for q in queries:
@@ -131,7 +139,7 @@ def summarize(scores: dict, queries: list) -> dict:
 # ---------------------------------------------------------------- significance
 
 
-def paired_test(a: list, b: list) -> dict:
+def paired_test(a: list[float], b: list[float]) -> dict:
     """Two-sided paired tests of a vs b: Wilcoxon signed-rank and a paired permutation test."""
     from scipy import stats
 
@@ -155,7 +163,7 @@ def paired_test(a: list, b: list) -> dict:
     return result
 
 
-def compare(scores_a: dict, scores_b: dict, ids: list, metric: str) -> dict:
+def compare(scores_a: dict[str, Scores], scores_b: dict[str, Scores], ids: list[str], metric: str) -> JSONObject:
     return paired_test([scores_a[i][metric] for i in ids], [scores_b[i][metric] for i in ids])
 
 
@@ -173,7 +181,12 @@ PAIRS = (
 )
 
 
-def evaluate_methods(results: dict, queries: list, ks=KS, test_metric: str = "recall@3") -> dict:
+def evaluate_methods(
+    results: dict[str, dict[str, list[Hit]]],
+    queries: list[Query],
+    ks: Sequence[int] = KS,
+    test_metric: str = "recall@3",
+) -> JSONObject:
     """{"summary": {method: {type: metrics}}, "tests": [...], "per_query": {...}}.
 
     ``results`` maps method -> {query id: [(service, entity_set), ...]} in rank order.
@@ -191,7 +204,7 @@ def evaluate_methods(results: dict, queries: list, ks=KS, test_metric: str = "re
     }
 
 
-def _tests(per_query: dict, queries: list, metric: str) -> list:
+def _tests(per_query: dict[str, dict[str, Scores]], queries: list[Query], metric: str) -> list[JSONObject]:
     groups = {"all": [q.id for q in queries]}
     for q in queries:
         groups.setdefault(q.type or "untyped", []).append(q.id)
@@ -211,7 +224,9 @@ def _tests(per_query: dict, queries: list, metric: str) -> list:
     return rows
 
 
-def expansion_effect(results: dict, sources: dict, queries: list, k: int = 3) -> dict:
+def expansion_effect(
+    results: dict[str, dict[str, list[Hit]]], sources: dict[str, list[str]], queries: list[Query], k: int = 3
+) -> JSONObject:
     """What expansion added to the top k (gold hits that came from expansion) and what it pushed out.
 
     ``sources`` maps query id -> [source of each result] for the hybrid method, and
@@ -228,7 +243,7 @@ def expansion_effect(results: dict, sources: dict, queries: list, k: int = 3) ->
     return {"k": k, "gold_added_by_expansion": added, "gold_pushed_out": pushed}
 
 
-def render_markdown(evaluation: dict, command: str = "") -> str:
+def render_markdown(evaluation: JSONObject, command: str = "") -> str:
     lines = ["# Retrieval evaluation", ""]
     if command:
         lines += ["Produced by:", "", "```", command, "```", ""]
@@ -263,7 +278,7 @@ def render_markdown(evaluation: dict, command: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_recall_curves(evaluation: dict, path: Path) -> list:
+def plot_recall_curves(evaluation: JSONObject, path: Path) -> list:
     """One PNG per query type: Recall@k against k for every method. Returns the files written."""
     import matplotlib
 
@@ -297,11 +312,11 @@ def plot_recall_curves(evaluation: dict, path: Path) -> list:
     return written
 
 
-def _n(evaluation: dict, group: str) -> int:
+def _n(evaluation: JSONObject, group: str) -> int:
     return next(iter(evaluation["summary"].values()))[group]["n"]
 
 
-def write_outputs(evaluation: dict, out: Path, command: str = "") -> list:
+def write_outputs(evaluation: JSONObject, out: Path, command: str = "") -> list:
     """report.md, results.json and recall plots into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,20 +31,27 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
+from pyoxigraph import Store
 
+from processkg.aliases import JSONObject, JSONValue, Progress
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.evaluate.metrics import paired_test
 from processkg.graph.store import load_query, plain, select, write_atomic
 from processkg.retrieve.index import Encoder, build_index
-from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, RetrievalSettings, Retriever
+from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, Result, RetrievalSettings, Retriever
 from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS
 from processkg.sources import openapi
 
 KS = (5, 10, 20)
+
+BuildStore: TypeAlias = Callable[[Path, Path], object]
+"""``kg build --openapi FOLDER --store STORE --no-index``: builds one domain's store."""
 #: The methods of ``kg retrieve``'s registry that need no raw OData metadata chunks (an OpenAPI
 #: store has none): the same engine, the same implementations.
 METHODS = tuple(name for name, method in RETRIEVAL_METHODS.items() if not method.chunks)
@@ -66,7 +73,7 @@ _ENDPOINT = re.compile(r"^[A-Z]+ /\S*$")
 class BenchQuery:
     id: str  # instance/domain/index
     text: str
-    gold: list  # "METHOD /path", as listed (duplicates kept: the protocol divides by len)
+    gold: list[str]  # "METHOD /path", as listed (duplicates kept: the protocol divides by len)
 
 
 @dataclass
@@ -74,14 +81,14 @@ class Domain:
     instance: str
     name: str
     folder: Path
-    queries: list = field(default_factory=list)
+    queries: list[BenchQuery] = field(default_factory=list)
 
     @property
     def id(self) -> str:
         return f"{self.instance}/{self.name}"
 
 
-def find_domains(root: Path, instances=(), domains=()) -> list[Domain]:
+def find_domains(root: Path, instances: Sequence[str] = (), domains: Sequence[str] = ()) -> list[Domain]:
     """The domains under ``root`` (``socbenchd_*/*/queries.json``), optionally filtered by name."""
     root = Path(root)
     if not root.is_dir():
@@ -114,7 +121,7 @@ def read_queries(path: Path, domain: Domain) -> list[BenchQuery]:
     return [_query(item, i, display, domain) for i, item in enumerate(items)]
 
 
-def _query(item, i: int, display: str, domain: Domain) -> BenchQuery:
+def _query(item: JSONValue, i: int, display: str, domain: Domain) -> BenchQuery:
     where = openapi.pointer(("queries", i))
     line = openapi.line_of(item)
     if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
@@ -130,7 +137,9 @@ def _query(item, i: int, display: str, domain: Domain) -> BenchQuery:
 # ---------------------------------------------------------------- one domain, one store
 
 
-def domain_store(domain: Domain, store: Path, build_store, model: str | None, cache_dir: Path | None) -> Path:
+def domain_store(
+    domain: Domain, store: Path, build_store: BuildStore, model: str | None, cache_dir: Path | None
+) -> Path:
     """The domain's OpenAPI documents built into a store (``build_store(folder, store)``, which
     is ``kg build --openapi FOLDER --store STORE --no-index``; queries.json is not OpenAPI and is
     skipped) with its retrieval index (``kg index``): a store like any other."""
@@ -139,7 +148,7 @@ def domain_store(domain: Domain, store: Path, build_store, model: str | None, ca
     return store
 
 
-def process_edges(store) -> dict:
+def process_edges(store: Store) -> dict[str, int]:
     names, rows = select(store, load_query("openapi-process-edges"))
     return {k: int(str(plain(v) or 0)) for k, v in zip(names, rows[0], strict=True)} if rows else {}
 
@@ -159,33 +168,33 @@ def protocol_recall(retrieved: list[str], gold: list[str], k: int) -> float:
 class QueryResult:
     query: BenchQuery
     domain: Domain
-    ranked: dict  # method -> [qualified endpoint] (top max(KS))
-    recall: dict  # method -> {k: recall}
+    ranked: dict[str, list[str]]  # method -> [qualified endpoint] (top max(KS))
+    recall: dict[str, dict[int, float]]  # method -> {k: recall}
 
 
 @dataclass
 class Run:
     model: str
-    domains: list = field(default_factory=list)
-    results: list = field(default_factory=list)  # QueryResult
+    domains: list[Domain] = field(default_factory=list)
+    results: list[QueryResult] = field(default_factory=list)
     endpoints: int = 0
     services: int = 0
     truncated: int = 0  # endpoint texts longer than the encoder reads
     max_tokens: int = 0
-    process_edges: dict = field(default_factory=dict)
+    process_edges: dict[str, int] = field(default_factory=dict)
     expansion_rows: int = 0
     seeds_expanded: int = 0
-    missing_gold: list = field(default_factory=list)  # (query id, "METHOD /path") not in the domain
+    missing_gold: list[tuple[str, str]] = field(default_factory=list)  # (query id, "METHOD /path") not in the domain
 
 
 def run(
     root: Path,
     model: str | None = None,
-    instances=(),
-    domains=(),
+    instances: Sequence[str] = (),
+    domains: Sequence[str] = (),
     cache_dir: Path | None = None,
-    progress=None,
-    build_store=None,
+    progress: Progress | None = None,
+    build_store: BuildStore | None = None,
     stores_dir: Path | None = None,
 ) -> Run:
     """Evaluate every method on every selected domain (see the module docstring for the protocol).
@@ -223,7 +232,7 @@ def _run_domain(domain: Domain, retriever: Retriever, out: Run, limit: int) -> N
     out.seeds_expanded += retriever.expansion["seeds"]
 
 
-def _count_texts(out: Run, encoder: Encoder, texts: list, limit: int, services: set) -> None:
+def _count_texts(out: Run, encoder: Encoder, texts: list[str], limit: int, services: set[str]) -> None:
     out.endpoints += len(texts)
     out.services += len(services)
     lengths = [encoder.count_tokens(t) + 2 for t in texts]  # + [CLS] and [SEP]
@@ -231,7 +240,7 @@ def _count_texts(out: Run, encoder: Encoder, texts: list, limit: int, services: 
     out.truncated += sum(1 for n in lengths if limit and n > limit)
 
 
-def _evaluate(domain: Domain, query: BenchQuery, answers: dict) -> QueryResult:
+def _evaluate(domain: Domain, query: BenchQuery, answers: dict[str, list[Result]]) -> QueryResult:
     """Each method's ranking as qualified ids (``service: METHOD /path``) and its recall."""
     ranked, recall = {}, {}
     for method, results in answers.items():
@@ -243,23 +252,23 @@ def _evaluate(domain: Domain, query: BenchQuery, answers: dict) -> QueryResult:
 # ---------------------------------------------------------------- summaries
 
 
-def mean_recall(results: list, method: str, k: int) -> float:
+def mean_recall(results: list[QueryResult], method: str, k: int) -> float:
     return float(np.mean([r.recall[method][k] for r in results])) if results else 0.0
 
 
-def summary(results: list) -> dict:
+def summary(results: list[QueryResult]) -> dict:
     """{method: {k: mean recall}} over ``results``."""
     return {m: {k: mean_recall(results, m, k) for k in KS} for m in METHODS}
 
 
-def grouped(results: list, key) -> dict:
+def grouped(results: list[QueryResult], key: Callable[[QueryResult], str]) -> dict:
     groups: dict = {}
     for r in results:
         groups.setdefault(key(r), []).append(r)
     return {name: {"n": len(rs), "recall": summary(rs)} for name, rs in sorted(groups.items())}
 
 
-def tests(results: list) -> list[dict]:
+def tests(results: list[QueryResult]) -> list[dict]:
     """Paired tests (Wilcoxon signed-rank and permutation, two-sided) per pair and k."""
 
     rows = []
@@ -270,7 +279,7 @@ def tests(results: list) -> list[dict]:
     return rows
 
 
-def identical_rankings(results: list, a: str, b: str) -> int:
+def identical_rankings(results: list[QueryResult], a: str, b: str) -> int:
     """Queries on which two methods return the same top max(KS) list."""
     return sum(1 for r in results if r.ranked[a] == r.ranked[b])
 
@@ -278,7 +287,7 @@ def identical_rankings(results: list, a: str, b: str) -> int:
 # ---------------------------------------------------------------- report
 
 
-def as_json(result: Run, test_rows: list) -> dict:
+def as_json(result: Run, test_rows: list[JSONObject]) -> dict:
     """Everything the report states, plus every query's rankings (deterministic: no timings)."""
     res = result.results
     return {
@@ -317,15 +326,15 @@ def query_records(result: Run) -> list[dict]:
     ]
 
 
-def _keyed_k(values: dict) -> dict:
+def _keyed_k(values: dict[int, float]) -> dict:
     return {str(k): v for k, v in values.items()}
 
 
-def _keyed(by_method: dict) -> dict:
+def _keyed(by_method: dict[str, dict[int, float]]) -> dict:
     return {m: _keyed_k(v) for m, v in by_method.items()}
 
 
-def _keyed_groups(groups: dict) -> dict:
+def _keyed_groups(groups: dict[str, JSONObject]) -> dict:
     return {name: {"n": g["n"], "recall": _keyed(g["recall"])} for name, g in groups.items()}
 
 
@@ -340,7 +349,7 @@ def expansion_evidence(result: Run) -> dict:
     }
 
 
-def verdict(result: Run, test_rows: list) -> str:
+def verdict(result: Run, test_rows: list[JSONObject]) -> str:
     """Does process-chain expansion add anything on SOCBench-D? Stated from the evidence."""
     ev = expansion_evidence(result)
     same, n = ev["queries_hybrid_paper_equals_dense"], ev["queries"]
@@ -364,7 +373,7 @@ def verdict(result: Run, test_rows: list) -> str:
     )
 
 
-def render_markdown(data: dict, command: str = "") -> str:
+def render_markdown(data: JSONObject, command: str = "") -> str:
     c = data["counts"]
     lines = ["# SOCBench-D retrieval evaluation", ""]
     if command:
@@ -405,7 +414,7 @@ def render_markdown(data: dict, command: str = "") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _group_table(title: str, groups: dict) -> list[str]:
+def _group_table(title: str, groups: dict[str, JSONObject]) -> list[str]:
     head = " | ".join(f"{m} R@{k}" for m in METHODS for k in KS)
     lines = [f"## {title}", "", f"| group | n | {head} |", "|---|---|" + "---|" * (len(METHODS) * len(KS))]
     for name, g in groups.items():
@@ -414,7 +423,9 @@ def _group_table(title: str, groups: dict) -> list[str]:
     return lines + [""]
 
 
-def write_outputs(data: dict, out: Path, command: str = "", queries: list | None = None) -> list[Path]:
+def write_outputs(
+    data: JSONObject, out: Path, command: str = "", queries: list[JSONObject] | None = None
+) -> list[Path]:
     """``report.md``, ``results.json`` and (given ``queries``) ``queries.jsonl`` into ``out``,
     each replaced atomically; the same input gives the same bytes."""
 

@@ -10,20 +10,27 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from processkg.errors import CodeListError
 from processkg.sources.limits import MAX_CODE_ROWS, read_text
 
 REQUIRED = ("value_list", "code")
 
+CodeRow: TypeAlias = tuple[str, str, str, int]
+"""One code of a value help: (code, description, file, line)."""
+CodeLists: TypeAlias = dict[str, dict[str, dict[str, tuple[str, str, int]]]]
+"""{service or '': {collection path: {code: (description, file, line)}}}."""
 
-def read_code_lists(paths: list) -> dict:
+
+def read_code_lists(paths: Sequence[Path | tuple[Path, str]]) -> CodeLists:
     """{service or '': {collection path: {code: (description, file, line)}}}; first row wins.
 
     ``paths`` holds Paths, or (Path, display name) pairs as ``build.discover`` returns them.
     """
-    codes: dict = defaultdict(lambda: defaultdict(dict))
+    codes: dict[str, dict[str, dict[str, tuple[str, str, int]]]] = defaultdict(lambda: defaultdict(dict))
     for item in paths:
         path, display = item if isinstance(item, tuple) else (Path(item), str(item))
         for service, value_list, code, description, line in _rows(Path(path)):
@@ -31,17 +38,17 @@ def read_code_lists(paths: list) -> dict:
     return {svc: dict(by_vl) for svc, by_vl in codes.items()}
 
 
-def codes_for(codes: dict, service: str) -> dict:
+def codes_for(codes: CodeLists, service: str) -> dict[str, list[CodeRow]]:
     """{collection path: [(code, description, file, line)]} for one service, sorted by code:
     the rows without a service plus the service's own rows (which win for a code in both)."""
-    merged: dict = defaultdict(dict)
+    merged: dict[str, dict[str, tuple[str, str, int]]] = defaultdict(dict)
     for scope in ("", service):
         for value_list, rows in codes.get(scope, {}).items():
             merged[value_list].update(rows)
     return {vl: [(code, *rows[code]) for code in sorted(rows)] for vl, rows in merged.items()}
 
 
-def _rows(path: Path):
+def _rows(path: Path) -> Iterator[tuple[str, str, str, str, int]]:
     text = read_text(path, "code list", str(path), CodeListError)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     last = 0  # the line the last good row (or the header) ended on: a broken row starts after it
@@ -61,7 +68,7 @@ def _rows(path: Path):
         raise CodeListError(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None
 
 
-def _row(path: Path, row: dict, line: int, count: int) -> tuple[str, str, str, str, int]:
+def _row(path: Path, row: dict[str | Any, str | Any], line: int, count: int) -> tuple[str, str, str, str, int]:
     if count > MAX_CODE_ROWS:
         raise CodeListError(f"more than {MAX_CODE_ROWS:,} codes in one file", str(path), line)
     value_list, code = (row.get("value_list") or "").strip(), (row.get("code") or "").strip()

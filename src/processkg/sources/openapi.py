@@ -24,9 +24,14 @@ import json.decoder
 import json.scanner
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
+from pyoxigraph import NamedNode, Triple
+
+from processkg.aliases import JSONValue, OnFailure, Progress
 from processkg.errors import (
     MalformedJSONError,
     NotOpenAPIError,
@@ -53,17 +58,20 @@ MAX_REF_CHAIN = 64
 MAX_SCHEMA_NODES = 10_000
 _NEWLINE = re.compile(r"\n")
 
+Pointer: TypeAlias = tuple[str | int, ...]
+"""A path of object keys and array indexes into a JSON document (a JSON pointer's tokens)."""
+
 
 # ---------------------------------------------------------------- JSON with line numbers
 
 
-class JSONObject(dict):
+class JSONObject(dict[str, JSONValue]):
     """A JSON object that remembers the line of its opening brace."""
 
     __slots__ = ("line",)
 
 
-class JSONArray(list):
+class JSONArray(list[JSONValue]):
     """A JSON array that remembers the line of its opening bracket."""
 
     __slots__ = ("line",)
@@ -76,13 +84,15 @@ def _line_decoder(text: str) -> json.JSONDecoder:
     newlines = [m.start() for m in _NEWLINE.finditer(text)]
     decoder = json.JSONDecoder(object_pairs_hook=JSONObject)
 
-    def parse_object(s_and_end, *args, **kwargs):
+    def parse_object(s_and_end: tuple[str, int], *args: JSONValue, **kwargs: JSONValue) -> tuple[JSONObject, int]:
         obj, end = json.decoder.JSONObject(s_and_end, *args, **kwargs)  # type: ignore[attr-defined]
         obj.line = bisect_right(newlines, s_and_end[1] - 1) + 1
         return obj, end
 
-    def parse_array(s_and_end, scan_once, *args, **kwargs):
-        items, end = json.decoder.JSONArray(s_and_end, scan_once, *args, **kwargs)  # type: ignore[attr-defined]
+    def parse_array(
+        s_and_end: tuple[str, int], scan_once: Callable[[str, int], tuple[JSONValue, int]], *args: JSONValue
+    ) -> tuple[JSONArray, int]:
+        items, end = json.decoder.JSONArray(s_and_end, scan_once, *args)  # type: ignore[attr-defined]
         array = JSONArray(items)
         array.line = bisect_right(newlines, s_and_end[1] - 1) + 1
         return array, end
@@ -94,7 +104,7 @@ def _line_decoder(text: str) -> json.JSONDecoder:
     return decoder
 
 
-def read_json(path: Path, display: str):
+def read_json(path: Path, display: str) -> JSONValue:
     """Parse a JSON file; objects carry their line. Bad input raises MalformedJSONError."""
     try:
         text = read_bytes(path, "OpenAPI document", display, MalformedJSONError).decode("utf-8-sig")
@@ -108,7 +118,7 @@ def read_json(path: Path, display: str):
         raise MalformedJSONError("JSON nested too deeply", display) from None
 
 
-def line_of(node) -> int | None:
+def line_of(node: JSONValue) -> int | None:
     """The line of a parsed JSON object or array (None for other values)."""
     return getattr(node, "line", None)
 
@@ -116,7 +126,7 @@ def line_of(node) -> int | None:
 # ---------------------------------------------------------------- JSON pointers and $ref
 
 
-def pointer(parts) -> str:
+def pointer(parts: Pointer) -> str:
     """A JSON pointer (URI fragment form) for a path of keys and indexes: ``#/paths/~1x/get``."""
     return "#" + "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
@@ -124,12 +134,12 @@ def pointer(parts) -> str:
 class References:
     """Follows local ``$ref`` pointers of one document; every failure names file, line and pointer."""
 
-    def __init__(self, root, file: str) -> None:
+    def __init__(self, root: JSONValue, file: str) -> None:
         self.root = root
         self.file = file
-        self.resolved: dict[str, tuple] = {}  # $ref -> (target, its pointer path)
+        self.resolved: dict[str, tuple[JSONValue, Pointer]] = {}  # $ref -> (target, its pointer path)
 
-    def target(self, ref: str, where: tuple, line: int | None):
+    def target(self, ref: str, where: Pointer, line: int | None) -> JSONValue:
         """The node a ``$ref`` string points at."""
         if not ref.startswith("#"):
             raise OpenAPIReferenceError(
@@ -150,12 +160,12 @@ class References:
                 )
         return node
 
-    def follow(self, node, where: tuple):
+    def follow(self, node: JSONValue, where: Pointer) -> tuple[JSONValue, Pointer]:
         """``node`` with ``$ref`` chains followed: (target, its pointer path or ``where``).
 
         A chain is at most :data:`MAX_REF_CHAIN` references long; a reference followed once is
         remembered, so a document full of chains is read in linear time."""
-        seen: list = []
+        seen: list[str] = []
         start = node.get("$ref") if isinstance(node, dict) else None
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
@@ -178,7 +188,7 @@ class References:
             self.resolved[ref] = (node, where)
         return node, where
 
-    def check_all(self, node=None, where: tuple = ()) -> None:
+    def check_all(self, node: JSONValue = None, where: Pointer = ()) -> None:
         """Pass 1: every ``$ref`` of the document resolves (literal values are not searched)."""
         node = self.root if node is None and not where else node
         if isinstance(node, dict):
@@ -193,7 +203,7 @@ class References:
                 self.check_all(value, where + (i,))
 
 
-def _ref_path(ref: str) -> tuple:
+def _ref_path(ref: str) -> tuple[str, ...]:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in ref[1:].split("/")[1:])
 
 
@@ -213,7 +223,7 @@ class Parameter:
     nullable: bool | None = None
     description: str = ""
     default: str | None = None
-    enum: list = field(default_factory=list)
+    enum: list[str] = field(default_factory=list)
     line: int | None = None
 
 
@@ -224,9 +234,9 @@ class Operation:
     operation_id: str = ""
     summary: str = ""
     description: str = ""
-    tags: list = field(default_factory=list)
-    media_types: list = field(default_factory=list)
-    parameters: list = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    media_types: list[str] = field(default_factory=list)
+    parameters: list[Parameter] = field(default_factory=list)
     line: int | None = None
 
     @property
@@ -241,8 +251,8 @@ class Spec:
     openapi: str
     title: str = ""
     description: str = ""
-    servers: list = field(default_factory=list)
-    operations: list = field(default_factory=list)
+    servers: list[str] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
     line: int | None = None
 
 
@@ -281,7 +291,7 @@ def read_spec(path: Path, display: str | None = None, name: str | None = None) -
     return spec
 
 
-def _version(root, display: str) -> str:
+def _version(root: JSONValue, display: str) -> str:
     if not isinstance(root, dict):
         raise NotOpenAPIError("not an OpenAPI document: the JSON root is not an object", display, line_of(root))
     if "swagger" in root and "openapi" not in root:
@@ -301,7 +311,7 @@ def _version(root, display: str) -> str:
     return version
 
 
-def _text(value) -> str:
+def _text(value: JSONValue) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
@@ -312,27 +322,27 @@ class _Reader:
         self.refs = refs
         self.file = file
 
-    def _wrong(self, where: tuple, node, expected: str) -> OpenAPIStructureError:
+    def _wrong(self, where: Pointer, node: JSONValue, expected: str) -> OpenAPIStructureError:
         return OpenAPIStructureError(
             f"at {pointer(where)}: expected {expected}, found {_kind(node)}", self.file, line_of(node)
         )
 
-    def obj(self, node, where: tuple) -> dict:
+    def obj(self, node: JSONValue, where: Pointer) -> dict[str, JSONValue]:
         return self.followed(node, where)[0]
 
-    def followed(self, node, where: tuple) -> tuple[dict, tuple]:
+    def followed(self, node: JSONValue, where: Pointer) -> tuple[dict[str, JSONValue], Pointer]:
         """An object with its ``$ref`` chain followed, and the pointer path of what was reached."""
         node, where = self.refs.follow(node, where)
         if not isinstance(node, dict):
             raise self._wrong(where, node, "an object")
         return node, where
 
-    def arr(self, node, where: tuple) -> list:
+    def arr(self, node: JSONValue, where: Pointer) -> list[JSONValue]:
         if not isinstance(node, list):
             raise self._wrong(where, node, "an array")
         return node
 
-    def path_item(self, path: str, node) -> list[Operation]:
+    def path_item(self, path: str, node: JSONValue) -> list[Operation]:
         where = ("paths", path)
         item = self.obj(node, where)
         shared = self._parameters(item.get("parameters", []), where + ("parameters",))
@@ -342,7 +352,7 @@ class _Reader:
             if method in HTTP_METHODS
         ]
 
-    def _operation(self, path: str, method: str, node, where: tuple, shared: list) -> Operation:
+    def _operation(self, path: str, method: str, node: JSONValue, where: Pointer, shared: list[Parameter]) -> Operation:
         op_node = self.obj(node, where)
         op = Operation(
             method.upper(),
@@ -361,7 +371,7 @@ class _Reader:
             self._body(op, op_node["requestBody"], where + ("requestBody",))
         return op
 
-    def _parameters(self, node, where: tuple) -> list[Parameter]:
+    def _parameters(self, node: JSONValue, where: Pointer) -> list[Parameter]:
         out, seen = [], set()
         for i, raw in enumerate(self.arr(node, where)):
             param = self._parameter(raw, where + (i,))
@@ -370,7 +380,7 @@ class _Reader:
                 out.append(param)
         return out
 
-    def _parameter(self, raw, where: tuple) -> Parameter:
+    def _parameter(self, raw: JSONValue, where: Pointer) -> Parameter:
         node = self.obj(raw, where)
         name, location = node.get("name"), node.get("in")
         if not isinstance(name, str) or not name:
@@ -392,7 +402,7 @@ class _Reader:
             self._typed(param, self.obj(schema, where + ("schema",)), where + ("schema",))
         return param
 
-    def _typed(self, param: Parameter, schema: dict, where: tuple) -> None:
+    def _typed(self, param: Parameter, schema: dict[str, JSONValue], where: Pointer) -> None:
         """Type, format, collection, nullable, default and enum of a (followed) schema."""
         kind, nullable = _schema_type(schema)
         if kind == "array" and "items" in schema:
@@ -408,7 +418,7 @@ class _Reader:
         if isinstance(schema.get("enum"), list):
             param.enum = [_literal(v) for v in schema["enum"] if v is not None]
 
-    def _body(self, op: Operation, node, where: tuple) -> None:
+    def _body(self, op: Operation, node: JSONValue, where: Pointer) -> None:
         body = self.obj(node, where)
         content = self.obj(body.get("content", {}), where + ("content",))
         op.media_types = list(content)
@@ -427,7 +437,7 @@ class _Reader:
                 op.parameters.append(param)
 
     def _fields(
-        self, node, where: tuple, required: bool, seen: set, budget: list[int] | None = None
+        self, node: JSONValue, where: Pointer, required: bool, seen: set[int], budget: list[int] | None = None
     ) -> list[Parameter]:
         """The top-level properties of a request-body schema (allOf merged, oneOf/anyOf united);
         at most :data:`MAX_SCHEMA_NODES` schema nodes are expanded (``budget`` counts them down)."""
@@ -445,7 +455,7 @@ class _Reader:
         if id(schema) in seen:
             return []
         seen = seen | {id(schema)}
-        out: list = []
+        out: list[Parameter] = []
         for key, all_required in (("allOf", required), ("oneOf", False), ("anyOf", False)):
             for i, member in enumerate(self.arr(schema.get(key, []), where + (key,))):
                 out.extend(self._fields(member, where + (key, i), all_required, seen, budget))
@@ -467,14 +477,14 @@ class _Reader:
         return out
 
 
-def _kind(node) -> str:
+def _kind(node: JSONValue) -> str:
     for cls, name in ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean")):
         if isinstance(node, cls):
             return name
     return "null" if node is None else "a number"
 
 
-def _schema_type(schema: dict) -> tuple[str, bool | None]:
+def _schema_type(schema: dict[str, JSONValue]) -> tuple[str, bool | None]:
     """(JSON Schema type, nullable): 3.0 ``nullable: true`` or 3.1 ``type: [..., "null"]``."""
     kind = schema.get("type")
     nullable = schema.get("nullable") if isinstance(schema.get("nullable"), bool) else None
@@ -488,11 +498,11 @@ def _schema_type(schema: dict) -> tuple[str, bool | None]:
     return kind, nullable
 
 
-def _literal(value) -> str:
+def _literal(value: JSONValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _preferred_media(media_types: list) -> str:
+def _preferred_media(media_types: list[str]) -> str:
     for media in media_types:
         if media.split(";")[0].strip() == "application/json":
             return media
@@ -510,10 +520,10 @@ class SpecLifter:
         self.t = Triples(spec.file)
         self.base = mint("openapi", key)
 
-    def operation_iri(self, op: Operation):
+    def operation_iri(self, op: Operation) -> NamedNode:
         return child(self.base, "op", op.method, op.path)
 
-    def lift(self) -> list:
+    def lift(self) -> list[Triple]:
         t, s = self.t, self.spec
         t.node(self.base, KGT.Service, s.line, s.name)
         t.text(self.base, KGT.serviceName, s.name)
@@ -545,7 +555,7 @@ class SpecLifter:
         for param in op.parameters:
             self._parameter(iri, param)
 
-    def _parameter(self, op_iri, p: Parameter) -> None:
+    def _parameter(self, op_iri: NamedNode, p: Parameter) -> None:
         t = self.t
         iri = child(op_iri, "param", p.location, p.name)
         t.node(iri, KGT.Property, p.line, p.name)
@@ -563,7 +573,7 @@ class SpecLifter:
         if p.enum:
             self._enum(iri, p)
 
-    def _enum(self, prop_iri, p: Parameter) -> None:
+    def _enum(self, prop_iri: NamedNode, p: Parameter) -> None:
         t = self.t
         vl = child(prop_iri, "valuelist")
         t.node(vl, KGT.ValueList, p.line)
@@ -585,19 +595,21 @@ class SpecLifter:
 class OpenAPIBuild:
     """What :func:`lift_all` produced, for the build report."""
 
-    triples: list = field(default_factory=list)
-    files: list = field(default_factory=list)
-    services: dict = field(default_factory=dict)  # IRI key -> number of operations
-    ignored: list = field(default_factory=list)  # JSON files in folders that are no OpenAPI documents
-    warnings: list = field(default_factory=list)
+    triples: list[Triple] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    services: dict[str, int] = field(default_factory=dict)  # IRI key -> number of operations
+    ignored: list[str] = field(default_factory=list)  # JSON files in folders that are no OpenAPI documents
+    warnings: list[str] = field(default_factory=list)
 
 
-def discover(roots: list) -> list[tuple[Path, str, bool]]:
+def discover(roots: list[Path]) -> list[tuple[Path, str, bool]]:
     """``(path, display, explicit)`` for each root file and each ``*.json`` below each root folder."""
     return discover_marked(roots, SUFFIXES)
 
 
-def read_specs(roots: list, failed=None, progress=None) -> tuple[list[Spec], list[str]]:
+def read_specs(
+    roots: list[Path], failed: OnFailure | None = None, progress: Progress | None = None
+) -> tuple[list[Spec], list[str]]:
     """Every OpenAPI document under ``roots``, and the JSON files found in folders that are none.
 
     ``failed(display, error)`` decides what a bad document does (the build's ``--on-error``);
@@ -619,7 +631,7 @@ def read_specs(roots: list, failed=None, progress=None) -> tuple[list[Spec], lis
     return specs, ignored
 
 
-def _fail(failed, display: str, exc: ProcessKGError) -> None:
+def _fail(failed: OnFailure | None, display: str, exc: ProcessKGError) -> None:
     if failed is None:
         raise exc
     failed(display, exc)
@@ -627,13 +639,13 @@ def _fail(failed, display: str, exc: ProcessKGError) -> None:
 
 def service_keys(specs: list[Spec]) -> list[str]:
     """IRI keys: the service name, or the file path without suffix where two documents share it."""
-    counts: dict = {}
+    counts: dict[str, int] = {}
     for spec in specs:
         counts[spec.name] = counts.get(spec.name, 0) + 1
     return [spec.file.rsplit(".", 1)[0] if counts[spec.name] > 1 else spec.name for spec in specs]
 
 
-def lift_all(roots: list, failed=None, progress=None) -> OpenAPIBuild:
+def lift_all(roots: list[Path], failed: OnFailure | None = None, progress: Progress | None = None) -> OpenAPIBuild:
     """Read and lift every OpenAPI document under ``roots`` (the build's ``--openapi``)."""
     specs, ignored = read_specs(roots, failed, progress)
     out = OpenAPIBuild(ignored=ignored)

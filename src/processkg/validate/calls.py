@@ -13,19 +13,24 @@ the agent use it), ``validate_calls`` for a batch in one pySHACL run.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 from urllib.parse import quote, unquote
 
+from pyoxigraph import Store
 from rdflib import RDF, Graph, Literal, URIRef
+from rdflib.term import Node
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate import literals as edm_json
-from processkg.validate.payload_shapes import Model, TypeInfo, load_validation_model, model_shapes
+from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo, load_validation_model, model_shapes
 from processkg.validate.shacl import ShaclEngine
-from processkg.validate.urls import check_get, did_you_mean, parse_call_url, resolve_service
+from processkg.validate.urls import CallTarget, check_get, did_you_mean, parse_call_url, resolve_service
 from processkg.vocab import RDF_JSON, XSD_STRING
 
 NODE = "urn:processkg:call/"
@@ -47,31 +52,34 @@ KINDS = (
     "malformed",
 )
 
+PayloadKey: TypeAlias = tuple[Node | None, ...]
+"""(node, predicate) or (node, predicate, object) of one emitted payload value."""
+
 
 @dataclass
 class Violation:
     kind: str
     path: str
     message: str
-    value: object = None
+    value: JSONValue = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JSONObject:
         return {"kind": self.kind, "path": self.path, "message": self.message, "value": self.value}
 
 
 @dataclass
 class CallResult:
     id: str
-    violations: list = field(default_factory=list)
-    notes: list = field(default_factory=list)  # e.g. codes of a value help unknown: not checked
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[Violation] = field(default_factory=list)  # e.g. codes of a value help unknown: not checked
     line: int | None = None
 
     @property
     def valid(self) -> bool:
         return not self.violations
 
-    def as_dict(self) -> dict:
-        out = {"id": self.id, "valid": self.valid, "violations": [v.as_dict() for v in self.violations]}
+    def as_dict(self) -> JSONObject:
+        out: JSONObject = {"id": self.id, "valid": self.valid, "violations": [v.as_dict() for v in self.violations]}
         if self.notes:
             out["notes"] = [n.as_dict() for n in self.notes]
         return out
@@ -80,7 +88,7 @@ class CallResult:
 # ---------------------------------------------------------------- reading calls
 
 
-def read_calls(path: Path | str) -> list[tuple[int, object]]:
+def read_calls(path: Path | str) -> list[tuple[int, JSONValue]]:
     """(line number, parsed JSON or :class:`MalformedCall`) for each non-blank line (``-``: standard input).
 
     A broken line becomes a ``malformed`` violation and the other lines are still validated; but
@@ -96,7 +104,7 @@ def read_calls(path: Path | str) -> list[tuple[int, object]]:
     return calls
 
 
-def _no_calls(calls: list) -> str:
+def _no_calls(calls: list[tuple[int, JSONValue]]) -> str:
     if not calls:
         return "no recorded calls: the file is empty (JSON Lines: one call object per line)"
     first_n, first = calls[0]
@@ -110,7 +118,7 @@ def _no_calls(calls: list) -> str:
 class Validator:
     """Validates calls against one store's services; shapes are built once per instance."""
 
-    def __init__(self, store_or_dir, model: Model | None = None) -> None:
+    def __init__(self, store_or_dir: Store | Path | str, model: Model | None = None) -> None:
         store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
         self.model = model or load_validation_model(store)
         self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
@@ -119,16 +127,16 @@ class Validator:
         self.last_report: Graph | None = None  # SHACL report of the last validate_calls
 
     @property
-    def engine(self):
+    def engine(self) -> ShaclEngine:
         if self._engine is None:
             self._engine = ShaclEngine(model_shapes(self.model))
         return self._engine
 
-    def validate_call(self, call: object, line: int | None = None) -> CallResult:
+    def validate_call(self, call: JSONValue, line: int | None = None) -> CallResult:
         """Validate one recorded call (a dict as in the JSONL file)."""
         return self.validate_calls([(line, call)])[0]
 
-    def validate_calls(self, calls: list) -> list[CallResult]:
+    def validate_calls(self, calls: Sequence[tuple[int | None, JSONValue] | JSONValue]) -> list[CallResult]:
         """Validate ``[(line, call)]`` (or bare calls); POST payloads in one pySHACL run."""
         pairs = [c if isinstance(c, tuple) else (None, c) for c in calls]
         results, pending = [], Payloads()
@@ -141,7 +149,7 @@ class Validator:
             r.violations = _dedupe(r.violations)
         return results
 
-    def report_graph(self, calls: list | None = None) -> Graph:
+    def report_graph(self, calls: Sequence[tuple[int | None, JSONValue] | JSONValue] | None = None) -> Graph:
         """The SHACL validation report graph (``--format ttl``) of ``calls``, or of the last batch."""
         if calls is not None:
             self.validate_calls(calls)
@@ -150,7 +158,7 @@ class Validator:
         return self.last_report
 
     # ------------------------------------------------------------ before SHACL
-    def _precheck(self, i: int, line, call, pending: Payloads) -> CallResult:
+    def _precheck(self, i: int, line: int | None, call: JSONValue, pending: Payloads) -> CallResult:
         result = CallResult(_call_id(call, line, i), line=line)
         try:
             target = self._target(call)
@@ -166,7 +174,7 @@ class Validator:
         self._post(i, target, result, pending)
         return result
 
-    def _target(self, call) -> dict:
+    def _target(self, call: JSONValue) -> CallTarget:
         if not isinstance(call, dict):
             raise call if isinstance(call, MalformedCall) else MalformedCall("a call must be a JSON object")
         _check_size(call)
@@ -189,7 +197,7 @@ class Validator:
             target["payload"] = _payload(call)
         return target
 
-    def _post(self, i: int, target: dict, result: CallResult, pending: Payloads) -> None:
+    def _post(self, i: int, target: CallTarget, result: CallResult, pending: Payloads) -> None:
         t = self.model.types.get(target["type"])
         if t is None:  # an entity type declared in another document (CSDL 3.3 Include)
             result.violations.append(
@@ -209,7 +217,7 @@ class Validator:
         result.notes.extend(conv.notes)
 
     # ------------------------------------------------------------ SHACL
-    def _shacl(self, pending: Payloads, results: list) -> None:
+    def _shacl(self, pending: Payloads, results: list[CallResult]) -> None:
         _conforms, report = self.engine.run(pending.graph, pending.shapes)
         self.last_report = report
         for focus, path, comp, value, shape in self.engine.results(report):
@@ -218,7 +226,16 @@ class Validator:
                 continue
             results[i].violations.append(self._violation(pending, focus, pointer, path, comp, value, shape))
 
-    def _violation(self, pending, focus, pointer, path, comp, value, shape) -> Violation:
+    def _violation(
+        self,
+        pending: Payloads,
+        focus: Node,
+        pointer: str,
+        path: Node | None,
+        comp: Node,
+        value: Node | None,
+        shape: Node,
+    ) -> Violation:
         key = (focus, path)
         item = self.names.get(str(path)) if path is not None else None
         name = item.name if item is not None else unquote(str(path).rsplit("/", 1)[-1])
@@ -228,7 +245,9 @@ class Validator:
         owner = pending.types.get(focus)
         return Violation(kind, where, self._message(kind, name, owner, item, raw, pending.messages.get(key)), raw)
 
-    def _message(self, kind: str, name: str, owner: TypeInfo | None, item, raw, hint: str | None) -> str:
+    def _message(
+        self, kind: str, name: str, owner: TypeInfo | None, item: Prop | Nav | None, raw: JSONValue, hint: str | None
+    ) -> str:
         tname = owner.qname.rsplit(".", 1)[-1] if owner else "the entity"
         if kind in ("unknown-property", "unknown-navigation"):
             return _unknown(kind, name, owner)
@@ -236,9 +255,9 @@ class Validator:
             return f"{name} is required to create {tname} (non-nullable and not computed); add it"
         if kind == "read-only":
             return f"{name} is read-only in {tname} (not creatable or computed); remove it"
-        if kind == "invalid-code":
+        if kind == "invalid-code" and isinstance(item, Prop):
             return _invalid_code(name, item, raw)
-        if kind == "max-length":
+        if kind == "max-length" and isinstance(item, Prop):
             return f"{name} is at most {item.max_length} characters; got {len(str(raw))}"
         if kind == "cardinality":
             return hint or f"{name} is a to-one navigation: give one JSON object"
@@ -252,14 +271,14 @@ class Payloads:
     """The data graph of a batch plus what maps it back to JSON: pointers, values, messages."""
 
     def __init__(self) -> None:
-        self.triples: list = []
-        self.shapes: set = set()  # IRIs of the shapes this batch needs
-        self.pointers: dict = {}
-        self.values: dict = {}
-        self.messages: dict = {}
-        self.types: dict = {}  # node -> TypeInfo
+        self.triples: list[tuple[URIRef, URIRef, Node]] = []
+        self.shapes: set[str] = set()  # IRIs of the shapes this batch needs
+        self.pointers: dict[PayloadKey, str] = {}  # (node, predicate[, object]) -> JSON pointer
+        self.values: dict[PayloadKey, JSONValue] = {}
+        self.messages: dict[PayloadKey, str] = {}
+        self.types: dict[Node, TypeInfo] = {}  # node -> TypeInfo
 
-    def add(self, s, p, o) -> None:
+    def add(self, s: URIRef, p: URIRef, o: Node) -> None:
         self.triples.append((s, p, o))
 
     @property
@@ -276,11 +295,11 @@ class Converter:
     def __init__(self, model: Model, pending: Payloads, index: int, version: str) -> None:
         self.model, self.p, self.index = model, pending, index
         self.v2 = version.startswith("2")
-        self.violations: list = []
-        self.notes: list = []
+        self.violations: list[Violation] = []
+        self.notes: list[Violation] = []
         self.level = 0  # entities nested above the current one
 
-    def root(self, t: TypeInfo, payload: dict) -> None:
+    def root(self, t: TypeInfo, payload: JSONObject) -> None:
         node = self.node("")
         self.p.add(node, RDF.type, URIRef(t.iri))
         self.p.shapes.add(t.iri + "/shape")
@@ -289,7 +308,7 @@ class Converter:
     def node(self, pointer: str) -> URIRef:
         return URIRef(f"{NODE}{self.index}{quote(pointer, safe='/~')}")
 
-    def entity(self, node: URIRef, t: TypeInfo, obj: dict, pointer: str) -> None:
+    def entity(self, node: URIRef, t: TypeInfo, obj: JSONObject, pointer: str) -> None:
         if self.level >= MAX_DEEP_INSERT:
             self.violations.append(
                 Violation(
@@ -305,7 +324,7 @@ class Converter:
             self.member(node, t, key, obj[key], f"{pointer}/{_esc(key)}")
         self.level -= 1
 
-    def member(self, node, t: TypeInfo, key: str, value, pointer: str) -> None:
+    def member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
         if key.startswith(("@", "__")) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
             return
         name = key.split("@", 1)[0]
@@ -319,13 +338,13 @@ class Converter:
             kind = "nav" if "@" in key or _objects(value) else "prop"
             self.emit(node, URIRef(f"{t.iri}/{kind}/{quote(name, safe='')}"), _json_literal(value), pointer, value)
 
-    def emit(self, node, pred: URIRef, obj, pointer: str, raw, item: bool = False) -> None:
+    def emit(self, node: URIRef, pred: URIRef, obj: Node, pointer: str, raw: JSONValue, item: bool = False) -> None:
         self.p.add(node, pred, obj)
         self.p.shapes.add(str(pred) + "/shape")
         self.p.pointers[(node, pred, obj) if item else (node, pred)] = pointer
         self.p.values[(node, pred, obj) if item else (node, pred)] = raw
 
-    def prop(self, node, p, value, pointer: str) -> None:
+    def prop(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
         pred = URIRef(p.iri)
         if value is None:
             if not p.nullable and not p.read_only:
@@ -346,7 +365,7 @@ class Converter:
         else:
             self.emit(node, pred, self.value(node, p, value, pointer), pointer, value)
 
-    def collection(self, node, p, value, pointer: str) -> None:
+    def collection(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
         items = value.get("results") if isinstance(value, dict) and self.v2 else value
         if not isinstance(items, list):
             self.emit(node, URIRef(p.iri), _json_literal(value), pointer, value)
@@ -356,7 +375,7 @@ class Converter:
             obj = self.value(node, p, item, f"{pointer}/{k}")
             self.emit(node, URIRef(p.iri), obj, f"{pointer}/{k}", item, item=True)
 
-    def value(self, node, p, value, pointer: str):
+    def value(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> Node:
         if p.complex_type and isinstance(value, dict):
             child = self.node(pointer)
             self.entity(child, self.model.types[p.complex_type], value, pointer)
@@ -371,7 +390,7 @@ class Converter:
             return Literal(lexical)  # simple literal, as shacl_run.to_rdflib_term makes them
         return Literal(lexical, datatype=URIRef(xsd))
 
-    def nav(self, node, n, value, pointer: str) -> None:
+    def nav(self, node: URIRef, n: Nav, value: JSONValue, pointer: str) -> None:
         if value is None or (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
             return
         items = value.get("results") if isinstance(value, dict) and "results" in value else value
@@ -383,9 +402,9 @@ class Converter:
         for k, item in enumerate(items if isinstance(items, list) else [items]):
             self.nav_item(node, n, item, f"{pointer}/{k}" if isinstance(items, list) else pointer)
 
-    def nav_item(self, node, n, item, pointer: str) -> None:
+    def nav_item(self, node: URIRef, n: Nav, item: JSONValue, pointer: str) -> None:
         pred = URIRef(n.iri)
-        if not isinstance(item, dict) or n.target not in self.model.types:
+        if not isinstance(item, dict) or n.target is None or n.target not in self.model.types:
             self.emit(node, pred, _json_literal(item), pointer, item, item=True)
             self.p.messages[(node, pred)] = f"{n.name}: a deep-insert entity must be a JSON object"
             return
@@ -395,14 +414,14 @@ class Converter:
         self.p.shapes.add(n.target + "/shape")
         self.entity(child, self.model.types[n.target], item, pointer)
 
-    def _cardinality(self, pointer: str, n, value, message: str) -> None:
+    def _cardinality(self, pointer: str, n: Nav, value: JSONValue, message: str) -> None:
         self.violations.append(Violation("cardinality", pointer, message, _short(value)))
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def _payload(call: dict) -> dict:
+def _payload(call: JSONObject) -> JSONObject:
     payload = call.get("payload", call.get("body"))
     if isinstance(payload, str):
         try:
@@ -415,14 +434,14 @@ def _payload(call: dict) -> dict:
     return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
 
 
-def _check_size(call: object) -> None:
+def _check_size(call: JSONValue) -> None:
     """Bound what one call may cost, whether it came from the JSON Lines reader or from the Python API.
 
     Deeper than the reader's depth limit, values would overflow the stack when serialized
     (``json.dumps`` recurses); each value can become a SHACL result (about 0.3 ms each in pySHACL),
     so :data:`MAX_CALL_VALUES` keeps one call to seconds.
     """
-    level: list = [call]
+    level: list[JSONValue] = [call]
     depth, count = 0, 0
     while level:
         depth += 1
@@ -437,13 +456,13 @@ def _check_size(call: object) -> None:
         level = [v for v in level if isinstance(v, (dict, list))]
 
 
-def _call_id(call, line, i: int) -> str:
+def _call_id(call: JSONValue, line: int | None, i: int) -> str:
     if isinstance(call, dict) and call.get("id") is not None:
         return str(call["id"])
     return f"line {line}" if line is not None else f"call {i + 1}"
 
 
-def _where(line, message: str) -> str:
+def _where(line: int | None, message: str) -> str:
     return message if line is None or message.startswith(f"line {line}") else f"line {line}: {message}"
 
 
@@ -451,7 +470,7 @@ def _esc(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _node_pointer(focus) -> tuple:
+def _node_pointer(focus: Node) -> tuple[int | None, str]:
     text = str(focus)
     if not text.startswith(NODE):
         return None, ""
@@ -459,28 +478,28 @@ def _node_pointer(focus) -> tuple:
     return int(index), unquote(f"/{rest}" if rest else "")
 
 
-def _objects(value) -> bool:
+def _objects(value: JSONValue) -> bool:
     """A JSON object or an array of objects (an empty array too): what deep insert sends."""
     return isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
 
 
-def _is_link(value: dict) -> bool:
+def _is_link(value: JSONObject) -> bool:
     meta = value.get("__metadata")
     return len(value) == 1 and isinstance(meta, dict) and "uri" in meta
 
 
-def _json_literal(value) -> Literal | URIRef:
+def _json_literal(value: JSONValue) -> Literal | URIRef:
     if value is None:
         return NIL
     return Literal(json.dumps(value, sort_keys=True, ensure_ascii=False), datatype=JSON_DT)
 
 
-def _short(value):
+def _short(value: JSONValue) -> JSONValue:
     text = json.dumps(value, ensure_ascii=False)
     return value if len(text) <= 80 else text[:77] + "..."
 
 
-def _kind(comp, path, item, shape) -> str:
+def _kind(comp: Node, path: Node | None, item: Prop | Nav | None, shape: Node) -> str:
     name = str(comp).rsplit("#", 1)[-1]
     if name == "ClosedConstraintComponent":
         return "unknown-navigation" if "/nav/" in str(path) else "unknown-property"
@@ -502,14 +521,14 @@ def _unknown(kind: str, name: str, owner: TypeInfo | None) -> str:
     return f"{tname} has no {what} {name}{hint}"
 
 
-def _invalid_code(name: str, item, raw) -> str:
+def _invalid_code(name: str, item: Prop, raw: JSONValue) -> str:
     codes = list(item.codes or ())
     shown = ", ".join(codes[:12]) + (f", ... ({len(codes)} codes)" if len(codes) > 12 else "")
     hint = did_you_mean(str(raw), codes)
     return f"{raw!r} is not a known code of {name} ({item.code_source}: {shown}){hint}"
 
 
-def _dedupe(violations: list) -> list:
+def _dedupe(violations: list[Violation]) -> list[Violation]:
     """One violation per kind and place; a wrong datatype hides code and length checks of that value."""
     seen, out = set(), []
     mistyped = {v.path for v in violations if v.kind == "datatype"}

@@ -18,9 +18,15 @@ import binascii
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
+from typing import TypeAlias
 
+from processkg.aliases import JSONValue
 from processkg.vocab import RDF_JSON, XSD_NS
+
+Checked: TypeAlias = tuple[str, str | None, str | None]
+"""A JSON value read as an Edm literal: (lexical form, XSD datatype IRI, problem or None)."""
 
 INT_RANGE = {
     "Edm.Byte": (0, 255, "unsignedByte"),
@@ -36,7 +42,7 @@ INT_TEXT = re.compile(r"^[+-]?\d+$")
 TIME_OF_DAY = re.compile(r"^([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,12})?)?$")
 
 
-def literal(value, edm_type: str, v2: bool) -> tuple[str, str | None, str | None]:
+def literal(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     check = _CHECKS.get(edm_type)
     if check is None:  # Edm.String, Edm.Guid (a pattern in the shape), enums, unknown types
         if isinstance(value, str):
@@ -45,11 +51,11 @@ def literal(value, edm_type: str, v2: bool) -> tuple[str, str | None, str | None
     return check(value, edm_type, v2)
 
 
-def _bad(value, problem: str, got: str | None = None) -> tuple[str, str, str]:
+def _bad(value: JSONValue, problem: str, got: str | None = None) -> tuple[str, str, str]:
     return json.dumps(value, ensure_ascii=False), got or _json_datatype(value), f"{problem}; got {_show(value)}"
 
 
-def _json_datatype(value) -> str:
+def _json_datatype(value: JSONValue) -> str:
     if isinstance(value, bool):
         return XSD_NS + "boolean"
     if isinstance(value, int):
@@ -61,18 +67,18 @@ def _json_datatype(value) -> str:
     return RDF_JSON
 
 
-def _show(value) -> str:
+def _show(value: JSONValue) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _boolean(value, edm_type, v2):
+def _boolean(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if isinstance(value, bool):
         return ("true" if value else "false"), XSD_NS + "boolean", None
     return _bad(value, "expects Edm.Boolean as JSON true or false")
 
 
-def _integer(value, edm_type, v2):
+def _integer(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     lo, hi, xsd = INT_RANGE[edm_type]
     as_string = edm_type == "Edm.Int64"
     if v2 and as_string and not isinstance(value, str):
@@ -88,7 +94,7 @@ def _integer(value, edm_type, v2):
     return str(number), XSD_NS + xsd, None
 
 
-def _decimal(value, edm_type, v2):
+def _decimal(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if v2 and not isinstance(value, str):
         return _bad(value, 'expects Edm.Decimal as a JSON string in OData V2, e.g. "12.50"')
     if isinstance(value, str) and DECIMAL_TEXT.match(value.strip()):
@@ -102,7 +108,7 @@ def _decimal(value, edm_type, v2):
     return format(number, "f"), XSD_NS + "decimal", None
 
 
-def _floating(value, edm_type, v2):
+def _floating(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     xsd = XSD_NS + ("float" if edm_type == "Edm.Single" else "double")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(float(value)).replace("inf", "INF"), xsd, None
@@ -117,7 +123,7 @@ def _floating(value, edm_type, v2):
     return _bad(value, f"expects {edm_type} as a JSON number")
 
 
-def _datetime(value, edm_type, v2):
+def _datetime(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if not isinstance(value, str):
         return _bad(value, f"expects {edm_type} as a JSON string")
     m = V2_DATE.match(value)
@@ -143,7 +149,7 @@ def _iso_datetime(text: str):
         return None
 
 
-def _date(value, edm_type, v2):
+def _date(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}$", value):
         try:
             return dt.date.fromisoformat(value).isoformat(), XSD_NS + "date", None
@@ -152,19 +158,19 @@ def _date(value, edm_type, v2):
     return _bad(value, "expects Edm.Date as a JSON string YYYY-MM-DD")
 
 
-def _time_of_day(value, edm_type, v2):
+def _time_of_day(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if isinstance(value, str) and TIME_OF_DAY.match(value):
         return value if value.count(":") == 2 else value + ":00", XSD_NS + "time", None
     return _bad(value, "expects Edm.TimeOfDay as a JSON string hh:mm:ss")
 
 
-def _duration(value, edm_type, v2):
+def _duration(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if isinstance(value, str) and ISO_DURATION.match(value):
         return value, XSD_NS + "duration", None
     return _bad(value, f"expects {edm_type} as an ISO 8601 duration, e.g. PT13H20M00S")
 
 
-def _binary(value, edm_type, v2):
+def _binary(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if isinstance(value, str):
         text = value.replace("-", "+").replace("_", "/")
         try:
@@ -175,7 +181,7 @@ def _binary(value, edm_type, v2):
     return _bad(value, "expects Edm.Binary as a base64 JSON string")
 
 
-_CHECKS = {
+_CHECKS: dict[str, Callable[[JSONValue, str, bool], Checked]] = {
     "Edm.Boolean": _boolean,
     "Edm.Decimal": _decimal,
     "Edm.Double": _floating,

@@ -12,7 +12,19 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
+from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
+
+from processkg.aliases import JSONValue
+from processkg.validate.payload_shapes import Model, Prop, ServiceInfo, TypeInfo
+
+CallTarget: TypeAlias = dict[str, JSONValue]
+"""A call's parsed target: service, segments, query, method, then type, set, ... once resolved."""
+Segment: TypeAlias = tuple[str, str | None]
+"""A URL path segment: (name, key predicate text or None)."""
+Finding: TypeAlias = tuple[str, str, str, JSONValue]
+"""A violation before it becomes a ``calls.Violation``: (kind, JSON pointer, message, value)."""
 
 KEYWORDS = frozenset(
     [
@@ -55,7 +67,7 @@ MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
 RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 
 
-def did_you_mean(word: str, candidates) -> str:
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``"; did you mean A, B?"`` with up to three close names, or ``""``.
 
     Only names of about the same length are compared: a typo rarely changes the length
@@ -70,7 +82,7 @@ def did_you_mean(word: str, candidates) -> str:
 # ---------------------------------------------------------------- parsing
 
 
-def parse_call_url(url: str, service: str | None = None) -> dict:
+def parse_call_url(url: str, service: str | None = None) -> CallTarget:
     """Split a request URL into path segments ``[(name, key text or None)]`` and query options."""
     parts = urlsplit(url.strip())
     path, query = parts.path, parts.query
@@ -78,15 +90,15 @@ def parse_call_url(url: str, service: str | None = None) -> dict:
     return {"service": service, "url_segments": segments, "segments": None, "query": parse_query(query)}
 
 
-def _segment(text: str) -> tuple:
+def _segment(text: str) -> Segment:
     if text.endswith(")") and "(" in text:
         name, _, rest = text.partition("(")
         return name, rest[:-1]
     return text, None
 
 
-def parse_query(query: str) -> dict:
-    options: dict = {}
+def parse_query(query: str) -> dict[str, str]:
+    options: dict[str, str] = {}
     for item in split_top(query, "&"):
         name, _, value = item.partition("=")
         if name:
@@ -94,7 +106,7 @@ def parse_query(query: str) -> dict:
     return options
 
 
-def split_top(text: str, sep: str) -> list:
+def split_top(text: str, sep: str) -> list[str]:
     """Split on ``sep`` outside quotes and parentheses."""
     out: list[str] = []
     cur: list[str] = []
@@ -116,7 +128,7 @@ def split_top(text: str, sep: str) -> list:
 # ---------------------------------------------------------------- service and resource
 
 
-def service_aliases(svc) -> set:
+def service_aliases(svc: ServiceInfo) -> set[str]:
     """Lower-case names that identify ``svc`` in a URL: its name, and a RAP service's short name."""
     names = {svc.name.lower()}
     for ns in svc.namespaces:
@@ -126,7 +138,7 @@ def service_aliases(svc) -> set:
     return names
 
 
-def resolve_service(model, target: dict) -> None:
+def resolve_service(model: Model, target: CallTarget) -> None:
     """Set ``service``, ``segments``, ``type``, ``set``... on ``target``; append violations."""
     bad = target["violations"]
     svc, segments = _find_service(model, target)
@@ -151,7 +163,7 @@ def resolve_service(model, target: dict) -> None:
     _walk(model, target, bad)
 
 
-def _find_service(model, target: dict) -> tuple:
+def _find_service(model: Model, target: CallTarget) -> tuple[ServiceInfo | None, list[Segment]]:
     if target.get("url_segments") is None:
         svc = _service_named(model, target.get("service") or "")
         return svc, target["segments"]
@@ -165,13 +177,13 @@ def _find_service(model, target: dict) -> tuple:
     return (svc, segs) if svc is not None else (None, [])  # a URL relative to the service root
 
 
-def _after_service_root(svc, rest: list) -> list:
+def _after_service_root(svc: ServiceInfo, rest: list[Segment]) -> list[Segment]:
     """A RAP V4 root goes on after the short name: ``.../srvd_a2x/sap/salesorder/0001/``."""
     version_at = next((j for j, (n, _) in enumerate(rest) if re.fullmatch(r"\d{4}", n)), None)
     return rest[version_at + 1 :] if version_at is not None and svc.version != "2.0" else rest
 
 
-def _guess_service(segs: list) -> str:
+def _guess_service(segs: list[Segment]) -> str:
     """The segment that names the service in an SAP URL (after ``odata/sap/``), else the first one."""
     names = [n for n, _ in segs]
     for i in range(len(names) - 2):
@@ -180,7 +192,7 @@ def _guess_service(segs: list) -> str:
     return names[0] if names else ""
 
 
-def _service_named(model, name: str):
+def _service_named(model: Model, name: str) -> ServiceInfo | None:
     if not model.aliases:
         for svc_name in sorted(model.services):
             for alias in service_aliases(model.services[svc_name]):
@@ -188,12 +200,12 @@ def _service_named(model, name: str):
     return model.aliases.get(name.lower().split(";", 1)[0])
 
 
-def _unknown_service(model, name: str) -> tuple:
+def _unknown_service(model: Model, name: str) -> Finding:
     hint = did_you_mean(name, model.services)
     return ("unknown-service", "", f"no service {name or '(none given)'} in this graph{hint}", name or None)
 
 
-def _walk(model, target: dict, bad: list) -> None:
+def _walk(model: Model, target: CallTarget, bad: list[Finding]) -> None:
     """Follow navigation segments after the entity set; the last entity type is the target."""
     t = model.types.get(target["type"])
     for i, (name, _key) in enumerate(target["segments"][1:], start=1):
@@ -213,7 +225,7 @@ def _walk(model, target: dict, bad: list) -> None:
 # ---------------------------------------------------------------- GET checks
 
 
-def check_get(model, target: dict) -> list:
+def check_get(model: Model, target: CallTarget) -> list[Finding]:
     if target.get("service_document"):
         return []
     svc = model.services[target["service"]]
@@ -233,7 +245,7 @@ def check_get(model, target: dict) -> list:
     return out
 
 
-def _check_key(t, text: str | None, pointer: str) -> list:
+def _check_key(t: TypeInfo | None, text: str | None, pointer: str) -> list[Finding]:
     if text is None or t is None:
         return []
     keys = [p for p in t.props.values() if p.key]
@@ -254,8 +266,9 @@ def _check_key(t, text: str | None, pointer: str) -> list:
     return _check_named_key(t, keys, parts, pointer)
 
 
-def _check_named_key(t, keys: list, parts: list, pointer: str) -> list:
-    out, given = [], {}
+def _check_named_key(t: TypeInfo, keys: list[Prop], parts: list[str], pointer: str) -> list[Finding]:
+    out: list[Finding] = []
+    given: dict[str, str] = {}
     for part in parts:
         name, sep, value = part.partition("=")
         name = name.strip()
@@ -281,7 +294,7 @@ def _check_named_key(t, keys: list, parts: list, pointer: str) -> list:
     return out
 
 
-def _check_key_value(p, value: str, pointer: str) -> list:
+def _check_key_value(p: Prop, value: str, pointer: str) -> list[Finding]:
     quoted = len(value) >= 2 and value[0] == "'" and value[-1] == "'"
     if p.item_type == "Edm.String" and not quoted:
         return [("datatype", pointer, f"{p.name} is Edm.String: quote the key value, e.g. '{value}'", value)]
@@ -293,11 +306,11 @@ def _check_key_value(p, value: str, pointer: str) -> list:
     return []
 
 
-def check_filter(model, t, text: str, pointer: str) -> list:
+def check_filter(model: Model, t: TypeInfo | None, text: str, pointer: str) -> list[Finding]:
     """Every property path in a ``$filter`` expression, lambda variables (``d:d/Material``) included."""
     tokens = [(m.lastgroup, m.group()) for m in TOKEN.finditer(text) if m.lastgroup != "space"]
-    out: list[tuple] = []
-    scope: dict[str, object] = {}
+    out: list[Finding] = []
+    scope: dict[str, TypeInfo | None] = {}
     for i, (kind, value) in enumerate(tokens):
         nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
         if kind != "path" or value.lower() in KEYWORDS or (nxt == "(" and "/" not in value):
@@ -314,13 +327,13 @@ def check_filter(model, t, text: str, pointer: str) -> list:
     return out
 
 
-def _in_scope(scope: dict, t, value: str) -> tuple:
+def _in_scope(scope: dict[str, TypeInfo | None], t: TypeInfo | None, value: str) -> tuple[TypeInfo | None, str]:
     """(type, path): a path starting with a lambda variable is resolved on the variable's type."""
     head, _, rest = value.partition("/")
     return (scope[head], rest) if head in scope and rest else (t, value)
 
 
-def _resolve(model, t, path: str):
+def _resolve(model: Model, t: TypeInfo | None, path: str) -> TypeInfo | None:
     for seg in path.split("/"):
         if t is None:
             return None
@@ -333,7 +346,7 @@ def _resolve(model, t, path: str):
     return t
 
 
-def _check_path(model, t, path: str, pointer: str, select: bool = False) -> list:
+def _check_path(model: Model, t: TypeInfo | None, path: str, pointer: str, select: bool = False) -> list[Finding]:
     segs = [s for s in path.strip().split("/") if s]
     for k, seg in enumerate(segs):
         if t is None or (select and seg == "*") or seg.startswith(("$", "@")) or "." in seg:
@@ -349,7 +362,7 @@ def _check_path(model, t, path: str, pointer: str, select: bool = False) -> list
     return []
 
 
-def check_expand(model, t, item: str, pointer: str, level: int = 1) -> list:
+def check_expand(model: Model, t: TypeInfo | None, item: str, pointer: str, level: int = 1) -> list[Finding]:
     """Paths of one ``$expand`` item and of its nested options, at most :data:`MAX_EXPAND_DEPTH` deep."""
     if level > MAX_EXPAND_DEPTH:
         return [("malformed", pointer, f"$expand nested deeper than the limit of {MAX_EXPAND_DEPTH} levels", None)]
@@ -375,14 +388,14 @@ def check_expand(model, t, item: str, pointer: str, level: int = 1) -> list:
     return out
 
 
-def _unknown_member(t, name: str, pointer: str, nav: bool) -> tuple:
+def _unknown_member(t: TypeInfo, name: str, pointer: str, nav: bool) -> Finding:
     hint = did_you_mean(name, t.navs if nav else set(t.props) | set(t.navs))
     if nav:
         return ("unknown-navigation", pointer, f"{_tn(t)} has no navigation property {name}{hint}", name)
     return ("unknown-property", pointer, f"{_tn(t)} has no property {name}{hint}", name)
 
 
-def _tn(t) -> str:
+def _tn(t: TypeInfo) -> str:
     return t.qname.rsplit(".", 1)[-1]
 
 

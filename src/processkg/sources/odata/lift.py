@@ -7,10 +7,28 @@ annotation term the graph understands to the function that lifts it.
 
 from __future__ import annotations
 
-from pyoxigraph import NamedNode
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
+from pyoxigraph import NamedNode, Triple
+
+from processkg.aliases import JSONObject, JSONValue
+from processkg.sources.codes import CodeRow
 from processkg.sources.odata.model import Service, key_of
-from processkg.sources.odata.read import COMMON, CORE, MEASURES, VALIDATION, Annotation
+from processkg.sources.odata.read import (
+    COMMON,
+    CORE,
+    MEASURES,
+    VALIDATION,
+    Annotation,
+    EntityContainer,
+    EntitySet,
+    EnumType,
+    NavigationProperty,
+    Property,
+    ReferentialConstraint,
+    StructuredType,
+)
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT
 
@@ -19,20 +37,23 @@ FIXED_VALUES = f"{COMMON}.ValueListWithFixedValues"
 VALUE_LIST_REFERENCES = f"{COMMON}.ValueListReferences"
 ALLOWED_VALUES = f"{VALIDATION}.AllowedValues"
 
+TermHandler: TypeAlias = Callable[["ServiceLifter", StructuredType, NamedNode, Annotation], None]
+"""Lifts one semantic annotation of a property (``_SEMANTIC_TERMS``)."""
+
 
 class ServiceLifter:
     """Lifts one service; ``iri_key`` is its unique IRI segment (the name, disambiguated)."""
 
-    def __init__(self, service: Service, iri_key: str, codes: dict | None = None) -> None:
+    def __init__(self, service: Service, iri_key: str, codes: dict[str, list[CodeRow]] | None = None) -> None:
         self.svc = service
         self.doc = service.doc
         self.t = Triples(service.file)
         self.base = mint("odata", iri_key)
         self.codes = codes or {}
-        self.value_lists: dict = {}
-        self.value_list_terms: dict = {}
-        self.set_iris: dict = {}
-        self.warnings: list = []
+        self.value_lists: dict[tuple[str, str], dict[str, Any]] = {}
+        self.value_list_terms: dict[tuple[str, str], int] = {}
+        self.set_iris: dict[str, NamedNode] = {}
+        self.warnings: list[str] = []
 
     # ---------------------------------------------------------------- IRIs
     def type_iri(self, qname: str) -> NamedNode:
@@ -46,7 +67,7 @@ class ServiceLifter:
     def nav_iri(self, type_qname: str, name: str) -> NamedNode:
         return child(self.type_iri(type_qname), "nav", name)
 
-    def declaring_type(self, st, prop_name: str) -> str:
+    def declaring_type(self, st: StructuredType | None, prop_name: str) -> str:
         """The (base) type that declares ``prop_name``, for inherited keys."""
         seen = set()
         while st is not None and st.qname not in seen:
@@ -57,7 +78,7 @@ class ServiceLifter:
         return ""
 
     # ---------------------------------------------------------------- lift
-    def lift(self) -> list:
+    def lift(self) -> list[Triple]:
         self._service()
         for st in sorted(self.doc.types.values(), key=lambda s: s.qname):
             self._structured_type(st)
@@ -88,7 +109,7 @@ class ServiceLifter:
     def _schema_iri(self, namespace: str) -> NamedNode:
         return child(self.base, "schema", namespace)
 
-    def _structured_type(self, st) -> None:
+    def _structured_type(self, st: StructuredType) -> None:
         t = self.t
         s = self.type_iri(st.qname)
         cls = KGT.ComplexType if st.kind == "ComplexType" else KGT.EntityType
@@ -110,7 +131,7 @@ class ServiceLifter:
             if owner:
                 t.add(s, KGT.keyProperty, self.prop_iri(owner, name))
 
-    def _property(self, st, prop, type_node: NamedNode) -> None:
+    def _property(self, st: StructuredType, prop: Property, type_node: NamedNode) -> None:
         t = self.t
         s = self.prop_iri(st.qname, prop.name)
         target = f"{st.qname}/{prop.name}"
@@ -135,7 +156,7 @@ class ServiceLifter:
         self._semantics(st, s, prop, anns)
         self._value_list(st, prop, s, anns)
 
-    def _sap_flags(self, s: NamedNode, sap: dict) -> None:
+    def _sap_flags(self, s: NamedNode, sap: dict[str, str]) -> None:
         for attr, pred in (
             ("creatable", KGT.creatable),
             ("updatable", KGT.updatable),
@@ -145,14 +166,14 @@ class ServiceLifter:
             if attr in sap:
                 self.t.boolean(s, pred, sap[attr].lower() == "true")
 
-    def _core_flags(self, s: NamedNode, anns: list) -> None:
+    def _core_flags(self, s: NamedNode, anns: list[Annotation]) -> None:
         for ann in anns:
             if ann.term == f"{CORE}.Computed" and _truthy(ann.value):
                 self.t.boolean(s, KGT.computed, True)
             elif ann.term == f"{CORE}.Immutable" and _truthy(ann.value):
                 self.t.boolean(s, KGT.immutable, True)
 
-    def _semantics(self, st, s: NamedNode, prop, anns: list) -> None:
+    def _semantics(self, st: StructuredType, s: NamedNode, prop: Property, anns: list[Annotation]) -> None:
         t = self.t
         t.text(s, KGT.semantics, prop.sap.get("semantics"))
         for attr, pred in (("unit", KGT.unitProperty), ("text", KGT.textProperty)):
@@ -164,7 +185,7 @@ class ServiceLifter:
             if handler:
                 handler(self, st, s, ann)
 
-    def _path_property(self, st, path: object) -> NamedNode | None:
+    def _path_property(self, st: StructuredType | None, path: JSONValue) -> NamedNode | None:
         if not isinstance(path, str) or "/" in path:
             return None
         owner = self.declaring_type(st, path)
@@ -182,7 +203,7 @@ class ServiceLifter:
             self.value_lists[key] = {"iri": vl, "collection": "", "codes": {}}
         return self.value_lists[key]["iri"]
 
-    def _value_list(self, st, prop, s: NamedNode, anns: list) -> None:
+    def _value_list(self, st: StructuredType, prop: Property, s: NamedNode, anns: list[Annotation]) -> None:
         kind = prop.sap.get("value-list")
         if kind:
             self.t.text(s, KGT.sapValueList, kind)
@@ -221,7 +242,7 @@ class ServiceLifter:
         self.t.text(code, KGT.codeSource, source)
         self.t.add(vl, KGT.code, code)
 
-    def _lift_value_list(self, st, s: NamedNode, ann: Annotation) -> None:
+    def _lift_value_list(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         t = self.t
         qualifier = self._fresh_qualifier(s, ann)
         vl = self._value_list_node(s, qualifier, ann.line)
@@ -257,7 +278,7 @@ class ServiceLifter:
         )
         return f"{ann.qualifier}#{seen + 1}"
 
-    def _parameter(self, st, vl: NamedNode, i: int, param: dict) -> None:
+    def _parameter(self, st: StructuredType, vl: NamedNode, i: int, param: JSONObject) -> None:
         t = self.t
         p = child(vl, "param", str(i))
         t.node(p, KGT.ValueListParameter, param.get("$line"))
@@ -272,13 +293,13 @@ class ServiceLifter:
         t.text(p, KGT.valueListPropertyName, name if isinstance(name, str) else None)
         t.text(p, KGT.constant, param.get("Constant") if isinstance(param.get("Constant"), str) else None)
 
-    def _lift_fixed_values(self, st, s: NamedNode, ann: Annotation) -> None:
+    def _lift_fixed_values(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
         self.t.boolean(vl, KGT.fixedValues, _truthy(ann.value))
 
-    def _lift_references(self, st, s: NamedNode, ann: Annotation) -> None:
+    def _lift_references(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
@@ -286,7 +307,7 @@ class ServiceLifter:
             if isinstance(url, str):
                 self.t.text(vl, KGT.valueListReference, url)
 
-    def _lift_allowed_values(self, st, s: NamedNode, ann: Annotation) -> None:
+    def _lift_allowed_values(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
@@ -309,7 +330,7 @@ class ServiceLifter:
             for value, label, file, line in self.codes.get(path, ()) if path else ():
                 self._code(entry["iri"], NamedNode(prop_value), qualifier, value, label, "codelist", line, file)
 
-    def bind_codes(self, type_qname: str, prop_name: str, rows: list, line: int | None) -> list:
+    def bind_codes(self, type_qname: str, prop_name: str, rows: list[CodeRow], line: int | None) -> list[Triple]:
         """Give a property the codes of a code list a binding file names (``kg build --code-bindings``):
         they join its unqualified value list (made if missing), lifted as any ``"codelist"`` code;
         returns the new triples. ``rows`` are ``(code, description, file, line)`` as ``codes_for`` gives."""
@@ -321,7 +342,7 @@ class ServiceLifter:
         return self.t.items[start:]
 
     # ---------------------------------------------------------------- enums, sets, navs
-    def _enum(self, enum) -> None:
+    def _enum(self, enum: EnumType) -> None:
         t = self.t
         s = child(self.base, "enum", enum.qname)
         t.node(s, KGT.EnumType, enum.line, enum.name)
@@ -335,7 +356,7 @@ class ServiceLifter:
             t.text(m, KGT.memberValue, value)
             t.add(s, KGT.member, m)
 
-    def _container(self, container) -> None:
+    def _container(self, container: EntityContainer) -> None:
         t = self.t
         c = child(self.base, "container", container.name)
         t.node(c, KGT.EntityContainer, container.line, container.name)
@@ -344,7 +365,7 @@ class ServiceLifter:
         for es in container.entity_sets:
             self._entity_set(container, c, es)
 
-    def _entity_set(self, container, c: NamedNode, es) -> None:
+    def _entity_set(self, container: EntityContainer, c: NamedNode, es: EntitySet) -> None:
         t = self.t
         s = child(self.base, "singleton" if es.singleton else "set", es.name)
         self.set_iris[es.name] = s
@@ -366,11 +387,11 @@ class ServiceLifter:
             if attr in es.sap:
                 t.boolean(s, pred, es.sap[attr].lower() == "true")
 
-    def _navigations(self, st) -> None:
+    def _navigations(self, st: StructuredType) -> None:
         for nav in st.navigations:
             self._navigation(st, nav)
 
-    def _navigation(self, st, nav) -> None:
+    def _navigation(self, st: StructuredType, nav: NavigationProperty) -> None:
         t = self.t
         s = self.nav_iri(st.qname, nav.name)
         t.node(s, KGT.NavigationProperty, nav.line, nav.name)
@@ -396,7 +417,9 @@ class ServiceLifter:
         for i, rc in enumerate(nav.constraints):
             self._constraint(st, nav, s, i, rc)
 
-    def _constraint(self, st, nav, s: NamedNode, i: int, rc) -> None:
+    def _constraint(
+        self, st: StructuredType, nav: NavigationProperty, s: NamedNode, i: int, rc: ReferentialConstraint
+    ) -> None:
         t = self.t
         r = child(s, "constraint", str(i))
         t.node(r, KGT.ReferentialConstraint, rc.line)
@@ -413,11 +436,11 @@ class ServiceLifter:
 # ---------------------------------------------------------------- annotation helpers
 
 
-def _truthy(value: object) -> bool:
+def _truthy(value: JSONValue) -> bool:
     return value is True or (isinstance(value, str) and value.lower() != "false")
 
 
-def _label(sap: dict, anns: list) -> str | None:
+def _label(sap: dict[str, str], anns: list[Annotation]) -> str | None:
     if sap.get("label"):
         return sap["label"]
     for ann in anns:
@@ -426,21 +449,21 @@ def _label(sap: dict, anns: list) -> str | None:
     return None
 
 
-def _description(sap: dict, anns: list) -> str | None:
+def _description(sap: dict[str, str], anns: list[Annotation]) -> str | None:
     for ann in anns:
         if ann.term in (f"{CORE}.Description", f"{COMMON}.QuickInfo") and isinstance(ann.value, str):
             return ann.value
     return sap.get("quickinfo")
 
 
-def _text_property(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+def _text_property(lifter: ServiceLifter, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
     target = lifter._path_property(st, ann.value)
     if target is not None:
         lifter.t.add(s, KGT.textProperty, target)
 
 
-def _unit_property(semantics: str):
-    def handler(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+def _unit_property(semantics: str) -> TermHandler:
+    def handler(lifter: ServiceLifter, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         target = lifter._path_property(st, ann.value)
         if target is not None:
             lifter.t.add(s, KGT.unitProperty, target)
@@ -449,8 +472,8 @@ def _unit_property(semantics: str):
     return handler
 
 
-def _flag_semantics(semantics: str):
-    def handler(lifter: ServiceLifter, st, s: NamedNode, ann: Annotation) -> None:
+def _flag_semantics(semantics: str) -> TermHandler:
+    def handler(lifter: ServiceLifter, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
         if _truthy(ann.value):
             lifter.t.text(s, KGT.semantics, semantics)
 

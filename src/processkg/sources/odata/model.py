@@ -12,8 +12,19 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from processkg.aliases import JSONValue
 from processkg.errors import UnresolvedReferenceError
-from processkg.sources.odata.read import SPEC_V2, SPEC_V4, Annotation, ReferentialConstraint, ServiceDocument
+from processkg.sources.odata.read import (
+    SPEC_V2,
+    SPEC_V4,
+    Annotation,
+    Association,
+    NavigationProperty,
+    Property,
+    ReferentialConstraint,
+    ServiceDocument,
+    StructuredType,
+)
 
 _V2_MULTIPLICITY = {"1": "1", "0..1": "0..1", "*": "*"}
 
@@ -22,18 +33,18 @@ _V2_MULTIPLICITY = {"1": "1", "0..1": "0..1", "*": "*"}
 class Service:
     name: str
     doc: ServiceDocument
-    annotation_docs: list = field(default_factory=list)
+    annotation_docs: list[ServiceDocument] = field(default_factory=list)
     #: normalized target ("Namespace.Type/Property") -> [Annotation] with full term names
-    annotations: dict = field(default_factory=lambda: defaultdict(list))
+    annotations: dict[str, list[Annotation]] = field(default_factory=lambda: defaultdict(list))
 
     @property
     def file(self) -> str:
         return self.doc.file
 
-    def annotations_for(self, target: str) -> list:
+    def annotations_for(self, target: str) -> list[Annotation]:
         return self.annotations.get(target, [])
 
-    def term(self, target: str, term: str) -> list:
+    def term(self, target: str, term: str) -> list[Annotation]:
         return [a for a in self.annotations.get(target, ()) if a.term == term]
 
 
@@ -132,10 +143,10 @@ def _resolve_types(doc: ServiceDocument) -> None:
                 )
 
 
-def all_properties(doc: ServiceDocument, st) -> list:
+def all_properties(doc: ServiceDocument, st: StructuredType | None) -> list[Property]:
     """Properties of ``st`` including those inherited through ``BaseType``."""
     seen: set[str] = set()
-    props: list = []
+    props: list[Property] = []
     while st is not None and st.qname not in seen:
         seen.add(st.qname)
         props = st.properties + props
@@ -143,7 +154,7 @@ def all_properties(doc: ServiceDocument, st) -> list:
     return props
 
 
-def key_of(doc: ServiceDocument, st) -> list:
+def key_of(doc: ServiceDocument, st: StructuredType | None) -> list[str]:
     """Key property names; an entity type without its own Key inherits its base type's."""
     seen = set()
     while st is not None and not st.key and st.qname not in seen:
@@ -161,7 +172,7 @@ def _resolve_navigation(doc: ServiceDocument) -> None:
                 _resolve_v4_navigation(doc, st, nav)
 
 
-def _resolve_v2_navigation(doc: ServiceDocument, st, nav) -> None:
+def _resolve_v2_navigation(doc: ServiceDocument, st: StructuredType, nav: NavigationProperty) -> None:
     assoc = doc.associations.get(nav.relationship)
     where = f"{st.qname}/{nav.name}"
     if assoc is None:
@@ -182,7 +193,7 @@ def _resolve_v2_navigation(doc: ServiceDocument, st, nav) -> None:
     nav.target_sets = sorted(_v2_target_sets(doc, nav))
 
 
-def _v2_type_from_sets(doc: ServiceDocument, nav) -> str:
+def _v2_type_from_sets(doc: ServiceDocument, nav: NavigationProperty) -> str:
     """The entity type of the set that an AssociationSet binds to the target role, if unique.
 
     Some documents (SAP Cloud SDK's API_TEST_SRV) name an End ``Type`` that is not declared
@@ -198,7 +209,7 @@ def _v2_type_from_sets(doc: ServiceDocument, nav) -> str:
     return types.pop() if len(types) == 1 else ""
 
 
-def _v2_partner(doc: ServiceDocument, nav) -> str:
+def _v2_partner(doc: ServiceDocument, nav: NavigationProperty) -> str:
     target = doc.types[nav.target_type]
     for other in target.navigations:
         if other.relationship == nav.relationship and other.from_role == nav.to_role and other is not nav:
@@ -206,7 +217,7 @@ def _v2_partner(doc: ServiceDocument, nav) -> str:
     return ""
 
 
-def _v2_constraints(assoc, nav) -> list:
+def _v2_constraints(assoc: Association, nav: NavigationProperty) -> list[ReferentialConstraint]:
     """Constraint pairs seen from the navigation's source: (local property, target property)."""
     if not assoc.constraint:
         return []
@@ -220,7 +231,7 @@ def _v2_constraints(assoc, nav) -> list:
     return [ReferentialConstraint(a, b, assoc.line) for a, b in pairs]
 
 
-def _v2_target_sets(doc: ServiceDocument, nav) -> set:
+def _v2_target_sets(doc: ServiceDocument, nav: NavigationProperty) -> set[str]:
     sets = set()
     for container in doc.containers:
         for assoc_name, ends in container.association_sets:
@@ -229,7 +240,7 @@ def _v2_target_sets(doc: ServiceDocument, nav) -> set:
     return sets
 
 
-def _resolve_v4_navigation(doc: ServiceDocument, st, nav) -> None:
+def _resolve_v4_navigation(doc: ServiceDocument, st: StructuredType, nav: NavigationProperty) -> None:
     collection = nav.type.startswith("Collection(")
     target = _in_schema(doc, nav.type[11:-1] if collection else nav.type, st.namespace)
     if target not in doc.types and not is_external(doc, target):
@@ -246,7 +257,7 @@ def _resolve_v4_navigation(doc: ServiceDocument, st, nav) -> None:
     nav.target_sets = sorted(_v4_target_sets(doc, st, nav))
 
 
-def _v4_target_sets(doc: ServiceDocument, st, nav) -> set:
+def _v4_target_sets(doc: ServiceDocument, st: StructuredType, nav: NavigationProperty) -> set[str]:
     sets = set()
     for container in doc.containers:
         for es in container.entity_sets:
@@ -279,14 +290,14 @@ def _index_annotations(service: Service) -> None:
             _add(service, source, _container_target(service, normalize_target(source, target)), [ann])
 
 
-def _add(service: Service, source: ServiceDocument, target: str, annotations: list) -> None:
+def _add(service: Service, source: ServiceDocument, target: str, annotations: list[Annotation]) -> None:
     for ann in annotations:
         ann.term = qualify(source, ann.term)
         ann.value = qualify_record_terms(source, ann.value)
         service.annotations[target].append(ann)
 
 
-def qualify_record_terms(doc: ServiceDocument, value: object) -> object:
+def qualify_record_terms(doc: ServiceDocument, value: JSONValue) -> JSONValue:
     """Annotations inside records (``@SAP__common.Label``) keyed by full term name instead."""
     if isinstance(value, list):
         return [qualify_record_terms(doc, v) for v in value]
@@ -310,16 +321,19 @@ def _container_target(service: Service, target: str) -> str:
     return target
 
 
-def attach_annotation_docs(services: list, annotation_docs: list) -> tuple[dict, list]:
+def attach_annotation_docs(
+    services: list[ServiceDocument], annotation_docs: list[ServiceDocument]
+) -> tuple[dict[str, list[ServiceDocument]], list[ServiceDocument]]:
     """Pair each annotations-only document with the service whose namespace it includes.
 
     A service in the same folder is preferred. Returns ({service file: [docs]}, unmatched).
     """
-    by_ns = defaultdict(list)
+    by_ns: dict[str, list[ServiceDocument]] = defaultdict(list)
     for doc in services:
         for ns in doc.namespaces:
             by_ns[ns].append(doc)
-    attached, unmatched = defaultdict(list), []
+    attached: dict[str, list[ServiceDocument]] = defaultdict(list)
+    unmatched: list[ServiceDocument] = []
     for ann in annotation_docs:
         owner = _owner(ann, by_ns)
         if owner is None:
@@ -329,7 +343,7 @@ def attach_annotation_docs(services: list, annotation_docs: list) -> tuple[dict,
     return attached, unmatched
 
 
-def _owner(ann: ServiceDocument, by_ns: dict):
+def _owner(ann: ServiceDocument, by_ns: dict[str, list[ServiceDocument]]) -> ServiceDocument | None:
     targeted = {normalize_target(ann, t).split("/", 1)[0].rpartition(".")[0] for t, _ in ann.annotations}
     candidates = [doc for ns in sorted(set(ann.includes) | targeted) for doc in by_ns.get(ns, ())]
     same_folder = [d for d in candidates if d.path.parent == ann.path.parent]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from lxml import etree
 
@@ -86,8 +87,8 @@ class Property:
     precision: int | None = None
     scale: str | None = None
     default: str | None = None
-    sap: dict = field(default_factory=dict)
-    annotations: list = field(default_factory=list)
+    sap: dict[str, str] = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)
     is_key: bool = False
 
     @property
@@ -117,12 +118,12 @@ class NavigationProperty:
     partner: str = ""
     nullable: bool = True
     contains_target: bool = False
-    constraints: list = field(default_factory=list)
-    annotations: list = field(default_factory=list)
+    constraints: list[ReferentialConstraint] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)
     # filled by resolve()
     target_type: str = ""
     cardinality: str = ""
-    target_sets: list = field(default_factory=list)
+    target_sets: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -133,12 +134,12 @@ class StructuredType:
     namespace: str
     name: str
     line: int
-    key: list = field(default_factory=list)
-    properties: list = field(default_factory=list)
-    navigations: list = field(default_factory=list)
+    key: list[str] = field(default_factory=list)
+    properties: list[Property] = field(default_factory=list)
+    navigations: list[NavigationProperty] = field(default_factory=list)
     base_type: str = ""
-    sap: dict = field(default_factory=dict)
-    annotations: list = field(default_factory=list)
+    sap: dict[str, str] = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)
 
     @property
     def qname(self) -> str:
@@ -150,8 +151,8 @@ class EnumType:
     namespace: str
     name: str
     line: int
-    members: list = field(default_factory=list)  # (name, value, line)
-    annotations: list = field(default_factory=list)
+    members: list[tuple[str, str, int | None]] = field(default_factory=list)  # (name, value, line)
+    annotations: list[Annotation] = field(default_factory=list)
 
     @property
     def qname(self) -> str:
@@ -171,7 +172,7 @@ class Association:
 
     qname: str
     line: int
-    ends: dict = field(default_factory=dict)  # role -> AssociationEnd
+    ends: dict[str, AssociationEnd] = field(default_factory=dict)  # role -> AssociationEnd
     constraint: tuple | None = None  # (principal role, [props], dependent role, [props])
 
 
@@ -181,9 +182,9 @@ class EntitySet:
     entity_type: str
     line: int
     singleton: bool = False
-    sap: dict = field(default_factory=dict)
-    bindings: dict = field(default_factory=dict)  # V4 NavigationPropertyBinding Path -> Target
-    annotations: list = field(default_factory=list)
+    sap: dict[str, str] = field(default_factory=dict)
+    bindings: dict[str, str] = field(default_factory=dict)  # V4 NavigationPropertyBinding Path -> Target
+    annotations: list[Annotation] = field(default_factory=list)
 
 
 @dataclass
@@ -191,9 +192,9 @@ class EntityContainer:
     name: str
     namespace: str
     line: int
-    entity_sets: list = field(default_factory=list)
-    association_sets: list = field(default_factory=list)  # (association qname, {role: set})
-    function_imports: list = field(default_factory=list)  # (name, kind, line)
+    entity_sets: list[EntitySet] = field(default_factory=list)
+    association_sets: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (association qname, {role: set})
+    function_imports: list[tuple[str, str, int | None]] = field(default_factory=list)  # (name, kind, line)
 
     @property
     def qname(self) -> str:
@@ -217,24 +218,24 @@ class ServiceDocument:
     edmx_version: str
     data_service_version: str
     line: int
-    schemas: list = field(default_factory=list)
-    aliases: dict = field(default_factory=dict)  # alias -> namespace
-    includes: dict = field(default_factory=dict)  # namespace -> alias, from edmx:Reference
-    types: dict = field(default_factory=dict)  # qname -> StructuredType
-    enums: dict = field(default_factory=dict)
-    associations: dict = field(default_factory=dict)
-    containers: list = field(default_factory=list)
-    annotations: list = field(default_factory=list)  # (target, Annotation) from <Annotations>
+    schemas: list[Schema] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> namespace
+    includes: dict[str, str] = field(default_factory=dict)  # namespace -> alias, from edmx:Reference
+    types: dict[str, StructuredType] = field(default_factory=dict)  # qname -> StructuredType
+    enums: dict[str, EnumType] = field(default_factory=dict)
+    associations: dict[str, Association] = field(default_factory=dict)
+    containers: list[EntityContainer] = field(default_factory=list)
+    annotations: list[tuple[str, Annotation]] = field(default_factory=list)  # (target, Annotation) from <Annotations>
     name: str = ""
     strict: bool = True  # a duplicate declaration raises; else it is left out with a warning
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def is_service(self) -> bool:
         return bool(self.containers or self.types)
 
     @property
-    def namespaces(self) -> set:
+    def namespaces(self) -> set[str]:
         return {s.namespace for s in self.schemas}
 
 
@@ -416,7 +417,10 @@ def _structured(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
     _declare(doc, doc.types, st.qname, st, st.kind)
 
 
-def _declare(doc: ServiceDocument, table: dict, qname: str, item, kind: str) -> None:
+_D = TypeVar("_D", "StructuredType", "EnumType", "Association")
+
+
+def _declare(doc: ServiceDocument, table: dict[str, _D], qname: str, item: _D, kind: str) -> None:
     """Add ``item`` under ``qname`` unless the name is taken: CSDL names are unique within a
     schema (CSDL 4.01 §5.1), and a second declaration would silently replace the first."""
     first = table.get(qname)

@@ -6,6 +6,7 @@ import errno
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 import click
 
@@ -32,7 +33,7 @@ class _Group(click.Group):
     PROCESSKG_DEBUG=1 shows its traceback. Ctrl-C is exit 130.
     """
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except ProcessKGError as exc:
@@ -51,7 +52,7 @@ class _Group(click.Group):
             _internal_error(exc)
 
 
-def _internal_error(exc: BaseException) -> None:
+def _internal_error(exc: BaseException) -> NoReturn:
     if os.environ.get("PROCESSKG_DEBUG", "") not in ("", "0"):
         traceback.print_exception(exc, file=sys.stderr)
     detail = " ".join(f"{type(exc).__name__}: {exc}".split())

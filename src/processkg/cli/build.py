@@ -76,20 +76,20 @@ def _progress(files_hint: int):
 @click.option("--model", help="Embedding model for the index: a name known offline or a local path.")
 @click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
 def build_cmd(
-    odata,
-    bpmn_paths,
-    openapi_paths,
-    mapping,
-    codes,
-    code_bindings,
-    store,
-    out,
-    on_error,
-    check,
-    no_shapes,
-    with_index,
-    model,
-    chunks,
+    odata: tuple[Path, ...],
+    bpmn_paths: tuple[Path, ...],
+    openapi_paths: tuple[Path, ...],
+    mapping: Path,
+    codes: tuple[Path, ...],
+    code_bindings: Path,
+    store: Path,
+    out: Path,
+    on_error: str,
+    check: bool,
+    no_shapes: bool,
+    with_index: bool,
+    model: str,
+    chunks: bool,
 ) -> None:
     """Lift OData CSDL (V2, V4), BPMN 2.0 and OpenAPI 3 into one graph; write the store
     (with SHACL payload shapes and the retrieval index) and, with --out, Turtle."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
 from processkg.graph.stats import table
@@ -26,7 +27,7 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def run_methods(retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
+def run_methods(retriever: Retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
     """{label: {qid: [(service, set)]}}, {qid: [source]} of hybrid, {label: seconds}."""
 
     runs = [(m, RetrievalSettings(method=m)) for m in methods]
@@ -77,7 +78,9 @@ def eval_group() -> None:
 )
 @click.option("--model", help="Embedding model; the store's index must have been built with it.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
-def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out) -> None:
+def retrieval_cmd(
+    store: Path, queries_file: Path, methods: str, ks: str, split: str, ablations: bool, model: str, out: Path
+) -> None:
     """Recall@k, MRR, nDCG@k per method and query type, with paired significance tests."""
 
     try:
@@ -101,7 +104,7 @@ def retrieval_cmd(store, queries_file, methods, ks, split, ablations, model, out
             click.echo(f"wrote {path}")
 
 
-def _summary(evaluation: dict, ks: list) -> str:
+def _summary(evaluation: JSONObject, ks: list[int]) -> str:
 
     rows = []
     for method, by_type in evaluation["summary"].items():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONValue
 from processkg.assets import internal_queries_dir, queries_dir
 from processkg.errors import ProcessKGError
 from processkg.graph import stats as stats_mod
@@ -29,7 +30,7 @@ from processkg.graph.store import load_query, open_store
     show_default=True,
     help="Plain tables, or JSON with the same rows.",
 )
-def stats_cmd(store, fmt) -> None:
+def stats_cmd(store: Path, fmt: str) -> None:
     """Counts per class, per service and per process."""
     result = stats_mod.store_stats(open_store(store))
     if fmt == "json":
@@ -82,7 +83,7 @@ def _library_epilog() -> str:
     metavar="N",
     help="Fail if the query returns more than N rows (0: no limit).",
 )
-def query_cmd(store, query, params, fmt, timeout, limit) -> None:
+def query_cmd(store: Path, query: str, params: tuple[str, ...], fmt: str, timeout: float, limit: int) -> None:
     """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query.
 
     The query runs read-only and within bounds: SERVICE, FROM and updates are refused
@@ -103,7 +104,7 @@ def query_cmd(store, query, params, fmt, timeout, limit) -> None:
     click.echo(render_rows(names, rows, fmt), nl=False)
 
 
-def _without_columns(names: list, rows: list, drop: set) -> tuple[list, list]:
+def _without_columns(names: list[str], rows: list[list[JSONValue]], drop: set[str]) -> tuple[list, list]:
     """Library queries SELECT their parameters only so that substitution can bind them."""
     keep = [i for i, name in enumerate(names) if name not in drop]
     return [names[i] for i in keep], [[row[i] for i in keep] for row in rows]
@@ -127,7 +128,7 @@ def _query_text(query: str) -> tuple[str, bool]:
         raise ProcessKGError(f"{exc}; {hint}(kg query --help lists the library)") from None
 
 
-def render_rows(names: list, rows: list, fmt: str) -> str:
+def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([dict(zip(names, r)) for r in rows], indent=2) + "\n"
     if fmt == "csv":
@@ -162,7 +163,7 @@ def render_rows(names: list, rows: list, fmt: str) -> str:
     show_default=True,
     help="A table of classes, or JSON with per-file rows.",
 )
-def audit_cmd(store, odata, bpmn_paths, fmt) -> None:
+def audit_cmd(store: Path, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
     result = audit(store, list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph.stats import table
@@ -34,7 +35,7 @@ from processkg.sources.mapping import read_mapping
 SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # as propose.SIGNALS
 
 
-def _defaults():
+def _defaults() -> ProposalWeights:
 
     return ProposalWeights()
 
@@ -55,7 +56,18 @@ def map_group() -> None:
 @click.option("--llm-model", help="Model name sent to the endpoint; needs --llm-url.")
 @click.option("--llm-candidates", default=10, show_default=True, help="Candidate sets sent per activity.")
 @click.option("--llm-timeout", default=60.0, show_default=True, help="Seconds per LLM request.")
-def propose_cmd(store, out, top_n, threshold, ratio, model, llm_url, llm_model, llm_candidates, llm_timeout) -> None:
+def propose_cmd(
+    store: Path,
+    out: Path,
+    top_n: int,
+    threshold: float,
+    ratio: float,
+    model: str | None,
+    llm_url: str,
+    llm_model: str,
+    llm_candidates: int,
+    llm_timeout: float,
+) -> None:
     """Propose edges with a score and a reason (dense + BM25 similarity, verb cues; optionally an LLM).
 
     The API key for the LLM is read from the environment variable OPENAI_API_KEY, if set.
@@ -75,8 +87,10 @@ def propose_cmd(store, out, top_n, threshold, ratio, model, llm_url, llm_model, 
     click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")
 
 
-def _settings(top_n, threshold, ratio):
-    overrides = {k: v for k, v in (("top_n", top_n), ("threshold", threshold), ("ratio", ratio)) if v is not None}
+def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -> ProposalWeights:
+    overrides: JSONObject = {
+        k: v for k, v in (("top_n", top_n), ("threshold", threshold), ("ratio", ratio)) if v is not None
+    }
     return replace(_defaults(), **overrides).check()
 
 
@@ -85,7 +99,7 @@ def _settings(top_n, threshold, ratio):
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
-def tune_cmd(store, gold, weights, out) -> None:
+def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
@@ -106,7 +120,7 @@ def tune_cmd(store, gold, weights, out) -> None:
 @click.option("--proposals", required=True, type=click.Path(path_type=Path), help="Proposals file from kg map propose.")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
-def mapping_cmd(proposals, gold, out) -> None:
+def mapping_cmd(proposals: Path, gold: Path, out: Path) -> None:
     """Edge precision, recall and F1 of proposals against a gold mapping, with and without mode."""
 
     gold_entries = read_mapping(gold)
@@ -127,7 +141,7 @@ def mapping_cmd(proposals, gold, out) -> None:
 # ---------------------------------------------------------------- rendering
 
 
-def _row(label: str, group: str, m: dict) -> list:
+def _row(label: str, group: str, m: JSONObject) -> list:
     return [
         label,
         group,
@@ -143,7 +157,7 @@ def _row(label: str, group: str, m: dict) -> list:
 HEAD = ["edges", "processes", "proposed", "gold", "correct", "P", "R", "F1"]
 
 
-def summary_rows(result: dict) -> list:
+def summary_rows(result: JSONObject) -> list:
     rows = []
     for label, key in (("ignoring mode", "edges"), ("with mode", "edges_with_mode")):
         rows += [_row(label, group, result[key][group]) for group in ("train", "test", "all")]
@@ -151,17 +165,17 @@ def summary_rows(result: dict) -> list:
     return rows
 
 
-def render_summary(result: dict) -> str:
+def render_summary(result: JSONObject) -> str:
 
     return table(HEAD, summary_rows(result)) + f"\nmode agreement on correct edges: {result['mode_accuracy']:.3f}"
 
 
-def _md_table(head: list, rows: list) -> list[str]:
+def _md_table(head: list[str], rows: list[list[JSONValue]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
     return lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
 
 
-def render_report(result: dict, command: str = "") -> str:
+def render_report(result: JSONObject, command: str = "") -> str:
     split = result["split"]
     lines = ["# Mapping proposals against the gold mapping", ""]
     if command:

@@ -9,26 +9,32 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import click
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, ProcessKGError, QueryFileError
 from processkg.graph.stats import table
 from processkg.graph.store import open_store
 from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
 from processkg.retrieve.index import build_index, index_dir, terminal_progress
-from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, RetrievalSettings, Retriever, check_query
+from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Result, RetrievalSettings, Retriever, check_query
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def _clean_errors(command):
+
+def _clean_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Report a ProcessKGError as ``error: ...`` on stderr with exit code 2."""
 
     @functools.wraps(command)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except ProcessKGError as exc:
@@ -47,7 +53,7 @@ def read_queries(path: Path) -> list[tuple[object, str]]:
     return [_query_line(path, n, item) for n, item in records]
 
 
-def _query_line(path: Path, n: int, item: object) -> tuple[object, str]:
+def _query_line(path: Path, n: int, item: JSONValue) -> tuple[object, str]:
     if not isinstance(item, dict):
         raise QueryFileError(f'{path}:{n}: expected an object like {{"id": ..., "query": ...}}')
     query = item.get("query")
@@ -56,7 +62,7 @@ def _query_line(path: Path, n: int, item: object) -> tuple[object, str]:
     return item.get("id", n), query
 
 
-def render_table(results: list) -> str:
+def render_table(results: list[Result]) -> str:
 
     rows = [
         [n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)] for n, r in enumerate(results, 1)
@@ -64,7 +70,7 @@ def render_table(results: list) -> str:
     return table(list(COLUMNS), rows) if rows else "(no results)"
 
 
-def _line(qid, query: str, results: list, context: str | None) -> dict:
+def _line(qid: JSONValue, query: str, results: list[Result], context: str | None) -> JSONObject:
     line = {"id": qid, "query": query, "results": [r.as_json() for r in results]}
     if context is not None:
         line["context"] = context
@@ -92,18 +98,18 @@ def _line(qid, query: str, results: list, context: str | None) -> dict:
 @click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
 @_clean_errors
 def retrieve_cmd(
-    store,
-    query,
-    queries,
-    k,
-    method,
-    hops,
-    no_mapping_edges,
-    no_sequence_edges,
-    verify_seeds,
-    model,
-    as_json,
-    with_context,
+    store: Path,
+    query: str,
+    queries: Path,
+    k: int,
+    method: str,
+    hops: int,
+    no_mapping_edges: bool,
+    no_sequence_edges: bool,
+    verify_seeds: bool,
+    model: str,
+    as_json: bool,
+    with_context: bool,
 ) -> None:
     """Retrieve the entity sets a business question needs (one QUERY, or --queries FILE.jsonl)."""
 
@@ -119,7 +125,15 @@ def retrieve_cmd(
         _emit(retriever, qid, text, results, as_json, with_context, many=len(items) > 1)
 
 
-def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context: bool, many: bool) -> None:
+def _emit(
+    retriever: Retriever,
+    qid: JSONValue,
+    text: str,
+    results: list[Result],
+    as_json: bool,
+    with_context: bool,
+    many: bool,
+) -> None:
 
     context = render_context(retriever.store, results) if with_context else None
     if as_json:
@@ -148,7 +162,7 @@ def _emit(retriever, qid, text: str, results: list, as_json: bool, with_context:
     help="Embedding cache folder shared across builds (default: inside STORE/index/).",
 )
 @_clean_errors
-def index_cmd(store, model, odata, cache_dir) -> None:
+def index_cmd(store: Path, model: str, odata: tuple[Path, ...], cache_dir: Path) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
 
     open_store(store)  # a clear error when there is no store

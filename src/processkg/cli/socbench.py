@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONObject
 from processkg.cli.retrieve import _clean_errors
 from processkg.evaluate import socbench
 from processkg.pipeline import BuildOptions, build
@@ -25,7 +26,9 @@ def build_openapi_store(folder: Path, store: Path) -> None:
     build(BuildOptions(openapi=[Path(folder)], store=Path(store), index=False))
 
 
-def _command_line(root: Path, out: Path, model, instances, domains, cache) -> str:
+def _command_line(
+    root: Path, out: Path, model: str | None, instances: tuple[str, ...], domains: tuple[str, ...], cache: Path | None
+) -> str:
     """The command as a user would type it, for the report (paths as given)."""
     parts = ["kg", "eval", "socbench", str(root), "--out", str(out)]
     if model:
@@ -60,7 +63,15 @@ def _command_line(root: Path, out: Path, model, instances, domains, cache) -> st
     help="Keep each domain's store here (STORES/socbenchd_N/DOMAIN, for kg retrieve); default: temporary.",
 )
 @_clean_errors
-def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> None:
+def socbench_cmd(
+    root: Path,
+    out: Path,
+    model: str | None,
+    instances: tuple[str, ...],
+    domains: tuple[str, ...],
+    cache: Path,
+    stores_dir: Path,
+) -> None:
     """Run SOCBench-D through kg retrieve's engine: per domain, build a store of its OpenAPI
     documents with its index and rank its operations for each query with every method that needs
     no metadata chunks; Recall@5/10/20 beside the published figures, paired tests, expansion evidence."""
@@ -74,7 +85,7 @@ def socbench_cmd(root, out, model, instances, domains, cache, stores_dir) -> Non
     click.echo(_summary(data, time.perf_counter() - start, written))
 
 
-def _summary(data: dict, seconds: float, written: list) -> str:
+def _summary(data: JSONObject, seconds: float, written: list[Path]) -> str:
     c = data["counts"]
     lines = [
         f"SOCBench-D: {c['queries']} queries over {c['domains']} domains ({c['endpoints']} endpoints) "

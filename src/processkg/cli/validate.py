@@ -19,9 +19,10 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONValue
 from processkg.errors import ProcessKGError
 from processkg.graph.store import open_store, write_atomic
-from processkg.validate.calls import Validator, read_calls
+from processkg.validate.calls import CallResult, Validator, read_calls
 from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 
 
@@ -42,7 +43,7 @@ def _fail(exc: ProcessKGError):
     help="text: for people; json: one result per call; ttl: the SHACL validation report graph.",
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
-def validate_cmd(store, calls, fmt, out) -> None:
+def validate_cmd(store: Path, calls: Path, fmt: str, out: Path) -> None:
     """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
 
     try:
@@ -56,7 +57,7 @@ def validate_cmd(store, calls, fmt, out) -> None:
     sys.exit(0 if all(r.valid for r in results) else 1)
 
 
-def _render(validator, pairs: list, results: list, fmt: str) -> str:
+def _render(validator: Validator, pairs: list[tuple[int, JSONValue]], results: list[CallResult], fmt: str) -> str:
     if fmt == "json":
         return render_json(results)
     if fmt == "ttl":
@@ -64,12 +65,12 @@ def _render(validator, pairs: list, results: list, fmt: str) -> str:
     return render_text(results)
 
 
-def render_json(results: list) -> str:
+def render_json(results: list[CallResult]) -> str:
     """One object per call; strict JSON (a non-finite float from the Python API becomes a string)."""
     return json.dumps(_finite([r.as_dict() for r in results]), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def render_text(results: list) -> str:
+def render_text(results: list[CallResult]) -> str:
     """One line per violation, grouped by call, then a summary."""
     lines = []
     for r in results:
@@ -95,7 +96,7 @@ def _escape(ch: str) -> str:
     return ch if unicodedata.category(ch) == "Zs" else ch.encode("unicode_escape").decode("ascii")
 
 
-def _finite(value):
+def _finite(value: JSONValue) -> JSONValue:
     """Non-finite floats (only the Python API can pass them in) as strings: JSON has no NaN."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
@@ -106,7 +107,7 @@ def _finite(value):
     return value
 
 
-def summary_lines(results: list) -> list:
+def summary_lines(results: list[CallResult]) -> list[str]:
     kinds = Counter(v.kind for r in results for v in r.violations)
     valid = sum(1 for r in results if r.valid)
     out = [f"{len(results)} calls: {valid} valid, {len(results) - valid} invalid, {sum(kinds.values())} violations"]
@@ -124,7 +125,7 @@ def _emit(text: str, out: Path | None) -> None:
 @click.command("shapes")
 @click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Turtle file to write.")
-def shapes_cmd(store, out) -> None:
+def shapes_cmd(store: Path, out: Path) -> None:
     """Write the payload shapes (SHACL) generated from the graph as Turtle.
 
     The shapes kg build stored are used; a store built with --no-shapes gets them generated now.

@@ -7,6 +7,7 @@ path, ``ROOT.name/relative/path``, that names it in the graph and in every error
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from processkg.errors import ProcessKGError
@@ -17,7 +18,7 @@ OPENAPI_SUFFIXES = (".json",)
 CODES_SUFFIXES = (".csv",)
 
 
-def discover_marked(roots: list[Path] | list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, str, bool]]:
+def discover_marked(roots: Sequence[Path | str], suffixes: tuple[str, ...]) -> list[tuple[Path, str, bool]]:
     """``(path, display, explicit)``: explicit when the root itself is the file."""
     found: list[tuple[Path, str, bool]] = []
     for root in map(Path, roots):
@@ -36,7 +37,7 @@ def discover_marked(roots: list[Path] | list[str], suffixes: tuple[str, ...]) ->
     return found
 
 
-def discover(roots: list[Path] | list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, str]]:
+def discover(roots: Sequence[Path | str], suffixes: tuple[str, ...]) -> list[tuple[Path, str]]:
     """``(path, display)`` for every input file under ``roots``."""
     return [(path, display) for path, display, _ in discover_marked(roots, suffixes)]
 

@@ -24,7 +24,7 @@ import json.decoder
 import json.scanner
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
@@ -602,13 +602,13 @@ class OpenAPIBuild:
     warnings: list[str] = field(default_factory=list)
 
 
-def discover(roots: list[Path]) -> list[tuple[Path, str, bool]]:
+def discover(roots: Sequence[Path | str]) -> list[tuple[Path, str, bool]]:
     """``(path, display, explicit)`` for each root file and each ``*.json`` below each root folder."""
     return discover_marked(roots, SUFFIXES)
 
 
 def read_specs(
-    roots: list[Path], failed: OnFailure | None = None, progress: Progress | None = None
+    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: Progress | None = None
 ) -> tuple[list[Spec], list[str]]:
     """Every OpenAPI document under ``roots``, and the JSON files found in folders that are none.
 
@@ -645,7 +645,9 @@ def service_keys(specs: list[Spec]) -> list[str]:
     return [spec.file.rsplit(".", 1)[0] if counts[spec.name] > 1 else spec.name for spec in specs]
 
 
-def lift_all(roots: list[Path], failed: OnFailure | None = None, progress: Progress | None = None) -> OpenAPIBuild:
+def lift_all(
+    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: Progress | None = None
+) -> OpenAPIBuild:
     """Read and lift every OpenAPI document under ``roots`` (the build's ``--openapi``)."""
     specs, ignored = read_specs(roots, failed, progress)
     out = OpenAPIBuild(ignored=ignored)

@@ -29,5 +29,14 @@ Term: TypeAlias = NamedNode | BlankNode | Literal | Triple
 OnFailure: TypeAlias = Callable[[str, ProcessKGError], None]
 """What a bad input document does: called with its display path and the error (``--on-error``)."""
 
-Progress: TypeAlias = Callable[[str], None]
+ProgressCallback: TypeAlias = Callable[[str], None]
 """Called with the display path of each input before it is read."""
+
+Binding: TypeAlias = str | int | float | bool | NamedNode | Literal
+"""A value bound to a query parameter (``graph.store.term``): IRIs stay IRIs, the rest are literals."""
+
+PlainValue: TypeAlias = str | int | float | bool | None
+"""An RDF term as a plain Python value (``graph.store.plain``)."""
+
+Row: TypeAlias = list[Any]
+"""One row of a SELECT (``graph.store.select``): a pyoxigraph term per column, or None if unbound."""

@@ -174,7 +174,7 @@ class LLMError(ProcessKGError):
 class GraphCheckError(ProcessKGError):
     """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
 
-    def __init__(self, violations: list) -> None:
+    def __init__(self, violations: list[dict[str, str | None]]) -> None:
         self.violations = violations
         lines = [f"  {v['shape']}: {v['focus']} {v['path'] or ''} {v['constraint']}" for v in violations[:20]]
         more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""

@@ -25,10 +25,11 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from processkg.errors import JsonLinesError, JsonValueLimitError
 
@@ -93,7 +94,7 @@ def parse_line(text: str, name: str = "<line>", number: int = 1, limits: Limits 
 # ---------------------------------------------------------------- the file
 
 
-def _open(source, name: str, limits: Limits, what: str):
+def _open(source: Path | str, name: str, limits: Limits, what: str) -> _Bounded:
     if str(source) == STDIN:
         return _Bounded(sys.stdin.buffer, name, limits)
     try:
@@ -116,13 +117,13 @@ def _open(source, name: str, limits: Limits, what: str):
 class _Bounded:
     """A binary stream that stops with an error once more than ``limits.file_bytes`` were read."""
 
-    def __init__(self, fh, name: str, limits: Limits) -> None:
+    def __init__(self, fh: BinaryIO, name: str, limits: Limits) -> None:
         self.fh, self.name, self.limits, self.read = fh, name, limits, 0
 
-    def __enter__(self):
+    def __enter__(self) -> _Bounded:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fh is not sys.stdin.buffer:
             self.fh.close()
 
@@ -192,8 +193,8 @@ def _structure_problem(text: str, limits: Limits) -> str:
     return ""
 
 
-def _object(max_keys: int):
-    def make(pairs: list) -> dict:
+def _object(max_keys: int) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def make(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         if len(pairs) > max_keys:
             raise JsonValueLimitError(f"an object has {len(pairs):,} keys, more than the limit of {max_keys:,}")
         return dict(pairs)

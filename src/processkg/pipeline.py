@@ -13,7 +13,7 @@ from pathlib import Path
 
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
-from processkg.retrieve.index import build_index
+from processkg.retrieve.index import IndexReport, build_index
 from processkg.sources import openapi
 from processkg.sources.bpmn import read as bpmn
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
@@ -50,18 +50,18 @@ class BuildOptions:
 
 @dataclass
 class BuildReport:
-    files: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)  # (file, message)
-    warnings: list = field(default_factory=list)
-    dropped: list = field(default_factory=list)  # [file, tag, id, line]: elements a reader left out, warned
-    classes: dict = field(default_factory=dict)
-    services: dict = field(default_factory=dict)  # name -> entity sets
-    processes: dict = field(default_factory=dict)  # "file#id" -> activities
+    files: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, message)
+    warnings: list[str] = field(default_factory=list)
+    dropped: list[list[str | int | None]] = field(default_factory=list)  # [file, tag, id, line]: left out, warned
+    classes: dict[str, int] = field(default_factory=dict)
+    services: dict[str, int] = field(default_factory=dict)  # name -> entity sets
+    processes: dict[str, int] = field(default_factory=dict)  # "file#id" -> activities
     mapping_edges: int = 0
     triples: int = 0
     seconds: float = 0.0
     shapes_seconds: float = 0.0
-    index: object = None  # embed.IndexReport when the index was built
+    index: IndexReport | None = None  # when the index was built
     turtle: bytes = b""
 
     def as_meta(self) -> dict:

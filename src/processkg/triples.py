@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from urllib.parse import quote
 
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
 from processkg.vocab import ID, KGT, RDF_TYPE, RDFS_LABEL, XSD_BOOLEAN, XSD_INTEGER
 
@@ -43,7 +43,7 @@ class Triples:
         self.items: list[Triple] = []
         self._file = Literal(source_file)
 
-    def add(self, s: NamedNode, p: NamedNode, o) -> None:
+    def add(self, s: NamedNode, p: NamedNode, o: NamedNode | BlankNode | Literal) -> None:
         self.items.append(Triple(s, p, o))
 
     def text(self, s: NamedNode, p: NamedNode, value: str | None) -> None:

@@ -39,7 +39,7 @@ from typing import TypeAlias
 import numpy as np
 from pyoxigraph import Store
 
-from processkg.aliases import JSONObject, JSONValue, Progress
+from processkg.aliases import JSONObject, JSONValue, ProgressCallback
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.evaluate.metrics import paired_test
 from processkg.graph.store import load_query, plain, select, write_atomic
@@ -193,7 +193,7 @@ def run(
     instances: Sequence[str] = (),
     domains: Sequence[str] = (),
     cache_dir: Path | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     build_store: BuildStore | None = None,
     stores_dir: Path | None = None,
 ) -> Run:

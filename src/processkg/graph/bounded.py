@@ -13,8 +13,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+from processkg.aliases import Binding, PlainValue
 from processkg.errors import ProcessKGError, QueryError, QueryLimitError
 from processkg.graph.sparql import check
 from processkg.graph.store import open_store, plain, solutions
@@ -24,8 +26,8 @@ MEMORY_LIMIT = 4 * 1024**3
 
 
 def run_bounded(
-    store_dir: Path, query: str, bindings: dict, timeout: float, limit: int, memory: int = MEMORY_LIMIT
-) -> tuple[list, list]:
+    store_dir: Path, query: str, bindings: Mapping[str, Binding], timeout: float, limit: int, memory: int = MEMORY_LIMIT
+) -> tuple[list[str], list[list[PlainValue]]]:
     """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
     seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error
     (0: no bound on time or rows)."""

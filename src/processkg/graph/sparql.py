@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any, TypeAlias
 
 from processkg.errors import QueryRefusedError
 from processkg.vocab import PREFIXES
+
+ParseTree: TypeAlias = Any
+"""A node of rdflib's SPARQL parse tree: a CompValue, a ParseResults list, a term or a string."""
 
 FEDERATED = "federated SERVICE queries are not supported: processkg never reaches a network"
 DATASET = (
@@ -73,7 +78,7 @@ def _parsed(query: str):
     return None, None
 
 
-def _nodes(tree):
+def _nodes(tree: ParseTree) -> Iterator[ParseTree]:
     """Every node of an rdflib parse tree (CompValues, lists, terms), depth first."""
     todo = [tree]
     while todo:
@@ -85,7 +90,7 @@ def _nodes(tree):
             todo.extend(node)
 
 
-def _names(tree) -> set[str]:
+def _names(tree: ParseTree) -> set[str]:
     return {name for n in _nodes(tree) if isinstance(name := getattr(n, "name", None), str)}
 
 
@@ -135,7 +140,7 @@ def _near(query: str, line: int | None, column: int | None) -> str:
     return lines[line - 1][max((column or 1) - 1, 0) :][:30].strip()
 
 
-def _prefixes(tree, node: str) -> set[str]:
+def _prefixes(tree: ParseTree, node: str) -> set[str]:
     return {str(n.get("prefix") or "") for n in _nodes(tree) if getattr(n, "name", "") == node}
 
 

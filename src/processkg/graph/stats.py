@@ -2,13 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
+from pyoxigraph import Store
+
+from processkg.aliases import JSONObject
 from processkg.graph.store import records
 from processkg.vocab import PREFIXES
 
 
-def table(names: list, rows: list) -> str:
+class IndexFacts(Protocol):
+    def summary(self, folder: Path) -> str: ...
+
+
+class BuildFacts(Protocol):
+    """What the build summary reads of ``pipeline.BuildReport`` (a later stage, so not imported)."""
+
+    @property
+    def classes(self) -> dict[str, int]: ...
+
+    @property
+    def triples(self) -> int: ...
+
+    @property
+    def files(self) -> list[str]: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def mapping_edges(self) -> int: ...
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def index(self) -> IndexFacts | None: ...
+
+
+def table(names: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A fixed-width text table; None shows as empty."""
     cells = [[str(n) for n in names]] + [["" if v is None else str(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(names))]
@@ -21,7 +58,7 @@ def _local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1]
 
 
-def store_stats(store) -> dict:
+def store_stats(store: Store) -> JSONObject:
     out = {name: records(store, f"stats-{name}") for name in ("classes", "services", "processes")}
     for row in out["classes"]:
         row["class"] = _prefixed(row["class"])
@@ -36,7 +73,7 @@ def _prefixed(iri: str) -> str:
     return iri
 
 
-def render_stats(result: dict) -> str:
+def render_stats(result: JSONObject) -> str:
     parts = []
     for name in ("classes", "services", "processes"):
         rows = result[name]
@@ -54,12 +91,14 @@ _OPTIONAL_DATA_CLASSES = ("Operation",)
 _PROCESS_CLASSES = ("Process", "Activity", "Gateway", "Event", "SequenceFlow", "MessageFlow")
 
 
-def _counts(classes: dict, names: tuple, optional: tuple = ()) -> str:
+def _counts(classes: dict[str, int], names: tuple[str, ...], optional: tuple[str, ...] = ()) -> str:
     shown = list(names) + [k for k in optional if classes.get(k)]
     return "  " + ", ".join(f"{classes.get(k, 0):,} {k}" for k in shown)
 
 
-def build_summary(report, show_skipped: bool = True, store=None, out=None) -> str:
+def build_summary(
+    report: BuildFacts, show_skipped: bool = True, store: Path | None = None, out: Path | None = None
+) -> str:
     """The one-screen summary printed at the end of ``kg build``."""
     c = report.classes
     lines = [
@@ -70,8 +109,8 @@ def build_summary(report, show_skipped: bool = True, store=None, out=None) -> st
     ]
     if store:
         lines.append(f"store: {store}")
-    if getattr(report, "index", None) is not None:
-        lines.append("index: " + report.index.summary(Path(store) / "index").splitlines()[0])
+    if report.index is not None and store is not None:
+        lines.append("index: " + report.index.summary(store / "index").splitlines()[0])
     if out:
         lines.append(f"turtle: {out}")
     for warning in report.warnings:

@@ -19,7 +19,7 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from glob import escape as glob_escape
 from pathlib import Path
@@ -39,6 +39,7 @@ from pyoxigraph import (
     serialize,
 )
 
+from processkg.aliases import Binding, JSONObject, PlainValue, Record, Row
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir
 from processkg.errors import (
     OutputRefusedError,
@@ -57,7 +58,7 @@ META = "build.json"
 ONTOLOGY_GRAPH = NamedNode("https://w3id.org/processkg/ontology")
 
 
-def canonical_ntriples(triples) -> bytes:
+def canonical_ntriples(triples: Iterable[Triple] | Iterable[Quad]) -> bytes:
     """Distinct triples as sorted N-Triples lines: a fixed order, so builds are byte-identical.
 
     Serializing and sorting lines runs in native code, far faster than sorting term tuples.
@@ -143,7 +144,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _dead_leftovers(parent: Path, name: str, kinds: tuple = ("tmp", "old")) -> list[Path]:
+def _dead_leftovers(parent: Path, name: str, kinds: tuple[str, ...] = ("tmp", "old")) -> list[Path]:
     """``.NAME.KIND-PID`` siblings left by a process that no longer runs, oldest first."""
     found = []
     for kind in kinds:
@@ -307,7 +308,7 @@ class StoreWriter:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.created and not self.published and self.fd is not None:
             shutil.rmtree(self.store, ignore_errors=True)  # nothing was ever built here: leave no trace
         if self.fd is not None:
@@ -454,7 +455,7 @@ def _release(version: Path) -> None:
         os.close(fd)
 
 
-def write_store(path: Path, ntriples: bytes, meta: dict) -> None:
+def write_store(path: Path, ntriples: bytes, meta: JSONObject) -> None:
     """Write the data (default graph) and the ontology (named graph) into a new store at ``path``."""
     store = Store(str(path / DB))
     store.bulk_load(ntriples, format=RdfFormat.N_TRIPLES, to_graph=DefaultGraph())
@@ -465,7 +466,7 @@ def write_store(path: Path, ntriples: bytes, meta: dict) -> None:
     (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def add_graph(path: Path, graph: NamedNode, make_triples) -> None:
+def add_graph(path: Path, graph: NamedNode, make_triples: Callable[[Store], Iterable[Triple]]) -> None:
     """Add ``make_triples(store)`` to the store at ``path`` as the named graph ``graph``."""
     store = Store(str(Path(path) / DB))
     triples = make_triples(store)
@@ -548,7 +549,7 @@ def load_query(name: str) -> str:
     raise ProcessKGError(f"no query named {name!r} in {queries_dir()}")
 
 
-def term(value: object) -> NamedNode | Literal:
+def term(value: Binding) -> NamedNode | Literal:
     """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
     if isinstance(value, (NamedNode, Literal)):
         return value
@@ -568,7 +569,9 @@ def _variable(name: str) -> Variable:
         raise ProcessKGError(f"{name!r} is not a SPARQL variable name") from None
 
 
-def solutions(store: Store, query: str, bindings: dict | None = None) -> tuple[list, Iterator[list]]:
+def solutions(
+    store: Store, query: str, bindings: Mapping[str, Binding] | None = None
+) -> tuple[list[str], Iterator[Row]]:
     """The column names of a SELECT and its rows, lazily (so callers can stop early).
 
     Values are bound by substitution (SEP-0007), never spliced into the text; it binds only
@@ -594,7 +597,7 @@ def solutions(store: Store, query: str, bindings: dict | None = None) -> tuple[l
     return names, _rows(result, names)
 
 
-def _rows(result: QuerySolutions, names: list) -> Iterator[list]:
+def _rows(result: QuerySolutions, names: list[str]) -> Iterator[Row]:
     try:
         for row in result:
             yield [row[v] for v in names]
@@ -602,13 +605,13 @@ def _rows(result: QuerySolutions, names: list) -> Iterator[list]:
         raise QueryError(f"query failed: {exc}") from None
 
 
-def select(store: Store, query: str, bindings: dict | None = None) -> tuple[list, list]:
+def select(store: Store, query: str, bindings: Mapping[str, Binding] | None = None) -> tuple[list[str], list[Row]]:
     """Run a SELECT with values bound by substitution: its column names and all its rows."""
     names, rows = solutions(store, query, bindings)
     return names, list(rows)
 
 
-def plain(value) -> object:
+def plain(value: NamedNode | BlankNode | Literal | None) -> PlainValue:
     """An RDF term as a plain Python value for tables, CSV and JSON."""
     if value is None:
         return None
@@ -622,7 +625,7 @@ def plain(value) -> object:
     return value.value
 
 
-def records(store: Store, query: str, **bindings: object) -> list[dict]:
+def records(store: Store, query: str, **bindings: Binding) -> list[Record]:
     """Rows of the library query named ``query`` as dicts of plain values, ``bindings`` bound."""
     names, rows = select(store, load_query(query), bindings)
     return [dict(zip(names, (plain(v) for v in row), strict=True)) for row in rows]

@@ -31,7 +31,7 @@ from typing import TypeAlias
 
 from pyoxigraph import NamedNode, Triple
 
-from processkg.aliases import JSONValue, OnFailure, Progress
+from processkg.aliases import JSONValue, OnFailure, ProgressCallback
 from processkg.errors import (
     MalformedJSONError,
     NotOpenAPIError,
@@ -608,7 +608,7 @@ def discover(roots: Sequence[Path | str]) -> list[tuple[Path, str, bool]]:
 
 
 def read_specs(
-    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: Progress | None = None
+    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: ProgressCallback | None = None
 ) -> tuple[list[Spec], list[str]]:
     """Every OpenAPI document under ``roots``, and the JSON files found in folders that are none.
 
@@ -646,7 +646,7 @@ def service_keys(specs: list[Spec]) -> list[str]:
 
 
 def lift_all(
-    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: Progress | None = None
+    roots: Sequence[Path | str], failed: OnFailure | None = None, progress: ProgressCallback | None = None
 ) -> OpenAPIBuild:
     """Read and lift every OpenAPI document under ``roots`` (the build's ``--openapi``)."""
     specs, ignored = read_specs(roots, failed, progress)

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
 
 from lxml import etree
 
 from processkg.errors import MalformedXMLError
+
+Tag: TypeAlias = str | Callable[..., object]
+"""An lxml element's ``tag``: a Clark-notation name, or a factory such as ``etree.Comment``."""
 
 _PARSER_OPTIONS = dict(
     resolve_entities=False,
@@ -145,14 +150,14 @@ def _reject_dtd_entities(tree: etree._ElementTree, name: str) -> None:
         raise MalformedXMLError("document refers to an external DTD; external resources are not loaded", name, 1)
 
 
-def local(tag: object) -> str:
+def local(tag: Tag) -> str:
     """Local name of an element tag ('' for comments and processing instructions)."""
     if not isinstance(tag, str):
         return ""
     return tag.rsplit("}", 1)[-1]
 
 
-def namespace(tag: object) -> str:
+def namespace(tag: Tag) -> str:
     if not isinstance(tag, str) or not tag.startswith("{"):
         return ""
     return tag[1:].split("}", 1)[0]

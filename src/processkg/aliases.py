@@ -32,7 +32,7 @@ OnFailure: TypeAlias = Callable[[str, ProcessKGError], None]
 ProgressCallback: TypeAlias = Callable[[str], None]
 """Called with the display path of each input before it is read."""
 
-Binding: TypeAlias = str | int | float | bool | NamedNode | Literal
+QueryValue: TypeAlias = str | int | float | bool | NamedNode | Literal
 """A value bound to a query parameter (``graph.store.term``): IRIs stay IRIs, the rest are literals."""
 
 PlainValue: TypeAlias = str | int | float | bool | None

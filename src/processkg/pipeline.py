@@ -11,6 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyoxigraph import NamedNode, Triple
+
+from processkg.aliases import ProgressCallback
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
 from processkg.retrieve.index import IndexReport, build_index
@@ -18,7 +21,7 @@ from processkg.sources import openapi
 from processkg.sources.bpmn import read as bpmn
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
 from processkg.sources.code_bindings import bound_properties, read_bindings
-from processkg.sources.codes import codes_for, read_code_lists
+from processkg.sources.codes import CodeLists, codes_for, read_code_lists
 from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
 from processkg.sources.odata import model as edm
@@ -79,15 +82,15 @@ class BuildReport:
 
 
 class Builder:
-    def __init__(self, options: BuildOptions, progress=None) -> None:
+    def __init__(self, options: BuildOptions, progress: ProgressCallback | None = None) -> None:
         if options.on_error not in ON_ERROR:
             raise ProcessKGError(f"--on-error must be one of {', '.join(ON_ERROR)}")
         self.opt = options
         self.report = BuildReport()
         self.progress = progress or (lambda item: None)
-        self.triples: list = []
-        self.entity_sets: dict = {}  # service name -> {set name: [IRI]}
-        self.activities: list = []
+        self.triples: list[Triple] = []
+        self.entity_sets: dict[str, dict[str, list[NamedNode]]] = {}  # service name -> {set name: [IRI]}
+        self.activities: list[ActivityRef] = []
 
     def _failed(self, display: str, exc: ProcessKGError) -> None:
         if self.opt.on_error == "fail":
@@ -124,7 +127,7 @@ class Builder:
         return self.report
 
     # ---------------------------------------------------------------- OData
-    def _odata(self, files: list, codes: dict) -> None:
+    def _odata(self, files: list[tuple[Path, str]], codes: CodeLists) -> None:
         docs = []
         for path, display in files:
             self.progress(display)
@@ -141,7 +144,9 @@ class Builder:
         for doc in services:
             self._service(doc, attached.get(doc.file, []), names[doc.name] > 1, codes)
 
-    def _service(self, doc, annotation_docs: list, ambiguous: bool, codes: dict) -> None:
+    def _service(
+        self, doc: csdl.ServiceDocument, annotation_docs: list[csdl.ServiceDocument], ambiguous: bool, codes: CodeLists
+    ) -> None:
         try:
             service = edm.resolve(doc, annotation_docs)
         except ProcessKGError as exc:
@@ -158,9 +163,9 @@ class Builder:
             sets.setdefault(name, []).append(iri)
         self.report.services[key] = len(lifter.set_iris)
 
-    def _read_bindings(self, codes: dict) -> None:
+    def _read_bindings(self, codes: CodeLists) -> None:
         """Read --code-bindings; a binding naming a value list that no --codes CSV has is an error."""
-        self.bindings, self.bindings_used = [], set[str]()
+        self.bindings, self.bindings_used = [], set[int]()
         if not self.opt.code_bindings:
             return
         path = Path(self.opt.code_bindings)
@@ -171,7 +176,7 @@ class Builder:
                 raise CodeListError(f"value list {b.value_list!r} is in no --codes CSV", path.name, b.line)
         self.report.files.append(path.name)
 
-    def _bind_codes(self, lifter, doc, codes: dict) -> None:
+    def _bind_codes(self, lifter: ServiceLifter, doc: csdl.ServiceDocument, codes: CodeLists) -> None:
         rows = codes_for(codes, doc.name)
         for binding, type_qname, prop in bound_properties(self.bindings, doc.name, doc.types.values()):
             if binding.value_list in rows:
@@ -197,7 +202,7 @@ class Builder:
         self.report.warnings.extend(result.warnings)
 
     # ---------------------------------------------------------------- BPMN
-    def _bpmn(self, files: list) -> None:
+    def _bpmn(self, files: list[tuple[Path, str]]) -> None:
         for path, display in files:
             self.progress(display)
             try:
@@ -211,7 +216,7 @@ class Builder:
             self.report.files.append(display)
             self._index_activities(defs, display)
 
-    def _index_activities(self, defs, slug: str) -> None:
+    def _index_activities(self, defs: bpmn.Definitions, slug: str) -> None:
         for node in defs.nodes.values():
             if node.category == "activity":
                 self.activities.append(ActivityRef(slug, node.process, node.id, node.name, element_iri(slug, node.id)))
@@ -267,13 +272,15 @@ class Builder:
             write_atomic(Path(self.opt.out), self.report.turtle)
 
 
-def _class_counts(triples: list) -> dict:
-    typed = {(t.subject.value, t.object.value) for t in triples if t.predicate == RDF_TYPE}
+def _class_counts(triples: list[Triple]) -> dict[str, int]:
+    typed = {
+        (t.subject, t.object.value) for t in triples if t.predicate == RDF_TYPE and isinstance(t.object, NamedNode)
+    }
     counts = Counter(cls.rsplit("#", 1)[-1] for _node, cls in typed)
     return dict(sorted(counts.items()))
 
 
-def build(options: BuildOptions, progress=None) -> BuildReport:
+def build(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:
     """Build the graph described by ``options``; the library entry point of ``kg build``."""
     return Builder(options, progress).run()
 

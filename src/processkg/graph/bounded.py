@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from processkg.aliases import Binding, PlainValue
+from processkg.aliases import PlainValue, QueryValue
 from processkg.errors import ProcessKGError, QueryError, QueryLimitError
 from processkg.graph.sparql import check
 from processkg.graph.store import open_store, plain, solutions
@@ -26,7 +26,12 @@ MEMORY_LIMIT = 4 * 1024**3
 
 
 def run_bounded(
-    store_dir: Path, query: str, bindings: Mapping[str, Binding], timeout: float, limit: int, memory: int = MEMORY_LIMIT
+    store_dir: Path,
+    query: str,
+    bindings: Mapping[str, QueryValue],
+    timeout: float,
+    limit: int,
+    memory: int = MEMORY_LIMIT,
 ) -> tuple[list[str], list[list[PlainValue]]]:
     """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
     seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error

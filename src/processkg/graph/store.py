@@ -39,7 +39,7 @@ from pyoxigraph import (
     serialize,
 )
 
-from processkg.aliases import Binding, JSONObject, PlainValue, Record, Row
+from processkg.aliases import JSONObject, PlainValue, QueryValue, Record, Row
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir
 from processkg.errors import (
     OutputRefusedError,
@@ -549,7 +549,7 @@ def load_query(name: str) -> str:
     raise ProcessKGError(f"no query named {name!r} in {queries_dir()}")
 
 
-def term(value: Binding) -> NamedNode | Literal:
+def term(value: QueryValue) -> NamedNode | Literal:
     """A Python value as an RDF term for binding: IRIs stay IRIs, the rest become literals."""
     if isinstance(value, (NamedNode, Literal)):
         return value
@@ -570,7 +570,7 @@ def _variable(name: str) -> Variable:
 
 
 def solutions(
-    store: Store, query: str, bindings: Mapping[str, Binding] | None = None
+    store: Store, query: str, bindings: Mapping[str, QueryValue] | None = None
 ) -> tuple[list[str], Iterator[Row]]:
     """The column names of a SELECT and its rows, lazily (so callers can stop early).
 
@@ -605,7 +605,7 @@ def _rows(result: QuerySolutions, names: list[str]) -> Iterator[Row]:
         raise QueryError(f"query failed: {exc}") from None
 
 
-def select(store: Store, query: str, bindings: Mapping[str, Binding] | None = None) -> tuple[list[str], list[Row]]:
+def select(store: Store, query: str, bindings: Mapping[str, QueryValue] | None = None) -> tuple[list[str], list[Row]]:
     """Run a SELECT with values bound by substitution: its column names and all its rows."""
     names, rows = solutions(store, query, bindings)
     return names, list(rows)
@@ -625,7 +625,7 @@ def plain(value: NamedNode | BlankNode | Literal | None) -> PlainValue:
     return value.value
 
 
-def records(store: Store, query: str, **bindings: Binding) -> list[Record]:
+def records(store: Store, query: str, **bindings: QueryValue) -> list[Record]:
     """Rows of the library query named ``query`` as dicts of plain values, ``bindings`` bound."""
     names, rows = select(store, load_query(query), bindings)
     return [dict(zip(names, (plain(v) for v in row), strict=True)) for row in rows]

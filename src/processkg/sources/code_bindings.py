@@ -18,12 +18,14 @@ earlier line. A repeated key is refused, as are non-string keys or values.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from processkg.errors import CodeListError
+from processkg.sources.odata.read import StructuredType
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def read_bindings(path: Path, display: str | None = None) -> list[Binding]:
     return _bindings(_bindings_node(root, name), name)
 
 
-def _bindings_node(root, name: str):
+def _bindings_node(root: yaml.Node | None, name: str) -> yaml.MappingNode:
     if isinstance(root, yaml.MappingNode):
         for key, value in root.value:
             if key.value == "bindings" and isinstance(value, yaml.MappingNode):
@@ -69,8 +71,8 @@ def _bindings_node(root, name: str):
     raise CodeListError("expected a top-level 'bindings:' map of SERVICE/EntityType/Property: value_list", name, line)
 
 
-def _bindings(node, name: str) -> list[Binding]:
-    seen: dict = {}
+def _bindings(node: yaml.MappingNode, name: str) -> list[Binding]:
+    seen: dict[str, int] = {}
     found = []
     for key, value in node.value:
         line = key.start_mark.line + 1
@@ -91,7 +93,9 @@ def binding_for(bindings: list[Binding], service: str, entity_type: str, prop: s
     return min(hits, key=lambda b: (-b.specificity, b.line)) if hits else None
 
 
-def bound_properties(bindings: list[Binding], service: str, types) -> list:
+def bound_properties(
+    bindings: list[Binding], service: str, types: Iterable[StructuredType]
+) -> list[tuple[Binding, str, str]]:
     """``(binding, type qname, property name)`` for each property a binding reaches, sorted.
 
     ``types`` are the structured types of one service document (``doc.types.values()``);

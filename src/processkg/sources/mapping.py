@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import yaml
+from pyoxigraph import NamedNode, Triple
 
 from processkg.errors import MappingError
 from processkg.sources.limits import read_text
 from processkg.triples import Triples, child
 from processkg.vocab import USEST
+
+EntitySetIRIs: TypeAlias = dict[str, dict[str, list[NamedNode]]]
+"""service name -> {entity set name: [its IRIs]} (several when two documents share a name)."""
 
 MODES = ("read", "write")
 _REQUIRED = ("process", "activity", "service", "entity_set", "mode")
@@ -36,7 +41,7 @@ class ActivityRef:
     process: str
     id: str
     name: str
-    iri: object
+    iri: NamedNode
 
 
 @dataclass
@@ -65,7 +70,7 @@ def read_mapping(path: Path, display: str | None = None) -> list[MappingEntry]:
     return [_entry(node, name) for node in items]
 
 
-def _refuse_duplicate_keys(root, name: str) -> None:
+def _refuse_duplicate_keys(root: yaml.Node | None, name: str) -> None:
     """YAML keeps the last of two equal keys silently; a mapping file may not have them (YAML 1.2 §3.2.1.1)."""
     todo = [root]
     while todo:
@@ -87,7 +92,7 @@ def _refuse_duplicate_keys(root, name: str) -> None:
             todo.extend(node.value)
 
 
-def _mappings_node(root, name: str) -> list:
+def _mappings_node(root: yaml.Node | None, name: str) -> list[yaml.Node]:
     if root is None:
         return []
     if isinstance(root, yaml.MappingNode):
@@ -97,7 +102,7 @@ def _mappings_node(root, name: str) -> list:
     raise MappingError("expected a top-level 'mappings:' list", name, root.start_mark.line + 1)
 
 
-def _entry(node, name: str) -> MappingEntry:
+def _entry(node: yaml.Node, name: str) -> MappingEntry:
     line = node.start_mark.line + 1
     if not isinstance(node, yaml.MappingNode):
         raise MappingError("a mapping entry must be a key: value map", name, line)
@@ -122,7 +127,9 @@ def _entry(node, name: str) -> MappingEntry:
     )
 
 
-def resolve_entry(entry: MappingEntry, activities: list[ActivityRef], entity_sets: dict, name: str):
+def resolve_entry(
+    entry: MappingEntry, activities: list[ActivityRef], entity_sets: EntitySetIRIs, name: str
+) -> tuple[list[ActivityRef], list[NamedNode]]:
     """Return ([activity refs], [entity set IRIs]) for one entry, or raise MappingError."""
     in_process = [
         a for a in activities if a.process == entry.process and (not entry.file or a.file.endswith(entry.file))
@@ -143,7 +150,9 @@ def resolve_entry(entry: MappingEntry, activities: list[ActivityRef], entity_set
     return acts, targets
 
 
-def lift_mapping(entries: list[MappingEntry], activities: list[ActivityRef], entity_sets: dict, name: str) -> list:
+def lift_mapping(
+    entries: list[MappingEntry], activities: list[ActivityRef], entity_sets: EntitySetIRIs, name: str
+) -> list[Triple]:
     """``uses:entitySet`` / ``uses:reads`` / ``uses:writes`` edges plus a ``uses:Usage`` per edge."""
     t = Triples(name)
     for entry in entries:
@@ -154,7 +163,7 @@ def lift_mapping(entries: list[MappingEntry], activities: list[ActivityRef], ent
     return t.items
 
 
-def _edge(t: Triples, act, target, entry: MappingEntry) -> None:
+def _edge(t: Triples, act: NamedNode, target: NamedNode, entry: MappingEntry) -> None:
     t.add(act, USEST.entitySet, target)
     t.add(act, USEST.writes if entry.mode == "write" else USEST.reads, target)
     usage = child(act, "uses", entry.service, entry.entity_set, entry.mode)

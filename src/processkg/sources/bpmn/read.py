@@ -17,8 +17,10 @@ gateways, events and sub-process boundaries.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from lxml import etree
 
@@ -30,6 +32,8 @@ from processkg.errors import (
     UnresolvedReferenceError,
 )
 from processkg.sources.xmlio import local, namespace, parse_xml
+
+_E = TypeVar("_E", "FlowNode", "SequenceFlow")
 
 MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 SPEC = "https://www.omg.org/spec/BPMN/2.0.2/PDF"
@@ -409,7 +413,7 @@ def _resolve(defs: Definitions) -> None:
         _resolve_lane(defs, lane)
 
 
-def _dangling(flow, targets) -> tuple[str, str] | None:
+def _dangling(flow: SequenceFlow | MessageFlow, targets: Container[str]) -> tuple[str, str] | None:
     """(reference, attribute) of the first end of a flow that names nothing in ``targets``."""
     for attribute, ref in (("sourceRef", flow.source), ("targetRef", flow.target)):
         if ref not in targets:
@@ -417,12 +421,19 @@ def _dangling(flow, targets) -> tuple[str, str] | None:
     return None
 
 
-def _unresolved_flow(defs: Definitions, flow, tag: str, targets, section: str) -> UnresolvedReferenceError:
+def _unresolved_flow(
+    defs: Definitions, flow: SequenceFlow | MessageFlow, tag: str, targets: Container[str], section: str
+) -> UnresolvedReferenceError:
     ref, attribute = _dangling(flow, targets) or ("", "")
     return UnresolvedReferenceError(defs.file, flow.line, tag, flow.id, ref, f"{SPEC} {section}", attribute)
 
 
-def _drop_where(defs: Definitions, elements: dict, dangles, error) -> None:
+def _drop_where(
+    defs: Definitions,
+    elements: dict[str, _E],
+    dangles: Callable[[_E], object],
+    error: Callable[[_E], UnresolvedReferenceError],
+) -> None:
     for element_id in [k for k, v in elements.items() if dangles(v)]:
         element = elements.pop(element_id)
         defs.drop(error(element), getattr(element, "tag", "sequenceFlow"), element_id, element.line)
@@ -473,10 +484,10 @@ class _FlowGraph:
 
     def __init__(self, defs: Definitions) -> None:
         self.defs = defs
-        self.flows: dict = defaultdict(list)  # sequence-flow successors only
+        self.flows: dict[str, list[str]] = defaultdict(list)  # sequence-flow successors only
         for flow in defs.flows.values():
             self.flows[flow.source].append(flow.target)
-        self.out: dict = defaultdict(list, {k: list(v) for k, v in self.flows.items()})
+        self.out: dict[str, list[str]] = defaultdict(list, {k: list(v) for k, v in self.flows.items()})
         for node in defs.nodes.values():
             if node.attached_to:
                 self.out[node.attached_to].append(node.id)
@@ -548,7 +559,7 @@ class _FlowGraph:
                 self._close(current, stack, on_stack)
         return self.behind[root]
 
-    def _close(self, head: str, stack: list, on_stack: set) -> None:
+    def _close(self, head: str, stack: list[str], on_stack: set[str]) -> None:
         """Pop the component headed by ``head``; its activities are those its members lead to."""
         members = []
         while True:
@@ -557,7 +568,7 @@ class _FlowGraph:
             members.append(member)
             if member == head:
                 break
-        found: set = set()
+        found: set[str] = set()
         for member in members:
             for nxt in self._successors(member):
                 if self._is_activity(nxt):
@@ -569,7 +580,7 @@ class _FlowGraph:
             self.behind[member] = result
 
 
-def _exits(defs: Definitions, flows: dict, node: FlowNode) -> list:
+def _exits(defs: Definitions, flows: dict[str, list[str]], node: FlowNode) -> list[str]:
     """Where the flow goes when ``node`` (with no outgoing flow) completes its sub-process:
     the sub-process's outgoing sequence flows (its boundary events do not fire on completion).
 

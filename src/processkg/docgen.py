@@ -27,7 +27,9 @@ import rdflib
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from rdflib import OWL, RDF, RDFS, BNode, URIRef
 from rdflib.collection import Collection
+from rdflib.term import Node
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.assets import internal_queries_dir, ontology_path, queries_dir, templates_dir
 from processkg.graph.store import write_atomic
 
@@ -39,13 +41,13 @@ TEMPLATES = templates_dir("docs")
 # ---------------------------------------------------------------- jinja2
 
 
-def _cell(value: object) -> str:
+def _cell(value: str | int | float | None) -> str:
     """Text that is safe inside a Markdown table cell: one line, pipes escaped."""
     text = "" if value is None else str(value)
     return re.sub(r"\s*\n\s*", " ", text).replace("|", "\\|").strip()
 
 
-def _code(value: object) -> str:
+def _code(value: str) -> str:
     """Inline code that may itself contain backticks."""
     text = str(value)
     fence = "``" if "`" in text else "`"
@@ -53,7 +55,7 @@ def _code(value: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _environment():
+def _environment() -> Environment:
 
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
@@ -69,7 +71,7 @@ def _environment():
     return env
 
 
-def _render(template: str, **context) -> str:
+def _render(template: str, **context: JSONValue) -> str:
     text = _environment().get_template(template).render(**context)
     return re.sub(r"\n{3,}", "\n\n", text).rstrip("\n") + "\n"
 
@@ -178,7 +180,7 @@ def ontology_model(ttl: Path) -> dict:
     g = rdflib.Graph().parse(data=text, format="turtle")
     ns = {p: str(iri) for p, iri in g.namespaces()}
 
-    def curie(node) -> str:
+    def curie(node: Node) -> str:
         if isinstance(node, BNode):
             members = list(g.objects(node, OWL.unionOf))
             if members:
@@ -191,7 +193,7 @@ def ontology_model(ttl: Path) -> dict:
                 best, name = base, f"{prefix}:{value[len(base) :]}"
         return name if best else value
 
-    def text_of(node, pred) -> str:
+    def text_of(node: Node, pred: URIRef) -> str:
         values = sorted(g.objects(node, pred), key=lambda o: (getattr(o, "language", None) != "en", str(o)))
         return str(values[0]) if values else ""
 
@@ -252,7 +254,7 @@ def ontology_reference(ttl: Path | None = None) -> str:
 # ---------------------------------------------------------------- CLI reference
 
 
-def _commands(group: click.Group, ctx: click.Context, path: tuple) -> list:
+def _commands(group: click.Group, ctx: click.Context, path: tuple[str, ...]) -> list[JSONObject]:
     out = []
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
@@ -265,7 +267,7 @@ def _commands(group: click.Group, ctx: click.Context, path: tuple) -> list:
     return out
 
 
-def _command_model(cmd: click.Command, ctx: click.Context, path: tuple) -> dict:
+def _command_model(cmd: click.Command, ctx: click.Context, path: tuple[str, ...]) -> JSONObject:
     options, arguments = [], []
     for param in cmd.get_params(ctx):
         if isinstance(param, click.Argument):

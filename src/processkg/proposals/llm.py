@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
+from processkg.aliases import JSONValue
 from processkg.errors import LLMError
 from processkg.proposals.model import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
@@ -120,7 +121,7 @@ def parse_choices(text: str, candidates: list[EntitySetFacts]) -> list[tuple[int
     return list(picks.items())
 
 
-def _pick(item, candidates: list[EntitySetFacts]) -> tuple:
+def _pick(item: JSONValue, candidates: list[EntitySetFacts]) -> tuple:
     mode = ""
     if isinstance(item, dict):
         raw_mode = str(item.get("mode", "")).strip().lower()
@@ -132,7 +133,7 @@ def _pick(item, candidates: list[EntitySetFacts]) -> tuple:
     return _candidate(item, candidates), mode
 
 
-def _candidate(ref, candidates: list[EntitySetFacts]):
+def _candidate(ref: JSONValue, candidates: list[EntitySetFacts]):
     if isinstance(ref, bool) or ref is None:
         return None
     text = str(ref).strip()

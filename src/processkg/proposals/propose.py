@@ -19,13 +19,17 @@ import json
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 import yaml
+from pyoxigraph import Store
 
+from processkg.aliases import JSONValue
 from processkg.errors import MappingError, ProposalError
 from processkg.graph.store import open_store, records, write_atomic
 from processkg.proposals.llm import (
@@ -36,10 +40,13 @@ from processkg.proposals.llm import (
     parse_choices,
 )
 from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
-from processkg.retrieve.index import Encoder, load_index
+from processkg.retrieve.index import Encoder, LoadedIndex, load_index
 from processkg.retrieve.retriever import Lexical
 from processkg.retrieve.texts import lexicon, type_facts
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
+
+EdgeKey: TypeAlias = tuple[str, ...]
+"""A mapping edge compared with the gold: (process, activity, service, entity set[, mode])."""
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +145,7 @@ HEADER = """\
 # ---------------------------------------------------------------- reading the store
 
 
-def read_activities(store) -> list[ActivityFacts]:
+def read_activities(store: Store) -> list[ActivityFacts]:
     """The activities proposals are made for (not sub-process containers), in a fixed order."""
     out = []
     for r in records(store, "propose-activities"):
@@ -159,7 +166,7 @@ def read_activities(store) -> list[ActivityFacts]:
     return out
 
 
-def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
+def read_sets(store: Store, index_sets: list[dict]) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
 
     lex, facts = lexicon(store), type_facts(store)
@@ -186,7 +193,7 @@ def read_sets(store, index_sets: list[dict]) -> list[EntitySetFacts]:
     return out
 
 
-def _version(value) -> float:
+def _version(value: JSONValue) -> float:
     return float(value) if re.fullmatch(r"\d+(\.\d+)?", str(value)) else 9.0
 
 
@@ -246,7 +253,9 @@ class Signals:
         return fused
 
 
-def _activity_vectors(index, encoder: Encoder, activities: list[ActivityFacts], texts: list[str]) -> np.ndarray:
+def _activity_vectors(
+    index: LoadedIndex, encoder: Encoder, activities: list[ActivityFacts], texts: list[str]
+) -> np.ndarray:
     """The index's vectors of the activity texts; texts the index lacks are encoded."""
     known = {(item["iri"], item["text"]): row for row, item in enumerate(index.items["activity"])}
     rows = [known.get((a.iri, t)) for a, t in zip(activities, texts)]
@@ -340,7 +349,7 @@ def propose(
     settings: ProposalWeights | None = None,
     model: str | None = None,
     llm: LLMSettings | None = None,
-    warn=None,
+    warn: Callable[[str], None] | None = None,
     signals: Signals | None = None,
 ) -> list[Proposal]:
     """Proposed edges for every activity of the store, best first within each activity."""
@@ -399,8 +408,13 @@ def _proposal(
 
 
 def _with_llm(
-    signals: Signals, scores: np.ndarray, settings: ProposalWeights, llm: LLMSettings, fallback: dict, warn
-) -> dict:
+    signals: Signals,
+    scores: np.ndarray,
+    settings: ProposalWeights,
+    llm: LLMSettings,
+    fallback: dict[int, list[Proposal]],
+    warn: Callable[[str], None],
+) -> dict[int, list[Proposal]]:
     out, failures = dict(fallback), 0
     for i, activity in enumerate(signals.activities):
         if failures >= llm.max_failures:
@@ -442,7 +456,7 @@ def _with_llm(
 _PLAIN = re.compile(r"^[A-Za-z_][\w.\-]*$")
 
 
-def _scalar(value) -> str:
+def _scalar(value: JSONValue) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     text = str(value)
@@ -508,13 +522,13 @@ def read_proposals(path: Path) -> list[Proposal]:
 # ---------------------------------------------------------------- evaluation
 
 
-def split_processes(processes) -> tuple[list, list]:
+def split_processes(processes: Iterable[str]) -> tuple[list[str], list[str]]:
     """(train, test): the process ids sorted, alternately train and test (train first)."""
     ordered = sorted(set(processes))
     return ordered[0::2], ordered[1::2]
 
 
-def _prf(proposed: set, gold: set) -> dict:
+def _prf(proposed: set[EdgeKey], gold: set[EdgeKey]) -> dict[str, float]:
     tp = len(proposed & gold)
     p = tp / len(proposed) if proposed else 0.0
     r = tp / len(gold) if gold else 0.0
@@ -531,7 +545,9 @@ def _prf(proposed: set, gold: set) -> dict:
     }
 
 
-def _keys(items, with_mode: bool, processes: set) -> set:
+def _keys(
+    items: Iterable[Proposal] | Iterable[MappingEntry], with_mode: bool, processes: Container[str]
+) -> set[EdgeKey]:
     return {
         (x.process, x.activity, x.service, x.entity_set) + ((x.mode,) if with_mode else ())
         for x in items
@@ -539,7 +555,7 @@ def _keys(items, with_mode: bool, processes: set) -> set:
     }
 
 
-def evaluate_mapping(proposals: list, gold_entries: list[MappingEntry]) -> dict:
+def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]) -> dict:
     """Edge precision, recall and F1 against a gold mapping: without and with the mode, per
     split (``split_processes`` over the gold's processes), per mode and per process.
 
@@ -597,8 +613,8 @@ def tune(
     signals: Signals,
     gold_entries: list[MappingEntry],
     base: ProposalWeights | None = None,
-    grid: dict | None = None,
-    weights: dict | None = None,
+    grid: Mapping[str, Sequence[float]] | None = None,
+    weights: Mapping[str, Sequence[float]] | None = None,
 ) -> dict:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
     weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
@@ -611,7 +627,8 @@ def tune(
     best = base
     for settings in _weight_settings(base, weights):
         tops = _tops(signals, signals.scores(settings), rows, int(max(grid["top_n"])))
-        for n, threshold, ratio in product(grid["top_n"], grid["threshold"], grid["ratio"]):
+        for top_n, threshold, ratio in product(grid["top_n"], grid["threshold"], grid["ratio"]):
+            n = int(top_n)
             f1 = _prf({k for top in tops for k in keep(top, n, threshold, ratio)}, gold)["f1"]
             if (f1, -n, threshold, ratio) > best_key:
                 best_key = (f1, -n, threshold, ratio)
@@ -620,10 +637,15 @@ def tune(
     return {"settings": best, "train_f1": best_key[0], "evaluation": evaluate_mapping(proposals, gold_entries)}
 
 
-def _weight_settings(base: ProposalWeights, weights: dict | None) -> list[ProposalWeights]:
+def _overrides(names: list[str], values: Sequence[float]) -> dict[str, Any]:
+    """Signal weights by name, for ``dataclasses.replace`` (whose keyword types mypy cannot see)."""
+    return dict(zip(names, values, strict=True))
+
+
+def _weight_settings(base: ProposalWeights, weights: Mapping[str, Sequence[float]] | None) -> list[ProposalWeights]:
     names = list(weights or ())
     grid = weights or {}
-    combos = [replace(base, **dict(zip(names, values, strict=True))) for values in product(*(grid[n] for n in names))]
+    combos = [replace(base, **_overrides(names, values)) for values in product(*(grid[n] for n in names))]
     return [c for c in combos if sum(getattr(c, n) for n in SIGNALS) > 0] or [base]
 
 

@@ -9,14 +9,16 @@ validating one call costs only the shapes that the call's data graph can reach.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
-from pyoxigraph import BlankNode, Literal, NamedNode
+from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 from pyshacl import Validator as _PyShacl
 from pyshacl.graph_abstraction import DataGraph
 from pyshacl.shapes_graph import ShapesGraph
 from rdflib import BNode, Graph, URIRef
 from rdflib import Literal as RLiteral
 
+from processkg.aliases import Term
 from processkg.vocab import SH_NS, XSD_STRING
 
 _QUIET = logging.getLogger("processkg.shacl")
@@ -24,7 +26,7 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
-def to_rdflib_term(term):
+def to_rdflib_term(term: Term) -> URIRef | BNode | RLiteral:
     """A pyoxigraph term as the equal rdflib term; xsd:string literals become simple literals.
 
     rdflib tells ``"a"`` from ``"a"^^xsd:string`` (RDF 1.1 does not), so strings are always
@@ -43,12 +45,12 @@ def to_rdflib_term(term):
     raise TypeError(f"not an RDF term: {term!r}")
 
 
-def to_rdflib(triples, graph: Graph | None = None) -> Graph:
+def to_rdflib(triples: Iterable[Triple] | Iterable[Quad], graph: Graph | None = None) -> Graph:
     """pyoxigraph triples (or quads) into an rdflib graph."""
     graph = Graph() if graph is None else graph
-    memo: dict = {}
+    memo: dict[Term, URIRef | BNode | RLiteral] = {}
 
-    def conv(term):
+    def conv(term: Term) -> URIRef | BNode | RLiteral:
         found = memo.get(term)
         if found is None:
             found = memo[term] = to_rdflib_term(term)
@@ -61,13 +63,13 @@ def to_rdflib(triples, graph: Graph | None = None) -> Graph:
 class ShaclEngine:
     """A shapes graph parsed once; :meth:`run` validates a data graph with the shapes it names."""
 
-    def __init__(self, shape_triples, graph: Graph | None = None) -> None:
+    def __init__(self, shape_triples: Iterable[Triple], graph: Graph | None = None) -> None:
         self.graph = graph if graph is not None else to_rdflib(shape_triples)
         self.shapes = ShapesGraph(self.graph, logger=_QUIET)
         self.shapes.shapes  # noqa: B018 - harvest every shape now, not on each run
         self.known = {str(s.node) for s in self.shapes.shapes}
 
-    def run(self, data: Graph, use_shapes: set | None = None) -> tuple[bool, Graph]:
+    def run(self, data: Graph, use_shapes: set[str] | None = None) -> tuple[bool, Graph]:
         """Validate ``data`` with ``use_shapes`` (IRIs; ``None``: all shapes with targets)."""
         options = {"inplace": True, "logger": _QUIET}
         if use_shapes is not None:

@@ -26,14 +26,20 @@ the source count less those.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeAlias
 
 from lxml import etree
 from pyoxigraph import Store
 
+from processkg.aliases import JSONObject
 from processkg.graph.stats import table
 from processkg.graph.store import load_query, open_store, plain, read_meta, select
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
+
+Counts: TypeAlias = dict[str, int]
+"""Class name -> number of instances, in one file or one unit."""
 
 # ---------------------------------------------------------------- the classes audited
 
@@ -98,7 +104,7 @@ def _root(path: Path) -> etree._Element:
     return etree.parse(str(path), _parser()).getroot()
 
 
-def _count(node: etree._Element, xpath: str, ns: dict) -> int:
+def _count(node: etree._Element, xpath: str, ns: dict[str, str]) -> int:
     return int(node.xpath(f"count({xpath})", namespaces=ns))
 
 
@@ -118,7 +124,9 @@ def odata_source_counts(path: Path) -> dict:
     return dict(counts)
 
 
-def _count_schema(schema: etree._Element, ns: dict, multiplicity: dict, counts: Counter) -> None:
+def _count_schema(
+    schema: etree._Element, ns: dict[str, str], multiplicity: dict[tuple[str, str], str], counts: Counter
+) -> None:
     counts["EntitySet"] += _count(schema, "e:EntityContainer/e:EntitySet", ns)
     counts["Singleton"] += _count(schema, "e:EntityContainer/e:Singleton", ns)
     counts["EntityType"] += _count(schema, "e:EntityType", ns)
@@ -131,7 +139,7 @@ def _count_schema(schema: etree._Element, ns: dict, multiplicity: dict, counts: 
             counts["NavigationProperty to-many" if many else "NavigationProperty to-one"] += 1
 
 
-def _association_ends(root: etree._Element) -> dict:
+def _association_ends(root: etree._Element) -> dict[tuple[str, str], str]:
     """``{(association name, role): multiplicity}``, the name both namespace- and alias-qualified."""
     ends = {}
     for uri in CSDL_NS:
@@ -145,7 +153,7 @@ def _association_ends(root: etree._Element) -> dict:
     return ends
 
 
-def _nav_is_many(nav: etree._Element, multiplicity: dict) -> bool | None:
+def _nav_is_many(nav: etree._Element, multiplicity: dict[tuple[str, str], str]) -> bool | None:
     """V4: ``Type="Collection(...)"``; V2: the ``Multiplicity`` of the association end ``ToRole``."""
     if nav.get("Relationship") is None:
         return nav.get("Type", "").startswith("Collection(")
@@ -183,7 +191,7 @@ def bpmn_source_counts(path: Path) -> dict:
     root = _root(path)
     ns = {"b": BPMN_MODEL}
 
-    def tags(names) -> int:
+    def tags(names: Iterable[str]) -> int:
         return sum(_count(root, f"//b:{name}", ns) for name in names)
 
     counts = {
@@ -205,9 +213,9 @@ def bpmn_source_counts(path: Path) -> dict:
 # ---------------------------------------------------------------- inputs
 
 
-def _source_counts(files: list, counter) -> dict:
+def _source_counts(files: list[tuple[Path, str]], counter: Callable[[Path], dict[str, int]]) -> dict[str, Counts | str]:
     """{display: counts or an error message (str) when the XML is unreadable}."""
-    out = {}
+    out: dict[str, Counts | str] = {}
     for path, display in files:
         try:
             out[display] = counter(path)
@@ -240,7 +248,7 @@ def graph_units(store: Store) -> dict:
 # ---------------------------------------------------------------- the audit
 
 
-def _open(store) -> tuple[Store, dict]:
+def _open(store: Path | str | Store) -> tuple[Store, dict]:
     if isinstance(store, Store):
         return store, {}
     return open_store(Path(store)), read_meta(Path(store))
@@ -306,7 +314,13 @@ def _bpmn_classes(tag: str) -> list:
     ]
 
 
-def _file_rows(source: dict, skipped: dict, units: dict, graph: dict, dropped: dict) -> list:
+def _file_rows(
+    source: dict[str, Counts | str],
+    skipped: dict[str, str],
+    units: dict[str, str],
+    graph: dict[str, Counts],
+    dropped: dict[str, Counts],
+) -> list[JSONObject]:
     """One row per unit compared, and one per file skipped; sorted by file."""
     rows, members = [], defaultdict(list)
     for file, counts in sorted(source.items()):
@@ -325,7 +339,7 @@ def _file_rows(source: dict, skipped: dict, units: dict, graph: dict, dropped: d
     return sorted(rows, key=lambda r: r["file"])
 
 
-def _skipped_row(file: str, counts, skipped: dict) -> dict:
+def _skipped_row(file: str, counts: Counts | str, skipped: dict[str, str]) -> JSONObject:
     if isinstance(counts, str):
         reason, counts = counts, {}
     else:
@@ -333,7 +347,7 @@ def _skipped_row(file: str, counts, skipped: dict) -> dict:
     return {"file": file, "status": "skipped", "reason": reason, "source": dict(counts), "graph": {}}
 
 
-def _unit_row(unit: str, files: list, src: Counter, graph: dict, gone: Counter) -> dict:
+def _unit_row(unit: str, files: list[str], src: Counter[str], graph: Counts, gone: Counter[str]) -> JSONObject:
     classes = [c for c in CLASSES if c in src]
     source = {c: src[c] for c in classes}
     got = {c: graph.get(c, 0) for c in classes}
@@ -349,7 +363,7 @@ def _unit_row(unit: str, files: list, src: Counter, graph: dict, gone: Counter) 
     }
 
 
-def _class_rows(files: list) -> list:
+def _class_rows(files: list[JSONObject]) -> list[JSONObject]:
     ok = [r for r in files if r["status"] == "ok"]
     rows = []
     for cls in CLASSES:
@@ -380,7 +394,7 @@ def _class_rows(files: list) -> list:
 # ---------------------------------------------------------------- rendering
 
 
-def render_audit(result: dict) -> str:
+def render_audit(result: JSONObject) -> str:
     """The class table, then the skipped files and the units whose counts differ."""
     show_skipped = any(r["skipped"] for r in result["classes"])
     show_dropped = any(r.get("dropped") for r in result["classes"])

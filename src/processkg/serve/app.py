@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
 from processkg.serve import odata_json
@@ -30,7 +31,7 @@ from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
 from processkg.serve.values import canonical
-from processkg.validate.calls import Validator
+from processkg.validate.calls import CallResult, Validator
 from processkg.validate.payload_shapes import Model, Nav, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
@@ -183,14 +184,14 @@ class Server:
         top = count_option(query.get("$top"), "$top")
         return records[skip:] if top is None else records[skip : skip + top]
 
-    def shape(self, table: Table, record: dict, base: str, query: dict[str, str]) -> dict[str, object]:
+    def shape(self, table: Table, record: JSONObject, base: str, query: dict[str, str]) -> dict[str, object]:
         select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
         item = odata_json.entity(table.type, record, base, table.name, select)
         for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
             self.expand(table, record, item, path.replace("/", "/"), base)
         return item
 
-    def expand(self, table: Table, record: dict, item: dict, path: str, base: str) -> None:
+    def expand(self, table: Table, record: JSONObject, item: JSONObject, path: str, base: str) -> None:
         name, _, rest = path.partition("/")
         name, options = _v4_options(name)
         nav = table.type.navs.get(name)
@@ -210,7 +211,7 @@ class Server:
         item[name] = _nav_value(target.type, nav, children)
 
     # ------------------------------------------------------------ POST
-    def post(self, res: Resource, body: object, url: str) -> Response:
+    def post(self, res: Resource, body: JSONValue, url: str) -> Response:
         if len(res.rest) != 1 or res.rest[0][1] is not None:
             raise ServeHTTPError(
                 405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)"
@@ -232,7 +233,7 @@ class Server:
             headers={"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"},
         )
 
-    def insert(self, table: Table, payload: dict, inherited: dict[str, object]) -> dict[str, object]:
+    def insert(self, table: Table, payload: JSONObject, inherited: dict[str, object]) -> dict[str, object]:
         """Store ``payload`` (deep insert along navigation properties); keys the client left out are assigned."""
         v2 = odata_json.is_v2(table.type)
         record = {k: v for k, v in inherited.items() if k in table.type.props}
@@ -254,7 +255,7 @@ class Server:
                 self.insert_children(table, record, nav, value)
         return record
 
-    def insert_children(self, table: Table, record: dict, nav: Nav, value: object) -> None:
+    def insert_children(self, table: Table, record: JSONObject, nav: Nav, value: JSONValue) -> None:
         target = self.data.target(table, nav)
         items = value.get("results", []) if isinstance(value, dict) and "results" in value else value
         items = items if isinstance(items, list) else [items]
@@ -284,7 +285,7 @@ def _v4_options(text: str) -> tuple[str, dict[str, str]]:
     return name, options
 
 
-def _is_link(value: dict) -> bool:
+def _is_link(value: JSONValue) -> bool:
     return set(value) <= {"__metadata", "__deferred", "@odata.id"} or "__deferred" in value
 
 
@@ -321,7 +322,7 @@ def _next_key(table: Table, key: str) -> str:
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
 
 
-def _rejected(result) -> ServeHTTPError:
+def _rejected(result: CallResult) -> ServeHTTPError:
     details = [{"code": v.kind, "message": v.message, "target": v.path} for v in result.violations]
     first = result.violations[0]
     summary = f"{len(details)} violation(s); first: {first.kind} at {first.path or '/'}: {first.message}"
@@ -403,7 +404,7 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
     )
 
 
-def dispatch(server: Server, method: str, url: str, body: object) -> Response:
+def dispatch(server: Server, method: str, url: str, body: JSONValue) -> Response:
     path = urlsplit(url).path
     res = server.resource(path)
     query = parse_call_url(url)["query"]

@@ -9,12 +9,15 @@ run one by one.
 from __future__ import annotations
 
 import copy
+import email.message
 import email.parser
 import email.policy
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from processkg.serve.data import Rows, Table
 
 MAX_PARTS = 1_000
 
@@ -59,8 +62,9 @@ def parse_multipart(content_type: str, raw: bytes) -> list[Part | list[Part]]:
     return items
 
 
-def _http_part(part) -> Part:
-    payload = part.get_payload(decode=True) or b""
+def _http_part(part: email.message.Message) -> Part:
+    raw = part.get_payload(decode=True)
+    payload = raw if isinstance(raw, bytes) else b""
     head, _, body = payload.replace(b"\r\n", b"\n").partition(b"\n\n")
     lines = head.decode("utf-8", "replace").split("\n")
     method, _, rest = lines[0].strip().partition(" ")
@@ -163,7 +167,7 @@ def render_json(answers: list[Answer | list[Answer]]) -> bytes:
     return json.dumps({"responses": out}).encode()
 
 
-def copy_tables(tables: dict) -> dict:
+def copy_tables(tables: Mapping[tuple[str, str], Table]) -> dict[tuple[str, str], Rows]:
     return copy.deepcopy({k: t.rows for k, t in tables.items()})
 
 

@@ -17,10 +17,15 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
+from processkg.aliases import JSONObject
 from processkg.errors import ServeDataError
 from processkg.serve.values import canonical
 from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo
+
+Rows: TypeAlias = dict[tuple[str, ...], dict[str, object]]
+"""A table's records by key (the key property values in key order)."""
 
 ROWS = 20
 START = dt.date(2026, 1, 1)
@@ -34,7 +39,7 @@ class Table:
     service: str
     name: str
     type: TypeInfo
-    rows: dict[tuple[str, ...], dict[str, object]] = field(default_factory=dict)
+    rows: Rows = field(default_factory=dict)
 
     @property
     def keys(self) -> list[str]:
@@ -70,7 +75,7 @@ class Data:
             for key, rows in copy.deepcopy(self._initial).items():
                 self.tables[key].rows = rows
 
-    def restore(self, saved: dict[tuple[str, str], dict]) -> None:
+    def restore(self, saved: dict[tuple[str, str], Rows]) -> None:
         """Put back the rows a change set copied before it started (``batch.copy_tables``)."""
         for key, rows in saved.items():
             self.tables[key].rows = rows
@@ -122,7 +127,7 @@ def _json_list(path: Path) -> list[dict]:
     return value
 
 
-def _canonical_record(table: Table, record: dict, i: int, path: Path) -> dict[str, object]:
+def _canonical_record(table: Table, record: JSONObject, i: int, path: Path) -> dict[str, object]:
     v2 = table.type.version.startswith("2") or table.type.version.startswith("1")
     row = {}
     for name, value in record.items():

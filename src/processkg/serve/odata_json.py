@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from processkg.aliases import JSONValue
 from processkg.serve.values import to_json
 from processkg.validate.payload_shapes import TypeInfo
 
@@ -21,7 +22,7 @@ def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
     return "(" + ",".join(f"{p.name}={v}" for p, v in zip(keys, parts, strict=True)) + ")"
 
 
-def _key_literal(edm: str, value: object, v2: bool) -> str:
+def _key_literal(edm: str, value: JSONValue, v2: bool) -> str:
     text = "" if value is None else str(value)
     if edm in ("Edm.String",):
         return "'" + quote(text.replace("'", "''"), safe="") + "'"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeQueryError, UnsupportedQueryError
 from processkg.serve.values import comparable
 from processkg.validate.payload_shapes import TypeInfo
@@ -47,7 +48,7 @@ FUNCTIONS: dict[str, Callable[..., object]] = {
 MAX_FILTER = 4_000
 
 
-def _text(value: object) -> str:
+def _text(value: JSONValue) -> str:
     return "" if value is None else str(value)
 
 
@@ -192,7 +193,7 @@ def order(records: list[dict], text: str, type_: TypeInfo) -> list[dict]:
 
 
 def _sort_key(edm: str, name: str) -> Callable[[dict], tuple]:
-    def key(r: dict) -> tuple:
+    def key(r: JSONObject) -> tuple:
         value = comparable(r.get(name), edm)
         return (value is not None, value if value is not None else 0)
 

@@ -12,6 +12,8 @@ import json
 import threading
 from pathlib import Path
 
+from processkg.aliases import JSONValue
+
 
 class Recorder:
     def __init__(self, path: Path) -> None:
@@ -21,7 +23,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
 
-    def record(self, method: str, url: str, body: object, status: int) -> None:
+    def record(self, method: str, url: str, body: JSONValue, status: int) -> None:
         with self.lock:
             entry: dict[str, object] = {"id": f"r{next(self.ids)}", "method": method, "url": url}
             if body is not None:

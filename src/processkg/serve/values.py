@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal, InvalidOperation
 
+from processkg.aliases import JSONValue
 from processkg.validate import literals
 
 NUMERIC = {"Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Decimal", "Edm.Double", "Edm.Single"}
@@ -18,7 +19,7 @@ V2_STRING_NUMBERS = {"Edm.Int64", "Edm.Decimal"}
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def canonical(value: object, edm_type: str, v2: bool) -> object:
+def canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
     """The stored form of a JSON value, or the value itself when it does not parse (validation said why)."""
     if value is None:
         return None
@@ -26,7 +27,7 @@ def canonical(value: object, edm_type: str, v2: bool) -> object:
     return value if problem else lexical
 
 
-def comparable(value: object, edm_type: str) -> object:
+def comparable(value: JSONValue, edm_type: str) -> object:
     """A Python value that orders as OData orders values of ``edm_type``."""
     if value is None:
         return None
@@ -50,7 +51,7 @@ def _moment(text: str) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
-def to_json(value: object, edm_type: str, v2: bool) -> object:
+def to_json(value: JSONValue, edm_type: str, v2: bool) -> object:
     """The JSON value of a stored value in the format of the service's OData version."""
     if value is None or not isinstance(value, str):
         return value

@@ -29,14 +29,16 @@ class target validates all entities of a type in one pass.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from pyoxigraph import DefaultGraph, Literal, NamedNode, Triple
+from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Store, Triple
 from pyshacl import validate
 from rdflib import Graph, URIRef
 
+from processkg.aliases import Record
 from processkg.assets import graph_shapes_path
 from processkg.graph.store import canonical_ntriples, open_store, records, to_turtle
 from processkg.validate.shacl import ShaclEngine, to_rdflib
@@ -142,7 +144,7 @@ class Model:
     aliases: dict = field(default_factory=dict)  # lower-case URL name -> ServiceInfo (urls.py fills it)
 
 
-def load_validation_model(store) -> Model:
+def load_validation_model(store: Store) -> Model:
     """Services, entity sets and types with their properties, navigations and codes."""
     model = Model()
     for r in records(store, "shapes-types"):
@@ -174,7 +176,7 @@ def _lineage(model: Model, t: TypeInfo | None) -> list[TypeInfo]:
     return chain
 
 
-def _declared_props(store, model: Model) -> dict:
+def _declared_props(store: Store, model: Model) -> dict:
     codes = _codes(store)
     by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
     declared: dict = {}
@@ -189,7 +191,7 @@ def _declared_props(store, model: Model) -> dict:
     return declared
 
 
-def _prop(r: dict, owner: TypeInfo) -> Prop:
+def _prop(r: Record, owner: TypeInfo) -> Prop:
     read_only = r["creatable"] is False or r["computed"] is True
     p = Prop(
         r["prop"],
@@ -226,16 +228,16 @@ def required_on_create(
     return not RAP_NAMESPACE.match(namespace or "")
 
 
-def _declared_navs(store) -> dict:
+def _declared_navs(store: Store) -> dict:
     navs: dict = {}
     for r in records(store, "shapes-navigations"):
         navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
     return navs
 
 
-def _codes(store) -> dict:
+def _codes(store: Store) -> dict[str, dict[str, set[str]]]:
     """{property IRI: {"codes": set, "sources": set, "paths": set}} from its value helps."""
-    found: dict = {}
+    found: dict[str, dict[str, set[str]]] = {}
     for r in records(store, "shapes-value-lists"):
         entry = found.setdefault(r["prop"], {"codes": set(), "sources": set(), "paths": set()})
         entry["paths"].add(r["collectionPath"] or "value help")
@@ -245,7 +247,7 @@ def _codes(store) -> dict:
     return found
 
 
-def _attach_codes(prop: Prop, vh: dict | None) -> None:
+def _attach_codes(prop: Prop, vh: dict[str, set[str]] | None | None) -> None:
     """Known codes win; else a standard list if the property is a currency, country or language."""
     if vh:
         prop.value_help = sorted(vh["paths"])[0]
@@ -294,12 +296,12 @@ def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
-def stored_shapes(store) -> list:
+def stored_shapes(store: Store) -> list:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
     return [Triple(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
 
-def generate_shapes(store) -> list:
+def generate_shapes(store: Store) -> list:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
     return model_shapes(load_validation_model(store))
 
@@ -320,13 +322,13 @@ class _Writer:
     """Collects shape triples; shared parts (a property of a base type, an ISO list) once."""
 
     def __init__(self) -> None:
-        self.out: list = []
-        self.done: set = set()
+        self.out: list[Triple] = []
+        self.done: set[str] = set()
 
-    def add(self, s, p, o) -> None:
+    def add(self, s: NamedNode, p: NamedNode, o: NamedNode | BlankNode | Literal) -> None:
         self.out.append(Triple(s, p, o))
 
-    def once(self, key: str, fn, *args):
+    def once(self, key: str, fn: Callable[..., object], *args: Prop | Nav) -> object:
         if key not in self.done:
             self.done.add(key)
             return fn(*args)
@@ -447,13 +449,13 @@ __all__ = [
 # ---------------------------------------------------------------- output and graph checks
 
 
-def shapes_turtle(triples: list) -> bytes:
+def shapes_turtle(triples: list[Triple]) -> bytes:
     """The shapes as Turtle, in canonical (sorted) order so the same graph gives the same file."""
     prefixes = {k: v for k, v in PREFIXES.items() if k != "id"}  # id:a\/b\/c reads worse than <...>
     return to_turtle(canonical_ntriples(triples), {**prefixes, "sh": SH_NS})
 
 
-def check_graph(store_dir) -> list[dict]:
+def check_graph(store_dir: Path | str) -> list[dict[str, str | None]]:
     """Run ``shapes/graph.ttl`` on a store's graph (``kg build --check``).
 
     Returns one dict per violation, sorted: ``focus`` (the node), ``path`` (the predicate, or

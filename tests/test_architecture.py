@@ -98,3 +98,47 @@ def test_module_graph_has_no_cycle():
 def test_every_layer_part_exists():
     parts = {part_of(m) for m in MODULES}
     assert parts == set(RANK), f"layers without modules or modules without layer: {parts ^ set(RANK)}"
+
+
+# A parameter says what it takes: not missing, and not a bare container, ``object`` or ``Any``
+# (``list[str]``, ``JSONValue`` from processkg.aliases, a Protocol or a TypeVar say more).
+# ``*exc: object`` of ``__exit__`` is the standard signature and stays.
+VAGUE = {"list", "dict", "set", "tuple", "frozenset", "object", "Any", "Callable", "Iterable", "Sequence", "Mapping"}
+
+
+def vague_parameters(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == "__exit__":
+            continue
+        a = node.args
+        params = a.posonlyargs + a.args + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p]
+        for arg in params:
+            if arg.arg in ("self", "cls"):
+                continue
+            text = "" if arg.annotation is None else ast.unparse(arg.annotation).strip("'\"")
+            if not text or any(part.strip() in VAGUE for part in text.split("|")):
+                found.append(f"{path.relative_to(SRC.parent)}:{arg.lineno}: {node.name}({arg.arg}: {text or '?'})")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_parameters_are_typed_precisely(module):
+    vague = vague_parameters(MODULES[module])
+    assert not vague, "parameters without a precise type:\n" + "\n".join(vague)
+
+
+def test_vague_parameters_are_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f(a, b: dict, c: list[str], d: object | None, *e: object) -> None: ...\n")
+    found = [line.rsplit(": ", 2)[-2].split("(")[-1] for line in _relative(vague_parameters, source)]
+    assert found == ["a", "b", "d", "e"]
+
+
+def _relative(check, source: Path) -> list[str]:
+    global SRC
+    saved, SRC = SRC, source.parent.parent
+    try:
+        return check(source)
+    finally:
+        SRC = saved

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from processkg.errors import JsonLinesError, JsonValueLimitError
 
@@ -202,7 +202,7 @@ def _object(max_keys: int) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     return make
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number (RFC 8259); write it as a string")
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
+from click._termui_impl import ProgressBar
 
 from processkg.graph import stats as stats_mod
 from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 
 
-def _progress(files_hint: int):
+def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str], None] | None]:
     if not sys.stderr.isatty():
         return None, None
     bar = click.progressbar(length=files_hint, label="reading", file=sys.stderr, show_pos=True)

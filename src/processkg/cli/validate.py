@@ -16,6 +16,7 @@ import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -26,7 +27,7 @@ from processkg.validate.calls import CallResult, Validator, read_calls
 from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 
 
-def _fail(exc: ProcessKGError):
+def _fail(exc: ProcessKGError) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(2)
 

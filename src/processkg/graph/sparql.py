@@ -65,7 +65,7 @@ _PROLOGUE = "".join(f"PREFIX {prefix}: <{ns}>\n" for prefix, ns in PREFIXES.item
 _PARSE_LOCK = threading.Lock()
 
 
-def _parsed(query: str):
+def _parsed(query: str) -> tuple[str | None, ParseTree]:
     """``("query" | "update", parse tree)``, or ``(None, None)`` when rdflib cannot parse it."""
     from rdflib.plugins.sparql import parser
 

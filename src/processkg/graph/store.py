@@ -78,7 +78,8 @@ def to_turtle(ntriples: bytes, prefixes: dict[str, str] = PREFIXES) -> bytes:
 # STORE/.processkg-store   marker: kg build replaces only a directory that carries it
 # STORE/.lock              flock'd by the one writer (kg build, kg index)
 # STORE/current -> v-N     symlink, replaced in one os.replace: readers see the old or the new build
-# STORE/v-N/               one complete build: oxigraph/, build.json, index/, .readers
+# STORE/v-N/               one complete build: oxigraph/, build.json, index/, metadata/ (the
+#                          services' source documents, for kg serve's $metadata), .readers
 # STORE/oxigraph, build.json, index -> current/...   convenience links for tools that expect the
 #                          previous layout (a store directory holding oxigraph/ and build.json)
 
@@ -164,7 +165,7 @@ def _remove(path: Path) -> None:
 
 
 @contextmanager
-def staged_dir(target: Path):
+def staged_dir(target: Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``target``; on success, swap it into place atomically.
 
     The two directories are exchanged in one step where the system can (Linux renameat2);
@@ -396,7 +397,7 @@ def lock_store(store: Path) -> int:
 
 
 @contextmanager
-def store_lock(store: Path):
+def store_lock(store: Path) -> Iterator[None]:
     """Hold the writer's lock of a store of this layout (``kg index``); nothing for other directories."""
     if not (Path(store) / MARKER).is_file():
         yield

@@ -88,7 +88,7 @@ def ask_llm(llm: LLMSettings, messages: list[dict]) -> str:
         raise LLMError("not an OpenAI chat completion response") from None
 
 
-def _json_in(text: str):
+def _json_in(text: str) -> JSONValue:
     """The first JSON object or array in ``text`` (code fences and chatter around it ignored)."""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[\[{]", text):
@@ -133,7 +133,7 @@ def _pick(item: JSONValue, candidates: list[EntitySetFacts]) -> tuple:
     return _candidate(item, candidates), mode
 
 
-def _candidate(ref: JSONValue, candidates: list[EntitySetFacts]):
+def _candidate(ref: JSONValue, candidates: list[EntitySetFacts]) -> int | None:
     if isinstance(ref, bool) or ref is None:
         return None
     text = str(ref).strip()

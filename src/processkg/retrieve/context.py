@@ -14,9 +14,12 @@ from collections import defaultdict
 from functools import lru_cache
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pyoxigraph import Store
 
+from processkg.aliases import JSONObject, Record
 from processkg.assets import templates_dir
 from processkg.graph.store import records
+from processkg.retrieve.retriever import Result
 from processkg.validate.payload_shapes import required_on_create
 
 TEMPLATE = "context.md.j2"
@@ -41,7 +44,7 @@ def _environment():
 # ---------------------------------------------------------------- data
 
 
-def set_context(store, iri: str) -> dict:
+def set_context(store: Store, iri: str) -> JSONObject:
     """Everything the template shows for one entity set (an IRI of the store)."""
     heads = records(store, "retrieve-context-set", set=iri)
     if not heads:  # an OpenAPI operation (or a set gone from the store): no OData facts to show
@@ -93,7 +96,7 @@ def url_path(service: str, version: str, entity_set: str) -> str:
     return f"<{service} service root>/{entity_set}"
 
 
-def key_predicate(entity_set: str, keys: list, version: str) -> str:
+def key_predicate(entity_set: str, keys: list[Record], version: str) -> str:
     """``A_SalesOrder('{SalesOrder}')`` or ``A_Item(SalesOrder='{SalesOrder}',Item='{Item}')``."""
     if not keys:
         return ""
@@ -114,7 +117,7 @@ def _key_literal(name: str, edm_type: str, version: str) -> str:
     return f"{{{name}}}"
 
 
-def _property(row: dict) -> dict:
+def _property(row: Record) -> JSONObject:
     return {
         "name": row["name"],
         "label": _label(row),
@@ -125,14 +128,14 @@ def _property(row: dict) -> dict:
     }
 
 
-def _label(row: dict) -> str:
+def _label(row: Record) -> str:
     """The label, unless it only repeats the name."""
     label = row["label"] or ""
     squashed = label.replace(" ", "").replace("-", "").lower()
     return "" if squashed == row["name"].lower() else label
 
 
-def _facets(row: dict) -> str:
+def _facets(row: Record) -> str:
     if row["maxLength"] is not None:
         return f"({row['maxLength']})"
     if row["precision"] is not None and row["edmType"] == "Edm.Decimal":
@@ -140,7 +143,7 @@ def _facets(row: dict) -> str:
     return ""
 
 
-def _flags(row: dict) -> list[str]:
+def _flags(row: Record) -> list[str]:
     """key, required (on create), read-only, create-only, no-create."""
     flags = ["key"] if row["isKey"] else []
     creatable, updatable = row["creatable"] is not False, row["updatable"] is not False
@@ -163,7 +166,7 @@ def _flags(row: dict) -> list[str]:
     return flags
 
 
-def _navigations(store, iri: str) -> list[dict]:
+def _navigations(store: Store, iri: str) -> list[JSONObject]:
     rows = records(store, "retrieve-context-navigations", set=iri)
     return [
         {
@@ -176,7 +179,7 @@ def _navigations(store, iri: str) -> list[dict]:
     ]
 
 
-def _value_helps(store, iri: str) -> list[dict]:
+def _value_helps(store: Store, iri: str) -> list[JSONObject]:
     helps: dict = {}
     for r in records(store, "retrieve-context-valuelists", set=iri):
         key = (r["property"], r["collection"] or r["reference"] or "")
@@ -190,7 +193,7 @@ def _value_helps(store, iri: str) -> list[dict]:
     return list(helps.values())
 
 
-def _process(store, iri: str) -> list[dict]:
+def _process(store: Store, iri: str) -> list[JSONObject]:
     steps: dict = {}
     for r in records(store, "retrieve-context-process", set=iri):
         step = steps.setdefault(
@@ -211,7 +214,7 @@ def _process(store, iri: str) -> list[dict]:
     return [dict(s, before=dict(s["before"]), after=dict(s["after"])) for s in steps.values()]
 
 
-def _neighbour(side: dict, row: dict) -> None:
+def _neighbour(side: JSONObject, row: Record) -> None:
     sets = side[row["otherName"] or row["other"].rsplit("/", 1)[-1]]
     if row["otherSet"] and f"{row['otherService']}/{row['otherSet']}" not in sets:
         sets.append(f"{row['otherService']}/{row['otherSet']}")
@@ -220,12 +223,12 @@ def _neighbour(side: dict, row: dict) -> None:
 # ---------------------------------------------------------------- rendering
 
 
-def render_set(store, result, number: int = 1) -> str:
+def render_set(store: Store, result: Result, number: int = 1) -> str:
     """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.Result`)."""
     template = _environment().get_template(TEMPLATE)
     return template.render(n=number, r=result, c=set_context(store, result.iri))
 
 
-def render_context(store, results: list) -> str:
+def render_context(store: Store, results: list[Result]) -> str:
     """The typed context of every retrieved entity set, in result order."""
     return "".join(render_set(store, r, n) for n, r in enumerate(results, 1))

@@ -17,14 +17,20 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, TextIO, TypeAlias
 
 import numpy as np
 
+if TYPE_CHECKING:  # a heavy import, done only where a model is loaded
+    from sentence_transformers import SentenceTransformer
+
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
 from processkg.retrieve import texts as summaries
@@ -76,7 +82,7 @@ def _location(ident: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def load_encoder_model(ident: str):
+def load_encoder_model(ident: str) -> SentenceTransformer:
     """A SentenceTransformer on CPU, offline; loaded once per process and model."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -93,7 +99,7 @@ def load_encoder_model(ident: str):
 
 
 @contextmanager
-def _threads(count: int | None):
+def _threads(count: int | None) -> Iterator[None]:
     """Run torch with ``count`` threads: one thread embeds a short query as fast as two, and far
     faster when other processes share the cores (measured: p50 9 ms against 67 ms under load)."""
     import torch
@@ -123,7 +129,9 @@ class Encoder:
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str], batch_size: int = 32, progress=None) -> np.ndarray:
+    def encode(
+        self, texts: list[str], batch_size: int = 32, progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """``progress(n)`` is called after each chunk of :data:`PROGRESS_CHUNK` texts, with its size."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -162,8 +170,8 @@ class EmbeddingCache:
 
     FILE = "cache.npz"
 
-    def __init__(self, vectors: dict | None = None) -> None:
-        self.vectors: dict = vectors or {}
+    def __init__(self, vectors: dict[str, np.ndarray] | None = None) -> None:
+        self.vectors: dict[str, np.ndarray] = vectors or {}
         self.encoded = 0
 
     @classmethod
@@ -182,7 +190,7 @@ class EmbeddingCache:
         """How many distinct texts :meth:`embed` would encode."""
         return len({k for k in (text_key(encoder.id, t) for t in texts) if k not in self.vectors})
 
-    def embed(self, encoder: Encoder, texts: list[str], progress=None) -> np.ndarray:
+    def embed(self, encoder: Encoder, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         keys = [text_key(encoder.id, t) for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts) if k not in self.vectors}.items())
         if missing:
@@ -193,7 +201,7 @@ class EmbeddingCache:
             return np.zeros((0, encoder.dim), dtype=np.float32)
         return np.stack([self.vectors[k] for k in keys]).astype(np.float32)
 
-    def save(self, folder: Path, keep: set | None = None) -> None:
+    def save(self, folder: Path, keep: set[str] | None = None) -> None:
         """Write the vectors whose keys are in ``keep`` (all when None)."""
         keys = sorted(k for k in self.vectors if keep is None or k in keep)
         matrix = np.stack([self.vectors[k] for k in keys]) if keys else np.zeros((0, 0), np.float32)
@@ -210,7 +218,7 @@ class EmbeddingCache:
 class VectorIndex:
     """An hnswlib cosine index over row vectors; ids are row numbers."""
 
-    def __init__(self, index, count: int) -> None:
+    def __init__(self, index: HNSW, count: int) -> None:
         self.index = index
         self.count = count
 
@@ -282,7 +290,7 @@ def index_dir(store_dir: Path) -> Path:
     return version_dir(Path(store_dir)) / INDEX_DIR
 
 
-def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
+def collect_items(store_dir: Path, odata: list[Path]) -> dict[str, list[JSONObject]]:
     """The items of each kind, as JSON-ready dicts with their ``text``."""
 
     store = open_store(store_dir)
@@ -293,10 +301,23 @@ def collect_items(store_dir: Path, odata: list) -> dict[str, list[dict]]:
     return {"set": sets, "activity": activities, "chunk": chunks}
 
 
+class HNSW(Protocol):
+    """What is used of an ``hnswlib.Index`` (hnswlib is imported only where an index is built or read)."""
+
+    def save_index(self, path: str) -> None: ...
+    def set_ef(self, ef: int) -> None: ...
+    def knn_query(self, data: np.ndarray, k: int = 1, num_threads: int = -1) -> tuple[np.ndarray, np.ndarray]: ...
+    def get_current_count(self) -> int: ...
+
+
+ProgressReport: TypeAlias = Callable[[int, int], None]
+"""``progress(done, total)``: told how many texts of how many are encoded so far."""
+
+
 class Progress:
     """Counts encoded texts for a ``progress(done, total)`` callback (called first with done = 0)."""
 
-    def __init__(self, report, total: int) -> None:
+    def __init__(self, report: ProgressReport | None, total: int) -> None:
         self.report, self.total, self.done = report, total, 0
         if report and total:
             report(0, total)
@@ -307,7 +328,7 @@ class Progress:
             self.report(self.done, self.total)
 
 
-def terminal_progress(stream=None, lead: str = "\n"):
+def terminal_progress(stream: TextIO | None = None, lead: str = "\n") -> ProgressReport | None:
     """A ``progress(done, total)`` that writes a line to stderr at the start, every
     :data:`PROGRESS_SECONDS` and at the end; None when stderr is not a terminal (logs and tests
     stay clean). Encoding a large corpus takes minutes; silence looked like a hang."""
@@ -332,7 +353,7 @@ def build_index(
     model: str | None = None,
     odata: list[Path] | None = None,
     cache_dir: Path | None = None,
-    progress="auto",
+    progress: ProgressReport | Literal["auto"] | None = "auto",
 ) -> IndexReport:
     """Write ``STORE/index/``: embed every item (reusing cached vectors) and build HNSW graphs.
 
@@ -365,7 +386,13 @@ def build_index(
     return report
 
 
-def _write_kinds(folder: Path, items: dict, cache: EmbeddingCache, encoder: Encoder, progress=None) -> int:
+def _write_kinds(
+    folder: Path,
+    items: dict[str, list[JSONObject]],
+    cache: EmbeddingCache,
+    encoder: Encoder,
+    progress: Callable[[int], None] | None = None,
+) -> int:
     dim = 0
     for kind in KINDS:
         vectors = cache.embed(encoder, [i["text"] for i in items[kind]], progress)
@@ -375,7 +402,7 @@ def _write_kinds(folder: Path, items: dict, cache: EmbeddingCache, encoder: Enco
     return dim
 
 
-def _write_manifest(folder: Path, model: str, dim: int, items: dict) -> None:
+def _write_manifest(folder: Path, model: str, dim: int, items: dict[str, list[JSONObject]]) -> None:
     slim = dict(items, chunk=[{k: v for k, v in c.items() if k != "text"} for c in items["chunk"]])
     manifest = {"format": FORMAT, "model": model, "dim": dim, "items": slim}
     write_atomic(folder / "index.json", json.dumps(manifest, sort_keys=True).encode("utf-8"))
@@ -434,7 +461,7 @@ def _read_manifest(store_dir: Path, path: Path) -> dict:
     return manifest
 
 
-def _check_manifest(store_dir: Path, path: Path, manifest: dict) -> None:
+def _check_manifest(store_dir: Path, path: Path, manifest: JSONObject) -> None:
     items, dim = manifest.get("items"), manifest.get("dim")
     if not isinstance(manifest.get("model"), str) or not isinstance(dim, int) or dim < 1:
         raise damaged(store_dir, path, "has no usable model and dimension")
@@ -442,11 +469,11 @@ def _check_manifest(store_dir: Path, path: Path, manifest: dict) -> None:
         raise damaged(store_dir, path, f"lacks the items of each kind ({', '.join(KINDS)}) or their fields")
 
 
-def _valid_items(items, fields: tuple) -> bool:
+def _valid_items(items: JSONValue, fields: tuple[str, ...]) -> bool:
     return isinstance(items, list) and all(isinstance(i, dict) and all(f in i for f in fields) for i in items)
 
 
-def _read_vectors(store_dir: Path, path: Path, shape: tuple) -> np.ndarray:
+def _read_vectors(store_dir: Path, path: Path, shape: tuple[int, int]) -> np.ndarray:
     try:
         vectors = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:

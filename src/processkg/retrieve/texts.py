@@ -15,12 +15,22 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TypeAlias
 
+from pyoxigraph import Store
+
+from processkg.aliases import Record
 from processkg.graph.store import records
+
+PropFacts: TypeAlias = tuple[str, str | None, str | None]
+"""A property as the texts use it: (name, label, description)."""
+SetIRIs: TypeAlias = dict[str, list[str]]
+"""Entity type or entity set name -> IRIs of the entity sets it stands for."""
 
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -60,7 +70,7 @@ def _is_subsequence(short: str, long: str) -> bool:
 class Lexicon:
     """Word frequencies of a corpus's names and labels, and the abbreviations they expand."""
 
-    def __init__(self, names, labels) -> None:
+    def __init__(self, names: Iterable[str], labels: Iterable[str]) -> None:
         self.counts: Counter = Counter()
         label_words: set = set()
         for text in labels:
@@ -132,7 +142,7 @@ class Lexicon:
         return " ".join(out)
 
 
-def _merge_unknown(pieces: list, known: frozenset) -> list:
+def _merge_unknown(pieces: list[str], known: frozenset[str]) -> list[str]:
     """Join consecutive unknown single pieces back into one token."""
     out: list = []
     for piece in pieces:
@@ -167,12 +177,12 @@ class SetItem:
 
 @dataclass
 class TypeFacts:
-    keys: list = field(default_factory=list)  # (name, label)
-    props: list = field(default_factory=list)  # (name, label, description)
-    navs: list = field(default_factory=list)  # target names
+    keys: list[tuple[str, str | None]] = field(default_factory=list)  # (name, label)
+    props: list[PropFacts] = field(default_factory=list)  # (name, label, description)
+    navs: list[str] = field(default_factory=list)  # target names
 
 
-def type_facts(store) -> dict[str, TypeFacts]:
+def type_facts(store: Store) -> dict[str, TypeFacts]:
     facts: dict = defaultdict(TypeFacts)
     for r in records(store, "retrieve-properties"):
         target = facts[r["type"]]
@@ -185,7 +195,7 @@ def type_facts(store) -> dict[str, TypeFacts]:
     return facts
 
 
-def telling(props: list, df: Counter, n_types: int, limit: int = TELLING) -> list:
+def telling(props: list[PropFacts], df: Counter[str], n_types: int, limit: int = TELLING) -> list[PropFacts]:
     """The ``limit`` properties with the rarest names in the corpus (highest IDF)."""
     usable = [p for p in props if not _CUSTOM.match(p[0])]
     ranked = sorted(usable, key=lambda p: (-math.log((1 + n_types) / (1 + df[p[0]])), p[0]))
@@ -217,17 +227,17 @@ def set_summary(
     return " ".join(parts)
 
 
-def _prop_text(lex: Lexicon, prop: tuple) -> str:
+def _prop_text(lex: Lexicon, prop: PropFacts) -> str:
     name, label, description = prop
     return _label_or_phrase(lex, name, label or description)
 
 
-def lexicon(store) -> Lexicon:
+def lexicon(store: Store) -> Lexicon:
     rows = records(store, "retrieve-lexicon")
     return Lexicon([r["name"] for r in rows], [r["label"] for r in rows if r["label"]])
 
 
-def set_items(store, lex: Lexicon | None = None) -> list[SetItem]:
+def set_items(store: Store, lex: Lexicon | None = None) -> list[SetItem]:
     """Every EntitySet of the store with its summary text, in a fixed order."""
     lex = lex or lexicon(store)
     facts = type_facts(store)
@@ -243,7 +253,7 @@ def set_items(store, lex: Lexicon | None = None) -> list[SetItem]:
 # ---------------------------------------------------------------- OpenAPI operations
 
 
-def operation_items(store) -> list[SetItem]:
+def operation_items(store: Store) -> list[SetItem]:
     """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
     under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
     inputs: dict = defaultdict(list)
@@ -257,7 +267,7 @@ def operation_items(store) -> list[SetItem]:
     ]
 
 
-def endpoint_text(op: dict, inputs: list) -> str:
+def endpoint_text(op: Record, inputs: list[Record]) -> str:
     """Summary, description, method and path, inputs, service title: most telling first, since
     the encoder truncates long texts at the end."""
     lines = [
@@ -276,7 +286,7 @@ def endpoint_text(op: dict, inputs: list) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _input(rec: dict, show_location: bool) -> str:
+def _input(rec: Record, show_location: bool) -> str:
     head = " ".join(_lower_words(rec["name"]))
     if show_location:
         head += f" ({rec['location']})"
@@ -284,7 +294,7 @@ def _input(rec: dict, show_location: bool) -> str:
     return f"{head}: {desc}" if desc else head
 
 
-def _sentence(text) -> str:
+def _sentence(text: str | None) -> str:
     text = (text or "").strip()
     return text if not text or text.endswith((".", "!", "?")) else text + "."
 
@@ -303,7 +313,7 @@ class ActivityItem:
     text: str
 
 
-def activity_items(store) -> list[ActivityItem]:
+def activity_items(store: Store) -> list[ActivityItem]:
     """Every BPMN activity with a text of its name, documentation, lane and process."""
     items = []
     for r in records(store, "retrieve-activities"):
@@ -350,7 +360,9 @@ def chunk_spans(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, int]]:
     return spans
 
 
-def _element_spans(text: str, start_re, end_re, key) -> list[tuple[int, int, str]]:
+def _element_spans(
+    text: str, start_re: re.Pattern[str], end_re: re.Pattern[str], key: Callable[[re.Match[str]], str]
+) -> list[tuple[int, int, str]]:
     """(start, end, key) of each element whose start tag ``start_re`` matches."""
     spans = []
     for m in start_re.finditer(text):
@@ -379,7 +391,7 @@ def _target_name(target: str) -> str:
 
 
 def file_chunks(
-    text: str, file: str, sets_by_type: dict, sets_by_name: dict, size: int = CHUNK_CHARS
+    text: str, file: str, sets_by_type: SetIRIs, sets_by_name: SetIRIs, size: int = CHUNK_CHARS
 ) -> list[ChunkItem]:
     """Chunks of one metadata file mapped to the entity sets they describe; unmapped ones dropped."""
     described = described_types(text)
@@ -398,7 +410,7 @@ def file_chunks(
     return chunks
 
 
-def chunk_items(store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
+def chunk_items(store: Store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
     """Chunks of the raw metadata files ``(path, display path as in kg:sourceFile)``."""
     by_file: dict = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
     for r in records(store, "retrieve-set-sources"):
@@ -416,7 +428,7 @@ def chunk_items(store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -
     return chunks
 
 
-def _source_file(display: str, known) -> str | None:
+def _source_file(display: str, known: Collection[str]) -> str | None:
     """The kg:sourceFile a discovered file stands for: the same display path, or the only one
     that ends with it (a file given on its own, not through the folder the store was built from)."""
     if display in known:

@@ -229,12 +229,12 @@ class Validator:
     def _violation(
         self,
         pending: Payloads,
-        focus: Node,
+        focus: Node | None,
         pointer: str,
         path: Node | None,
-        comp: Node,
+        comp: Node | None,
         value: Node | None,
-        shape: Node,
+        shape: Node | None,
     ) -> Violation:
         key = (focus, path)
         item = self.names.get(str(path)) if path is not None else None
@@ -242,7 +242,7 @@ class Validator:
         where = pending.pointers.get((focus, path, value)) or pending.pointers.get(key) or f"{pointer}/{_esc(name)}"
         raw = pending.values.get((focus, path, value), pending.values.get(key))
         kind = _kind(comp, path, item, shape)
-        owner = pending.types.get(focus)
+        owner = pending.types.get(focus) if focus is not None else None
         return Violation(kind, where, self._message(kind, name, owner, item, raw, pending.messages.get(key)), raw)
 
     def _message(
@@ -470,7 +470,7 @@ def _esc(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _node_pointer(focus: Node) -> tuple[int | None, str]:
+def _node_pointer(focus: Node | None) -> tuple[int | None, str]:
     text = str(focus)
     if not text.startswith(NODE):
         return None, ""
@@ -499,7 +499,7 @@ def _short(value: JSONValue) -> JSONValue:
     return value if len(text) <= 80 else text[:77] + "..."
 
 
-def _kind(comp: Node, path: Node | None, item: Prop | Nav | None, shape: Node) -> str:
+def _kind(comp: Node | None, path: Node | None, item: Prop | Nav | None, shape: Node | None) -> str:
     name = str(comp).rsplit("#", 1)[-1]
     if name == "ClosedConstraintComponent":
         return "unknown-navigation" if "/nav/" in str(path) else "unknown-property"

@@ -139,7 +139,7 @@ def _datetime(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     return iso.isoformat(), XSD_NS + "dateTime", None
 
 
-def _iso_datetime(text: str):
+def _iso_datetime(text: str) -> dt.datetime | None:
     candidate = text[:-1] + "+00:00" if text.endswith("Z") else text
     if "T" not in candidate:
         return None

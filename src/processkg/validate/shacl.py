@@ -9,7 +9,7 @@ validating one call costs only the shapes that the call's data graph can reach.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 from pyshacl import Validator as _PyShacl
@@ -17,6 +17,7 @@ from pyshacl.graph_abstraction import DataGraph
 from pyshacl.shapes_graph import ShapesGraph
 from rdflib import BNode, Graph, URIRef
 from rdflib import Literal as RLiteral
+from rdflib.term import Node
 
 from processkg.aliases import Term
 from processkg.vocab import SH_NS, XSD_STRING
@@ -82,7 +83,7 @@ class ShaclEngine:
         return conforms, report
 
     @staticmethod
-    def results(report: Graph):
+    def results(report: Graph) -> Iterator[tuple[Node | None, ...]]:
         """Each leaf ``sh:ValidationResult`` as (focus, path, component, value, shape); ``sh:detail`` unfolded."""
         sh = {
             n: URIRef(SH_NS + n)

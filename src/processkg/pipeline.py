@@ -6,6 +6,7 @@ returns a :class:`BuildReport`; the CLI only wires options and prints the report
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from processkg.validate.payload_shapes import SHAPES_GRAPH, check_graph, generat
 from processkg.vocab import RDF_TYPE
 
 ON_ERROR = ("fail", "warn", "skip")
+METADATA = "metadata"  # folder of a store version holding the services' source documents
 
 
 @dataclass
@@ -66,6 +68,7 @@ class BuildReport:
     shapes_seconds: float = 0.0
     index: IndexReport | None = None  # when the index was built
     turtle: bytes = b""
+    metadata: dict[str, str] = field(default_factory=dict)  # service name -> its kept source document
 
     def as_meta(self) -> dict:
         return {
@@ -78,6 +81,7 @@ class BuildReport:
             "processes": self.processes,
             "mapping_edges": self.mapping_edges,
             "triples": self.triples,
+            "metadata": self.metadata,
         }
 
 
@@ -91,6 +95,7 @@ class Builder:
         self.triples: list[Triple] = []
         self.entity_sets: dict[str, dict[str, list[NamedNode]]] = {}  # service name -> {set name: [IRI]}
         self.activities: list[ActivityRef] = []
+        self.documents: dict[str, Path] = {}  # service name -> source document, kept in the store
 
     def _failed(self, display: str, exc: ProcessKGError) -> None:
         if self.opt.on_error == "fail":
@@ -162,6 +167,9 @@ class Builder:
         for name, iri in lifter.set_iris.items():
             sets.setdefault(name, []).append(iri)
         self.report.services[key] = len(lifter.set_iris)
+        if not ambiguous:
+            self.documents[doc.name] = doc.path
+            self.report.metadata[doc.name] = f"{METADATA}/{doc.name}.xml"
 
     def _read_bindings(self, codes: CodeLists) -> None:
         """Read --code-bindings; a binding naming a value list that no --codes CSV has is an error."""
@@ -259,11 +267,19 @@ class Builder:
         odata = [Path(p) for p in self.opt.odata] if self.opt.chunks else []
         self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
 
+    def _keep_documents(self, tmp: Path) -> None:
+        """Copy each service's source document into the version, byte for byte (``kg serve``'s ``$metadata``)."""
+        for name, source in sorted(self.documents.items()):
+            target = tmp / self.report.metadata[name]
+            target.parent.mkdir(exist_ok=True)
+            shutil.copyfile(source, target)
+
     def _write(self, ntriples: bytes) -> None:
         meta = self.report.as_meta()
         if self.opt.store:
             with self.writer.version() as tmp:
                 write_store(tmp, ntriples, meta)
+                self._keep_documents(tmp)
                 self._shapes_and_check(tmp)
                 self._index(tmp)
                 if self.opt.out:

@@ -74,6 +74,9 @@ KGT = _Namespace(
     property navigationProperty keyProperty baseType
     isKey edmType isCollection nullable maxLength precision scale defaultValue
     creatable updatable deletable filterable sortable addressable computed immutable
+    fieldControl fieldControlPath requiredInFilter requiresFilter updatablePath deletablePath
+    filterRequiredProperty nonFilterableProperty insertRequiredProperty nonInsertableNavigation nonUpdatableProperty
+    concurrencyToken optimisticConcurrency
     semantics unitProperty textProperty
     targetEntityType targetEntitySet cardinality partner containsTarget relationship
     fromRole toRole referentialConstraint localProperty referencedProperty

@@ -16,6 +16,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.sources.codes import CodeRow
 from processkg.sources.odata.model import Service, key_of
 from processkg.sources.odata.read import (
+    CAPABILITIES,
     COMMON,
     CORE,
     MEASURES,
@@ -151,8 +152,11 @@ class ServiceLifter:
         t.integer(s, KGT.precision, prop.precision)
         t.text(s, KGT.scale, prop.scale)
         t.text(s, KGT.defaultValue, prop.default)
+        if prop.concurrency_fixed:
+            t.boolean(s, KGT.concurrencyToken, True)
         self._sap_flags(s, prop.sap)
         self._core_flags(s, anns)
+        self._field_control(s, prop.sap, anns)
         self._semantics(st, s, prop, anns)
         self._value_list(st, prop, s, anns)
 
@@ -162,16 +166,25 @@ class ServiceLifter:
             ("updatable", KGT.updatable),
             ("filterable", KGT.filterable),
             ("sortable", KGT.sortable),
+            ("required-in-filter", KGT.requiredInFilter),
         ):
             if attr in sap:
                 self.t.boolean(s, pred, sap[attr].lower() == "true")
 
     def _core_flags(self, s: NamedNode, anns: list[Annotation]) -> None:
         for ann in anns:
-            if ann.term == f"{CORE}.Computed" and _truthy(ann.value):
+            if _term(ann) == f"{CORE}.Computed" and _truthy(ann.value):
                 self.t.boolean(s, KGT.computed, True)
-            elif ann.term == f"{CORE}.Immutable" and _truthy(ann.value):
+            elif _term(ann) == f"{CORE}.Immutable" and _truthy(ann.value):
                 self.t.boolean(s, KGT.immutable, True)
+
+    def _field_control(self, s: NamedNode, sap: dict[str, str], anns: list[Annotation]) -> None:
+        """sap:field-control (a path) and Common.FieldControl: a constant member, or a path."""
+        self.t.text(s, KGT.fieldControlPath, sap.get("field-control"))
+        for ann in anns:
+            if _term(ann) == f"{COMMON}.FieldControl" and isinstance(ann.value, str):
+                member = field_control_member(ann.value)
+                self.t.text(s, KGT.fieldControl if member else KGT.fieldControlPath, member or ann.value)
 
     def _semantics(self, st: StructuredType, s: NamedNode, prop: Property, anns: list[Annotation]) -> None:
         t = self.t
@@ -377,15 +390,49 @@ class ServiceLifter:
         t.text(s, KGT.label, label)
         t.text(s, KGT.description, _description(es.sap, anns))
         t.add(s, KGT.entityType, self.type_iri(es.entity_type))
-        for attr, pred in (
-            ("creatable", KGT.creatable),
-            ("updatable", KGT.updatable),
-            ("deletable", KGT.deletable),
-            ("addressable", KGT.addressable),
-            ("searchable", KGT.searchSupported),
-        ):
-            if attr in es.sap:
-                t.boolean(s, pred, es.sap[attr].lower() == "true")
+        flags = {pred: es.sap[attr].lower() == "true" for attr, pred in _SET_FLAGS if attr in es.sap}
+        for ann in anns:
+            if _term(ann) in _RESTRICTIONS and isinstance(ann.value, dict):
+                self._restrictions(s, self.doc.types.get(es.entity_type), _term(ann), ann.value, flags)
+        for pred, value in flags.items():
+            t.boolean(s, pred, value)
+        t.text(s, KGT.updatablePath, es.sap.get("updatable-path"))
+        t.text(s, KGT.deletablePath, es.sap.get("deletable-path"))
+        if _optimistic_concurrency(es, anns):
+            t.boolean(s, KGT.optimisticConcurrency, True)
+
+    def _restrictions(
+        self, s: NamedNode, st: StructuredType | None, term: str, record: JSONObject, flags: dict[NamedNode, bool]
+    ) -> None:
+        """One Capabilities.*Restrictions record of an entity set: a false Insertable / Updatable /
+        Deletable lowers the set's flag (false wins over sap:creatable...), a path value is kept as
+        the run-time condition, and the property lists become links to the properties they name."""
+        for name, value in record.items():
+            pred = _RESTRICTIONS[term].get(name)
+            path = _RUN_TIME_PATHS.get(pred) if pred is not None else None
+            if pred in _RUN_TIME_PATHS and value in ("true", "false"):
+                flags[pred] = flags.get(pred, True) and value == "true"
+            elif path is not None and isinstance(value, str):
+                self.t.text(s, path, value)
+            elif pred == KGT.requiresFilter and value in ("true", "false"):
+                self.t.boolean(s, pred, value == "true")
+            elif pred is not None and isinstance(value, list):
+                for path in value:
+                    target = self._member_iri(st, path, nav=pred == KGT.nonInsertableNavigation)
+                    if target is not None:
+                        self.t.add(s, pred, target)
+
+    def _member_iri(self, st: StructuredType | None, path: JSONValue, nav: bool) -> NamedNode | None:
+        """The IRI of the property (or navigation property) a one-segment path names, if declared."""
+        if not nav:
+            return self._path_property(st, path)
+        seen: set[str] = set()
+        while st is not None and st.qname not in seen and isinstance(path, str):
+            seen.add(st.qname)
+            if any(n.name == path for n in st.navigations):
+                return self.nav_iri(st.qname, path)
+            st = self.doc.types.get(st.base_type)
+        return None
 
     def _navigations(self, st: StructuredType) -> None:
         for nav in st.navigations:
@@ -434,6 +481,70 @@ class ServiceLifter:
 
 
 # ---------------------------------------------------------------- annotation helpers
+
+
+def _optimistic_concurrency(es: EntitySet, anns: list[Annotation]) -> bool:
+    """Core.OptimisticConcurrency on the set (an empty collection too: ETags without saying how), or
+    sap:etag. Matched by the term's name: SAP's V2 documents use the alias SAP__core undeclared."""
+    named = any(a.term.rpartition(".")[2] == "OptimisticConcurrency" for a in anns)
+    return named or es.sap.get("etag", "false").lower() != "false"
+
+
+#: SAP's own aliases of the standard vocabularies, used in some SAP V2 documents without an
+#: edmx:Include that declares them (``SAP__core.Immutable`` in six A2X services).
+SAP_ALIASES = {"SAP__core": CORE, "SAP__common": COMMON, "SAP__capabilities": CAPABILITIES}
+
+#: Common.FieldControlType: member names, and the Int values that stand for them.
+FIELD_CONTROL_TYPES = {"7": "Mandatory", "3": "Optional", "1": "ReadOnly", "0": "Inapplicable"}
+
+#: sap: attribute of an entity set -> predicate.
+_SET_FLAGS = (
+    ("creatable", KGT.creatable),
+    ("updatable", KGT.updatable),
+    ("deletable", KGT.deletable),
+    ("addressable", KGT.addressable),
+    ("searchable", KGT.searchSupported),
+)
+
+#: Set flag -> the predicate of its run-time path (a Path value instead of a Bool; none for insert).
+_RUN_TIME_PATHS: dict[NamedNode, NamedNode | None] = {
+    KGT.creatable: None,
+    KGT.updatable: KGT.updatablePath,
+    KGT.deletable: KGT.deletablePath,
+}
+
+#: Capabilities term on an entity set -> {record field: predicate it is lifted to}.
+_RESTRICTIONS = {
+    f"{CAPABILITIES}.InsertRestrictions": {
+        "Insertable": KGT.creatable,
+        "RequiredProperties": KGT.insertRequiredProperty,
+        "NonInsertableNavigationProperties": KGT.nonInsertableNavigation,
+    },
+    f"{CAPABILITIES}.UpdateRestrictions": {
+        "Updatable": KGT.updatable,
+        "NonUpdatableProperties": KGT.nonUpdatableProperty,
+    },
+    f"{CAPABILITIES}.DeleteRestrictions": {"Deletable": KGT.deletable},
+    f"{CAPABILITIES}.FilterRestrictions": {
+        "RequiresFilter": KGT.requiresFilter,
+        "RequiredProperties": KGT.filterRequiredProperty,
+        "NonFilterableProperties": KGT.nonFilterableProperty,
+    },
+}
+
+
+def _term(ann: Annotation) -> str:
+    """The annotation's term with SAP's undeclared aliases (:data:`SAP_ALIASES`) replaced."""
+    prefix, _, name = ann.term.rpartition(".")
+    return f"{SAP_ALIASES[prefix]}.{name}" if prefix in SAP_ALIASES else ann.term
+
+
+def field_control_member(value: str) -> str | None:
+    """``Common.FieldControlType/Mandatory`` (any alias) or ``7`` -> ``Mandatory``; None for a path."""
+    if value.strip() in FIELD_CONTROL_TYPES:
+        return FIELD_CONTROL_TYPES[value.strip()]
+    head, sep, member = value.strip().rpartition("/")
+    return member if sep and head.endswith("FieldControlType") else None
 
 
 def _truthy(value: JSONValue) -> bool:

@@ -43,6 +43,7 @@ SAP_NS = "http://www.sap.com/Protocols/SAPData"
 SPEC_V4 = "https://docs.oasis-open.org/odata/odata-csdl-xml/v4.01/odata-csdl-xml-v4.01.html"
 SPEC_V2 = "https://www.odata.org/documentation/odata-version-2-0/overview/"
 
+CAPABILITIES = "Org.OData.Capabilities.V1"
 COMMON = "com.sap.vocabularies.Common.v1"
 CORE = "Org.OData.Core.V1"
 MEASURES = "Org.OData.Measures.V1"
@@ -90,6 +91,7 @@ class Property:
     sap: dict[str, str] = field(default_factory=dict)
     annotations: list[Annotation] = field(default_factory=list)
     is_key: bool = False
+    concurrency_fixed: bool = False  # V2 ConcurrencyMode="Fixed": part of the entity's ETag
 
     @property
     def is_collection(self) -> bool:
@@ -369,6 +371,7 @@ def _property(el: etree._Element, doc: ServiceDocument) -> Property:
         default=el.get("DefaultValue"),
         sap=_sap_attrs(el),
         annotations=_inline_annotations(el, doc),
+        concurrency_fixed=el.get("ConcurrencyMode") == "Fixed",
     )
 
 

@@ -30,11 +30,22 @@ from processkg.serve.app import create_app, open_server
     show_default=True,
     help="Require SAP's CSRF token on modifying requests (--no-csrf for simple clients).",
 )
-def serve_cmd(store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool) -> None:
-    """Serve every OData service of the store; validate each call before it touches the data."""
+@click.option(
+    "--etags/--no-etags",
+    default=True,
+    show_default=True,
+    help="Require If-Match on changes to entity sets whose metadata declares ETags (--no-etags for simple clients).",
+)
+def serve_cmd(
+    store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool, etags: bool
+) -> None:
+    """Serve every OData service of the store; validate each call before it touches the data.
+
+    Besides the services: POST /$reset restores the records the server started with, GET /$dump
+    returns every record as JSON (see docs/serve.md)."""
     import uvicorn  # heavy: only this command needs the ASGI server
 
-    server = open_server(store, record=record, data=data, csrf=csrf)
+    server = open_server(store, record=record, data=data, csrf=csrf, use_etags=etags)
     click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)

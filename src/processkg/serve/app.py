@@ -26,10 +26,11 @@ from starlette.routing import Route
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
-from processkg.serve import odata_json
+from processkg.serve import changes, etags, facts, odata_json
 from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
+from processkg.serve.references import References
 from processkg.serve.values import canonical
 from processkg.validate.calls import CallResult, Validator
 from processkg.validate.payload_shapes import Model, Nav, TypeInfo
@@ -50,6 +51,9 @@ READ_OPTIONS = {
     "sap-language",
 }
 METHODS = ["GET", "POST", "PATCH", "PUT", "MERGE", "DELETE"]
+CHANGES = ("PATCH", "MERGE", "PUT", "DELETE")  # on one entity, by key
+TUNNELED = {"MERGE", "PATCH", "PUT", "DELETE"}  # what a POST may carry in X-HTTP-Method (V2 clients)
+ADMIN = {"/$reset": "POST", "/$dump": "GET"}  # server state, at the server root (not OData, not recorded)
 
 
 def service_root(name: str, version: str, namespaces: set[str]) -> str:
@@ -75,13 +79,26 @@ class Server:
     """The state behind the application: model, data, validator and recording."""
 
     def __init__(
-        self, model: Model, validator: Validator, data: Data, recorder: Recorder | None = None, csrf: bool = True
+        self,
+        model: Model,
+        validator: Validator,
+        data: Data,
+        recorder: Recorder | None = None,
+        csrf: bool = True,
+        store_facts: facts.StoreFacts | None = None,
+        use_etags: bool = True,
     ):
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
         self.validate_lock = threading.Lock()
         self.csrf = csrf
         self.csrf_token = secrets.token_urlsafe(24)
+        self.facts = store_facts or facts.StoreFacts()
+        self.references = References(data, self.facts.constraints)
+        self.etags = use_etags
+
+    def uses_etags(self, table: Table) -> bool:
+        return self.etags and (table.service, table.name) in self.facts.etag_sets
 
     def check_csrf(self, method: str, headers: dict[str, str]) -> None:
         """SAP's protocol: a modifying request carries the token a GET with ``x-csrf-token: Fetch`` got."""
@@ -123,7 +140,7 @@ class Server:
             sets = sorted(self.model.services[res.service].sets)
             return JSONResponse(odata_json.service_document(version, sets))
         if res.rest[0][0] == "$metadata":
-            raise ServeHTTPError(501, "not-implemented", "$metadata is not served by this version of kg serve")
+            return self.metadata(res.service)
         self.check_get(url)
         unknown = sorted(k for k in query if k.startswith("$") and k not in READ_OPTIONS)
         if unknown:
@@ -134,7 +151,8 @@ class Server:
             if not records:
                 raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
             item = self.shape(table, records[0], base, query)
-            return JSONResponse(odata_json.single(table.type, item, table.name))
+            headers = {"ETag": etags.etag(records[0])} if self.uses_etags(table) else None
+            return JSONResponse(odata_json.single(table.type, item, table.name), headers=headers)
         if res.rest[-1][0] == "$count":
             return PlainTextResponse(str(len(self.filtered(table, records, query))))
         selected = self.filtered(table, records, query)
@@ -144,11 +162,38 @@ class Server:
         items = [self.shape(table, r, base, query) for r in selected]
         return JSONResponse(odata_json.collection(table.type, items, table.name, count))
 
+    def metadata(self, service: str) -> Response:
+        """The service's source document, byte for byte, as ``kg build`` kept it in the store."""
+        document = self.facts.documents.get(service)
+        if document is None:
+            raise ServeHTTPError(
+                404,
+                "no-metadata-document",
+                f"the store keeps no source document of {service}: rebuild it with this version of kg build",
+            )
+        return Response(document, media_type="application/xml")
+
     def check_get(self, url: str) -> None:
+        self.check_call({"method": "GET", "url": url})
+
+    def check_call(self, call: JSONObject) -> None:
+        """Validate ``call`` as ``kg validate`` reads it from a recording; a rejection is a 400."""
         with self.validate_lock:
-            result = self.validator.validate_call({"method": "GET", "url": url})
+            result = self.validator.validate_call(call)
         if not result.valid:
             raise _rejected(result)
+
+    def entity(self, table: Table, record: JSONObject, base: str, select: list[str] | None = None) -> dict[str, object]:
+        """One record as JSON, with its ETag where the entity set uses them."""
+        item = odata_json.entity(table.type, record, base, table.name, select)
+        if self.uses_etags(table):
+            tag = etags.etag(record)
+            meta = item.get("__metadata")
+            if isinstance(meta, dict):
+                meta["etag"] = tag
+            else:
+                item = {"@odata.etag": tag, **item}
+        return item
 
     def walk(self, res: Resource) -> tuple[Table, list[dict], bool]:
         """Follow entity set, key and navigation segments; the last table, its records, single or not."""
@@ -186,7 +231,7 @@ class Server:
 
     def shape(self, table: Table, record: JSONObject, base: str, query: dict[str, str]) -> dict[str, object]:
         select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
-        item = odata_json.entity(table.type, record, base, table.name, select)
+        item = self.entity(table, record, base, select)
         for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
             self.expand(table, record, item, path.replace("/", "/"), base)
         return item
@@ -204,7 +249,7 @@ class Server:
         rest = rest or options.get("$expand", "")
         children = []
         for r in related:
-            child = odata_json.entity(target.type, r, base, target.name)
+            child = self.entity(target, r, base)
             for sub in [s for s in split_top(rest, ",") if s]:
                 self.expand(target, r, child, sub, base)
             children.append(child)
@@ -217,21 +262,41 @@ class Server:
                 405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)"
             )
         table = self.table(res)
-        with self.validate_lock:
-            result = self.validator.validate_call({"method": "POST", "url": url, "payload": body})
-        if not result.valid:
-            raise _rejected(result)
-        payload = body["d"] if isinstance(body, dict) and isinstance(body.get("d"), dict) and len(body) == 1 else body
-        if not isinstance(payload, dict):
-            raise ServeHTTPError(400, "malformed", "a POST body must be a JSON object")
+        self.check_call({"method": "POST", "url": url, "payload": body})
+        payload = _payload(body)
         with self.data.lock:
+            _check_references(self.references.check(table, payload))
             record = self.insert(table, payload, {})
-        item = odata_json.entity(table.type, record, res.root, table.name)
-        return JSONResponse(
-            odata_json.single(table.type, item, table.name),
-            status_code=201,
-            headers={"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"},
-        )
+        item = self.entity(table, record, res.root)
+        headers = {"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"}
+        if self.uses_etags(table):
+            headers["ETag"] = etags.etag(record)
+        return JSONResponse(odata_json.single(table.type, item, table.name), status_code=201, headers=headers)
+
+    # ------------------------------------------------------------ PATCH, MERGE, PUT, DELETE
+    def change(self, res: Resource, method: str, body: JSONValue, url: str, headers: dict[str, str]) -> Response:
+        """Validate, find the entity (404), check ``If-Match`` (428/412) and references, then apply: 204."""
+        if len(res.rest) != 1 or res.rest[0][1] is None:
+            raise ServeHTTPError(405, "method-not-allowed", f"{method} changes one entity: address it by key")
+        if method == "MERGE" and not self.version(res.service).startswith(("1", "2", "3")):
+            raise ServeHTTPError(405, "method-not-allowed", "MERGE is OData V2; a V4 service takes PATCH")
+        table = self.table(res)
+        self.check_call({"method": method, "url": url, **({} if method == "DELETE" else {"payload": body})})
+        key = parse_key(table.type, res.rest[0][1] or "")
+        with self.data.lock:
+            record = table.rows.get(key)
+            if record is None:
+                raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
+            if self.uses_etags(table):
+                etags.check_if_match(record, headers.get("if-match"))
+            if method == "DELETE":
+                changes.delete(self.data, table, record)
+                return Response(status_code=204)
+            payload = _payload(body)
+            new = changes.changed(table, record, payload, replace=method == "PUT")
+            _check_references(self.references.check(table, new, changed=frozenset(payload)))
+            table.rows[key] = new
+        return Response(status_code=204, headers={"ETag": etags.etag(new)} if self.uses_etags(table) else None)
 
     def insert(self, table: Table, payload: JSONObject, inherited: dict[str, object]) -> dict[str, object]:
         """Store ``payload`` (deep insert along navigation properties); keys the client left out are assigned."""
@@ -322,6 +387,21 @@ def _next_key(table: Table, key: str) -> str:
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
 
 
+def _payload(body: JSONValue) -> JSONObject:
+    """The entity a write carries (V2's ``{"d": {...}}`` unwrapped)."""
+    payload = body["d"] if isinstance(body, dict) and isinstance(body.get("d"), dict) and len(body) == 1 else body
+    if not isinstance(payload, dict):
+        raise ServeHTTPError(400, "malformed", "the request body must be a JSON object")
+    return payload
+
+
+def _check_references(details: list[dict[str, str]]) -> None:
+    if details:
+        first = details[0]
+        summary = f"{len(details)} unknown reference(s); first at {first['target']}: {first['message']}"
+        raise ServeHTTPError(400, "unknown-reference", summary, details)
+
+
 def _rejected(result: CallResult) -> ServeHTTPError:
     details = [{"code": v.kind, "message": v.message, "target": v.path} for v in result.violations]
     first = result.violations[0]
@@ -336,14 +416,31 @@ def create_app(server: Server) -> Starlette:
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raw = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
+        if request.url.path in ADMIN:
+            return await run_in_threadpool(admin, server, request.method, request.url.path)
         return await run_in_threadpool(answer, server, request.method, url, headers, raw)
 
     return Starlette(routes=[Route("/{path:path}", handle, methods=METHODS)])
 
 
+def admin(server: Server, method: str, path: str) -> Response:
+    """``POST /$reset``: back to the records the server started with (204); ``GET /$dump``: all records."""
+    if method != ADMIN[path]:
+        body = odata_json.error("4.0", "method-not-allowed", f"{path} takes {ADMIN[path]}")
+        return JSONResponse(body, status_code=405)
+    if path == "/$reset":
+        server.data.reset()
+        return Response(status_code=204)
+    with server.data.lock:
+        return JSONResponse(server.data.dump())
+
+
 def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: bytes) -> Response:
     """One request, answered and recorded; errors become OData error bodies, never a traceback."""
     body: object = None
+    error: str | None = None  # the error code of a failed call, recorded beside its status
+    tunneled = headers.get("x-http-method", "").upper()
+    method = tunneled if method == "POST" and tunneled in TUNNELED else method
     try:
         if len(raw) > MAX_BODY:
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
@@ -352,18 +449,18 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
         server.check_csrf(method, headers)
         if is_batch:
             return batch(server, url, headers, raw)
-        response = dispatch(server, method, url, body)
+        response = dispatch(server, method, url, body, headers)
     except ServeHTTPError as exc:
-        response = _error_response(server, url, exc)
+        response, error = _error_response(server, url, exc), exc.code
     except (ServeQueryError, UnsupportedQueryError) as exc:
         status = 501 if isinstance(exc, UnsupportedQueryError) else 400
-        response = _error_response(server, url, ServeHTTPError(status, "bad-query", str(exc)))
+        response, error = _error_response(server, url, ServeHTTPError(status, "bad-query", str(exc))), "bad-query"
     if method == "GET" and headers.get("x-csrf-token", "").lower() == "fetch":
         response.headers["x-csrf-token"] = server.csrf_token
     elif response.status_code == 403:
         response.headers["x-csrf-token"] = "Required"
     if server.recorder is not None:
-        server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code)
+        server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code, error)
     return response
 
 
@@ -404,7 +501,7 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
     )
 
 
-def dispatch(server: Server, method: str, url: str, body: JSONValue) -> Response:
+def dispatch(server: Server, method: str, url: str, body: JSONValue, headers: dict[str, str] | None = None) -> Response:
     path = urlsplit(url).path
     res = server.resource(path)
     query = parse_call_url(url)["query"]
@@ -412,6 +509,8 @@ def dispatch(server: Server, method: str, url: str, body: JSONValue) -> Response
         return server.get(res, query, url)
     if method == "POST":
         return server.post(res, body, url)
+    if method in CHANGES:
+        return server.change(res, method, body, url, headers or {})
     raise ServeHTTPError(405, "method-not-allowed", f"{method} is not supported by this version of kg serve")
 
 
@@ -436,9 +535,18 @@ def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONRespon
     return JSONResponse(odata_json.error(version, exc.code, exc.message, exc.details), status_code=exc.status)
 
 
-def open_server(store: Path, record: Path | None = None, data: Path | None = None, csrf: bool = True) -> Server:
-    """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder."""
-    validator = Validator(store)
+def open_server(
+    store: Path, record: Path | None = None, data: Path | None = None, csrf: bool = True, use_etags: bool = True
+) -> Server:
+    """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder,
+    and what else the store says (source documents, ETag sets, referential constraints)."""
+    validator, store_facts = facts.load(store)
     return Server(
-        validator.model, validator, Data(validator.model, folder=data), Recorder(record) if record else None, csrf=csrf
+        validator.model,
+        validator,
+        Data(validator.model, folder=data),
+        Recorder(record) if record else None,
+        csrf=csrf,
+        store_facts=store_facts,
+        use_etags=use_etags,
     )

@@ -2,7 +2,10 @@
 
 Lines are written under a lock and flushed per call, so a recording read while the server runs,
 or after it was killed, holds every answered call whole. ``status`` is the HTTP status the call
-got; ``kg validate`` ignores it and gives its own verdict, which must agree.
+got and ``error`` the OData error code of a failed call; ``kg validate`` ignores both and gives its
+own verdict, which must agree where the server rejected the call as invalid (``invalid-call``).
+The other rejections depend on the server's data or protocol (``unknown-reference``,
+``precondition-failed``, ``not-found``, ...), which a recording does not hold.
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ class Recorder:
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
 
-    def record(self, method: str, url: str, body: JSONValue, status: int) -> None:
+    def record(self, method: str, url: str, body: JSONValue, status: int, error: str | None = None) -> None:
         with self.lock:
             entry: dict[str, object] = {"id": f"r{next(self.ids)}", "method": method, "url": url}
             if body is not None:
                 entry["payload"] = body
             entry["status"] = status
+            if error is not None:
+                entry["error"] = error
             self.file.write(json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n")
             self.file.flush()
 

@@ -163,7 +163,8 @@ def test_bad_requests_get_status_and_an_odata_error_body(client):
         ("POST", V2 + "A_SalesOrder", b"{not json", 400),
         ("POST", V2 + "A_SalesOrder", b"[" * 10 + b"]" * 10, 400),
         ("POST", V2 + "A_SalesOrder", b'{"x": "' + b"a" * 1_100_000 + b'"}', 413),
-        ("PUT", V2 + "A_SalesOrder", b"{}", 405),
+        ("PUT", V2 + "A_SalesOrder", b"{}", 400),  # a PUT names one entity by its key
+        ("PATCH", V2, b"{}", 405),
         ("GET", V2 + "NoSuchSet", None, 400),
     ]
     for method, url, content, status in cases:

@@ -275,18 +275,22 @@ class Server:
 
     # ------------------------------------------------------------ PATCH, MERGE, PUT, DELETE
     def change(self, res: Resource, method: str, body: JSONValue, url: str, headers: dict[str, str]) -> Response:
-        """Validate, find the entity (404), check ``If-Match`` (428/412) and references, then apply: 204."""
-        if len(res.rest) != 1 or res.rest[0][1] is None:
-            raise ServeHTTPError(405, "method-not-allowed", f"{method} changes one entity: address it by key")
+        """Validate, find the entity (404), check ``If-Match`` (428/412) and references, then apply: 204.
+
+        The entity is named by its key or by a to-one navigation from one (``A_SalesOrderItem(...)/to_SalesOrder``)."""
         if method == "MERGE" and not self.version(res.service).startswith(("1", "2", "3")):
             raise ServeHTTPError(405, "method-not-allowed", "MERGE is OData V2; a V4 service takes PATCH")
-        table = self.table(res)
+        if not res.rest:
+            raise ServeHTTPError(405, "method-not-allowed", f"{method} changes one entity: address it by key")
         self.check_call({"method": method, "url": url, **({} if method == "DELETE" else {"payload": body})})
-        key = parse_key(table.type, res.rest[0][1] or "")
         with self.data.lock:
-            record = table.rows.get(key)
-            if record is None:
+            table, records, single = self.walk(res)
+            if not single or res.rest[-1][0].startswith("$"):
+                raise ServeHTTPError(405, "method-not-allowed", f"{method} changes one entity: address it by key")
+            if not records:
                 raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
+            record = records[0]
+            key = table.key_of(record)
             if self.uses_etags(table):
                 etags.check_if_match(record, headers.get("if-match"))
             if method == "DELETE":

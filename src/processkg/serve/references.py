@@ -170,5 +170,5 @@ def _detail(ref: Reference, values: tuple[str, ...], pointer: str) -> dict[str, 
         "code": "unknown-reference",
         "target": f"{pointer}/{ref.props[-1]}",
         "message": f"{given} refers to no record of {where} ({ref.how}){hint}; "
-        f"use one that exists (GET {table.name}) or create it first",
+        f"use one that exists (read {table.name} of {table.service}) or create it first",
     }

@@ -1,0 +1,248 @@
+"""kg serve on the SAP A2X corpus: a real HTTP server on a free loopback port, driven with httpx.
+
+The server is started once per module on the session's A2X store (``a2x_store``); tests that
+change data start from the generated records (``POST /$reset``). The A2X metadata carries no
+value lists for the sales order's codes, so the invented-code test builds, once per module, a
+store of API_SALES_ORDER_SRV with SAP's code lists bound by ``data/sap/codes/bindings.yaml``.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+import uvicorn
+
+from conftest import ROOT, shared
+from processkg.pipeline import BuildOptions, build
+from processkg.serve.app import Server, create_app, open_server
+from processkg.validate.calls import read_calls
+
+SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+SO_V4 = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/api_salesorder/0001/"
+CUSTOMER = "0000000001"  # generated keys of A_Customer and A_Product (API_BUSINESS_PARTNER, API_PRODUCT_SRV)
+PRODUCT = "0000000001"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running(server: Server) -> Iterator[httpx.Client]:
+    port = free_port()
+    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not web.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert web.started, "the server did not start within 30 s"
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        yield client
+    web.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served(a2x_store, tmp_path_factory):
+    record = tmp_path_factory.mktemp("serve-a2x") / "calls.jsonl"
+    server = open_server(a2x_store, record=record, csrf=False)
+    with running(server) as client:
+        yield server, client, record
+
+
+@pytest.fixture
+def client(served):
+    _server, client, _record = served
+    assert client.post("/$reset").status_code == 204
+    return client
+
+
+def order(**extra: object) -> dict:
+    items = [
+        {"SalesOrderItem": "10", "Material": PRODUCT, "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"},
+        {"SalesOrderItem": "20", "Material": "0000000002", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"},
+    ]
+    return {"SalesOrderType": "OR", "SoldToParty": CUSTOMER, "to_Item": {"results": items}, **extra}
+
+
+def test_deep_insert_of_a_sales_order_with_items(client):
+    created = client.post(SO + "A_SalesOrder", json=order())
+    assert created.status_code == 201, created.text
+    number = created.json()["d"]["SalesOrder"]
+    assert number == "0000000021", "the server numbers the order after the 20 generated ones"
+    read = client.get(SO + f"A_SalesOrder('{number}')?$expand=to_Item").json()["d"]
+    items = read["to_Item"]["results"]
+    assert [(i["SalesOrder"], i["SalesOrderItem"], i["Material"]) for i in items] == [
+        (number, "10", PRODUCT),
+        (number, "20", "0000000002"),
+    ]
+    by_key = client.get(SO + f"A_SalesOrderItem(SalesOrder='{number}',SalesOrderItem='20')")
+    assert by_key.status_code == 200 and by_key.json()["d"]["RequestedQuantity"] == "1"
+
+
+def test_v4_deep_insert_along_a_rap_composition(client):
+    created = client.post(
+        SO_V4 + "SalesOrder",
+        json={"SalesOrderType": "OR", "SoldToParty": CUSTOMER, "_Item": [{"Product": PRODUCT, "RequestedQuantity": 2}]},
+    )
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["@odata.context"] == "$metadata#SalesOrder/$entity" and body["@odata.etag"].startswith('W/"')
+    items = client.get(SO_V4 + f"SalesOrder('{body['SalesOrder']}')/_Item").json()["value"]
+    assert [(i["SalesOrder"], i["Product"]) for i in items] == [(body["SalesOrder"], PRODUCT)]
+
+
+def test_a_reference_to_a_missing_product_is_rejected_then_accepted_after_repair(client):
+    bad = order()
+    bad["to_Item"]["results"][1]["Material"] = "NO-SUCH-BIKE"
+    rejected = client.post(SO + "A_SalesOrder", json=bad)
+    assert rejected.status_code == 400
+    [detail] = rejected.json()["error"]["innererror"]["errordetails"]
+    assert (detail["code"], detail["target"]) == ("unknown-reference", "/to_Item/1/Material")
+    assert "A_Product" in detail["message"] and "API_PRODUCT_SRV" in detail["message"]
+    assert client.get(SO + "A_SalesOrder/$count").text == "20", "nothing of the rejected order was stored"
+    assert client.post(SO + "A_SalesOrder", json=order()).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "root, source",
+    [(SO, "API_SALES_ORDER_SRV.edmx"), (SO_V4, "CE_SALESORDER_0001.edmx")],
+)
+def test_metadata_is_the_source_document_byte_for_byte(client, root, source):
+    answer = client.get(root + "$metadata")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/xml")
+    assert answer.content == shared("odata", "s4-a2x", source).read_bytes()
+
+
+def test_etags_on_reads_and_if_match_on_changes(served, client):
+    server, _client, _record = served
+    url = SO + "A_SalesOrder('0000000003')"
+    read = client.get(url)
+    tag = read.headers["etag"]
+    assert read.json()["d"]["__metadata"]["etag"] == tag, "ConcurrencyMode=Fixed on LastChangeDateTime"
+    change = {"PurchaseOrderByCustomer": "PO-4711"}
+    assert client.patch(url, json=change).status_code == 428
+    stale = client.patch(url, json=change, headers={"If-Match": 'W/"0000"'})
+    assert stale.status_code == 412 and stale.json()["error"]["code"] == "precondition-failed"
+    done = client.patch(url, json=change, headers={"If-Match": tag})
+    assert done.status_code == 204, done.text
+    assert done.headers["etag"] != tag and client.get(url).headers["etag"] == done.headers["etag"]
+    assert client.patch(url, json=change, headers={"If-Match": tag}).status_code == 412, "the old ETag is stale"
+    assert client.patch(url, json={"PurchaseOrderByCustomer": "PO-1"}, headers={"If-Match": "*"}).status_code == 204
+    v4 = client.get(SO_V4 + "SalesOrder('0000000003')")
+    assert v4.json()["@odata.etag"] == v4.headers["etag"], "Core.OptimisticConcurrency on the V4 set"
+    assert "etag" not in client.get(SO + "A_SalesOrderItem?$top=1").json()["d"]["results"][0]["__metadata"]
+    server.etags = False
+    try:
+        assert client.patch(url, json=change).status_code == 204, "--no-etags: no If-Match needed"
+        assert "etag" not in client.get(url).headers
+    finally:
+        server.etags = True
+
+
+def test_patch_merge_put_change_the_record(client):
+    url = SO + "A_SalesOrder('0000000004')"
+    tag = client.get(url).headers["etag"]
+    patched = client.patch(url, json={"PurchaseOrderByCustomer": "PATCHED"}, headers={"If-Match": tag})
+    assert patched.status_code == 204, patched.text
+    assert client.get(url).json()["d"]["PurchaseOrderByCustomer"] == "PATCHED"
+    merge = {"X-HTTP-Method": "MERGE", "If-Match": "*"}
+    assert client.post(url, json={"d": {"PurchaseOrderByCustomer": "MERGED"}}, headers=merge).status_code == 204
+    after = client.get(url).json()["d"]
+    assert after["PurchaseOrderByCustomer"] == "MERGED" and after["SoldToParty"], "MERGE keeps other fields"
+    replaced = client.put(url, json={"SalesOrderType": "OR"}, headers={"If-Match": "*"})
+    assert replaced.status_code == 204, replaced.text
+    assert "SoldToParty" not in client.get(url).json()["d"], "PUT replaces the whole entity"
+    bad = client.patch(url, json={"SoldToParty": "0099999999"}, headers={"If-Match": "*"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "unknown-reference"
+    missing = client.patch(SO + "A_SalesOrder('0099999999')", json={"PurchaseOrderByCustomer": "X"})
+    assert missing.status_code == 404
+
+
+def test_delete_removes_an_order_with_its_items(client):
+    url = SO + "A_SalesOrder('0000000005')"
+    assert client.get(url + "/to_Item").json()["d"]["results"], "generated items belong to the order"
+    assert client.delete(url, headers={"If-Match": "*"}).status_code == 204
+    assert client.get(url).status_code == 404
+    items = client.get(SO + "A_SalesOrderItem?$filter=SalesOrder eq '0000000005'").json()["d"]["results"]
+    assert items == [], "the order's items went with it"
+    assert client.delete(url, headers={"If-Match": "*"}).status_code == 404
+
+
+def test_changes_the_metadata_forbids_are_rejected_as_kg_validate_rejects_them(served, client):
+    server, _client, record = served
+    before = len(read_calls(record))
+    url = SO + "A_SalesOrder('0000000007')"
+    stamp = client.patch(url, json={"LastChangeDateTime": "/Date(1767225600000+0000)/"}, headers={"If-Match": "*"})
+    assert stamp.status_code == 400
+    [detail] = stamp.json()["error"]["innererror"]["errordetails"]
+    assert (detail["code"], detail["target"]) == ("read-only", "/LastChangeDateTime"), 'sap:updatable="false"'
+    line = client.get(SO + "A_SalesOrderScheduleLine?$top=1").json()["d"]["results"][0]["__metadata"]["uri"]
+    for method in ("DELETE", "PATCH"):
+        denied = client.request(method, line, json=None if method == "DELETE" else {"ScheduleLineCategory": "CP"})
+        assert denied.status_code == 400, (method, denied.text)
+        assert denied.json()["error"]["innererror"]["errordetails"][0]["code"] == "read-only"
+    merge = {"X-HTTP-Method": "MERGE", "If-Match": "*"}
+    assert client.post(url, json={"PurchaseOrderByCustomer": "OK"}, headers=merge).status_code == 204
+    assert client.get(url).json()["d"]["PurchaseOrderByCustomer"] == "OK", "the denied calls changed nothing else"
+    recorded = [call for _line, call in read_calls(record)][before:]
+    assert [c["method"] for c in recorded] == ["PATCH", "GET", "DELETE", "PATCH", "MERGE", "GET"]
+    # kg validate's engine on the calls as the recording holds them (the server's own instance of it:
+    # a second one would cost seconds of shape loading and check nothing more)
+    verdicts = server.validator.validate_calls(read_calls(record)[before:])
+    assert [v.valid for v in verdicts] == [c["status"] < 400 for c in recorded], "kg validate agrees with the server"
+
+
+def test_reset_restores_the_generated_records(client):
+    assert client.delete(SO + "A_SalesOrder('0000000006')", headers={"If-Match": "*"}).status_code == 204
+    assert client.post(SO + "A_SalesOrder", json=order()).status_code == 201
+    assert client.get(SO + "A_SalesOrder/$count").text == "20"
+    assert client.post("/$reset").status_code == 204
+    assert client.get(SO + "A_SalesOrder('0000000006')").status_code == 200
+    assert client.get(SO + "A_SalesOrder('0000000021')").status_code == 404
+    dump = client.get("/$dump").json()
+    assert (
+        len(dump["API_SALES_ORDER_SRV"]["A_SalesOrder"]) == 20 and len(dump["CE_SALESORDER_0001"]["SalesOrder"]) == 20
+    )
+
+
+# ---------------------------------------------------------------- SAP code lists
+
+
+@pytest.fixture(scope="module")
+def coded(tmp_path_factory):
+    """API_SALES_ORDER_SRV built with SAP's code lists (kg build --codes data/sap/codes --code-bindings ...)."""
+    store = tmp_path_factory.mktemp("a2x-codes") / "store"
+    codes = ROOT / "data" / "sap" / "codes"
+    build(
+        BuildOptions(
+            odata=[shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx")],
+            codes=[codes],
+            code_bindings=codes / "bindings.yaml",
+            store=store,
+            shapes=False,
+        )
+    )
+    with running(open_server(store, csrf=False)) as client:
+        yield client
+
+
+def test_an_invented_code_is_rejected_then_accepted_after_repair(coded):
+    payload = {**order(), "SalesOrderType": "ZZZ", "SalesOrganization": "1010", "DistributionChannel": "10"}
+    rejected = coded.post(SO + "A_SalesOrder", json=payload)
+    assert rejected.status_code == 400, rejected.text
+    details = rejected.json()["error"]["innererror"]["errordetails"]
+    assert [(d["code"], d["target"]) for d in details] == [("invalid-code", "/SalesOrderType")]
+    assert "OR" in details[0]["message"].split("(", 1)[1], "the hint names SAP's codes"
+    repaired = coded.post(SO + "A_SalesOrder", json={**payload, "SalesOrderType": "OR"})
+    assert repaired.status_code == 201, repaired.text
+    assert repaired.json()["d"]["SalesOrderType"] == "OR"

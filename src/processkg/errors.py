@@ -159,6 +159,10 @@ class IndexNotFoundError(ProcessKGError):
     """The store has no retrieval index, or one built with another model or format."""
 
 
+class RankingModelError(ProcessKGError):
+    """The routed ranking model (``assets/ranking/routed.json``) is missing, damaged or of other kinds."""
+
+
 class ModelNotInstalledError(ProcessKGError):
     """An embedding model that is named but not installed (its PyPI parts are missing)."""
 

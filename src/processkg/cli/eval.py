@@ -11,10 +11,12 @@ import click
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
+from processkg.evaluate.train_ranker import routing_accuracy
 from processkg.graph.stats import table
 from processkg.retrieve.retriever import METHODS, RetrievalSettings, Retriever
 
 DEFAULT_METHODS = ",".join(METHODS)  # the registry of kg retrieve, baselines first
+ROUTED = "hybrid-routed"  # the method whose kind classifier the report scores
 #: Ablations of a hybrid method: (suffix, RetrievalSettings overrides).
 ABLATIONS = (
     ("no-mapping-edges", {"mapping_edges": False}),
@@ -97,6 +99,8 @@ def retrieval_cmd(
     evaluation["seconds"] = {m: round(s, 3) for m, s in seconds.items()}
     evaluation["model"] = retriever.index.model
     evaluation["split"] = split
+    if ROUTED in _csv(methods) and retriever.matrices.has_process:
+        evaluation["routing"] = routing_accuracy(retriever, queries)
     command = "kg eval retrieval " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     click.echo(_summary(evaluation, cutoffs))
     if out:

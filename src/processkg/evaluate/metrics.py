@@ -275,7 +275,28 @@ def render_markdown(evaluation: JSONObject, command: str = "") -> str:
             f"| {t['a']} | {t['b']} | {t['group']} | {t['n']} | {t['mean_diff']:+.3f} | "
             f"{t['wilcoxon_p']:.4f} | {t['permutation_p']:.4f} |"
         )
+    lines += _routing_lines(evaluation.get("routing"))
     return "\n".join(lines) + "\n"
+
+
+def _routing_lines(routing: JSONObject | None) -> list[str]:
+    """The kind classifier's accuracy per kind and what it took each kind for."""
+    if not routing:
+        return []
+    kinds = [k for k in routing if k != "all"]
+    lines = [
+        "",
+        "## Query kind classifier (routed hybrid)",
+        "",
+        "| kind | n | accuracy | " + " | ".join(f"as {k}" for k in kinds) + " |",
+    ]
+    lines.append("|---|---|---|" + "---|" * len(kinds))
+    for kind in kinds:
+        row = routing[kind]
+        cells = " | ".join(str(row["predicted"][k]) for k in kinds)
+        lines.append(f"| {kind} | {row['n']} | {row['accuracy']:.3f} | {cells} |")
+    lines.append(f"| all | {routing['all']['n']} | {routing['all']['accuracy']:.3f} |" + " |" * len(kinds))
+    return lines
 
 
 def plot_recall_curves(evaluation: JSONObject, path: Path) -> list:

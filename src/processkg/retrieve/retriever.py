@@ -28,14 +28,22 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
+from typing import Any, TypeAlias, cast
 
 import numpy as np
+from pyoxigraph import Store
 
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.index import Encoder, load_index, model_id
+from processkg.retrieve.routing import KINDS, Pick, load_model, pick
+from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
 from processkg.retrieve.texts import words_of
+
+Path_: TypeAlias = tuple[str, ...]
+"""A walk along bpmn:next: the activity IRIs (or names, once shown) from a seed onwards."""
 
 DEFAULT_HOPS = 2
 MAX_HOPS = 6
@@ -103,6 +111,12 @@ _STOP = frozenset(
 )
 
 
+#: What a result's ``source`` says: matched itself (or through an activity that uses it), reached
+#: along ``bpmn:next`` after the matched step, reached backwards (a step before the matched one),
+#: or a navigation target of a matched entity set.
+SOURCES = ("seed", "expanded", "preceding", "navigation")
+
+
 @dataclass(frozen=True)
 class Result:
     """One retrieved entity set."""
@@ -110,9 +124,10 @@ class Result:
     service: str
     entity_set: str
     score: float
-    source: str = "seed"  # "seed" or "expanded"
-    via: tuple = ()  # activity names: the chain that led here
+    source: str = "seed"  # see SOURCES
+    via: tuple = ()  # the path that led here: activity names (or, for "navigation", the entity set navigated from)
     iri: str = ""
+    alternatives: tuple = ()  # near-duplicates returned in this one slot: (service, entity_set) pairs
 
     def as_json(self) -> dict:
         return {
@@ -121,6 +136,7 @@ class Result:
             "score": round(float(self.score), 4),
             "source": self.source,
             "via": list(self.via),
+            "alternatives": [{"service": s, "entity_set": e} for s, e in self.alternatives],
         }
 
 
@@ -188,7 +204,7 @@ class Lexical:
         return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
 
 
-def check_query(query) -> str:
+def check_query(query: str) -> str:
     """A query must say something: an empty one would return arbitrary results (dense ranks
     the embedding of nothing), so it is refused."""
     if not isinstance(query, str) or not query.strip():
@@ -225,6 +241,10 @@ class Retriever:
         self.uses = self._uses()
         self.navigations = self._navigations()
         self._lexical: Lexical | None = None
+        self._matrices: ProcessMatrices | None = None
+        self._activity_lexical: Lexical | None = None
+        self._ablated: dict[tuple[bool, bool], ProcessMatrices] = {}  # (mapping edges, sequence edges) ->
+        self._steps: dict[str, np.ndarray] = {}  # query -> embeddings of its steps (retrieve_many: one batch)
         self._chains: dict = {}
         self.expansion = {"seeds": 0, "rows": 0}  # expand.rq runs and the rows they returned
 
@@ -248,6 +268,53 @@ class Retriever:
             self._lexical = Lexical([s["text"] for s in self.sets])
         return self._lexical
 
+    @property
+    def activity_lexical(self) -> Lexical:
+        """BM25 over the activity texts: the query's words matched to process steps."""
+        if self._activity_lexical is None:
+            self._activity_lexical = Lexical([a["text"] for a in self.activities])
+        return self._activity_lexical
+
+    @property
+    def matrices(self) -> ProcessMatrices:
+        """The process layer and navigations as matrices, for the signals of the routed ``hybrid``."""
+        if self._matrices is None:
+            edges = [(a.value, b.value) for a, b in select(self.store, load_query("retrieve-next"))[1]]
+            vectors = self.index.vectors
+            self._matrices = ProcessMatrices(
+                [s["name"] for s in self.sets],
+                vectors["set"],
+                [a["iri"] for a in self.activities],
+                vectors["activity"],
+                self.uses,
+                edges,
+                self.navigations,
+            )
+        return self._matrices
+
+    def matrices_for(self, settings: RetrievalSettings) -> ProcessMatrices:
+        """The matrices with the edges an ablation leaves out removed."""
+        key = (settings.mapping_edges, settings.sequence_edges)
+        if key == (True, True):
+            return self.matrices
+        if key not in self._ablated:
+            self._ablated[key] = self.matrices.ablated(*key)
+        return self._ablated[key]
+
+    def signals(self, query: str, vector: np.ndarray, matrices: ProcessMatrices | None = None) -> QuerySignals:
+        """Every signal of :mod:`processkg.retrieve.signals` for every entity set, for one query."""
+        steps = self._steps[query] if query in self._steps else self.embed_steps([query])[0]
+        words = self.activity_lexical.scores(query)
+        return (matrices or self.matrices).signals(vector, self.lexical.scores(query), query, steps, words)
+
+    def embed_steps(self, queries: list[str]) -> list[np.ndarray]:
+        """The embeddings of each query's steps (:func:`~processkg.retrieve.signals.steps_of`), in one call."""
+        parts = [steps_of(q) for q in queries]
+        flat = [p for ps in parts for p in ps]
+        vectors = self.embed(flat) if flat else np.zeros((0, self.index.dim), dtype=np.float32)
+        bounds = np.cumsum([0] + [len(ps) for ps in parts])
+        return [vectors[a:b] for a, b in pairwise(bounds)]
+
     # ------------------------------------------------------------ public API
     def embed(self, queries: list[str]) -> np.ndarray:
         return self.encoder.encode(list(queries))
@@ -258,10 +325,10 @@ class Retriever:
         k: int = 5,
         settings: RetrievalSettings | None = None,
         vector: np.ndarray | None = None,
-        **options,
+        **options: int | bool | str,
     ) -> list[Result]:
         """The top ``k`` entity sets for ``query``; ``options`` override ``settings`` fields."""
-        settings = replace(settings or RetrievalSettings(), **options).check()
+        settings = replace(settings or RetrievalSettings(), **cast(dict[str, Any], options)).check()
         if k < 1:
             raise ProcessKGError(f"-k must be at least 1, not {k}")
         check_query(query)
@@ -270,18 +337,23 @@ class Retriever:
         return METHODS[settings.method].run(self, query, vector, k, settings)
 
     def retrieve_many(
-        self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None, **options
+        self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None, **options: int | bool | str
     ) -> list[list[Result]]:
         """Batch retrieval: all query embeddings computed in one call."""
-        settings = replace(settings or RetrievalSettings(), **options).check()
+        settings = replace(settings or RetrievalSettings(), **cast(dict[str, Any], options)).check()
         for query in queries:
             check_query(query)
         dense = METHODS[settings.method].dense and queries
         vectors = self.embed(queries) if dense else [None] * len(queries)
-        return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
+        if METHODS[settings.method].steps and queries:
+            self._steps = dict(zip(queries, self.embed_steps(queries)))
+        try:
+            return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
+        finally:
+            self._steps = {}
 
     # ------------------------------------------------------------ building blocks
-    def result(self, row: int, score: float, source: str = "seed", via: tuple = ()) -> Result:
+    def result(self, row: int, score: float, source: str = "seed", via: tuple[str, ...] = ()) -> Result:
         s = self.sets[row]
         return Result(s["service"], s["name"], float(score), source, via, s["iri"])
 
@@ -306,7 +378,7 @@ class Retriever:
     def _walk(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
         starts, nexts, uses = _subgraph(self.store, seed, self.expansion)
         found: dict = {}
-        frontier = [(a, (a,)) for a in sorted(starts, key=self._activity_key)]
+        frontier: list[tuple[str, Path_]] = [(a, (a,)) for a in sorted(starts, key=self._activity_key)]
         seen = set(starts)
         for hops in range(max_hops + 1):
             for activity, path in frontier:
@@ -317,7 +389,9 @@ class Retriever:
             frontier = self._step(frontier, nexts, seen)
         return list(found.values())
 
-    def _step(self, frontier: list, nexts: dict, seen: set) -> list:
+    def _step(
+        self, frontier: list[tuple[str, Path_]], nexts: dict[str, set[str]], seen: set[str]
+    ) -> list[tuple[str, Path_]]:
         out = []
         for activity, path in frontier:
             for nxt in sorted(nexts.get(activity, ()), key=self._activity_key):
@@ -329,7 +403,7 @@ class Retriever:
     def _activity_key(self, iri: str) -> tuple:
         return (self.activity_name.get(iri) or "", iri)
 
-    def names(self, path: tuple) -> tuple:
+    def names(self, path: Path_) -> Path_:
         return tuple(self.activity_name.get(a) or a.rsplit("/", 1)[-1] for a in path)
 
     def verified(self, query: str, row: int, score: float, best: float) -> bool:
@@ -339,7 +413,9 @@ class Retriever:
         return bool(set(tokenize(query)) & set(tokenize(self.sets[row]["text"])))
 
 
-def _subgraph(store, seed: str, counts: dict | None = None) -> tuple[set, dict, dict]:
+def _subgraph(
+    store: Store, seed: str, counts: dict[str, int] | None = None
+) -> tuple[set[str], dict[str, set[str]], dict[str, set[str]]]:
     """The process edges downstream of ``seed``: start activities, bpmn:next and uses:entitySet.
     ``counts`` (seeds, rows) is told what the query returned: evidence for the evaluations."""
     starts, nexts, uses = set(), defaultdict(set), defaultdict(set)
@@ -359,11 +435,11 @@ def _subgraph(store, seed: str, counts: dict | None = None) -> tuple[set, dict, 
 # ---------------------------------------------------------------- methods
 
 
-def dense(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
+def dense(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     return [r.result(row, score) for row, score in r.dense_sets(vector, k)]
 
 
-def tokens(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
+def tokens(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     scores = r.lexical.scores(query)
     return [r.result(row, scores[row]) for row in _ranked(scores, k, positive=True)]
 
@@ -386,7 +462,7 @@ class _Ranking:
             self.items.append(result)
 
 
-def hybrid_paper(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
+def hybrid_paper(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     """Dense seeds in dense order, each followed by its downstream entity sets."""
     seeds = r.dense_sets(vector, k)
     best = seeds[0][1] if seeds else 0.0
@@ -404,7 +480,7 @@ def _expands(r: Retriever, settings: RetrievalSettings, query: str, row: int, sc
     return not settings.verify_seeds or r.verified(query, row, score, best)
 
 
-def _expand(r: Retriever, out: _Ranking, seed: str, score: float, hops: tuple, prefix: tuple) -> None:
+def _expand(r: Retriever, out: _Ranking, seed: str, score: float, hops: tuple[int, int], prefix: Path_) -> None:
     for row, path in r.chain(seed, *hops):
         if out.full:
             return
@@ -439,7 +515,12 @@ class _Seed:
 
 
 def fused_seeds(
-    r: Retriever, query: str, vector, settings: RetrievalSettings, config: HybridConfig = HYBRID, n: int = CANDIDATES
+    r: Retriever,
+    query: str,
+    vector: np.ndarray,
+    settings: RetrievalSettings,
+    config: HybridConfig = HYBRID,
+    n: int = CANDIDATES,
 ) -> list[_Seed]:
     """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
     seeds: dict = {}
@@ -454,7 +535,7 @@ def fused_seeds(
     return sorted(seeds.values(), key=lambda s: (-s.score, -s.dense, s.row))
 
 
-def _object_query(r: Retriever, vector, config: HybridConfig) -> bool:
+def _object_query(r: Retriever, vector: np.ndarray, config: HybridConfig) -> bool:
     """Does the query match an entity set about as well as a process activity ("the items of
     sales order 4711") rather than describe a process step ("now charge the customer")? Never
     without a process layer: the test needs activities (and was only tuned with them)."""
@@ -464,15 +545,21 @@ def _object_query(r: Retriever, vector, config: HybridConfig) -> bool:
     return best_set >= r.dense_activities(vector, 1)[0][1] - config.object_margin
 
 
-def _dense_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
+def _dense_list(
+    r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
+) -> list[tuple[int, tuple]]:
     return [(row, ()) for row, _sim in r.dense_sets(vector, n)]
 
 
-def _token_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
+def _token_list(
+    r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
+) -> list[tuple[int, tuple]]:
     return [(row, ()) for row in _ranked(r.lexical.scores(query), n, positive=True)]
 
 
-def _activity_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
+def _activity_list(
+    r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
+) -> list[tuple[int, tuple]]:
     """Entity sets in the order of the activities (nearest first) that use them."""
     out, seen = [], set()
     for activity, _sim in r.dense_activities(vector, n):
@@ -483,7 +570,9 @@ def _activity_list(r: Retriever, query: str, vector, n: int, settings: Retrieval
     return out[:n]
 
 
-def _chain_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
+def _chain_list(
+    r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
+) -> list[tuple[int, tuple]]:
     """Entity sets by their best activity path A -> ... -> B (0..h hops), scored sim(A) + sim(B):
     "the goods left the warehouse (A), now charge the customer (B)" matches both ends."""
     sim_of = dict(r.dense_activities(vector, len(r.activities)))
@@ -497,7 +586,9 @@ def _chain_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSet
     return [(row, path) for row, (_score, path) in ranked[:n]]
 
 
-def _navigation_list(r: Retriever, query: str, vector, n: int, settings: RetrievalSettings) -> list[tuple[int, tuple]]:
+def _navigation_list(
+    r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
+) -> list[tuple[int, tuple]]:
     """The navigation targets (``kg:targetEntitySet``) of the nearest entity sets, most similar
     to the query first: "the schedule lines of order 4711" finds the order, needs its lines."""
     targets = {t for row, _sim in r.dense_sets(vector, NAVIGATION_SEEDS) for t in r.navigations.get(row, ())}
@@ -515,7 +606,12 @@ _LISTS = {
 
 
 def hybrid(
-    r: Retriever, query: str, vector, k: int, settings: RetrievalSettings, config: HybridConfig = HYBRID
+    r: Retriever,
+    query: str,
+    vector: np.ndarray,
+    k: int,
+    settings: RetrievalSettings,
+    config: HybridConfig = HYBRID,
 ) -> list[Result]:
     """Fused seeds in fused order, each followed by the entity sets downstream of it."""
     fused = fused_seeds(r, query, vector, settings, config)
@@ -534,7 +630,7 @@ def hybrid(
     return out.items
 
 
-def _grown(r: Retriever, seed: _Seed, hops: tuple, config: HybridConfig, order: dict) -> list:
+def _grown(r: Retriever, seed: _Seed, hops: tuple[int, int], config: HybridConfig, order: dict[int, float]) -> list:
     """The entity sets downstream of a seed: of the entity set itself if it matched directly,
     else of the activity (path) through which it was reached."""
     if seed.path and not seed.direct:
@@ -547,14 +643,52 @@ def _grown(r: Retriever, seed: _Seed, hops: tuple, config: HybridConfig, order: 
     return chain[: config.per_seed] if config.per_seed else chain
 
 
-def _joined(prefix: tuple, path: tuple) -> tuple:
+def _joined(prefix: Path_, path: Path_) -> Path_:
     """A seed's path followed by an expansion path that starts where the seed's path ends."""
     if prefix and path and prefix[-1] == path[0]:
         return prefix + path[1:]
     return path
 
 
-def chunkrag(r: Retriever, query: str, vector, k: int, settings: RetrievalSettings) -> list[Result]:
+def hybrid_routed(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
+    """The routed ranking (:mod:`processkg.retrieve.routing`): every entity set scored at once by
+    the learned models, weighted by the kind of the query; near-duplicates in one slot. Without a
+    process layer there is nothing to route on: the dense + BM25 fusion of ``hybrid-v1``."""
+    if not r.matrices.has_process:
+        return hybrid(r, query, vector, k, settings)
+    model = load_model()
+    matrices = r.matrices_for(settings)
+    sig = r.signals(query, vector, matrices)
+    scores, probs = model.scores(query, sig)
+    workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
+    picks = pick(scores, matrices.family, k, sig.paths.step - 1 if workflow else None)
+    groups = model.explain(sig, probs)
+    return [_routed_result(r, p, float(scores[p.row]), groups[p.row], sig.paths) for p in picks]
+
+
+def _routed_result(r: Retriever, chosen: Pick, score: float, group: str, paths: Paths) -> Result:
+    source, via = _explained(r, chosen.row, group, paths)
+    alternatives = tuple((r.sets[i]["service"], r.sets[i]["name"]) for i in chosen.alternatives)
+    return replace(r.result(chosen.row, score, source, via), alternatives=alternatives)
+
+
+def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, tuple]:
+    """``source`` and ``via`` of a routed result, from the path behind its strongest signal."""
+    path = getattr(paths, group, None) if group != "seed" else None
+    rows = tuple(int(p[row]) for p in path) if isinstance(path, tuple) else ((int(path[row]),) if path is not None else ())
+    if not rows or min(rows) < 0:
+        return "seed", ()
+    if group == "navigation":
+        return "navigation", (r.sets[rows[0]]["name"],)
+    names = tuple(r.activities[i]["name"] for i in rows)
+    if len(names) == 1:
+        return "seed", names
+    if group == "before":  # (B, C): B uses the set, C matched; walked from C
+        return ("expanded" if paths.backward else "preceding"), names[::-1]
+    return ("preceding" if paths.backward else "expanded"), names
+
+
+def chunkrag(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     """Raw-metadata chunks nearest to the query, mapped back to the entity sets they describe."""
     chunks = r.index.items["chunk"]
     if not chunks:
@@ -579,6 +713,7 @@ class Method:
     description: str
     run: Callable
     dense: bool = True  # embeds the query
+    steps: bool = False  # also embeds the parts of the query that may name steps (retrieve_many: in one batch)
     chunks: bool = False  # needs raw-metadata chunks (OData only: ``kg index --odata``)
 
 
@@ -605,6 +740,14 @@ METHODS: dict[str, Method] = {
             "reciprocal rank fusion of dense, activity chain, BM25 and activity lists (and "
             "navigation targets for object queries), each seed followed by its best downstream entity set",
             hybrid,
+        ),
+        Method(
+            "hybrid-routed",
+            "the query's kind (object, object and details, process situation, multi-step task) "
+            "decides how learned models weigh dense, BM25, activity, process-step and navigation "
+            "signals over every entity set; near-duplicates share one slot",
+            hybrid_routed,
+            steps=True,
         ),
     )
 }

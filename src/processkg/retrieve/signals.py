@@ -1,0 +1,357 @@
+"""What each retrieval signal says about every entity set of a store, for one query, as arrays.
+
+The routed ``hybrid`` ranks all entity sets at once: each signal below is one value per entity
+set, computed with matrix operations over the whole store (no Python loop over the sets), and a
+learned model (:mod:`processkg.retrieve.routing`) weighs them.
+
+* ``dense``: cosine similarity of the query and the set's summary; ``tokens``: BM25.
+* ``activity``: the similarity of the nearest activity that uses the set (``uses:entitySet``):
+  "create the billing document" finds the activity, the activity names its set.
+* ``after``: the query describes a step A and the set is used by a step B right after it
+  (``A bpmn:next B``): "the goods left the warehouse" (A), so billing (B) comes next.
+  ``chain`` scores the same path by both ends, sim(A) + sim(B); ``after2`` allows two steps.
+* ``before``: the set is used by a step B right *before* the step C the query names: "I need
+  to pay the supplier" (C) needs the invoice posted before it (B).
+* ``navigation``: the set is a navigation target (``kg:targetEntitySet``) of a set that matches
+  the query ("the schedule lines of order 4711").
+* ``family``: near-duplicates (the same object in another service, ``_2``/``_4`` variants) share
+  their best dense similarity, and are returned once (:func:`families`).
+* process position: whether an activity that uses the set starts or ends its process.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The signals, one column each of :meth:`ProcessMatrices.features`, in this order.
+SIGNALS = (
+    "dense",
+    "dense_gap",
+    "dense_rank",
+    "tokens",
+    "tokens_rank",
+    "activity",
+    "activity_gap",
+    "after",
+    "after_gap",
+    "chain",
+    "after2",
+    "before",
+    "before_gap",
+    "navigation",
+    "navigation_gap",
+    "mapped",
+    "starts",
+    "ends",
+    "family_gap",
+    "duplicated",
+    "activity_rank",
+    "after_rank",
+    "chain_rank",
+    "after2_rank",
+    "before_rank",
+    "navigation_rank",
+    "step_activity",
+    "step_after",
+    "step_chain",
+    "step_activity_rank",
+    "step_after_rank",
+    "step_chain_rank",
+    "word_activity",
+    "word_after",
+    "word_chain",
+    "word_activity_rank",
+    "word_after_rank",
+    "word_chain_rank",
+)
+#: Path signals that also get a rank feature (ties broken by dense similarity).
+RANKED = (
+    "activity",
+    "after",
+    "chain",
+    "after2",
+    "before",
+    "navigation",
+    "step_activity",
+    "step_after",
+    "step_chain",
+    "word_activity",
+    "word_after",
+    "word_chain",
+)
+#: The path each signal stands for, which explains a result (its ``source`` and ``via``).
+_PATH_OF = {
+    "dense": "seed",
+    "tokens": "seed",
+    "activity": "activity",
+    "after": "after",
+    "chain": "chain",
+    "after2": "after2",
+    "before": "before",
+    "navigation": "navigation",
+}
+GROUPS = {n: _PATH_OF[n.split("_")[0]] for n in SIGNALS if n.split("_")[0] in _PATH_OF}
+GROUPS.update({"step_activity": "step_activity", "step_activity_rank": "step_activity"})
+GROUPS.update({"step_after": "step_after", "step_after_rank": "step_after"})
+GROUPS.update({"step_chain": "step_chain", "step_chain_rank": "step_chain"})
+GROUPS.update({f"word_{n}{r}": f"word_{n}" for n in ("activity", "after", "chain") for r in ("", "_rank")})
+#: Where a query is cut into steps: sentence ends, commas, "then", "and then", "after that".
+_CUTS = re.compile(r"(?<=[.?!;:])\s+|,\s+|\s+(?:and then|then|after that|afterwards|and)\s+", re.I)
+#: A goal the query says is blocked ("we cannot bill the customer yet"): what it asks for comes
+#: *before* the step it names, so the process is walked backwards (``bpmn:next`` reversed).
+BLOCKED = re.compile(
+    r"\b(cannot|can't|can not|won't|will not|blocked|not yet|before (we|i|you|they) can|first need|prerequisite|is required|are required|requires)\b",
+    re.I,
+)
+_NONE = -1.0  # the value of a path signal for a set that no such path reaches
+_SUFFIX = re.compile(r"_\d+$")
+
+
+def steps_of(query: str) -> list[str]:
+    """The parts of a query that may each name a step ("raise a requisition, find the usual
+    vendor and order from them"): two words or more each; none if the query is one part."""
+    parts = [p.strip(" ,.;:!?") for p in _CUTS.split(query)]
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return parts if len(parts) > 1 else []
+
+
+def family_key(name: str) -> str:
+    """``A_SalesOrder`` and ``SalesOrder``, ``A_ProductionOrderComponent_2`` and ``_4`` share a key."""
+    return _SUFFIX.sub("", name.removeprefix("A_")).lower()
+
+
+def families(names: list[str]) -> np.ndarray:
+    """A family id per entity set (row): sets whose names differ only by ``A_`` and ``_N`` share one."""
+    ids: dict = {}
+    return np.array([ids.setdefault(family_key(n), len(ids)) for n in names], dtype=np.int64)
+
+
+def _masked_max(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column j: the max of ``values[i]`` over rows i with ``mask[i, j]`` and a finite value,
+    and that i; ``-inf`` and -1 where there is none."""
+    if not mask.shape[0]:
+        return np.full(mask.shape[1], -np.inf, dtype=np.float32), np.full(mask.shape[1], -1, dtype=np.int64)
+    scored = np.where(mask, values[:, None], -np.inf)
+    best = scored.argmax(axis=0)
+    top = scored[best, np.arange(mask.shape[1])]
+    return top.astype(np.float32), np.where(np.isfinite(top), best, -1)
+
+
+def _rank_feature(scores: np.ndarray) -> np.ndarray:
+    """1 / log2(rank + 1): 1 for the best, falling slowly (ties broken by row)."""
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    ranks = np.empty(len(scores), dtype=np.float32)
+    ranks[order] = np.arange(1, len(scores) + 1)
+    return (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+
+
+@dataclass
+class Paths:
+    """For each entity set, the activities that explain its process signals (-1: none)."""
+
+    activity: np.ndarray  # the nearest activity that uses it
+    after: tuple  # (A, B): A then B, B uses it
+    chain: tuple  # (A, B) best by sim(A) + sim(B)
+    after2: tuple  # (A, X, B)
+    before: tuple  # (B, C): B uses it, C comes after B and matches the query
+    navigation: np.ndarray  # the entity set it is navigated to from
+    step_activity: np.ndarray  # the activity nearest to one step of the query that uses it
+    step_after: tuple  # (A, B): a step of the query matches A, B uses it
+    step_chain: tuple  # (A, B): one step matches A, another B, and B uses it
+    step: np.ndarray  # which step of the query (0: the whole query) matched its step_activity
+    word_activity: np.ndarray  # the same three, with the query's words (BM25) matched to activities
+    word_after: tuple
+    word_chain: tuple
+    backward: bool = False  # the query states a blocked goal: "after" paths walk bpmn:next backwards
+
+
+@dataclass
+class QuerySignals:
+    """Every signal for every entity set of one query: ``features`` (sets x SIGNALS) and the paths."""
+
+    features: np.ndarray
+    paths: Paths
+    set_sims: np.ndarray
+    activity_sims: np.ndarray
+    token_scores: np.ndarray
+    activity_token_scores: np.ndarray
+    steps: int  # parts of the query matched as steps (0: the query is one part)
+
+
+class ProcessMatrices:
+    """The store's process layer and navigations as boolean matrices over rows of the index."""
+
+    def __init__(
+        self,
+        set_names: list[str],
+        set_vectors: np.ndarray,
+        activity_iris: list[str],
+        activity_vectors: np.ndarray,
+        uses: dict[str, list[int]],
+        next_edges: list[tuple[str, str]],
+        navigations: dict[int, list[int]],
+    ) -> None:
+        """``uses``: activity IRI -> the rows of the entity sets it uses; ``next_edges``: (activity
+        IRI, activity IRI) per ``bpmn:next``; ``navigations``: row -> rows of its navigation targets."""
+        self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
+        act_row = {iri: i for i, iri in enumerate(activity_iris)}
+        self.uses = np.zeros((len(activity_iris), len(set_names)), dtype=bool)
+        for iri, rows in uses.items():
+            if iri in act_row:
+                self.uses[act_row[iri], rows] = True
+        self.next = np.zeros((len(activity_iris), len(activity_iris)), dtype=bool)
+        for a, b in next_edges:
+            if a in act_row and b in act_row:
+                self.next[act_row[a], act_row[b]] = True
+        self.navigation = np.zeros((len(set_names), len(set_names)), dtype=bool)
+        for row, targets in navigations.items():
+            self.navigation[row, targets] = True
+        self.family = families(set_names)
+        self._position(len(set_names))
+
+    def _position(self, count: int) -> None:
+        uses_f = self.uses.astype(np.float32)
+        starts = ~self.next.any(axis=0)  # no step before it
+        ends = ~self.next.any(axis=1)  # no step after it
+        self.mapped = self.uses.any(axis=0).astype(np.float32)
+        self.starts = (uses_f[starts].sum(axis=0) > 0).astype(np.float32) if starts.any() else np.zeros(count)
+        self.ends = (uses_f[ends].sum(axis=0) > 0).astype(np.float32) if ends.any() else np.zeros(count)
+        self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
+
+    @property
+    def has_process(self) -> bool:
+        return bool(self.uses.any())
+
+    def ablated(self, mapping_edges: bool, sequence_edges: bool) -> ProcessMatrices:
+        """A copy without the ``uses:entitySet`` or the ``bpmn:next`` edges (``--no-mapping-edges``,
+        ``--no-sequence-edges``)."""
+        out = copy.copy(self)
+        if not mapping_edges:
+            out.uses = np.zeros_like(self.uses)
+        if not sequence_edges:
+            out.next = np.zeros_like(self.next)
+        out._position(len(self.family))
+        return out
+
+    def signals(
+        self,
+        vector: np.ndarray,
+        token_scores: np.ndarray,
+        query: str = "",
+        steps: np.ndarray | None = None,
+        activity_tokens: np.ndarray | None = None,
+    ) -> QuerySignals:
+        """All signals of one query: its normalised embedding, its BM25 scores, its text and the
+        embeddings of its steps (:func:`steps_of`; none: the whole query is the only step)."""
+        s = (self.set_vectors @ vector).astype(np.float32)
+        a = (self.activity_vectors @ vector).astype(np.float32)
+        parts = vector[None, :] if steps is None or not len(steps) else np.vstack([vector[None, :], steps])
+        backward = bool(BLOCKED.search(query))
+        ahead = self.next.T if backward else self.next  # [X, Y]: Y is the step the query asks for after X
+        columns, paths = self._process(a, ahead)
+        step_columns, step_paths = self._steps((parts @ self.activity_vectors.T).astype(np.float32), ahead)
+        word_columns, word_paths = self._near(_normalised(activity_tokens, len(a)), "word", ahead)
+        columns.update(step_columns | word_columns)
+        paths.update(step_paths | word_paths)
+        nav, nav_from = self._navigation(s)
+        s_max = float(s.max()) if len(s) else 0.0
+        a_max = float(a.max()) if len(a) else 0.0
+        t_max = float(token_scores.max()) if len(token_scores) else 0.0
+        fam = self._family_best(s)
+        feats = {
+            "dense": s,
+            "dense_gap": s - s_max,
+            "dense_rank": _rank_feature(s),
+            "tokens": token_scores / t_max if t_max > 0 else np.zeros_like(s),
+            "tokens_rank": _rank_feature(token_scores) * (token_scores > 0),
+            "navigation": _finite(nav),
+            "navigation_gap": _finite(nav - s_max),
+            "mapped": self.mapped,
+            "starts": self.starts,
+            "ends": self.ends,
+            "family_gap": fam - s,
+            "duplicated": (self.family_size > 1).astype(np.float32),
+            **{name: _finite(values) for name, values in columns.items()},
+            **{f"{name}_gap": _finite(columns[name] - a_max) for name in ("activity", "after", "before")},
+        }
+        for name in RANKED:
+            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s) * (feats[name] > _NONE)
+        matrix = np.stack([np.asarray(feats[name], dtype=np.float32) for name in SIGNALS], axis=1)
+        words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
+        return QuerySignals(
+            matrix, Paths(navigation=nav_from, backward=backward, **paths), s, a, token_scores, words, len(parts) - 1
+        )
+
+    def _process(self, a: np.ndarray, ahead: np.ndarray) -> tuple[dict, dict]:
+        """The activity, after, chain, after2 and before signals, with the activities behind them;
+        ``ahead`` is ``next`` (or, for a blocked goal, its reverse)."""
+        act, act_of = _masked_max(self.uses, a)
+        pred, pred_of = _masked_max(ahead, a)  # per activity B: the best A with A -> B
+        after, b_after = _masked_max(self.uses, pred)
+        chain, b_chain = _masked_max(self.uses, pred + a)
+        pred2, x_of = _masked_max(ahead, pred)  # per B: the best A -> X -> B, by sim(A)
+        after2, b_after2 = _masked_max(self.uses, pred2)
+        succ, succ_of = _masked_max(ahead.T, a)  # per activity B: the best C with B -> C
+        before, b_before = _masked_max(self.uses, succ)
+        x_after2 = _pick(x_of, b_after2)
+        columns = {"activity": act, "after": after, "chain": chain, "after2": after2, "before": before}
+        paths = {
+            "activity": act_of,
+            "after": (_pick(pred_of, b_after), b_after),
+            "chain": (_pick(pred_of, b_chain), b_chain),
+            "after2": (_pick(pred_of, x_after2), x_after2, b_after2),
+            "before": (b_before, _pick(succ_of, b_before)),
+        }
+        return columns, paths
+
+    def _steps(self, sims: np.ndarray, ahead: np.ndarray) -> tuple[dict, dict]:
+        """Signals of the query's steps (rows of ``sims``: step x activity): each step may match
+        its own activity, and one step the situation (A) while another asks for the next (B)."""
+        best = sims.max(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.float32)
+        step_of = sims.argmax(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.int64)
+        columns, paths = self._near(best, "step", ahead)
+        paths["step"] = _pick(step_of, paths["step_activity"])
+        return columns, paths
+
+    def _near(self, a: np.ndarray, prefix: str, ahead: np.ndarray) -> tuple[dict, dict]:
+        """``{prefix}_activity``, ``_after`` and ``_chain`` for activity scores ``a``."""
+        act, act_of = _masked_max(self.uses, a)
+        pred, pred_of = _masked_max(ahead, a)
+        after, b_after = _masked_max(self.uses, pred)
+        chain, b_chain = _masked_max(self.uses, pred + a)
+        columns = {f"{prefix}_activity": act, f"{prefix}_after": after, f"{prefix}_chain": chain}
+        paths = {
+            f"{prefix}_activity": act_of,
+            f"{prefix}_after": (_pick(pred_of, b_after), b_after),
+            f"{prefix}_chain": (_pick(pred_of, b_chain), b_chain),
+        }
+        return columns, paths
+
+    def _navigation(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _masked_max(self.navigation, s)
+
+    def _family_best(self, s: np.ndarray) -> np.ndarray:
+        best = np.full(int(self.family.max()) + 1 if len(self.family) else 0, -np.inf, dtype=np.float32)
+        np.maximum.at(best, self.family, s)
+        return best[self.family]
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """A path signal with :data:`_NONE` where no path reaches the set."""
+    return np.where(np.isfinite(values), values, _NONE).astype(np.float32)
+
+
+def _normalised(scores: np.ndarray | None, count: int) -> np.ndarray:
+    """BM25 scores divided by the best; ``-inf`` (no match) where a score is 0."""
+    if scores is None or not len(scores) or scores.max() <= 0:
+        return np.full(count, -np.inf, dtype=np.float32)
+    return np.where(scores > 0, scores / scores.max(), -np.inf).astype(np.float32)
+
+
+def _pick(of: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``of[rows]`` where rows >= 0, else -1."""
+    return np.where(rows >= 0, of[np.maximum(rows, 0)], -1)

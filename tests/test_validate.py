@@ -172,6 +172,14 @@ A2X_CASES = [
     ("max-length", post(SO, "A_SalesOrder", {"SalesOrganization": "17100"}), "/SalesOrganization"),
     ("cardinality", post(SO, "A_SalesOrder", {"to_Item": {"Material": "TG11"}}), "/to_Item"),
     ("unknown-navigation", post(SO, "A_SalesOrder", {"to_Items": [{"Material": "TG11"}]}), "/to_Items"),
+    (
+        "not-filterable",
+        {
+            "method": "GET",
+            "url": "/sap/opu/odata/sap/API_INBOUND_DELIVERY_SRV/A_InbDeliveryHeader?$filter=SoldToParty eq '1'",
+        },
+        "/$filter",
+    ),
     ("malformed", {"id": "t", "service": SO, "entity_set": "A_SalesOrder", "payload": {}}, ""),
 ]
 
@@ -244,7 +252,8 @@ def test_v2_datetime_forms(a2x_validator, value, ok):
 def test_v4_decimal_is_a_json_number(a2x_validator, value, ok):
     call = {
         "method": "POST",
-        "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem",
+        # SalesOrderItem itself is not insertable (Capabilities.InsertRestrictions): items go along _Item
+        "url": "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')/_Item",
         "body": {"Product": "TG11", "RequestedQuantity": value},
     }
     assert a2x_validator.validate_call(call).valid is ok
@@ -306,7 +315,7 @@ def test_null_and_v4_binding(a2x_validator):
     assert kinds(result) == [("datatype", "/TextElementText")]
     assert "not nullable" in result.violations[0].message
     assert a2x_validator.validate_call(post(SO, "A_SalesOrder", {"SalesOrderType": None, "TotalNetAmount": None})).valid
-    root = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrderItem"
+    root = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')/_Item"
     bound = a2x_validator.validate_call(
         {"method": "POST", "url": root, "body": {"Product": "TG11", "_SalesOrder@odata.bind": "x"}}
     )
@@ -411,6 +420,11 @@ FIORI_CASES = [
         "/to_PurchaseOrderItemTP",
     ),
     ("unknown-navigation", post(PO, "C_PurchaseOrderTP", {"to_Items": [{}]}), "/to_Items"),
+    (
+        "not-filterable",
+        {"method": "GET", "url": f"/sap/opu/odata/sap/{PO}/C_PurchaseOrderTP?$filter=ApproverName eq 'X'"},
+        "/$filter",
+    ),
     ("malformed", {"method": "POST", "payload": {}}, ""),
 ]
 

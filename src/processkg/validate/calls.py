@@ -1,10 +1,12 @@
 """``kg validate``: check recorded OData calls against the service metadata and value helps.
 
-A POST payload becomes RDF (one node per JSON object, the graph's own property IRIs as
+A POST payload (and the body of a PATCH, MERGE or PUT) becomes RDF (one node per JSON object, the graph's own property IRIs as
 predicates, typed literals once the OData JSON lexical form is checked) and is validated
 by pySHACL with the payload shapes of :mod:`processkg.validate.payload_shapes`; each ``sh:ValidationResult``
 is mapped back to a violation kind and a JSON pointer. What SHACL cannot say (unknown
-service or entity set, GET URLs, malformed lines) is checked in Python first.
+service or entity set, GET URLs, malformed lines) is checked in Python first; so are the rules
+of an update that differ from a create (:class:`UpdateConverter`: what may change, partial or
+full replace) and of a DELETE (:func:`~processkg.validate.urls.check_write_target`).
 
 :class:`Validator` is the Python API: ``validate_call`` for one call (the mock server and
 the agent use it), ``validate_calls`` for a batch in one pySHACL run.
@@ -28,9 +30,26 @@ from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate import literals as edm_json
-from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo, load_validation_model, model_shapes
+from processkg.validate.payload_shapes import (
+    Model,
+    Nav,
+    Prop,
+    SetRules,
+    TypeInfo,
+    load_validation_model,
+    model_shapes,
+)
 from processkg.validate.shacl import ShaclEngine
-from processkg.validate.urls import CallTarget, check_get, did_you_mean, parse_call_url, resolve_service
+from processkg.validate.urls import (
+    CallTarget,
+    check_get,
+    check_write_target,
+    did_you_mean,
+    entity_key,
+    parse_call_url,
+    resolve_service,
+    set_rules,
+)
 from processkg.vocab import RDF_JSON, XSD_STRING
 
 NODE = "urn:processkg:call/"
@@ -49,8 +68,17 @@ KINDS = (
     "max-length",
     "cardinality",
     "unknown-navigation",
+    "not-filterable",
     "malformed",
 )
+UPDATES = ("PATCH", "MERGE", "PUT")  # PATCH (V4) and MERGE (V2) change some properties, PUT all
+METHODS = ("GET", "POST", *UPDATES, "DELETE")
+#: Why a create needs a property (``Prop.required_by``), as the message names it.
+REQUIRED_BY = {
+    "FieldControl": "Common.FieldControl Mandatory",
+    "InsertRestrictions": "Capabilities.InsertRestrictions/RequiredProperties",
+    "rule": "non-nullable and not computed",
+}
 
 PayloadKey: TypeAlias = tuple[Node | None, ...]
 """(node, predicate) or (node, predicate, object) of one emitted payload value."""
@@ -171,7 +199,12 @@ class Validator:
         if target["method"] == "GET":
             result.violations.extend(Violation(*v) for v in check_get(self.model, target))
             return result
-        self._post(i, target, result, pending)
+        if target["method"] != "POST":
+            result.violations.extend(Violation(*v) for v in check_write_target(self.model, target))
+        if target["method"] in UPDATES and not result.violations:
+            self._update(i, target, result, pending)
+        elif target["method"] == "POST":
+            self._post(i, target, result, pending)
         return result
 
     def _target(self, call: JSONValue) -> CallTarget:
@@ -182,8 +215,8 @@ class Validator:
         if not isinstance(method, str) or not method.strip():
             raise MalformedCall("the call lacks a method (GET or POST)")
         method = method.strip().upper()
-        if method not in ("GET", "POST"):
-            raise MalformedCall(f"method {method} is not validated (only GET and POST)")
+        if method not in METHODS:
+            raise MalformedCall(f"method {method} is not validated (only {', '.join(METHODS)})")
         if isinstance(call.get("url"), str):
             target = parse_call_url(call["url"], call.get("service"))
         elif isinstance(call.get("service"), str) and isinstance(call.get("entity_set"), str):
@@ -193,8 +226,8 @@ class Validator:
         target["method"] = method
         target["violations"] = []
         resolve_service(self.model, target)
-        if method == "POST":
-            target["payload"] = _payload(call)
+        if method == "POST" or method in UPDATES:
+            target["payload"] = _payload(call, method)
         return target
 
     def _post(self, i: int, target: CallTarget, result: CallResult, pending: Payloads) -> None:
@@ -211,8 +244,21 @@ class Validator:
                 Violation("read-only", "", f'entity set {target["set"]} does not allow create (sap:creatable="false")')
             )
             return
+        result.violations.extend(_deep_inserts(t, set_rules(self.model, target), target["payload"], target["set"]))
         conv = Converter(self.model, pending, i, target["service_version"])
         conv.root(t, target["payload"])
+        result.violations.extend(conv.violations)
+        result.notes.extend(conv.notes)
+
+    def _update(self, i: int, target: CallTarget, result: CallResult, pending: Payloads) -> None:
+        """PATCH / MERGE (partial) and PUT (full replace) of the one entity the URL names."""
+        t = self.model.types.get(target["type"])
+        if t is None:
+            what = f"the entity type of {target['set']} is not in this graph"
+            result.violations.append(Violation("unknown-entity-set", "", what, target["set"]))
+            return
+        conv = UpdateConverter(self.model, pending, i, target["service_version"])
+        conv.change(t, target, set_rules(self.model, target))
         result.violations.extend(conv.violations)
         result.notes.extend(conv.notes)
 
@@ -252,7 +298,8 @@ class Validator:
         if kind in ("unknown-property", "unknown-navigation"):
             return _unknown(kind, name, owner)
         if kind == "missing-required":
-            return f"{name} is required to create {tname} (non-nullable and not computed); add it"
+            why = REQUIRED_BY.get(getattr(item, "required_by", ""), REQUIRED_BY["rule"])
+            return f"{name} is required to create {tname} ({why}); add it"
         if kind == "read-only":
             return f"{name} is read-only in {tname} (not creatable or computed); remove it"
         if kind == "invalid-code" and isinstance(item, Prop):
@@ -418,19 +465,123 @@ class Converter:
         self.violations.append(Violation("cardinality", pointer, message, _short(value)))
 
 
+class UpdateConverter(Converter):
+    """The body of a PATCH or MERGE (partial: what it names changes, nothing is required) or of a
+    PUT (a full replace: every property a create requires except the keys, which the URL gives).
+
+    Checked here, in Python, because an update differs from a create: a property may be changed
+    unless it is a key (a key value equal to the URL's is accepted), computed, immutable, not
+    updatable, Common.FieldControl ReadOnly or in the set's UpdateRestrictions/NonUpdatableProperties;
+    navigation properties carry links only (no deep update). The values themselves (Edm type,
+    MaxLength, codes, complex values) are checked by the payload shapes as in a create.
+    """
+
+    def change(self, t: TypeInfo, target: CallTarget, rules: SetRules) -> None:
+        self.method, self.rules = target["method"], rules
+        self.keys = entity_key(self.model, target)
+        node = self.node("")
+        self.p.types[node] = t
+        payload = target["payload"]
+        for key in sorted(payload):
+            self.change_member(node, t, key, payload[key], f"/{_esc(key)}")
+        if self.method == "PUT":
+            self.missing(t, {key.split("@", 1)[0] for key in payload})
+
+    def change_member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
+        name = key.split("@", 1)[0]
+        if key.startswith(("@", "__")) or ("@" in key and (name in t.props or name in t.navs)):
+            return  # control information, an instance annotation or a Nav@odata.bind link
+        if name in t.props:
+            self.change_prop(node, t, t.props[name], value, pointer)
+        elif name in t.navs:
+            if value is not None and not (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
+                self.violations.append(
+                    Violation(
+                        "read-only",
+                        pointer,
+                        f"a {self.method} changes the entity's own properties only (no deep update); "
+                        f"change the {name} entities at their own URL",
+                        _short(value),
+                    )
+                )
+        else:
+            kind = "unknown-navigation" if _objects(value) else "unknown-property"
+            self.violations.append(Violation(kind, pointer, _unknown(kind, name, t), _short(value)))
+
+    def change_prop(self, node: URIRef, t: TypeInfo, p: Prop, value: JSONValue, pointer: str) -> None:
+        why = self.frozen(p, value)
+        if why:
+            tname = t.qname.rsplit(".", 1)[-1]
+            message = f"{p.name} cannot be changed in {tname} ({why}); remove it from the {self.method} body"
+            self.violations.append(Violation("read-only", pointer, message, value))
+        elif p.key:
+            return  # the key the URL names, repeated
+        elif p.read_only and p.complex_type is None:  # not creatable, but updatable: no value shape
+            _lexical, _xsd, problem = edm_json.literal(value, p.item_type, self.v2)
+            if problem and value is not None:
+                self.violations.append(Violation("datatype", pointer, f"{p.name}: {problem}", value))
+        else:
+            self.prop(node, p, value, pointer)
+
+    def frozen(self, p: Prop, value: JSONValue) -> str:
+        """Why ``p`` may not be changed ("" if it may)."""
+        if p.key:
+            given = self.keys.get(p.name)
+            same = given is None or given == ("" if value is None else str(value))
+            return "" if same else f"a key: the URL names the entity with {p.name}={given}, and a key cannot change"
+        if p.computed:
+            return "Core.Computed: the service computes it"
+        if p.field_control == "ReadOnly":
+            return "Common.FieldControl ReadOnly"
+        if p.immutable:
+            return "Core.Immutable: it is set on create only"
+        if not p.updatable:
+            return 'sap:updatable="false"'
+        if p.name in self.rules.named("nonUpdatableProperty"):
+            return "Capabilities.UpdateRestrictions/NonUpdatableProperties"
+        return ""
+
+    def missing(self, t: TypeInfo, given: set[str]) -> None:
+        tname = t.qname.rsplit(".", 1)[-1]
+        for name, p in sorted(t.props.items()):
+            if p.required and not p.key and name not in given:
+                why = REQUIRED_BY.get(p.required_by, REQUIRED_BY["rule"])
+                message = (
+                    f"{name} is required in {tname} ({why}) and a PUT replaces the whole entity; "
+                    "add it, or send a PATCH to change only some properties"
+                )
+                self.violations.append(Violation("missing-required", f"/{_esc(name)}", message))
+
+
+def _deep_inserts(t: TypeInfo, rules: SetRules, payload: JSONObject, set_name: str) -> list[Violation]:
+    """Capabilities.InsertRestrictions/NonInsertableNavigationProperties: no deep insert along these."""
+    found = []
+    for name in sorted(rules.named("nonInsertableNavigation") & set(payload)):
+        value = payload[name]
+        if value is None or (isinstance(value, dict) and _is_link(value)) or name not in t.navs:
+            continue
+        message = (
+            f"{set_name} does not take new {name} entities in its create "
+            "(Capabilities.InsertRestrictions/NonInsertableNavigationProperties); "
+            f"remove {name} and create them at their own URL afterwards"
+        )
+        found.append(Violation("read-only", f"/{_esc(name)}", message, _short(value)))
+    return found
+
+
 # ---------------------------------------------------------------- helpers
 
 
-def _payload(call: JSONObject) -> JSONObject:
+def _payload(call: JSONObject, method: str = "POST") -> JSONObject:
     payload = call.get("payload", call.get("body"))
     if isinstance(payload, str):
         try:
             payload = parse_line(payload)
         except JsonLinesError as exc:
-            raise MalformedCall(f"the POST body is not JSON: {exc.message}") from None
+            raise MalformedCall(f"the {method} body is not JSON: {exc.message}") from None
         _check_size(payload)
     if not isinstance(payload, dict):
-        raise MalformedCall("a POST call needs a JSON object as payload (or body)")
+        raise MalformedCall(f"a {method} call needs a JSON object as payload (or body)")
     return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
 
 
@@ -542,4 +693,4 @@ def _dedupe(violations: list[Violation]) -> list[Violation]:
     return sorted(out, key=lambda v: (v.path, v.kind, str(v.value)))
 
 
-__all__ = ["KINDS", "CallResult", "MalformedCall", "Validator", "Violation", "read_calls"]
+__all__ = ["KINDS", "METHODS", "CallResult", "MalformedCall", "UpdateConverter", "Validator", "Violation", "read_calls"]

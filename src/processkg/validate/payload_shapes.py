@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -94,6 +94,13 @@ class Prop:
     code_source: str = ""
     value_help: str = ""  # collection path (or "value help") of a value help, if any
     complex_type: str | None = None  # IRI of the complex type of the value
+    computed: bool = False  # Core.Computed
+    updatable: bool = True  # sap:updatable
+    immutable: bool = False  # Core.Immutable: set on create, never changed
+    field_control: str | None = None  # a constant Common.FieldControl: Mandatory, ReadOnly, Hidden, ...
+    filterable: bool = True  # sap:filterable
+    required_in_filter: bool = False  # sap:required-in-filter
+    required_by: str = ""  # why a create needs it: "FieldControl", "InsertRestrictions" (SAP's), "rule"
 
     @property
     def collection(self) -> bool:
@@ -130,11 +137,29 @@ class TypeInfo:
 
 
 @dataclass
+class SetRules:
+    """What an entity set allows beyond its type, from sap: attributes and Capabilities annotations."""
+
+    updatable: bool = True
+    deletable: bool = True
+    requires_filter: bool = False  # FilterRestrictions/RequiresFilter
+    updatable_path: str | None = None  # the run-time condition of update (sap:updatable-path)
+    deletable_path: str | None = None
+    #: kg: relation -> member names: insertRequiredProperty, nonInsertableNavigation,
+    #: nonUpdatableProperty, filterRequiredProperty, nonFilterableProperty
+    members: dict[str, set[str]] = field(default_factory=dict)
+
+    def named(self, relation: str) -> set[str]:
+        return self.members.get(relation, set())
+
+
+@dataclass
 class ServiceInfo:
     name: str
     version: str
     namespaces: set = field(default_factory=set)
     sets: dict = field(default_factory=dict)  # name -> (type IRI, creatable)
+    rules: dict[str, SetRules] = field(default_factory=dict)  # set name -> SetRules
 
 
 @dataclass
@@ -156,13 +181,43 @@ def load_validation_model(store: Store) -> Model:
     for r in records(store, "shapes-entity-sets"):
         if r["service"] in model.services:
             model.services[r["service"]].sets[r["name"]] = (r["type"], r["creatable"] is not False)
+            model.services[r["service"]].rules[r["name"]] = _set_rules(r)
+    for r in records(store, "shapes-set-members"):
+        rules = model.services[r["service"]].rules[r["set"]] if r["service"] in model.services else SetRules()
+        rules.members.setdefault(r["relation"], set()).add(r["name"])
     declared = _declared_props(store, model)
     navs = _declared_navs(store)
     for t in model.types.values():
         for owner in _lineage(model, t):
             t.props.update(declared.get(owner.iri, {}))
             t.navs.update(navs.get(owner.iri, {}))
+    _insert_required(model)
     return model
+
+
+def _set_rules(r: Record) -> SetRules:
+    return SetRules(
+        r["updatable"] is not False,
+        r["deletable"] is not False,
+        r["requiresFilter"] is True,
+        r["updatablePath"],
+        r["deletablePath"],
+    )
+
+
+def _insert_required(model: Model) -> None:
+    """Capabilities.InsertRestrictions/RequiredProperties of a set make those properties of its
+    entity type required (keys too), unless the client may not set them. A property the type
+    inherits is copied first, so that the base type's shape is not changed."""
+    for svc in model.services.values():
+        for name, rules in sorted(svc.rules.items()):
+            t = model.types.get(svc.sets[name][0])
+            if t is None:
+                continue
+            for prop_name in sorted(rules.named("insertRequiredProperty")):
+                p = t.props.get(prop_name)
+                if p is not None and not p.read_only and p.required_by in ("", "rule"):
+                    t.props[prop_name] = replace(p, required=True, required_by="InsertRestrictions")
 
 
 def _lineage(model: Model, t: TypeInfo | None) -> list[TypeInfo]:
@@ -192,7 +247,7 @@ def _declared_props(store: Store, model: Model) -> dict:
 
 
 def _prop(r: Record, owner: TypeInfo) -> Prop:
-    read_only = r["creatable"] is False or r["computed"] is True
+    read_only = r["creatable"] is False or r["computed"] is True or r["fieldControl"] == "ReadOnly"
     p = Prop(
         r["prop"],
         r["name"],
@@ -203,27 +258,56 @@ def _prop(r: Record, owner: TypeInfo) -> Prop:
         read_only,
         r["defaultValue"],
         r["semantics"],
+        computed=r["computed"] is True,
+        updatable=r["updatable"] is not False,
+        immutable=r["immutable"] is True,
+        field_control=r["fieldControl"],
+        filterable=r["filterable"] is not False,
+        required_in_filter=r["requiredInFilter"] is True,
     )
     p.required = is_required(p, owner)
+    p.required_by = ("FieldControl" if p.field_control == "Mandatory" else "rule") if p.required else ""
     return p
 
 
 def is_required(p: Prop, owner: TypeInfo) -> bool:
     """What a create must contain (``sh:minCount 1``); see docs/validation.md, "Required".
 
-    A non-nullable property without a default that the client may set, except: keys (the
+    What SAP marks mandatory (Common.FieldControl Mandatory) and the client may set; else a
+    non-nullable property without a default that the client may set, except: keys (the
     server may assign them: number ranges, UUIDs; the metadata does not say which it
     does), collections (omitted = empty), and services generated from SAP RAP service
     definitions, whose ABAP fields are all non-nullable with an initial value as default.
+    (InsertRestrictions/RequiredProperties, a marker of the entity set, is added by
+    :func:`load_validation_model`.)
     """
-    return required_on_create(p.key, p.nullable, p.read_only, p.collection, p.default is not None, owner.namespace)
+    return required_on_create(
+        p.key,
+        p.nullable,
+        p.read_only,
+        p.collection,
+        p.default is not None,
+        owner.namespace,
+        mandatory=p.field_control == "Mandatory",
+    )
 
 
 def required_on_create(
-    key: bool, nullable: bool, read_only: bool, collection: bool, has_default: bool, namespace: str
+    key: bool,
+    nullable: bool,
+    read_only: bool,
+    collection: bool,
+    has_default: bool,
+    namespace: str,
+    mandatory: bool = False,
 ) -> bool:
-    """The one rule for "required on create", shared by the shapes and the typed context."""
-    if read_only or nullable or key or collection or has_default:
+    """The one rule for "required on create", shared by the shapes and the typed context: SAP's
+    own mandatory marker when the client may set the property, else the fallback rule."""
+    if read_only:
+        return False
+    if mandatory:
+        return True
+    if nullable or key or collection or has_default:
         return False
     return not RAP_NAMESPACE.match(namespace or "")
 
@@ -435,6 +519,7 @@ __all__ = [
     "Nav",
     "Prop",
     "ServiceInfo",
+    "SetRules",
     "TypeInfo",
     "generate_shapes",
     "is_required",

@@ -1,11 +1,15 @@
-"""OData request URLs: find service, entity set and keys; check GET query options.
+"""OData request URLs: find service, entity set and keys; check GET query options and the target
+of an update or delete.
 
 Understands SAP service roots (``/sap/opu/odata/sap/API_X_SRV/...`` for V2 and
 ``/sap/opu/odata4/sap/api_x/srvd_a2x/sap/x/0001/...`` for V4 RAP services), key
 predicates (``('1')``, ``(SalesOrder='1',SalesOrderItem='10')``) and the system query
 options ``$filter``, ``$select``, ``$orderby`` and ``$expand`` (V2 paths and V4 nested
-options). Problems are returned as ``(kind, path, message, value)`` tuples; ``path`` is a
-JSON pointer into ``{"key": ..., "$select": [...], ...}``.
+options), and the rules SAP's annotations set for them: properties a read must filter on
+(``sap:required-in-filter``, ``FilterRestrictions``), properties it may not filter on
+(``sap:filterable="false"``), and sets that do not allow update or delete. Problems are
+returned as ``(kind, path, message, value)`` tuples; ``path`` is a JSON pointer into
+``{"key": ..., "$select": [...], ...}``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
 
 from processkg.aliases import JSONValue
-from processkg.validate.payload_shapes import Model, Prop, ServiceInfo, TypeInfo
+from processkg.validate.payload_shapes import Model, Prop, ServiceInfo, SetRules, TypeInfo
 
 CallTarget: TypeAlias = dict[str, JSONValue]
 """A call's parsed target: service, segments, query, method, then type, set, ... once resolved."""
@@ -236,6 +240,9 @@ def check_get(model: Model, target: CallTarget) -> list[Finding]:
     q = target.get("query") or {}
     if "$filter" in q:
         out.extend(check_filter(model, last, q["$filter"], "/$filter"))
+        out.extend(_not_filterable(last, set_rules(model, target), q["$filter"], target["set"]))
+    if _reads_the_set(target["segments"]) and last is not None:
+        out.extend(_required_filters(last, set_rules(model, target), q.get("$filter", ""), target["set"]))
     for i, item in enumerate(split_top(q.get("$select", ""), ",")):
         out.extend(_check_path(model, last, item, f"/$select/{i}", select=True))
     for i, item in enumerate(split_top(q.get("$orderby", ""), ",")):
@@ -243,6 +250,145 @@ def check_get(model: Model, target: CallTarget) -> list[Finding]:
     for i, item in enumerate(split_top(q.get("$expand", ""), ",")):
         out.extend(check_expand(model, last, item, f"/$expand/{i}"))
     return out
+
+
+def set_rules(model: Model, target: CallTarget) -> SetRules:
+    """The rules of the entity set a URL addresses directly; none (all allowed) along a navigation."""
+    segments = [name for name, _key in target.get("segments") or [] if not name.startswith("$")]
+    svc = model.services.get(target.get("service") or "")
+    if svc is None or len(segments) != 1:
+        return SetRules()
+    return svc.rules.get(target.get("set") or "", SetRules())
+
+
+def _reads_the_set(segments: list[Segment]) -> bool:
+    """A GET of the entity set's collection (``A_X``, ``A_X/$count``), not of one entity or a navigation."""
+    return bool(segments) and segments[0][1] is None and all(n.startswith("$") for n, _k in segments[1:])
+
+
+def filter_paths(text: str) -> set[str]:
+    """The first segment of every property path a ``$filter`` names (lambda variables and functions left out)."""
+    tokens = [(m.lastgroup, m.group()) for m in TOKEN.finditer(text) if m.lastgroup != "space"]
+    found = set()
+    for i, (kind, value) in enumerate(tokens):
+        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if kind == "path" and value.lower() not in KEYWORDS and nxt not in ("(", ":"):
+            found.add(value.split("/", 1)[0])
+    return found
+
+
+def _required_filters(t: TypeInfo, rules: SetRules, text: str, set_name: str) -> list[Finding]:
+    """sap:required-in-filter, FilterRestrictions/RequiredProperties and RequiresFilter of a read of the set."""
+    needed = {n for n, p in t.props.items() if p.required_in_filter} | rules.named("filterRequiredProperty")
+    used = filter_paths(text)
+    out: list[Finding] = []
+    for name in sorted(needed - used):
+        p = t.props.get(name)
+        by_attribute = p is not None and p.required_in_filter
+        why = "sap:required-in-filter" if by_attribute else "FilterRestrictions/RequiredProperties"
+        example = f"{name} eq '...'" if p is None or p.item_type == "Edm.String" else f"{name} eq ..."
+        out.append(
+            (
+                "missing-required",
+                "/$filter",
+                f"{set_name} can only be read with a $filter on {name} ({why}); add {example} to $filter",
+                name,
+            )
+        )
+    if rules.requires_filter and not text.strip() and not needed:
+        message = f"{set_name} can only be read with a $filter (FilterRestrictions/RequiresFilter); add one"
+        out.append(("missing-required", "/$filter", message, None))
+    return out
+
+
+def _not_filterable(t: TypeInfo | None, rules: SetRules, text: str, set_name: str) -> list[Finding]:
+    """Properties of the read entities that a $filter may not use (sap:filterable, NonFilterableProperties)."""
+    if t is None:
+        return []
+    out: list[Finding] = []
+    for name in sorted(filter_paths(text)):
+        p = t.props.get(name)
+        if p is None or (p.filterable and name not in rules.named("nonFilterableProperty")):
+            continue
+        why = 'sap:filterable="false"' if not p.filterable else "FilterRestrictions/NonFilterableProperties"
+        message = (
+            f"{name} cannot be used in $filter of {set_name} ({why}); "
+            f"remove it from $filter, read {name} with $select and compare it after reading"
+        )
+        out.append(("not-filterable", "/$filter", message, name))
+    return out
+
+
+# ---------------------------------------------------------------- update and delete
+
+
+def check_write_target(model: Model, target: CallTarget) -> list[Finding]:
+    """PATCH, MERGE, PUT and DELETE address one entity (its key, or a to-one navigation) of a
+    set that allows the method (``sap:updatable``/``sap:deletable``, Update/DeleteRestrictions)."""
+    method, segments = target["method"], target["segments"]
+    if any(name.startswith("$") for name, _key in segments):
+        return []  # $value, $links, $ref: not an entity's properties
+    svc = model.services[target["service"]]
+    t = model.types.get(svc.sets[target["set"]][0])
+    out = list(_check_key(t, segments[0][1], "/key"))
+    if not _one_entity(model, t, segments):
+        example = f"{target['set']}('...')" if len(segments) == 1 else "the key of its last segment"
+        message = f"a {method} addresses one entity: name it by its key in the URL, e.g. {example}"
+        out.append(("missing-required", "/key", message, None))
+    rules = set_rules(model, target)
+    allowed = rules.deletable if method == "DELETE" else rules.updatable
+    if not allowed:
+        out.append(("read-only", "", _denied(method, target["set"]), target["set"]))
+    return out
+
+
+def _one_entity(model: Model, t: TypeInfo | None, segments: list[Segment]) -> bool:
+    """The URL's last segment is one entity: it has a key predicate, or is a to-one navigation."""
+    if segments[-1][1] is not None:
+        return True
+    if len(segments) == 1:
+        return False
+    for name, _key in segments[1:-1]:
+        t = model.types.get(t.navs[name].target) if t is not None and name in t.navs else None
+    nav = t.navs.get(segments[-1][0]) if t is not None else None
+    return nav is not None and not nav.to_many
+
+
+def _denied(method: str, set_name: str) -> str:
+    what, attr, term = (
+        ("delete", "sap:deletable", "DeleteRestrictions/Deletable")
+        if method == "DELETE"
+        else ("update", "sap:updatable", "UpdateRestrictions/Updatable")
+    )
+    return (
+        f'entity set {set_name} does not allow {what} ({attr}="false" or Capabilities.{term} false); '
+        f"do not {what} it through this entity set: look for an operation of the service that does what you need "
+        "(e.g. a cancel, reject or change function)"
+    )
+
+
+def entity_key(model: Model, target: CallTarget) -> dict[str, str]:
+    """{key property: value as text} from the key predicate of the URL's last segment (quotes and
+    ``guid'...'``-style prefixes removed); {} when the last segment has none."""
+    segments = target.get("segments") or []
+    t = model.types.get(target.get("type") or "")
+    text = segments[-1][1] if segments else None
+    if t is None or text is None:
+        return {}
+    keys = sorted(p.name for p in t.props.values() if p.key)
+    parts = split_top(text, ",")
+    if len(parts) == 1 and "=" not in parts[0].split("'")[0] and len(keys) == 1:
+        return {keys[0]: _key_text(parts[0])}
+    pairs = [part.partition("=") for part in parts]
+    return {name.strip(): _key_text(value) for name, sep, value in pairs if sep}
+
+
+def _key_text(literal: str) -> str:
+    value = literal.strip()
+    quote = value.find("'")
+    if quote >= 0 and value.endswith("'"):
+        return value[quote + 1 : -1].replace("''", "'")
+    return value
 
 
 def _check_key(t: TypeInfo | None, text: str | None, pointer: str) -> list[Finding]:
@@ -403,10 +549,14 @@ __all__ = [
     "check_expand",
     "check_filter",
     "check_get",
+    "check_write_target",
     "did_you_mean",
+    "entity_key",
+    "filter_paths",
     "parse_call_url",
     "parse_query",
     "resolve_service",
     "service_aliases",
+    "set_rules",
     "split_top",
 ]

@@ -1,7 +1,9 @@
 """Typed context for retrieved entity sets (``kg retrieve --context``): what an agent is given.
 
 For each entity set: its service and URL path, key and key predicate, properties with Edm
-types and max lengths, which are required on create and which are read-only, navigation
+types and max lengths, which are required on create (SAP's own markers first, else the rule
+of docs/validation.md), which are read-only or create-only, which a read must or may not
+filter on, navigation
 properties with cardinality and target, value helps with their codes (or "codes unknown"),
 and the process chain: the activities that use it, with the activities right before and
 after them and the entity sets those use. The data comes from ``queries/retrieve-context-*.rq``
@@ -59,6 +61,7 @@ def set_context(store: Store, iri: str) -> JSONObject:
         "properties": props,
         "required": [p["name"] for p in props if "required" in p["flags"]],
         "read_only": [p["name"] for p in props if "read-only" in p["flags"]],
+        "filter_required": [p["name"] for p in props if "filter-required" in p["flags"]],
         "navigations": _navigations(store, iri),
         "value_helps": _value_helps(store, iri),
         "process": _process(store, iri),
@@ -75,6 +78,9 @@ def _bare_context(iri: str) -> dict:
         "creatable": None,
         "updatable": None,
         "deletable": None,
+        "requiresFilter": None,
+        "updatablePath": None,
+        "deletablePath": None,
     }
     return {
         "head": head,
@@ -83,6 +89,7 @@ def _bare_context(iri: str) -> dict:
         "properties": [],
         "required": [],
         "read_only": [],
+        "filter_required": [],
         "navigations": [],
         "value_helps": [],
         "process": [],
@@ -144,11 +151,12 @@ def _facets(row: Record) -> str:
 
 
 def _flags(row: Record) -> list[str]:
-    """key, required (on create), read-only, create-only, no-create."""
+    """key, required (on create), read-only, create-only, no-create; then what a read may filter
+    on (filter-required, no-filter), and hidden or the field control decided per entity."""
     flags = ["key"] if row["isKey"] else []
     creatable, updatable = row["creatable"] is not False, row["updatable"] is not False
-    if row["computed"] or not (creatable or updatable):
-        return flags + ["read-only"]
+    if row["computed"] or row["fieldControl"] == "ReadOnly" or not (creatable or updatable):
+        return flags + ["read-only"] + _read_flags(row)
     collection = (row["edmType"] or "").startswith("Collection(")
     if creatable and required_on_create(
         bool(row["isKey"]),
@@ -157,12 +165,26 @@ def _flags(row: Record) -> list[str]:
         collection,
         row["defaultValue"] is not None,
         row["namespace"] or "",
+        mandatory=row["fieldControl"] == "Mandatory" or bool(row["insertRequired"]),
     ):
         flags.append("required")
-    if creatable and (not updatable or row["immutable"]) and not row["isKey"]:
+    if creatable and (not updatable or row["immutable"] or row["nonUpdatable"]) and not row["isKey"]:
         flags.append("create-only")
     if not creatable:
         flags.append("no-create")
+    return flags + _read_flags(row)
+
+
+def _read_flags(row: Record) -> list[str]:
+    flags = []
+    if row["requiredInFilter"] or row["filterRequired"]:
+        flags.append("filter-required")
+    if row["filterable"] is False or row["nonFilterable"]:
+        flags.append("no-filter")
+    if row["fieldControl"] in ("Hidden", "Inapplicable"):
+        flags.append("hidden")
+    if row["fieldControlPath"]:
+        flags.append(f"field control by {row['fieldControlPath']}")
     return flags
 
 

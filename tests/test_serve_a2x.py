@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+import pyodata
 import pytest
+import requests
 import uvicorn
 
 from conftest import ROOT, shared
@@ -213,6 +215,31 @@ def test_reset_restores_the_generated_records(client):
     assert (
         len(dump["API_SALES_ORDER_SRV"]["A_SalesOrder"]) == 20 and len(dump["CE_SALESORDER_0001"]["SalesOrder"]) == 20
     )
+
+
+def test_pyodata_reads_creates_and_updates_with_csrf_and_etags(served, client):
+    """SAP's own Python OData client, as its documentation sets it up (CSRF token by HEAD)."""
+    server, _client, _record = served
+    base = str(client.base_url).rstrip("/") + SO
+    server.csrf = True
+    try:
+        session = requests.Session()
+        token = session.head(base, headers={"x-csrf-token": "fetch"}).headers["x-csrf-token"]
+        session.headers["x-csrf-token"] = token
+        service = pyodata.Client(base, session)  # reads $metadata
+        read = service.entity_sets.A_SalesOrder.get_entity("0000000003").execute()
+        assert read.SalesOrder == "0000000003" and read.etag.startswith('W/"')
+        create = service.entity_sets.A_SalesOrder.create_entity()
+        created = create.set(**order(to_Item=[order()["to_Item"]["results"][0]])).execute()
+        assert created.SalesOrder == "0000000021"
+        items = created.nav("to_Item").get_entities().execute()
+        assert [(i.SalesOrder, i.Material) for i in items] == [("0000000021", PRODUCT)]
+        update = service.entity_sets.A_SalesOrder.update_entity(SalesOrder="0000000003")
+        update.set(PurchaseOrderByCustomer="PYODATA").add_headers({"If-Match": read.etag})
+        update.execute()
+        assert client.get(SO + "A_SalesOrder('0000000003')").json()["d"]["PurchaseOrderByCustomer"] == "PYODATA"
+    finally:
+        server.csrf = False
 
 
 # ---------------------------------------------------------------- SAP code lists

@@ -445,6 +445,7 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
     error: str | None = None  # the error code of a failed call, recorded beside its status
     tunneled = headers.get("x-http-method", "").upper()
     method = tunneled if method == "POST" and tunneled in TUNNELED else method
+    head, method = method == "HEAD", "GET" if method == "HEAD" else method  # HEAD: a GET without body
     try:
         if len(raw) > MAX_BODY:
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
@@ -463,7 +464,7 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
         response.headers["x-csrf-token"] = server.csrf_token
     elif response.status_code == 403:
         response.headers["x-csrf-token"] = "Required"
-    if server.recorder is not None:
+    if server.recorder is not None and not head:
         server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code, error)
     return response
 

@@ -9,6 +9,7 @@ model the server validates against.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def load(store: Path) -> tuple[Validator, StoreFacts]:
         validator = Validator(store)
         facts = _facts(store, version)
         if version_dir(store) == version:
+            # pyoxigraph's query results may not be freed on another thread; the reference cycles
+            # the SPARQL safety check leaves around them are collected here, on the loading thread
+            gc.collect()
             return validator, facts
     raise StoreBusyError(f"{store}: the store kept changing while kg serve read it; try again")
 

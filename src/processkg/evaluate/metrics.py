@@ -139,7 +139,7 @@ def summarize(scores: dict[str, Scores], queries: list[Query]) -> dict[str, JSON
 # ---------------------------------------------------------------- significance
 
 
-def paired_test(a: list[float], b: list[float]) -> dict:
+def paired_test(a: list[float], b: list[float]) -> dict[str, float]:
     """Two-sided paired tests of a vs b: Wilcoxon signed-rank and a paired permutation test."""
     from scipy import stats
 
@@ -299,7 +299,7 @@ def _routing_lines(routing: JSONObject | None) -> list[str]:
     return lines
 
 
-def plot_recall_curves(evaluation: JSONObject, path: Path) -> list:
+def plot_recall_curves(evaluation: JSONObject, path: Path) -> list[Path]:
     """One PNG per query type: Recall@k against k for every method. Returns the files written."""
     import matplotlib
 
@@ -337,7 +337,7 @@ def _n(evaluation: JSONObject, group: str) -> int:
     return next(iter(evaluation["summary"].values()))[group]["n"]
 
 
-def write_outputs(evaluation: JSONObject, out: Path, command: str = "") -> list:
+def write_outputs(evaluation: JSONObject, out: Path, command: str = "") -> list[Path]:
     """report.md, results.json and recall plots into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -256,19 +256,19 @@ def mean_recall(results: list[QueryResult], method: str, k: int) -> float:
     return float(np.mean([r.recall[method][k] for r in results])) if results else 0.0
 
 
-def summary(results: list[QueryResult]) -> dict:
+def summary(results: list[QueryResult]) -> dict[str, dict[int, float]]:
     """{method: {k: mean recall}} over ``results``."""
     return {m: {k: mean_recall(results, m, k) for k in KS} for m in METHODS}
 
 
-def grouped(results: list[QueryResult], key: Callable[[QueryResult], str]) -> dict:
-    groups: dict = {}
+def grouped(results: list[QueryResult], key: Callable[[QueryResult], str]) -> dict[str, JSONObject]:
+    groups: dict[str, list[QueryResult]] = {}
     for r in results:
         groups.setdefault(key(r), []).append(r)
     return {name: {"n": len(rs), "recall": summary(rs)} for name, rs in sorted(groups.items())}
 
 
-def tests(results: list[QueryResult]) -> list[dict]:
+def tests(results: list[QueryResult]) -> list[JSONObject]:
     """Paired tests (Wilcoxon signed-rank and permutation, two-sided) per pair and k."""
 
     rows = []
@@ -287,7 +287,7 @@ def identical_rankings(results: list[QueryResult], a: str, b: str) -> int:
 # ---------------------------------------------------------------- report
 
 
-def as_json(result: Run, test_rows: list[JSONObject]) -> dict:
+def as_json(result: Run, test_rows: list[JSONObject]) -> JSONObject:
     """Everything the report states, plus every query's rankings (deterministic: no timings)."""
     res = result.results
     return {
@@ -318,7 +318,7 @@ def as_json(result: Run, test_rows: list[JSONObject]) -> dict:
     }
 
 
-def query_records(result: Run) -> list[dict]:
+def query_records(result: Run) -> list[JSONObject]:
     """One record per query: gold, recall per method and k, and each method's top max(KS)."""
     return [
         {"id": r.query.id, "query": r.query.text, "gold": r.query.gold, "recall": _keyed(r.recall), "ranked": r.ranked}
@@ -326,19 +326,19 @@ def query_records(result: Run) -> list[dict]:
     ]
 
 
-def _keyed_k(values: dict[int, float]) -> dict:
+def _keyed_k(values: dict[int, float]) -> dict[str, float]:
     return {str(k): v for k, v in values.items()}
 
 
-def _keyed(by_method: dict[str, dict[int, float]]) -> dict:
+def _keyed(by_method: dict[str, dict[int, float]]) -> dict[str, dict[str, float]]:
     return {m: _keyed_k(v) for m, v in by_method.items()}
 
 
-def _keyed_groups(groups: dict[str, JSONObject]) -> dict:
+def _keyed_groups(groups: dict[str, JSONObject]) -> dict[str, JSONObject]:
     return {name: {"n": g["n"], "recall": _keyed(g["recall"])} for name, g in groups.items()}
 
 
-def expansion_evidence(result: Run) -> dict:
+def expansion_evidence(result: Run) -> JSONObject:
     n = len(result.results)
     return {
         "process_edges": result.process_edges,

@@ -214,6 +214,19 @@ def test_a2x_every_class_is_complete_and_exact(corpus):
         "sap:value-list",
         "Common.ValueList",
         "Common.ValueListWithFixedValues",
+        "Common.FieldControl",
+        "field control path",
+        "Core.Computed",
+        "Core.Immutable",
+        "sap:required-in-filter",
+        "InsertRestrictions.RequiredProperties",
+        "InsertRestrictions.NonInsertableNavigationProperties",
+        "UpdateRestrictions.NonUpdatableProperties",
+        "FilterRestrictions.RequiredProperties",
+        "FilterRestrictions.NonFilterableProperties",
+        "EntitySet not insertable",
+        "EntitySet not updatable",
+        "EntitySet not deletable",
     ]
     assert (rows["EntitySet"]["source"], rows["Property"]["source"]) == (411, 10413)
     assert rows["NavigationProperty to-one"]["source"] + rows["NavigationProperty to-many"]["source"] == 610

@@ -1,7 +1,8 @@
 """``kg audit``: how faithfully the graph holds the structure of its source documents.
 
 For each structural class (entity sets, entity types, properties, keys, navigation
-properties by cardinality, value-list annotations; processes, participants, lanes,
+properties by cardinality, value-list annotations, SAP's constraint annotations; processes,
+participants, lanes,
 activities, gateways, events, sequence and message flows) the audit counts items
 twice and compares:
 
@@ -54,6 +55,19 @@ ODATA_CLASSES = (
     "sap:value-list",
     "Common.ValueList",
     "Common.ValueListWithFixedValues",
+    "Common.FieldControl",
+    "field control path",
+    "Core.Computed",
+    "Core.Immutable",
+    "sap:required-in-filter",
+    "InsertRestrictions.RequiredProperties",
+    "InsertRestrictions.NonInsertableNavigationProperties",
+    "UpdateRestrictions.NonUpdatableProperties",
+    "FilterRestrictions.RequiredProperties",
+    "FilterRestrictions.NonFilterableProperties",
+    "EntitySet not insertable",
+    "EntitySet not updatable",
+    "EntitySet not deletable",
 )
 TASKS = ("task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask", "businessRuleTask", "scriptTask")
 SUBPROCESSES = ("subProcess", "adHocSubProcess", "transaction")
@@ -91,6 +105,17 @@ EDMX_NS = (
 )
 SAP_NS = "http://www.sap.com/Protocols/SAPData"
 COMMON_VOCAB = "com.sap.vocabularies.Common.v1"
+CORE_VOCAB = "Org.OData.Core.V1"
+CAPABILITIES_VOCAB = "Org.OData.Capabilities.V1"
+#: SAP's own aliases of the standard vocabularies, and the usual ``Core``; seven A2X V2 documents
+#: use ``SAP__core`` or ``Core`` without declaring it, so these count unless the document declares
+#: the alias otherwise.
+SAP_ALIASES = {
+    "Core": CORE_VOCAB,
+    "SAP__core": CORE_VOCAB,
+    "SAP__common": COMMON_VOCAB,
+    "SAP__capabilities": CAPABILITIES_VOCAB,
+}
 BPMN_MODEL = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 
 _ANNOTATION_TERMS = {"ValueList": "Common.ValueList", "ValueListWithFixedValues": "Common.ValueListWithFixedValues"}
@@ -121,6 +146,7 @@ def odata_source_counts(path: Path) -> dict:
         for schema in root.xpath("//e:Schema", namespaces=ns):
             _count_schema(schema, ns, multiplicity, counts)
     _count_annotations(root, counts)
+    _count_sap_markers(root, counts)
     return dict(counts)
 
 
@@ -181,6 +207,127 @@ def _count_annotations(root: etree._Element, counts: Counter) -> None:
             prefix, _, name = ann.get("Term").rpartition(".")
             if name in _ANNOTATION_TERMS and aliases.get(prefix, prefix) == COMMON_VOCAB:
                 counts[_ANNOTATION_TERMS[name]] += 1
+
+
+# ---------------------------------------------------------------- source counts: SAP's markers
+
+#: Capabilities term -> {list field: audit class}: the paths a restriction of an entity set names.
+_RESTRICTION_LISTS = {
+    "InsertRestrictions": {
+        "RequiredProperties": "InsertRestrictions.RequiredProperties",
+        "NonInsertableNavigationProperties": "InsertRestrictions.NonInsertableNavigationProperties",
+    },
+    "UpdateRestrictions": {"NonUpdatableProperties": "UpdateRestrictions.NonUpdatableProperties"},
+    "FilterRestrictions": {
+        "RequiredProperties": "FilterRestrictions.RequiredProperties",
+        "NonFilterableProperties": "FilterRestrictions.NonFilterableProperties",
+    },
+}
+#: Capabilities term -> (Bool field, sap: attribute of EntitySet, audit class) of a denied set.
+_DENIALS = {
+    "InsertRestrictions": ("Insertable", "creatable", "EntitySet not insertable"),
+    "UpdateRestrictions": ("Updatable", "updatable", "EntitySet not updatable"),
+    "DeleteRestrictions": ("Deletable", "deletable", "EntitySet not deletable"),
+}
+
+
+def _count_sap_markers(root: etree._Element, counts: Counter) -> None:
+    """SAP's constraint annotations: on properties (FieldControl, Computed, Immutable, the
+    sap:field-control and sap:required-in-filter attributes) and on entity sets (the paths that
+    Capabilities restrictions name, and sets that do not allow insert, update or delete)."""
+    aliases = {**SAP_ALIASES, **_vocabulary_aliases(root)}
+    denied: dict[str, set[str]] = {cls: set() for _f, _a, cls in _DENIALS.values()}
+    listed: dict[tuple[str, str], list[str]] = defaultdict(list)  # (class, Container/Set) -> paths
+    declared: set[str] = set()
+    for uri in CSDL_NS:
+        ns = {"e": uri, "sap": SAP_NS}
+        counts["field control path"] += _count(root, "//e:Property[@sap:field-control]", ns)
+        counts["sap:required-in-filter"] += _count(root, "//e:Property[@sap:required-in-filter='true']", ns)
+        for ann in root.xpath("//e:Annotation[@Term]", namespaces=ns):
+            prefix, _, name = ann.get("Term").rpartition(".")
+            vocabulary = aliases.get(prefix, prefix)
+            if vocabulary in (CORE_VOCAB, COMMON_VOCAB) and _on_property(ann):
+                _count_property_marker(ann, f"{vocabulary}.{name}", ns, counts)
+            elif vocabulary == CAPABILITIES_VOCAB and name in _RESTRICTION_LISTS | _DENIALS:
+                _count_restriction(ann, name, ns, listed, denied)
+        declared |= _denied_by_attribute(root, ns, denied)
+    members = _set_members(root)
+    for (cls, target), paths in listed.items():
+        counts[cls] += sum(1 for path in paths if path in members.get(target, ()))
+    for cls, sets in denied.items():
+        counts[cls] += len(sets & declared)  # EntitySets declared in this file, singletons left out
+
+
+def _on_property(ann: etree._Element) -> bool:
+    """Inline in a Property, or in an Annotations element whose Target is Type/Property (one '/',
+    no parenthesis: ``Action(BindingType)/Parameter`` is an operation's parameter)."""
+    parent = ann.getparent()
+    if etree.QName(parent).localname == "Property":
+        return True
+    target = parent.get("Target", "")
+    return etree.QName(parent).localname == "Annotations" and target.count("/") == 1 and "(" not in target
+
+
+def _count_property_marker(ann: etree._Element, term: str, ns: dict[str, str], counts: Counter) -> None:
+    if term in (f"{CORE_VOCAB}.Computed", f"{CORE_VOCAB}.Immutable") and ann.get("Bool") != "false":
+        counts["Core." + term.rpartition(".")[2]] += 1
+    elif term == f"{COMMON_VOCAB}.FieldControl":
+        path = ann.get("Path") is not None or bool(ann.xpath("e:Path", namespaces=ns))
+        counts["field control path" if path else "Common.FieldControl"] += 1
+
+
+def _count_restriction(
+    ann: etree._Element,
+    term: str,
+    ns: dict[str, str],
+    listed: dict[tuple[str, str], list[str]],
+    denied: dict[str, set[str]],
+) -> None:
+    for field, cls in _RESTRICTION_LISTS.get(term, {}).items():
+        paths = ann.xpath(f"e:Record/e:PropertyValue[@Property='{field}']/e:Collection/*", namespaces=ns)
+        listed[(cls, _set_target(ann))].extend((path.text or "").strip() for path in paths)
+    if term in _DENIALS:
+        field, _attr, cls = _DENIALS[term]
+        if _count(ann, f"e:Record/e:PropertyValue[@Property='{field}'][@Bool='false']", ns):
+            denied[cls].add(_set_target(ann))
+
+
+def _set_target(ann: etree._Element) -> str:
+    """``Container/Set`` of the entity set an annotation is on (inline, or by Target without its prefix)."""
+    parent = ann.getparent()
+    if etree.QName(parent).localname == "Annotations":
+        first, _, rest = parent.get("Target", "").partition("/")
+        return f"{first.rpartition('.')[2]}/{rest}"
+    return f"{parent.getparent().get('Name', '')}/{parent.get('Name', '')}"
+
+
+def _set_members(root: etree._Element) -> dict[str, set[str]]:
+    """``{Container/Set: names of the properties and navigation properties its entity type declares}``
+    for the entity sets and singletons of the document (types matched by their unqualified name)."""
+    declared: dict[str, set[str]] = defaultdict(set)
+    for uri in CSDL_NS:
+        ns = {"e": uri}
+        for et in root.xpath("//e:EntityType", namespaces=ns):
+            names = et.xpath("e:Property/@Name|e:NavigationProperty/@Name", namespaces=ns)
+            declared[et.get("Name", "")] |= {str(name) for name in names}
+    members = {}
+    for uri in CSDL_NS:
+        for es in root.xpath("//e:EntityContainer/e:EntitySet|//e:EntityContainer/e:Singleton", namespaces={"e": uri}):
+            type_name = (es.get("EntityType") or es.get("Type") or "").rpartition(".")[2]
+            members[f"{es.getparent().get('Name', '')}/{es.get('Name', '')}"] = declared.get(type_name, set())
+    return members
+
+
+def _denied_by_attribute(root: etree._Element, ns: dict[str, str], denied: dict[str, set[str]]) -> set[str]:
+    """Add the sets a sap:creatable / updatable / deletable="false" denies; return every declared set."""
+    declared = set()
+    for es in root.xpath("//e:EntityContainer/e:EntitySet", namespaces=ns):
+        name = f"{es.getparent().get('Name', '')}/{es.get('Name', '')}"
+        declared.add(name)
+        for _field, attr, cls in _DENIALS.values():
+            if es.get(f"{{{SAP_NS}}}{attr}") == "false":
+                denied[cls].add(name)
+    return declared
 
 
 # ---------------------------------------------------------------- source counts: BPMN

@@ -490,9 +490,10 @@ def _optimistic_concurrency(es: EntitySet, anns: list[Annotation]) -> bool:
     return named or es.sap.get("etag", "false").lower() != "false"
 
 
-#: SAP's own aliases of the standard vocabularies, used in some SAP V2 documents without an
-#: edmx:Include that declares them (``SAP__core.Immutable`` in six A2X services).
-SAP_ALIASES = {"SAP__core": CORE, "SAP__common": COMMON, "SAP__capabilities": CAPABILITIES}
+#: SAP's own aliases of the standard vocabularies, and the usual ``Core``, used in some SAP V2
+#: documents without an edmx:Include that declares them (``SAP__core.Immutable`` in six A2X
+#: services, ``Core.Immutable`` in one).
+SAP_ALIASES = {"Core": CORE, "SAP__core": CORE, "SAP__common": COMMON, "SAP__capabilities": CAPABILITIES}
 
 #: Common.FieldControlType: member names, and the Int values that stand for them.
 FIELD_CONTROL_TYPES = {"7": "Mandatory", "3": "Optional", "1": "ReadOnly", "0": "Inapplicable"}

@@ -84,6 +84,10 @@ KGT = _Namespace(
     parameterKind localDataProperty valueListPropertyName parameterOrder constant
     fixedValues valueListReference annotationTerm qualifier searchSupported
     code codeValue codeSource memberValue
+    ServiceOperation V2FunctionImport V4Action V4Function OperationImport V4ActionImport V4FunctionImport
+    OperationParameter serviceOperation operationImport importedOperation serviceOperationParameter
+    actionFor bindingType returnEntitySet isBound boundToCollection isBindingParameter returnType
+    entitySetPath applicablePath
     Operation operation operationParameter httpMethod path operationId parameterLocation required
     schemaFormat openapiVersion serverUrl tag mediaType
     """,

@@ -14,7 +14,7 @@ from pyoxigraph import NamedNode, Triple
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.sources.codes import CodeRow
-from processkg.sources.odata.model import Service, key_of
+from processkg.sources.odata.model import Service, key_of, operation_target, operations_of, qualify
 from processkg.sources.odata.read import (
     CAPABILITIES,
     COMMON,
@@ -26,12 +26,15 @@ from processkg.sources.odata.read import (
     EntitySet,
     EnumType,
     NavigationProperty,
+    Operation,
+    OperationImport,
+    Parameter,
     Property,
     ReferentialConstraint,
     StructuredType,
 )
 from processkg.triples import Triples, child, mint
-from processkg.vocab import KGT
+from processkg.vocab import KGT, RDF_TYPE
 
 VALUE_LIST = f"{COMMON}.ValueList"
 FIXED_VALUES = f"{COMMON}.ValueListWithFixedValues"
@@ -89,6 +92,7 @@ class ServiceLifter:
             self._container(container)
         for st in sorted(self.doc.types.values(), key=lambda s: s.qname):
             self._navigations(st)
+        self._operations()
         self._value_list_targets()
         return self.t.items
 
@@ -216,7 +220,9 @@ class ServiceLifter:
             self.value_lists[key] = {"iri": vl, "collection": "", "codes": {}}
         return self.value_lists[key]["iri"]
 
-    def _value_list(self, st: StructuredType, prop: Property, s: NamedNode, anns: list[Annotation]) -> None:
+    def _value_list(
+        self, st: StructuredType | None, prop: Property | Parameter, s: NamedNode, anns: list[Annotation]
+    ) -> None:
         kind = prop.sap.get("value-list")
         if kind:
             self.t.text(s, KGT.sapValueList, kind)
@@ -255,7 +261,7 @@ class ServiceLifter:
         self.t.text(code, KGT.codeSource, source)
         self.t.add(vl, KGT.code, code)
 
-    def _lift_value_list(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
+    def _lift_value_list(self, st: StructuredType | None, s: NamedNode, ann: Annotation) -> None:
         t = self.t
         qualifier = self._fresh_qualifier(s, ann)
         vl = self._value_list_node(s, qualifier, ann.line)
@@ -291,7 +297,7 @@ class ServiceLifter:
         )
         return f"{ann.qualifier}#{seen + 1}"
 
-    def _parameter(self, st: StructuredType, vl: NamedNode, i: int, param: JSONObject) -> None:
+    def _parameter(self, st: StructuredType | None, vl: NamedNode, i: int, param: JSONObject) -> None:
         t = self.t
         p = child(vl, "param", str(i))
         t.node(p, KGT.ValueListParameter, param.get("$line"))
@@ -306,13 +312,13 @@ class ServiceLifter:
         t.text(p, KGT.valueListPropertyName, name if isinstance(name, str) else None)
         t.text(p, KGT.constant, param.get("Constant") if isinstance(param.get("Constant"), str) else None)
 
-    def _lift_fixed_values(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
+    def _lift_fixed_values(self, st: StructuredType | None, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
         self.t.boolean(vl, KGT.fixedValues, _truthy(ann.value))
 
-    def _lift_references(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
+    def _lift_references(self, st: StructuredType | None, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
@@ -320,7 +326,7 @@ class ServiceLifter:
             if isinstance(url, str):
                 self.t.text(vl, KGT.valueListReference, url)
 
-    def _lift_allowed_values(self, st: StructuredType, s: NamedNode, ann: Annotation) -> None:
+    def _lift_allowed_values(self, st: StructuredType | None, s: NamedNode, ann: Annotation) -> None:
         vl = self._value_list_node(s, ann.qualifier, ann.line)
         self.t.text(vl, KGT.annotationTerm, ann.term)
         self.t.text(vl, KGT.sourceFile, ann.file)
@@ -479,8 +485,140 @@ class ServiceLifter:
         if remote is not None:
             t.add(r, KGT.referencedProperty, remote)
 
+    # ---------------------------------------------------------------- operations
+    def _operations(self) -> None:
+        """V2 function imports, V4 actions and functions (one node per overload), V4 imports."""
+        used: set[str] = set()
+        unbound: dict[str, list[NamedNode]] = {}
+        for op in operations_of(self.doc):
+            s = self._operation_iri(op, used)
+            self._operation(op, s)
+            if not op.bound:
+                unbound.setdefault(op.qname, []).append(s)
+        for container in self.doc.containers:
+            for imp in container.operation_imports:
+                self._operation_import(container, imp, unbound.get(imp.operation, []))
+
+    def _operation_iri(self, op: Operation, used: set[str]) -> NamedNode:
+        """``operation/{name}`` (V2), ``operation/{qname}[/{binding type}]`` (V4, the binding type's simple
+        name, e.g. ``Collection(BillingDocument_Type)``); a further overload of the same binding gets ``/2``..."""
+        segments = [op.name if op.kind == "FunctionImport" else op.qname]
+        if op.binding is not None:
+            many = op.binding.type.startswith("Collection(")
+            simple = op.binding.item_type.rpartition(".")[2]
+            segments.append(f"Collection({simple})" if many else simple)
+        iri, n = child(self.base, "operation", *segments), 2
+        while iri.value in used:
+            iri, n = child(self.base, "operation", *segments, str(n)), n + 1
+        used.add(iri.value)
+        return iri
+
+    def _operation_annotations(self, op: Operation, member: str = "") -> list[Annotation]:
+        """Annotations of an operation (or of its parameter ``member``): those of every overload, then
+        those that target this overload only."""
+        suffix = f"/{member}" if member else ""
+        targets = dict.fromkeys([op.qname + suffix, operation_target(op) + suffix])
+        return [a for target in targets for a in self.svc.annotations_for(target)]
+
+    def _operation(self, op: Operation, s: NamedNode) -> None:
+        t = self.t
+        anns = self._operation_annotations(op)
+        label = _label(op.sap, anns)
+        t.node(s, _OPERATION_CLASSES[op.kind], op.line, label or op.name)
+        t.add(s, RDF_TYPE, KGT.ServiceOperation)
+        t.add(self.base, KGT.serviceOperation, s)
+        t.text(s, KGT.name, op.name)
+        t.text(s, KGT.label, label)
+        t.text(s, KGT.description, _description(op.sap, anns))
+        t.text(s, KGT.httpMethod, op.http_method or _OPERATION_METHODS.get(op.kind))
+        t.text(s, KGT.returnType, op.return_type)
+        if op.kind == "FunctionImport":
+            self._v2_operation(op, s)
+        else:
+            self._v4_operation(op, s)
+        for i, param in enumerate(op.parameters):
+            self._operation_parameter(op, s, i, param)
+
+    def _parameter_iri(self, op: Operation, s: NamedNode, i: int, param: Parameter) -> NamedNode:
+        """``{operation}/param/{name}``; a second parameter of the same name (CSDL names them uniquely,
+        12.8) is kept as ``{name}/{position}``, with a warning."""
+        if all(other.name != param.name for other in op.parameters[:i]):
+            return child(s, "param", param.name)
+        self.warnings.append(
+            f"{self.doc.file}:{param.line}: a second parameter {param.name!r} of {op.name}; "
+            f"kept as parameter {param.name}/{i} (parameter names are unique within an operation)"
+        )
+        return child(s, "param", param.name, str(i))
+
+    def _v2_operation(self, op: Operation, s: NamedNode) -> None:
+        """A V2 function import: the set it returns, and SAP's sap:action-for and sap:applicable-path."""
+        if op.entity_set in self.set_iris:
+            self.t.add(s, KGT.returnEntitySet, self.set_iris[op.entity_set])
+        acted_on = qualify(self.doc, op.sap.get("action-for", ""))
+        if acted_on in self.doc.types:
+            self.t.add(s, KGT.actionFor, self.type_iri(acted_on))
+        self.t.text(s, KGT.applicablePath, op.sap.get("applicable-path"))
+
+    def _v4_operation(self, op: Operation, s: NamedNode) -> None:
+        t = self.t
+        t.text(s, KGT.qualifiedName, op.qname)
+        t.text(s, KGT.namespace, op.namespace)
+        t.boolean(s, KGT.isBound, op.bound)
+        t.text(s, KGT.entitySetPath, op.entity_set_path)
+        if op.binding is not None:
+            many = op.binding.type.startswith("Collection(")
+            t.boolean(s, KGT.boundToCollection, many)
+            item = op.binding.type[11:-1] if many else op.binding.type
+            if item in self.doc.types:
+                t.add(s, KGT.bindingType, self.type_iri(item))
+
+    def _operation_parameter(self, op: Operation, s: NamedNode, i: int, param: Parameter) -> None:
+        t = self.t
+        p = self._parameter_iri(op, s, i, param)
+        anns = self._operation_annotations(op, param.name)
+        label = _label(param.sap, anns)
+        t.node(p, KGT.OperationParameter, param.line, label or param.name)
+        t.add(s, KGT.serviceOperationParameter, p)
+        t.text(p, KGT.name, param.name)
+        t.text(p, KGT.label, label)
+        t.text(p, KGT.description, _description(param.sap, anns))
+        t.text(p, KGT.edmType, param.type)
+        t.integer(p, KGT.parameterOrder, i)
+        if param.type.startswith("Collection("):
+            t.boolean(p, KGT.isCollection, True)
+        t.boolean(p, KGT.nullable, param.nullable)
+        t.integer(p, KGT.maxLength, param.max_length)
+        t.integer(p, KGT.precision, param.precision)
+        t.text(p, KGT.scale, param.scale)
+        if op.bound and i == 0:
+            t.boolean(p, KGT.isBindingParameter, True)
+        self._value_list(None, param, p, anns)
+
+    def _operation_import(self, container: EntityContainer, imp: OperationImport, ops: list[NamedNode]) -> None:
+        t = self.t
+        c = child(self.base, "container", container.name)
+        s = child(c, "import", imp.name)
+        label = _label({}, self.svc.annotations_for(f"{container.qname}/{imp.name}"))
+        t.node(
+            s, KGT.V4ActionImport if imp.kind == "ActionImport" else KGT.V4FunctionImport, imp.line, label or imp.name
+        )
+        t.add(s, RDF_TYPE, KGT.OperationImport)
+        t.add(c, KGT.operationImport, s)
+        t.text(s, KGT.name, imp.name)
+        t.text(s, KGT.label, label)
+        for op in ops:
+            t.add(s, KGT.importedOperation, op)
+        entity_set = imp.entity_set.rsplit("/", 1)[-1]
+        if entity_set in self.set_iris:
+            t.add(s, KGT.returnEntitySet, self.set_iris[entity_set])
+
 
 # ---------------------------------------------------------------- annotation helpers
+
+#: Reader kind of an operation -> its class (besides kg:ServiceOperation).
+_OPERATION_CLASSES = {"FunctionImport": KGT.V2FunctionImport, "Action": KGT.V4Action, "Function": KGT.V4Function}
+#: The HTTP method of a V4 operation (OData V4 Protocol 11.5.4 / 11.5.3); a V2 function import states its own.
+_OPERATION_METHODS = {"Action": "POST", "Function": "GET"}
 
 
 def _optimistic_concurrency(es: EntitySet, anns: list[Annotation]) -> bool:

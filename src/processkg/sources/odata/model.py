@@ -20,6 +20,7 @@ from processkg.sources.odata.read import (
     Annotation,
     Association,
     NavigationProperty,
+    Operation,
     Property,
     ReferentialConstraint,
     ServiceDocument,
@@ -92,6 +93,24 @@ def _qualify_names(doc: ServiceDocument) -> None:
     for assoc in doc.associations.values():
         for end in assoc.ends.values():
             end.type = _in_schema(doc, qualify(doc, end.type), assoc.qname.rpartition(".")[0])
+    for op in operations_of(doc):
+        op.return_type = qualify(doc, op.return_type) if op.return_type else ""
+        for param in op.parameters:
+            param.type = qualify(doc, param.type)
+    for container in doc.containers:
+        for imp in container.operation_imports:
+            imp.operation = qualify(doc, imp.operation)
+
+
+def operations_of(doc: ServiceDocument) -> list[Operation]:
+    """Every operation of a document: V2 function imports of its containers, V4 actions and functions."""
+    return [op for c in doc.containers for op in c.function_imports] + doc.operations
+
+
+def operation_target(op: Operation) -> str:
+    """The annotation target of one operation (overload): ``NS.Container/FunctionImport`` (V2),
+    ``NS.Action(NS.BindingType)`` / ``NS.Function(NS.T1,NS.T2)`` (V4, CSDL 14.2.1)."""
+    return op.qname if op.kind == "FunctionImport" else f"{op.qname}({op.signature})"
 
 
 def _in_schema(doc: ServiceDocument, name: str, namespace: str) -> str:
@@ -285,9 +304,24 @@ def _index_annotations(service: Service) -> None:
     for container in doc.containers:
         for es in container.entity_sets:
             _add(service, doc, f"{container.qname}/{es.name}", es.annotations)
+    for op in operations_of(doc):
+        _add(service, doc, operation_target(op), op.annotations)
+        for param in op.parameters:
+            _add(service, doc, f"{operation_target(op)}/{param.name}", param.annotations)
     for source in [doc, *service.annotation_docs]:
         for target, ann in source.annotations:
-            _add(service, source, _container_target(service, normalize_target(source, target)), [ann])
+            _add(service, source, _container_target(service, _overload_target(source, target)), [ann])
+
+
+def _overload_target(doc: ServiceDocument, target: str) -> str:
+    """:func:`normalize_target`, except that an operation overload (``SAP__self.Act(SAP__self.T)/P``)
+    keeps its signature, qualified: ``NS.Act(NS.T)/P`` (an annotation of one overload only)."""
+    first, sep, rest = target.partition("/")
+    name, paren, args = first.partition("(")
+    if not paren:
+        return normalize_target(doc, target)
+    signature = ",".join(qualify(doc, a.strip()) for a in args.removesuffix(")").split(",") if a.strip())
+    return f"{qualify(doc, name)}({signature}){sep}{rest}"
 
 
 def _add(service: Service, source: ServiceDocument, target: str, annotations: list[Annotation]) -> None:
@@ -358,6 +392,8 @@ __all__ = [
     "attach_annotation_docs",
     "key_of",
     "normalize_target",
+    "operation_target",
+    "operations_of",
     "qualify",
     "resolve",
 ]

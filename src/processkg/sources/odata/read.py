@@ -190,13 +190,84 @@ class EntitySet:
 
 
 @dataclass
+class Parameter:
+    """A ``Parameter`` of a V2 FunctionImport or a V4 Action / Function (CSDL 12.8, V2 FunctionImport)."""
+
+    name: str
+    type: str
+    line: int
+    nullable: bool = True
+    max_length: int | None = None
+    precision: int | None = None
+    scale: str | None = None
+    mode: str = ""  # V2 Mode: In, Out, InOut
+    sap: dict[str, str] = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)
+
+    @property
+    def item_type(self) -> str:
+        return self.type[len("Collection(") : -1] if self.type.startswith("Collection(") else self.type
+
+
+@dataclass
+class Operation:
+    """An operation beyond CRUD: a V2 ``FunctionImport`` (declared in the entity container, with
+    ``m:HttpMethod``, ``sap:action-for``) or a V4 ``Action`` / ``Function`` (declared in the schema,
+    bound when ``IsBound`` is true: its first parameter is the binding parameter)."""
+
+    kind: str  # "FunctionImport" (V2), "Action", "Function" (V4)
+    namespace: str  # the schema namespace (V4), the container's qualified name (V2)
+    name: str
+    line: int
+    parameters: list[Parameter] = field(default_factory=list)
+    return_type: str = ""
+    bound: bool = False
+    composable: bool = False
+    entity_set: str = ""  # V2 EntitySet of the result
+    entity_set_path: str = ""  # V4 EntitySetPath
+    http_method: str = ""  # V2 m:HttpMethod
+    sap: dict[str, str] = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)
+
+    @property
+    def qname(self) -> str:
+        """``Namespace.Action`` (V4); ``Namespace.Container/FunctionImport`` (V2), as annotations target them."""
+        return f"{self.namespace}/{self.name}" if self.kind == "FunctionImport" else f"{self.namespace}.{self.name}"
+
+    @property
+    def binding(self) -> Parameter | None:
+        return self.parameters[0] if self.bound and self.parameters else None
+
+    @property
+    def signature(self) -> str:
+        """The overload part of an annotation target (CSDL 14.2.1): the binding parameter's type
+        for an action (empty when unbound), every parameter's type for a function."""
+        if self.kind == "Action":
+            return self.binding.type if self.binding is not None else ""
+        return ",".join(p.type for p in self.parameters)
+
+
+@dataclass
+class OperationImport:
+    """A V4 ``ActionImport`` or ``FunctionImport``: an unbound action or function exposed at the service root."""
+
+    kind: str  # "ActionImport", "FunctionImport"
+    name: str
+    operation: str  # qualified name of the action or function
+    line: int
+    entity_set: str = ""
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass
 class EntityContainer:
     name: str
     namespace: str
     line: int
     entity_sets: list[EntitySet] = field(default_factory=list)
     association_sets: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (association qname, {role: set})
-    function_imports: list[tuple[str, str, int | None]] = field(default_factory=list)  # (name, kind, line)
+    function_imports: list[Operation] = field(default_factory=list)  # V2 FunctionImport: an operation in itself
+    operation_imports: list[OperationImport] = field(default_factory=list)  # V4 ActionImport / FunctionImport
 
     @property
     def qname(self) -> str:
@@ -227,6 +298,7 @@ class ServiceDocument:
     enums: dict[str, EnumType] = field(default_factory=dict)
     associations: dict[str, Association] = field(default_factory=dict)
     containers: list[EntityContainer] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)  # V4 Action / Function of every schema
     annotations: list[tuple[str, Annotation]] = field(default_factory=list)  # (target, Annotation) from <Annotations>
     name: str = ""
     strict: bool = True  # a duplicate declaration raises; else it is left out with a warning
@@ -480,9 +552,63 @@ def _container(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
         elif tag == "AssociationSet":
             ends = {e.get("Role", ""): e.get("EntitySet", "") for e in child if local(e.tag) == "End"}
             container.association_sets.append((child.get("Association", ""), ends))
+        elif tag == "FunctionImport" and not doc.version.startswith("4"):
+            container.function_imports.append(_operation(child, container.qname, doc))
         elif tag in ("FunctionImport", "ActionImport"):
-            container.function_imports.append((child.get("Name", ""), tag, child.sourceline))
+            container.operation_imports.append(_operation_import(child, doc))
     doc.containers.append(container)
+
+
+def _parameter(el: etree._Element, doc: ServiceDocument) -> Parameter:
+    return Parameter(
+        name=el.get("Name", ""),
+        type=el.get("Type", ""),
+        line=el.sourceline,
+        nullable=_bool(el.get("Nullable"), True),
+        max_length=_int(el.get("MaxLength")),
+        precision=_int(el.get("Precision")),
+        scale=el.get("Scale"),
+        mode=el.get("Mode", ""),
+        sap=_sap_attrs(el),
+        annotations=_inline_annotations(el, doc),
+    )
+
+
+def _operation(el: etree._Element, namespace: str, doc: ServiceDocument) -> Operation:
+    """A V2 FunctionImport (``namespace`` is its container's) or a V4 Action / Function."""
+    kind = local(el.tag)
+    returns = [r for r in el if local(r.tag) == "ReturnType"]
+    return Operation(
+        kind=kind,
+        namespace=namespace,
+        name=el.get("Name", ""),
+        line=el.sourceline,
+        parameters=[_parameter(p, doc) for p in el if local(p.tag) == "Parameter"],
+        return_type=returns[0].get("Type", "") if returns else el.get("ReturnType", ""),
+        bound=_bool(el.get("IsBound"), False),
+        composable=_bool(el.get("IsComposable"), False),
+        entity_set=el.get("EntitySet", "") if kind == "FunctionImport" else "",
+        entity_set_path=el.get("EntitySetPath", ""),
+        http_method=el.get(f"{{{METADATA_NS}}}HttpMethod", "").upper(),
+        sap=_sap_attrs(el),
+        annotations=_inline_annotations(el, doc),
+    )
+
+
+def _schema_operation(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
+    doc.operations.append(_operation(el, ns, doc))
+
+
+def _operation_import(el: etree._Element, doc: ServiceDocument) -> OperationImport:
+    kind = local(el.tag)
+    return OperationImport(
+        kind=kind,
+        name=el.get("Name", ""),
+        operation=el.get("Action" if kind == "ActionImport" else "Function", ""),
+        line=el.sourceline,
+        entity_set=el.get("EntitySet", ""),
+        annotations=_inline_annotations(el, doc),
+    )
 
 
 def _entity_set(el: etree._Element, doc: ServiceDocument) -> EntitySet:
@@ -566,5 +692,7 @@ _SCHEMA_CHILDREN = {
     "EnumType": _enum,
     "Association": _association,
     "EntityContainer": _container,
+    "Action": _schema_operation,
+    "Function": _schema_operation,
     "Annotations": _annotations_block,
 }

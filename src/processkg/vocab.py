@@ -87,7 +87,7 @@ KGT = _Namespace(
     ServiceOperation V2FunctionImport V4Action V4Function OperationImport V4ActionImport V4FunctionImport
     OperationParameter serviceOperation operationImport importedOperation serviceOperationParameter
     actionFor bindingType returnEntitySet isBound boundToCollection isBindingParameter returnType
-    entitySetPath applicablePath
+    entitySetPath applicablePath optionalParameter
     Operation operation operationParameter httpMethod path operationId parameterLocation required
     schemaFormat openapiVersion serverUrl tag mediaType
     """,

@@ -421,7 +421,7 @@ class ServiceLifter:
             elif path is not None and isinstance(value, str):
                 self.t.text(s, path, value)
             elif pred == KGT.requiresFilter and value in ("true", "false"):
-                self.t.boolean(s, pred, value == "true")
+                flags[pred] = flags.get(pred, False) or value == "true"  # with sap:requires-filter
             elif pred is not None and isinstance(value, list):
                 for path in value:
                     target = self._member_iri(st, path, nav=pred == KGT.nonInsertableNavigation)
@@ -592,6 +592,8 @@ class ServiceLifter:
         t.text(p, KGT.scale, param.scale)
         if op.bound and i == 0:
             t.boolean(p, KGT.isBindingParameter, True)
+        if any(_term(a) == f"{CORE}.OptionalParameter" for a in anns):
+            t.boolean(p, KGT.optionalParameter, True)
         self._value_list(None, param, p, anns)
 
     def _operation_import(self, container: EntityContainer, imp: OperationImport, ops: list[NamedNode]) -> None:
@@ -643,6 +645,7 @@ _SET_FLAGS = (
     ("deletable", KGT.deletable),
     ("addressable", KGT.addressable),
     ("searchable", KGT.searchSupported),
+    ("requires-filter", KGT.requiresFilter),
 )
 
 #: Set flag -> the predicate of its run-time path (a Path value instead of a Bool; none for insert).

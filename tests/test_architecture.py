@@ -23,6 +23,7 @@ LAYERS = [
     ("validate",),
     ("retrieve",),
     ("proposals", "evaluate", "serve"),
+    ("tools",),
     ("pipeline",),
     ("docgen",),
     ("cli",),

@@ -220,5 +220,15 @@ class ServeHTTPError(ProcessKGError):
         self.status, self.code, self.message, self.details = status, code, message, details or []
 
 
+class ToolArgumentError(ProcessKGError):
+    """A tool of ``processkg.tools`` called with arguments it cannot use (an unknown entity set, a
+    missing argument): the message goes back to the agent, which can repair the call."""
+
+
+class ODataClientError(ProcessKGError):
+    """The OData server a ``call`` tool talks to cannot be reached or refused the connection setup
+    (not an error answer of the server: those are returned to the agent as they are)."""
+
+
 class JsonValueLimitError(ValueError):
     """Raised inside the JSON parser's hooks when an object has more keys than the reader allows."""

@@ -15,6 +15,7 @@ from processkg.cli.docs import docs_cmd
 from processkg.cli.eval import eval_group
 from processkg.cli.graph import audit_cmd, query_cmd, stats_cmd
 from processkg.cli.map import map_group, mapping_cmd
+from processkg.cli.mcp import mcp_cmd
 from processkg.cli.ranker import train_ranker_cmd
 from processkg.cli.retrieve import index_cmd, retrieve_cmd
 from processkg.cli.serve import serve_cmd
@@ -90,6 +91,7 @@ for _command in (
     eval_group,
     map_group,
     serve_cmd,
+    mcp_cmd,
     docs_cmd,
 ):
     main.add_command(_command)

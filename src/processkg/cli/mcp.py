@@ -1,0 +1,90 @@
+"""``kg mcp``: the store's tools as a Model Context Protocol server (stdio, or streamable HTTP)."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+
+from processkg.cli.options import F, store_option
+from processkg.tools.local_server import LocalServer
+from processkg.tools.odata_client import ODataClient
+from processkg.tools.toolbox import Toolbox
+
+
+def odata_options(command: F) -> F:
+    """``--odata-url``, ``--allow-writes`` and ``--record``: where ``call`` sends, and what it may do."""
+    for option in reversed(
+        [
+            click.option(
+                "--odata-url",
+                default=None,
+                help="Base URL of the OData server `call` sends to (credentials from PROCESSKG_ODATA_USER and "
+                "PROCESSKG_ODATA_PASSWORD, or PROCESSKG_ODATA_TOKEN). Default: kg serve of the store, "
+                "started in-process on a free loopback port.",
+            ),
+            click.option(
+                "--allow-writes",
+                is_flag=True,
+                help="Let `call` send POST, PATCH, MERGE, PUT and DELETE (default: GET only).",
+            ),
+            click.option(
+                "--record",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                help="Append every call to this JSON Lines file (kg validate reads it): the in-process kg serve's "
+                "recording, or the calls sent to --odata-url.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def odata_client(
+    stack: ExitStack, store: Path, odata_url: str | None, record: Path | None, timeout: float = 30.0
+) -> ODataClient:
+    """The client of ``odata_url``, or of an in-process kg serve of ``store`` that ``stack`` keeps open."""
+    if odata_url is None:
+        served = stack.enter_context(LocalServer(store, record=record))
+        client = ODataClient(served.url, timeout=timeout)
+    else:
+        client = ODataClient(odata_url, timeout=timeout, record=record)
+    stack.callback(client.close)
+    return client
+
+
+@click.command("mcp")
+@store_option()
+@odata_options
+@click.option(
+    "--http",
+    "http_port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve streamable HTTP on this port (endpoint /mcp) instead of stdio.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address of --http (loopback by default).")
+def mcp_cmd(
+    store: Path, odata_url: str | None, allow_writes: bool, record: Path | None, http_port: int | None, host: str
+) -> None:
+    """Serve the store's tools over the Model Context Protocol (see docs/mcp.md).
+
+    Five tools whatever the size of the store: find_entity_sets, describe, next_steps,
+    validate_call and call; the typed context of each entity set is also a resource
+    processkg://SERVICE/ENTITYSET. stdio by default (for Claude Desktop and similar clients)."""
+    import anyio  # the MCP SDK's event loop
+
+    from processkg.tools.mcp_server import MCPFace  # heavy: the MCP SDK
+
+    with ExitStack() as stack:
+        client = odata_client(stack, store, odata_url, record)
+        face = MCPFace(lambda: Toolbox(store, client, allow_writes=allow_writes))
+        if http_port is None:
+            anyio.run(face.run_stdio)
+            return
+        import uvicorn
+
+        click.echo(f"MCP (streamable HTTP) for {store} on http://{host}:{http_port}/mcp", err=True)
+        uvicorn.run(face.http_app(host), host=host, port=http_port, log_level="warning")

@@ -1,0 +1,170 @@
+"""``kg mcp``: the tools of :mod:`processkg.tools.toolbox` as a Model Context Protocol server.
+
+Built on the official ``mcp`` SDK's low-level server, so that the tool list is exactly
+:func:`processkg.tools.specs.tool_list` (the same JSON schemas ``kg agent`` gives a chat model),
+with each tool's output schema and its read-only / destructive annotations. Each answer is
+returned twice, as MCP asks: as structured content (checked by clients against the output
+schema) and as its JSON text. The typed context of every entity set is also a resource,
+``processkg://SERVICE/ENTITYSET`` (Markdown, as ``kg retrieve --context`` renders it).
+
+Transports: stdio (:func:`run_stdio`) and streamable HTTP (:func:`http_app`, served by uvicorn on
+loopback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+from urllib.parse import unquote, urlsplit
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
+from starlette.applications import Starlette
+
+from processkg.errors import ProcessKGError
+from processkg.retrieve.context import render_set
+from processkg.retrieve.retriever import Result
+from processkg.tools.specs import ToolSpec
+from processkg.tools.toolbox import Toolbox
+
+T = TypeVar("T")
+SCHEME = "processkg"
+INSTRUCTIONS = (
+    "Tools over a process-aware knowledge graph of OData services. Discover progressively: "
+    "find_entity_sets for a business task, describe the entity set you need, validate_call before call."
+)
+
+
+def mcp_tool(spec: ToolSpec) -> types.Tool:
+    """One tool of the list as MCP describes tools."""
+    return types.Tool(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.read_only,
+            open_world_hint=spec.name == "call",
+        ),
+    )
+
+
+def resource_uri(service: str, entity_set: str) -> str:
+    return f"{SCHEME}://{service}/{entity_set}"
+
+
+class MCPFace:
+    """The MCP server of one toolbox. Tools run one at a time in one worker thread of their own: the
+    store's query results (pyoxigraph) must be used and dropped on the thread that made them."""
+
+    def __init__(self, make_toolbox: Callable[[], Toolbox], name: str = "processkg") -> None:
+        gc.collect()  # what the caller left behind is collected here, not later on the worker
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="processkg-tools")
+        self.toolbox = self.worker.submit(_collected, make_toolbox).result()
+        self.server: Server = Server(
+            name,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_list_resource_templates=self.list_templates,
+            on_read_resource=self.read_resource,
+        )
+
+    async def list_tools(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[mcp_tool(spec) for spec in self.toolbox.specs])
+
+    async def call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        answer, is_error = await self.in_worker(lambda: self.toolbox.run(params.name, params.arguments or {}))
+        text = json.dumps(answer, ensure_ascii=False)
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+        if is_error:
+            return types.CallToolResult(content=content, is_error=True)
+        return types.CallToolResult(content=content, structured_content=answer)
+
+    async def in_worker(self, work: Callable[[], T]) -> T:
+        return await asyncio.wrap_future(self.worker.submit(_collected, work))
+
+    async def list_resources(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        resources = [
+            types.Resource(
+                uri=resource_uri(service, name),
+                name=f"{service}/{name}",
+                description=f"typed context of {name} in {service}",
+                mime_type="text/markdown",
+            )
+            for service, name in sorted(self.toolbox.sets)
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=f"{SCHEME}://{{service}}/{{entity_set}}",
+            name="typed-context",
+            description="The typed context of an entity set: keys, required fields, value helps, navigation, process",
+            mime_type="text/markdown",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(
+        self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            text = await self.in_worker(lambda: self._context(uri))
+        except ProcessKGError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
+        )
+
+    def _context(self, uri: str) -> str:
+        service, entity_set = parse_resource_uri(uri)
+        iri = self.toolbox.iri(service, entity_set)
+        return render_set(self.toolbox.graph, Result(service, entity_set, 1.0, iri=iri))
+
+    async def run_stdio(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+    def http_app(self, host: str = "127.0.0.1") -> Starlette:
+        """The streamable-HTTP application (endpoint ``/mcp``); DNS-rebinding protection on loopback."""
+        return self.server.streamable_http_app(host=host)
+
+
+def _collected(work: Callable[[], T]) -> T:
+    """Run ``work``, then collect the garbage cycles it left on this thread. The SPARQL check's parser
+    (pyparsing, through rdflib) keeps the frames that called it in reference cycles, and a query
+    result held by such a frame must not be collected on another thread (pyoxigraph refuses)."""
+    try:
+        return work()
+    finally:
+        gc.collect()
+
+
+def parse_resource_uri(uri: str) -> tuple[str, str]:
+    """``processkg://SERVICE/ENTITYSET`` -> (service, entity set)."""
+    parts = urlsplit(uri)
+    name = unquote(parts.path.strip("/"))
+    if parts.scheme != SCHEME or not parts.netloc or not name or "/" in name:
+        raise ProcessKGError(f"not a typed-context resource: {uri!r} (expected {SCHEME}://SERVICE/ENTITYSET)")
+    return unquote(parts.netloc), name
+
+
+__all__ = ["MCPFace", "mcp_tool", "parse_resource_uri", "resource_uri"]

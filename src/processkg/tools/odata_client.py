@@ -1,0 +1,174 @@
+"""The HTTP side of the ``call`` tool: one OData server (``kg serve`` or any OData service by base URL).
+
+Credentials come from environment variables only (:data:`USER_ENV` and :data:`PASSWORD_ENV` for
+basic authentication, or :data:`TOKEN_ENV` for a bearer token) and are never written to a trace.
+Modifying requests carry SAP's CSRF token: fetched with a GET of the service root and the header
+``x-csrf-token: Fetch`` before the first write to a service, fetched again once when the server
+answers 403 with ``x-csrf-token: Required``. Every exchange is kept in :attr:`ODataClient.exchanges`
+(method, URL, body, status, answer, seconds) for the agent's trace, and can be appended to a
+recording in ``kg validate``'s input format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from processkg.aliases import JSONObject, JSONValue
+from processkg.errors import ODataClientError
+
+USER_ENV = "PROCESSKG_ODATA_USER"
+PASSWORD_ENV = "PROCESSKG_ODATA_PASSWORD"
+TOKEN_ENV = "PROCESSKG_ODATA_TOKEN"
+MAX_ANSWER = 2_000_000  # bytes of one answer read; more is cut and marked
+SERVICE_MARKERS = ("/sap/opu/odata4/sap/", "/sap/opu/odata/sap/")
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and its answer."""
+
+    method: str
+    url: str
+    body: JSONValue
+    status: int
+    answer: JSONValue
+    seconds: float
+    headers: dict[str, str] = field(default_factory=dict)  # request headers, credentials left out
+
+    def as_dict(self) -> JSONObject:
+        return {
+            "method": self.method,
+            "url": self.url,
+            "body": self.body,
+            "status": self.status,
+            "answer": self.answer,
+            "seconds": round(self.seconds, 4),
+            "headers": dict(self.headers),
+        }
+
+
+def credentials_from_environment() -> tuple[httpx.Auth | None, dict[str, str]]:
+    """Basic authentication from :data:`USER_ENV`/:data:`PASSWORD_ENV`, or a bearer header from :data:`TOKEN_ENV`."""
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return None, {"Authorization": f"Bearer {token}"}
+    user = os.environ.get(USER_ENV)
+    if user:
+        return httpx.BasicAuth(user, os.environ.get(PASSWORD_ENV, "")), {}
+    return None, {}
+
+
+class ODataClient:
+    """Sends requests to one OData server; keeps cookies and CSRF tokens per service root."""
+
+    def __init__(self, base_url: str, timeout: float = 30.0, record: Path | None = None) -> None:
+        if not urlsplit(base_url).scheme.startswith("http"):
+            raise ODataClientError(f"the OData URL must start with http:// or https://, not {base_url!r}")
+        self.base_url = base_url.rstrip("/") + "/"
+        auth, headers = credentials_from_environment()
+        self.http = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
+        self.tokens: dict[str, str] = {}
+        self.exchanges: list[Exchange] = []
+        self.record = Path(record) if record else None
+        self._ids = 0
+        self._csrf_required = False  # the last answer asked for a CSRF token
+
+    def close(self) -> None:
+        self.http.close()
+
+    def url(self, url: str) -> str:
+        """An absolute URL: a path (``/sap/opu/...``) or relative URL resolved against the base URL."""
+        return url if urlsplit(url).scheme else urljoin(self.base_url, url)
+
+    def send(self, method: str, url: str, body: JSONValue = None) -> Exchange:
+        """Send one request (CSRF handled for writes) and return the exchange, error answers included."""
+        method = method.upper()
+        target = self.url(url)
+        headers = {"Accept": "application/json"}
+        if method != "GET":
+            headers["x-csrf-token"] = self.token(target)
+        exchange = self._exchange(method, target, body, headers)
+        if exchange.status == 403 and method != "GET" and self._csrf_required:
+            self.tokens.pop(service_root(target), None)
+            headers["x-csrf-token"] = self.token(target)
+            exchange = self._exchange(method, target, body, headers)
+        return exchange
+
+    def token(self, url: str) -> str:
+        """The CSRF token of the service ``url`` belongs to, fetched once."""
+        root = service_root(url)
+        if root not in self.tokens:
+            try:
+                answer = self.http.get(root, headers={"x-csrf-token": "Fetch", "Accept": "application/json"})
+            except httpx.HTTPError as exc:
+                raise ODataClientError(f"cannot reach {root}: {exc}") from None
+            self.tokens[root] = answer.headers.get("x-csrf-token", "")
+        return self.tokens[root]
+
+    def _exchange(self, method: str, url: str, body: JSONValue, headers: dict[str, str]) -> Exchange:
+        content = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if content is not None:
+            headers = {**headers, "Content-Type": "application/json"}
+        start = time.perf_counter()
+        try:
+            response = self.http.request(method, url, content=content, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ODataClientError(f"cannot reach {url}: {exc}") from None
+        self._csrf_required = response.headers.get("x-csrf-token", "").lower() == "required"
+        exchange = Exchange(
+            method, url, body, response.status_code, _answer(response), time.perf_counter() - start, headers
+        )
+        self.exchanges.append(exchange)
+        self._record(exchange)
+        return exchange
+
+    def _record(self, exchange: Exchange) -> None:
+        if self.record is None:
+            return
+        self._ids += 1
+        parts = urlsplit(exchange.url)
+        entry: JSONObject = {"id": f"c{self._ids}", "method": exchange.method, "url": parts.path}
+        if parts.query:
+            entry["url"] = f"{parts.path}?{parts.query}"
+        if exchange.body is not None:
+            entry["payload"] = exchange.body
+        entry["status"] = exchange.status
+        self.record.parent.mkdir(parents=True, exist_ok=True)
+        with self.record.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def service_root(url: str) -> str:
+    """The service root a URL belongs to, as SAP Gateway lays them out (V2 ``.../odata/sap/NAME/``, V4
+    ``.../odata4/sap/NAME/srvd_a2x/sap/NAME/0001/`` or ``.../odata4/sap/NAME/``); else the URL's folder."""
+    parts = urlsplit(url)
+    path = parts.path
+    for marker in SERVICE_MARKERS:
+        at = path.find(marker)
+        if at >= 0:
+            segments = path[at + len(marker) :].split("/")
+            depth = 5 if len(segments) > 1 and segments[1] == "srvd_a2x" else 1
+            path = path[: at + len(marker)] + "/".join(segments[:depth]) + "/"
+            break
+    else:
+        path = path.rsplit("/", 1)[0] + "/"
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _answer(response: httpx.Response) -> JSONValue:
+    raw = response.content[:MAX_ANSWER]
+    if not raw:
+        return None
+    if "json" in response.headers.get("content-type", ""):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    return raw.decode("utf-8", "replace")

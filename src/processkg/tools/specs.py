@@ -1,0 +1,127 @@
+"""The tool list: names, descriptions, input and output JSON schemas and annotations, written once.
+
+Both faces read it: ``kg mcp`` lists these tools over the Model Context Protocol and ``kg agent``
+offers them to a chat model in the OpenAI ``tools`` format (:func:`openai_tools`). Discovery is
+progressive: five tools whatever the size of the store (find, describe, next steps, validate,
+call), never one tool per entity set, so the list costs the same few hundred tokens for the demo
+and for the 45 services of the A2X corpus (``benchmarks/bench_tools.py`` measures it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from processkg.aliases import JSONObject
+
+METHODS = ["GET", "POST", "PATCH", "MERGE", "PUT", "DELETE"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: what it is called and takes, what it answers, and whether it changes anything."""
+
+    name: str
+    description: str
+    input_schema: JSONObject
+    output_schema: JSONObject
+    read_only: bool = True
+    destructive: bool = False
+
+    def openai(self) -> JSONObject:
+        """The tool in the OpenAI chat-completions ``tools`` format."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+def _obj(properties: JSONObject, required: list[str]) -> JSONObject:
+    """An input schema: these arguments and no others."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _out(properties: JSONObject, required: list[str]) -> JSONObject:
+    """An output schema: these members at least (an answer may carry more, e.g. notes)."""
+    return {"type": "object", "properties": properties, "required": required}
+
+
+_STR = {"type": "string"}
+_SET_ARGS = _obj({"service": _STR, "entity_set": _STR}, ["service", "entity_set"])
+_LIST = {"type": "array", "items": {"type": "object"}}
+_VIOLATIONS = {"type": "array", "items": {"type": "object"}, "description": "kind, path, message with a repair hint"}
+_CALL_ARGS = {
+    "method": {"type": "string", "enum": METHODS},
+    "url": {"type": "string", "description": "path from describe, with key and query options"},
+    "body": {"type": "object", "description": "JSON payload of a write"},
+}
+
+FIND = ToolSpec(
+    "find_entity_sets",
+    "Find the OData entity sets a business task needs, with their place in the business process. "
+    "Start here; then describe a result before calling it.",
+    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}}, ["task"]),
+    _out({"results": _LIST}, ["results"]),
+)
+DESCRIBE = ToolSpec(
+    "describe",
+    "Typed context of one entity set: URL path, key, properties, what a create needs, read-only "
+    "fields, value helps with their codes, navigation, allowed operations, process steps before and after.",
+    _SET_ARGS,
+    _out(
+        {
+            "service": _STR,
+            "entity_set": _STR,
+            "path": _STR,
+            "key": {"type": "array", "items": _STR},
+            "required_on_create": {"type": "array", "items": _STR},
+            "properties": {"type": "array", "items": _STR},
+            "value_helps": _LIST,
+            "navigation": _LIST,
+            "operations": {"type": "array", "items": _STR},
+            "process": _LIST,
+        },
+        ["service", "entity_set", "path"],
+    ),
+)
+NEXT = ToolSpec(
+    "next_steps",
+    "The process steps that follow the steps using an entity set, and the entity sets they use.",
+    _SET_ARGS,
+    _out({"service": _STR, "entity_set": _STR, "next_steps": _LIST}, ["next_steps"]),
+)
+VALIDATE = ToolSpec(
+    "validate_call",
+    "Check an OData call against the metadata and code lists without sending it.",
+    _obj(_CALL_ARGS, ["method", "url"]),
+    _out({"valid": {"type": "boolean"}, "violations": _VIOLATIONS}, ["valid", "violations"]),
+)
+
+
+def call_spec(allow_writes: bool) -> ToolSpec:
+    """``call``: read-only (GET only) unless writes are allowed, then possibly destructive."""
+    methods = METHODS if allow_writes else ["GET"]
+    what = "Send an OData request" if allow_writes else "Send a GET request (writes are off)"
+    arguments = dict(_CALL_ARGS, method={"type": "string", "enum": methods})
+    return ToolSpec(
+        "call",
+        f"{what} to the OData server; it is validated first and not sent if invalid. Returns the status and answer.",
+        _obj(arguments, ["method", "url"]),
+        _out(
+            {"sent": {"type": "boolean"}, "status": {"type": "integer"}, "answer": {}, "violations": _VIOLATIONS},
+            ["sent", "status"],
+        ),
+        read_only=not allow_writes,
+        destructive=allow_writes,
+    )
+
+
+def tool_list(allow_writes: bool = False) -> list[ToolSpec]:
+    """The typed tools, in the order an agent uses them."""
+    return [FIND, DESCRIBE, NEXT, VALIDATE, call_spec(allow_writes)]
+
+
+def openai_tools(specs: list[ToolSpec]) -> list[JSONObject]:
+    return [spec.openai() for spec in specs]
+
+
+__all__ = ["METHODS", "ToolSpec", "call_spec", "openai_tools", "tool_list"]

@@ -49,7 +49,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[dict]:
+def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[dict[str, str]]:
     lines = [
         f"Process: {activity.process_name or activity.process}",
         f"Lane: {activity.lane or '-'}",
@@ -64,7 +64,7 @@ def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) ->
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def ask_llm(llm: LLMSettings, messages: list[dict]) -> str:
+def ask_llm(llm: LLMSettings, messages: list[dict[str, str]]) -> str:
     """The answer text of one chat completion (temperature 0, bounded tokens, time and size)."""
     body = json.dumps(
         {"model": llm.model, "messages": messages, "temperature": 0, "max_tokens": llm.max_tokens}
@@ -111,7 +111,7 @@ def parse_choices(text: str, candidates: list[EntitySetFacts]) -> list[tuple[int
         data = next((data[k] for k in ("edges", "choices", "entity_sets", "selected") if k in data), None)
     if not isinstance(data, list):
         raise LLMError("expected a list of edges")
-    picks: dict = {}
+    picks: dict[int, str] = {}
     for item in data:
         k, mode = _pick(item, candidates)
         if k is not None and k not in picks:
@@ -121,7 +121,7 @@ def parse_choices(text: str, candidates: list[EntitySetFacts]) -> list[tuple[int
     return list(picks.items())
 
 
-def _pick(item: JSONValue, candidates: list[EntitySetFacts]) -> tuple:
+def _pick(item: JSONValue, candidates: list[EntitySetFacts]) -> tuple[int | None, str]:
     mode = ""
     if isinstance(item, dict):
         raw_mode = str(item.get("mode", "")).strip().lower()

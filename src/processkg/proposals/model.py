@@ -47,7 +47,7 @@ class Proposal:
     file: str = ""
     activity_name: str = ""
 
-    def edge(self) -> tuple:
+    def edge(self) -> tuple[str, str, str, str]:
         return (self.process, self.activity, self.service, self.entity_set)
 
 

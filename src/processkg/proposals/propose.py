@@ -23,13 +23,13 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import yaml
 from pyoxigraph import Store
 
-from processkg.aliases import JSONValue
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import MappingError, ProposalError
 from processkg.graph.store import open_store, records, write_atomic
 from processkg.proposals.llm import (
@@ -47,6 +47,7 @@ from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 
 EdgeKey: TypeAlias = tuple[str, ...]
 """A mapping edge compared with the gold: (process, activity, service, entity set[, mode])."""
+_K = TypeVar("_K")  # what ``keep`` keeps: a set row or an edge key
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def read_activities(store: Store) -> list[ActivityFacts]:
     return out
 
 
-def read_sets(store: Store, index_sets: list[dict]) -> list[EntitySetFacts]:
+def read_sets(store: Store, index_sets: list[JSONObject]) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
 
     lex, facts = lexicon(store), type_facts(store)
@@ -291,13 +292,13 @@ def _duplicates(sets: list[EntitySetFacts], writable_first: bool = False) -> np.
     Preferred: a writable copy (for a step that writes), the service named after the set, OData
     V2 before V4, the service with more entity sets: the conventions of the reference mapping.
     """
-    size: dict = defaultdict(int)
+    size: dict[str, int] = defaultdict(int)
     groups = defaultdict(list)
     for row, s in enumerate(sets):
         size[s.service] += 1
         groups[_norm_name(s.name)].append(row)
 
-    def preference(row: int) -> tuple:
+    def preference(row: int) -> tuple[bool, bool, float, int, str, int]:
         s = sets[row]
         home = _service_core(s.service) in _norm_name(s.name).replace("_", "")
         return (writable_first and not s.writable, not home, s.version, -size[s.service], s.service, row)
@@ -327,7 +328,7 @@ def ranked(scores: np.ndarray, i: int, n: int) -> list[int]:
     return [int(j) for j in order if np.isfinite(row[j])]
 
 
-def keep(top: list[tuple], n: int, threshold: float, ratio: float) -> list:
+def keep(top: list[tuple[_K, float]], n: int, threshold: float, ratio: float) -> list[_K]:
     """The items of ``top`` ((item, score), best first) within the first ``n`` that score at
     least ``threshold`` and, after the first, at least ``ratio`` times the first."""
     if not top or top[0][1] < threshold:
@@ -555,7 +556,7 @@ def _keys(
     }
 
 
-def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]) -> dict:
+def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]) -> JSONObject:
     """Edge precision, recall and F1 against a gold mapping: without and with the mode, per
     split (``split_processes`` over the gold's processes), per mode and per process.
 
@@ -565,7 +566,7 @@ def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]
     processes = sorted({g.process for g in gold_entries})
     train, test = split_processes(processes)
     groups = {"all": set(processes), "train": set(train), "test": set(test)}
-    result: dict = {
+    result: JSONObject = {
         "split": {"rule": "process ids sorted, alternately train and test (train first)", "train": train, "test": test}
     }
     for label, with_mode in (("edges", False), ("edges_with_mode", True)):
@@ -615,7 +616,7 @@ def tune(
     base: ProposalWeights | None = None,
     grid: Mapping[str, Sequence[float]] | None = None,
     weights: Mapping[str, Sequence[float]] | None = None,
-) -> dict:
+) -> JSONObject:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
     weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
     test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
@@ -623,7 +624,7 @@ def tune(
     train = set(split_processes({g.process for g in gold_entries})[0])
     gold = _keys(gold_entries, False, train)
     rows = [i for i, a in enumerate(signals.activities) if a.process in train]
-    best_key: tuple = (-1.0,)
+    best_key: tuple[float, ...] = (-1.0,)
     best = base
     for settings in _weight_settings(base, weights):
         tops = _tops(signals, signals.scores(settings), rows, int(max(grid["top_n"])))
@@ -649,10 +650,10 @@ def _weight_settings(base: ProposalWeights, weights: Mapping[str, Sequence[float
     return [c for c in combos if sum(getattr(c, n) for n in SIGNALS) > 0] or [base]
 
 
-def _tops(signals: Signals, scores: np.ndarray, rows: list[int], n: int) -> list[list]:
+def _tops(signals: Signals, scores: np.ndarray, rows: list[int], n: int) -> list[list[tuple[EdgeKey, float]]]:
     """Per activity row: its ``n`` best (edge key, score), best first."""
 
-    def edge(i: int, j: int) -> tuple:
+    def edge(i: int, j: int) -> EdgeKey:
         return (signals.activities[i].process, signals.activities[i].id, signals.sets[j].service, signals.sets[j].name)
 
     return [[(edge(i, j), float(scores[i, j])) for j in ranked(scores, i, n)] for i in rows]

@@ -204,3 +204,15 @@ def recording_server():
     yield srv
     srv.shutdown()
     srv.server_close()
+
+
+@pytest.fixture(scope="session")
+def demo_indexed_store(tmp_path_factory) -> Path:
+    """The demo built with its retrieval index and raw-metadata chunks (``kg build --index --chunks``),
+    for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
+    from processkg.retrieve.index import build_index
+
+    store = tmp_path_factory.mktemp("demo-indexed") / "store"
+    build(BuildOptions(store=store, **demo_options()))
+    build_index(store, odata=[DEMO / "odata"], cache_dir=tmp_path_factory.getbasetemp() / "embedding-cache")
+    return store

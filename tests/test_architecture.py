@@ -24,6 +24,7 @@ LAYERS = [
     ("retrieve",),
     ("proposals", "evaluate", "serve"),
     ("tools",),
+    ("agent",),
     ("pipeline",),
     ("docgen",),
     ("cli",),

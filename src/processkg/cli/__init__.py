@@ -10,6 +10,7 @@ from typing import NoReturn
 
 import click
 
+from processkg.cli.agent import agent_group
 from processkg.cli.build import build_cmd
 from processkg.cli.docs import docs_cmd
 from processkg.cli.eval import eval_group
@@ -92,6 +93,7 @@ for _command in (
     map_group,
     serve_cmd,
     mcp_cmd,
+    agent_group,
     docs_cmd,
 ):
     main.add_command(_command)

@@ -1,0 +1,144 @@
+"""A client of any OpenAI-compatible chat-completions endpoint with tool calling (llama.cpp server,
+Ollama, vLLM, a hosted API).
+
+The key is read by the caller from an environment variable and sent only in the Authorization
+header; it never reaches a trace. Answers are size-capped; a server that answers with an error
+status, not JSON or no choice raises :class:`~processkg.errors.LLMError` with one line.
+Models that write their tool calls into the text in Qwen's ``<tool_call>{...}</tool_call>`` form
+(a server without a tool-call parser) are understood too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from processkg.aliases import JSONObject, JSONValue
+from processkg.errors import LLMError
+
+MAX_ANSWER = 4_000_000  # bytes of one chat completion
+_TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    url: str
+    model: str
+    temperature: float = 0.0
+    timeout: float = 120.0
+    max_tokens: int | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed
+
+    def endpoint(self) -> str:
+        url = self.url.rstrip("/")
+        if not re.match(r"https?://", url, re.IGNORECASE):
+            raise LLMError(f"--llm-url must be an http:// or https:// URL, not {self.url!r}")
+        if url.endswith("/chat/completions"):
+            return url
+        return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+@dataclass
+class Reply:
+    """One assistant turn: its message (as it goes back into the conversation), tool calls, usage."""
+
+    message: JSONObject
+    tool_calls: list[ToolCall]
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    finish_reason: str = ""
+
+
+class ChatClient:
+    def __init__(self, settings: ChatSettings) -> None:
+        self.settings = settings
+        self.endpoint = settings.endpoint()
+        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self.http = httpx.Client(timeout=settings.timeout, headers=headers)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def complete(self, messages: list[JSONObject], tools: list[JSONObject]) -> Reply:
+        """One chat completion with ``tools`` offered (``tool_choice: auto``)."""
+        body: JSONObject = {
+            "model": self.settings.model,
+            "messages": messages,
+            "temperature": self.settings.temperature,
+        }
+        if tools:
+            body.update(tools=tools, tool_choice="auto")
+        if self.settings.max_tokens:
+            body["max_tokens"] = self.settings.max_tokens
+        start = time.perf_counter()
+        try:
+            response = self.http.post(self.endpoint, json=body)
+        except httpx.HTTPError as exc:
+            raise LLMError(f"{self.endpoint}: {type(exc).__name__}: {exc}") from None
+        if response.status_code >= 400:
+            raise LLMError(f"{self.endpoint}: HTTP {response.status_code}: {response.text[:200]}")
+        return parse_reply(response.content, time.perf_counter() - start)
+
+
+def parse_reply(raw: bytes, seconds: float) -> Reply:
+    """A chat completion's first choice as a :class:`Reply`."""
+    if len(raw) > MAX_ANSWER:
+        raise LLMError(f"the chat completion is larger than {MAX_ANSWER} bytes")
+    try:
+        data = json.loads(raw)
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LLMError(f"not an OpenAI chat completion: {raw[:200]!r}") from None
+    usage = data.get("usage") or {}
+    calls = [_call(c, n) for n, c in enumerate(message.get("tool_calls") or [])]
+    content = message.get("content") or ""
+    if not calls and isinstance(content, str) and "<tool_call>" in content:
+        calls = _tagged_calls(content)
+    kept: JSONObject = {"role": "assistant", "content": content}
+    if calls:
+        kept["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ]
+    return Reply(
+        kept,
+        calls,
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        seconds,
+        str(choice.get("finish_reason") or ""),
+    )
+
+
+def _call(item: JSONValue, n: int) -> ToolCall:
+    if not isinstance(item, dict) or not isinstance(item.get("function"), dict):
+        raise LLMError(f"tool call {n + 1} of the answer is not a function call: {str(item)[:120]}")
+    function = item["function"]
+    arguments = function.get("arguments")
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+    return ToolCall(str(item.get("id") or f"call_{n + 1}"), str(function.get("name") or ""), text)
+
+
+def _tagged_calls(content: str) -> list[ToolCall]:
+    """Qwen's native form in the text: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``."""
+    calls = []
+    for n, match in enumerate(_TAGGED.finditer(content)):
+        try:
+            item = json.loads(match.group(1))
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            calls.append(ToolCall(f"call_{n + 1}", item["name"], json.dumps(item.get("arguments") or {})))
+    return calls

@@ -1,0 +1,96 @@
+"""``kg agent run``: one task, one ReAct run over an OpenAI-compatible chat endpoint (docs/agent.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from processkg.agent.conditions import CONDITIONS
+from processkg.agent.llm import ChatSettings
+from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
+from processkg.cli.mcp import odata_options
+from processkg.cli.options import store_option
+
+
+@click.group("agent")
+def agent_group() -> None:
+    """An LLM agent on the store's tools (see docs/agent.md)."""
+
+
+@agent_group.command("run")
+@click.argument("task")
+@store_option()
+@click.option("--llm-url", required=True, help="Base URL of an OpenAI-compatible chat endpoint (.../v1).")
+@click.option("--model", required=True, help="Model name the endpoint serves.")
+@click.option(
+    "--condition",
+    type=click.Choice(CONDITIONS),
+    default="typed",
+    show_default=True,
+    help="typed: the typed tools; chunkrag: raw metadata chunks; chunkrag-vh: chunks plus value-help code lists.",
+)
+@click.option("--max-steps", type=click.IntRange(1, 200), default=15, show_default=True, help="Model turns at most.")
+@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(1), default=120.0, show_default=True, help="Seconds per request.")
+@click.option(
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    help="Environment variable holding the endpoint's API key (none needed for a local server).",
+)
+@odata_options(record=False)
+@click.option(
+    "--odata",
+    "odata",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Metadata files or folders the store was built from (the chunk conditions read their text).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("agent-run"),
+    show_default=True,
+    help=f"Folder for the run's {TRACE} and {RECORDING}.",
+)
+def agent_run_cmd(
+    task: str,
+    store: Path,
+    llm_url: str,
+    model: str,
+    condition: str,
+    max_steps: int,
+    temperature: float,
+    timeout: float,
+    api_key_env: str,
+    odata_url: str | None,
+    allow_writes: bool,
+    odata: tuple[Path, ...],
+    out: Path,
+) -> None:
+    """Run an agent on TASK; print its answer. Exit 1 when it stopped without one (step limit).
+
+    The run writes OUT/trace.jsonl (messages, tool calls, HTTP calls and answers, tokens, time) and
+    OUT/calls.jsonl, the recording kg validate reads."""
+    chat = ChatSettings(llm_url, model, temperature, timeout, api_key=os.environ.get(api_key_env) or None)
+    settings = RunSettings(
+        store, chat, condition, max_steps, out, odata_url=odata_url, allow_writes=allow_writes, odata=list(odata)
+    )
+    result = run_task(task, settings)
+    click.echo(
+        f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls ({result.tool_errors} errors), "
+        f"{result.http_calls} HTTP calls ({result.rejected} rejected), "
+        f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.seconds:.1f} s; "
+        f"trace {out / TRACE}, recording {out / RECORDING}",
+        err=True,
+    )
+    if result.status == "llm-error":
+        click.echo(f"error: {result.error}", err=True)
+        sys.exit(2)
+    if result.answer:
+        click.echo(result.answer)
+    if result.status != "answered":
+        sys.exit(1)

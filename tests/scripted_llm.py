@@ -1,0 +1,184 @@
+"""A scripted OpenAI-compatible chat-completions server for the agent tests: real HTTP on loopback,
+real tool-call JSON in the OpenAI format, no model.
+
+Each script is a function of the conversation so far (the ``messages`` the agent sent) that returns
+the next assistant turn: tool calls, or a final answer. The server picks the script by the task
+(the first user message) and keeps every request it got, so tests can check what the agent sent
+(messages, tools with their JSON schemas, temperature). An unknown task gets HTTP 500.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Turn = dict  # {"tools": [(name, arguments)]} or {"answer": text}
+Script = Callable[[list[dict]], Turn]
+
+V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
+ORDER = {
+    "SalesOrganization": "1000",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000001",
+}
+
+
+def tool_answers(messages: list[dict]) -> list[dict]:
+    """The answers of the tools so far, decoded, oldest first."""
+    return [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+
+
+def turn(messages: list[dict]) -> int:
+    return sum(1 for m in messages if m["role"] == "assistant")
+
+
+def code_with_label(describe_answer: dict, prop: str, label: str) -> str:
+    """The code of ``prop``'s value help whose label is ``label``, read from a ``describe`` answer."""
+    help_ = next(v for v in describe_answer["value_helps"] if v["property"] == prop)
+    return next(code for code, text in help_["labels"].items() if text == label)
+
+
+def codes_in_hint(message: str) -> list[str]:
+    """The codes a violation's repair hint lists: ``... (codelist: CR, DR, OR, RE, SO)``."""
+    listed = re.search(r"\((?:[\w-]+): ([^)]*)\)", message)
+    return [c.strip() for c in listed.group(1).split(",")] if listed else []
+
+
+def typed_invents_then_repairs(messages: list[dict]) -> Turn:
+    """find -> describe -> POST with an invented order type (refused, 400) -> POST with the code the
+    value help labels "Standard Order" -> answer with the new order's key."""
+    answers, n = tool_answers(messages), turn(messages)
+    if n == 0:
+        return {"tools": [("find_entity_sets", {"task": "create a standard sales order for a customer", "k": 3})]}
+    if n == 1:
+        first = answers[-1]["results"][0]
+        return {"tools": [("describe", {"service": first["service"], "entity_set": first["entity_set"]})]}
+    if n == 2:
+        return {
+            "tools": [
+                ("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": dict(ORDER, SalesOrderType="ZSTD")})
+            ]
+        }
+    if n == 3:
+        standard = code_with_label(answers[1], "SalesOrderType", "Standard Order")
+        return {
+            "tools": [
+                ("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": dict(ORDER, SalesOrderType=standard)})
+            ]
+        }
+    created = answers[-1]["answer"]["d"]["SalesOrder"]
+    return {"answer": f"Created standard sales order {created}."}
+
+
+def runaway(messages: list[dict]) -> Turn:
+    """Never answers: searches again and again."""
+    return {"tools": [("find_entity_sets", {"task": f"sales order, attempt {turn(messages) + 1}"})]}
+
+
+def chunkrag_invents_then_repairs(messages: list[dict]) -> Turn:
+    """search the raw metadata -> POST with an invented order type (the server answers 400) -> POST
+    with the first code the server's repair hint lists -> answer."""
+    answers, n = tool_answers(messages), turn(messages)
+    if n == 0:
+        return {"tools": [("search_metadata", {"query": "sales order type of a sales order header", "k": 3})]}
+    if n == 1:
+        return {
+            "tools": [
+                ("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": dict(ORDER, SalesOrderType="ZSTD")})
+            ]
+        }
+    if n == 2:
+        detail = answers[-1]["answer"]["error"]["innererror"]["errordetails"][0]
+        return {
+            "tools": [
+                (
+                    "call",
+                    {
+                        "method": "POST",
+                        "url": V2 + "A_SalesOrder",
+                        "body": dict(ORDER, SalesOrderType=codes_in_hint(detail["message"])[0]),
+                    },
+                )
+            ]
+        }
+    return {"answer": f"Created sales order {answers[-1]['answer']['d']['SalesOrder']}."}
+
+
+def reads_in_qwen_text(messages: list[dict]) -> Turn:
+    """A model whose server has no tool-call parser: the call is in the text, in Qwen's tags."""
+    if turn(messages) == 0:
+        call = {"name": "call", "arguments": {"method": "GET", "url": V2 + "A_SalesOrder('0000000003')"}}
+        return {"text": f"<tool_call>\n{json.dumps(call)}\n</tool_call>"}
+    return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
+
+
+SCRIPTS: dict[str, Script] = {
+    "Create a standard sales order for customer 0000000001.": typed_invents_then_repairs,
+    "Find the sales order, forever.": runaway,
+    "Create a sales order for customer 0000000001 (chunks).": chunkrag_invents_then_repairs,
+    "What type has sales order 0000000003?": reads_in_qwen_text,
+}
+
+
+@dataclass
+class ScriptedLLM:
+    server: http.server.ThreadingHTTPServer
+    requests: list[dict] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+def completion(request: dict, turn_: Turn) -> dict:
+    """An OpenAI chat completion for ``turn_`` (usage: characters / 4, there being no tokenizer)."""
+    n = turn(request["messages"])
+    message: dict = {"role": "assistant", "content": turn_.get("answer") or turn_.get("text")}
+    if "tools" in turn_:
+        message["tool_calls"] = [
+            {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args) in enumerate(turn_["tools"])
+        ]
+    prompt = len(json.dumps(request["messages"])) // 4
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "model": request.get("model", ""),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tools" in turn_ else "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": len(json.dumps(message)) // 4, "total_tokens": 0},
+    }
+
+
+def start() -> ScriptedLLM:
+    llm: ScriptedLLM
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            llm.requests.append(request)
+            task = next(m["content"] for m in request["messages"] if m["role"] == "user")
+            script = SCRIPTS.get(task)
+            if self.path != "/v1/chat/completions" or script is None:
+                self._send(500, {"error": {"message": f"no script for {task!r} at {self.path}"}})
+                return
+            self._send(200, completion(request, script(request["messages"])))
+
+        def _send(self, status: int, body: dict) -> None:
+            raw = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    llm = ScriptedLLM(http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler))
+    threading.Thread(target=llm.server.serve_forever, daemon=True).start()
+    return llm

@@ -1,0 +1,159 @@
+"""kg agent run against a scripted OpenAI-compatible server (tests/scripted_llm.py: real HTTP on
+loopback, real tool-call JSON) and the in-process kg serve of the indexed demo store.
+
+Each script replays a fixed plan, but reads what it needs from the tools' real answers (the code
+a value help labels "Standard Order", the codes a 400's repair hint lists), so the runs exercise
+the tools, the server and the loop end to end without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import scripted_llm
+from conftest import DEMO
+from processkg.agent.llm import parse_reply
+from processkg.cli import main
+from processkg.errors import LLMError
+
+
+@pytest.fixture(scope="module")
+def llm():
+    server = scripted_llm.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def run(store: Path, llm, out: Path, task: str, *extra: str):
+    args = ["agent", "run", task, "--store", str(store), "--llm-url", llm.url, "--model", "scripted"]
+    return CliRunner().invoke(main, [*args, "--out", str(out), *extra])
+
+
+def events(out: Path, kind: str) -> list[dict]:
+    lines = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    return [e for e in lines if e["event"] == kind]
+
+
+def recording(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
+
+
+def test_typed_agent_invents_a_code_is_refused_and_repairs_it(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    before = len(llm.requests)
+    result = run(
+        demo_indexed_store, llm, out, "Create a standard sales order for customer 0000000001.", "--allow-writes"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Created standard sales order 00000000")
+    tools = events(out, "tool")
+    assert [t["name"] for t in tools] == ["find_entity_sets", "describe", "call", "call"]
+    refused, created = tools[2]["answer"], tools[3]["answer"]
+    assert refused["sent"] is False and refused["status"] == 400
+    assert [(v["kind"], v["path"]) for v in refused["violations"]] == [("invalid-code", "/SalesOrderType")]
+    assert "CR, DR, OR, RE, SO" in refused["violations"][0]["message"]
+    assert created["sent"] is True and created["status"] == 201 and created["answer"]["d"]["SalesOrderType"] == "OR"
+    end = events(out, "end")[0]
+    assert (end["status"], end["steps"], end["tool_calls"], end["http_calls"], end["rejected"]) == (
+        "answered",
+        5,
+        4,
+        1,
+        1,
+    )
+    assert end["prompt_tokens"] > 0 and end["completion_tokens"] > 0
+    http = events(out, "http")
+    assert [(h["method"], h["status"]) for h in http] == [("POST", 201)]
+    assert all("authorization" not in {k.lower() for k in h["headers"]} for h in http)
+    # the server's recording: the CSRF token fetch and the one POST that was sent (the invalid one never left)
+    assert [(c["method"], c["status"]) for c in recording(out)] == [("GET", 200), ("POST", 201)]
+    checked = CliRunner().invoke(main, ["validate", str(out / "calls.jsonl"), "--store", str(demo_indexed_store)])
+    assert checked.exit_code == 0, checked.output
+    sent = llm.requests[before:]
+    assert len(sent) == 5 and all(r["temperature"] == 0.0 and r["tool_choice"] == "auto" for r in sent)
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in sent[0]["tools"]}
+    assert list(offered) == ["find_entity_sets", "describe", "next_steps", "validate_call", "call"]
+    assert offered["call"]["properties"]["method"]["enum"] == ["GET", "POST", "PATCH", "MERGE", "PUT", "DELETE"]
+    assert sent[-1]["messages"][-1]["role"] == "tool" and '"status":201' in sent[-1]["messages"][-1]["content"]
+
+
+def test_an_agent_that_never_answers_stops_at_the_step_limit(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "Find the sales order, forever.", "--max-steps", "3")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "max-steps: 3 steps, 3 tool calls" in result.stderr
+    end = events(out, "end")[0]
+    assert (end["status"], end["steps"], end["answer"]) == ("max-steps", 3, "")
+    assert len(events(out, "llm")) == 3
+
+
+def test_chunkrag_agent_gets_the_servers_400_and_repairs_from_its_hint(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    task = "Create a sales order for customer 0000000001 (chunks)."
+    extra = ["--condition", "chunkrag", "--odata", str(DEMO / "odata"), "--allow-writes"]
+    result = run(demo_indexed_store, llm, out, task, *extra)
+    assert result.exit_code == 0, result.output
+    start = events(out, "start")[0]
+    assert start["tools"] == ["search_metadata", "call"]
+    system = events(out, "message")[0]["message"]["content"]
+    assert "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/" in system and "find_entity_sets" not in system
+    search, rejected, created = (t["answer"] for t in events(out, "tool"))
+    assert any("<EntityType" in chunk or "<Property" in chunk for chunk in search["chunks"])
+    assert "value_helps" not in search
+    assert rejected["sent"] is True and rejected["status"] == 400
+    assert rejected["answer"]["error"]["innererror"]["errordetails"][0]["code"] == "invalid-code"
+    assert created["status"] == 201
+    assert [(c["method"], c["status"]) for c in recording(out)][-2:] == [("POST", 400), ("POST", 201)]
+    checked = CliRunner().invoke(
+        main, ["validate", str(out / "calls.jsonl"), "--store", str(demo_indexed_store), "--format", "json"]
+    )
+    assert checked.exit_code == 1
+    verdicts = json.loads(checked.stdout)
+    assert [v["valid"] for v in verdicts] == [True, False, True]
+    assert verdicts[1]["violations"][0]["kind"] == "invalid-code"
+
+
+def test_chunkrag_vh_adds_the_code_lists_as_text(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    task = "Create a sales order for customer 0000000001 (chunks)."
+    extra = ["--condition", "chunkrag-vh", "--odata", str(DEMO / "odata"), "--allow-writes"]
+    assert run(demo_indexed_store, llm, out, task, *extra).exit_code == 0
+    search = events(out, "tool")[0]["answer"]
+    assert search["value_helps"], "the chunks describe entity sets with value helps"
+    assert all(re.fullmatch(r"DEMO_\w+/\w+\.\w+: [A-Z0-9]+(, [A-Z0-9]+)*", line) for line in search["value_helps"])
+    assert "DEMO_SALES_ORDER_SRV/A_SalesOrderItem.TransactionCurrency: CHF, DKK, EUR, GBP, USD" in search["value_helps"]
+
+
+def test_chunk_conditions_need_the_metadata_files(demo_indexed_store, llm, tmp_path):
+    task = "Create a sales order for customer 0000000001 (chunks)."
+    result = run(demo_indexed_store, llm, tmp_path / "run", task, "--condition", "chunkrag")
+    assert result.exit_code == 2
+    assert "are not in the files given with --odata" in result.stderr
+
+
+def test_tool_calls_written_in_qwen_tags_are_understood(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "What type has sales order 0000000003?")
+    assert result.exit_code == 0, result.output
+    call = events(out, "tool")[0]
+    assert call["name"] == "call" and call["answer"]["status"] == 200
+    assert result.stdout.strip() == f"Sales order 0000000003 has type {call['answer']['answer']['d']['SalesOrderType']}"
+
+
+def test_an_endpoint_error_is_one_line_and_exit_2(demo_indexed_store, llm, tmp_path):
+    result = run(demo_indexed_store, llm, tmp_path / "run", "A task no script knows.")
+    assert result.exit_code == 2
+    assert "error: " in result.stderr and "HTTP 500" in result.stderr and "Traceback" not in result.output
+    assert events(tmp_path / "run", "end")[0]["status"] == "llm-error"
+
+
+def test_a_reply_that_is_no_chat_completion_is_refused():
+    with pytest.raises(LLMError, match="not an OpenAI chat completion"):
+        parse_reply(b'{"choices": []}', 0.1)

@@ -1,0 +1,207 @@
+"""kg mcp driven by the official MCP SDK's own client, over stdio and over streamable HTTP.
+
+The stdio server is a real ``kg mcp`` process whose ``call`` talks to a real kg serve started on a
+free loopback port (``--odata-url``); the HTTP server is a real ``kg mcp --http`` process that
+serves the store in-process itself. One server of each kind per module; the SDK client lives in
+an anyio blocking portal so that the tests can share it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from processkg.tools.local_server import LocalServer, free_port
+from processkg.tools.mcp_server import parse_resource_uri, resource_uri
+
+KG = str(Path(sys.executable).parent / "kg")
+ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
+TOOLS = ["find_entity_sets", "describe", "next_steps", "validate_call", "call"]
+ORDER = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1000",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000001",
+}
+
+
+@pytest.fixture(scope="module")
+def served(demo_indexed_store, tmp_path_factory):
+    """A real kg serve of the store on a free loopback port, recording every call."""
+    record = tmp_path_factory.mktemp("mcp-serve") / "calls.jsonl"
+    with LocalServer(demo_indexed_store, record=record) as server:
+        yield server, record
+
+
+@pytest.fixture(scope="module")
+def stdio(demo_indexed_store, served):
+    server, _record = served
+    args = ["mcp", "--store", str(demo_indexed_store), "--odata-url", server.url]
+    params = StdioServerParameters(command=KG, args=args, env=ENV)
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+        yield portal, client
+
+
+@pytest.fixture(scope="module")
+def http(demo_indexed_store, tmp_path_factory):
+    record = tmp_path_factory.mktemp("mcp-http") / "calls.jsonl"
+    port = free_port()
+    args = ["mcp", "--store", str(demo_indexed_store), "--http", str(port), "--allow-writes", "--record", str(record)]
+    process = subprocess.Popen([KG, *args], env=ENV, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(port, process)
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(Client(f"http://127.0.0.1:{port}/mcp")) as client,
+        ):
+            yield portal, client, record
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _wait_for(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"kg mcp --http ended with {process.returncode}: {process.stderr.read()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    pytest.fail(f"kg mcp --http did not listen on port {port} within {seconds} s")
+
+
+def call(session, name: str, arguments: dict):
+    portal, client = session[0], session[1]
+    return portal.call(client.call_tool, name, arguments)
+
+
+# ---------------------------------------------------------------- stdio
+
+
+def test_stdio_lists_five_tools_with_schemas_and_annotations(stdio):
+    portal, client = stdio
+    tools = {t.name: t for t in portal.call(client.list_tools).tools}
+    assert list(tools) == TOOLS
+    assert all(t.input_schema["type"] == "object" and t.output_schema["type"] == "object" for t in tools.values())
+    assert tools["describe"].input_schema["required"] == ["service", "entity_set"]
+    assert all(t.annotations.read_only_hint for t in tools.values()), "without --allow-writes every tool only reads"
+    assert tools["call"].input_schema["properties"]["method"]["enum"] == ["GET"]
+
+
+def test_stdio_finds_the_entity_sets_of_a_business_request(stdio):
+    result = call(stdio, "find_entity_sets", {"task": "enter a new sales order for a customer", "k": 3})
+    assert not result.is_error
+    found = result.structured_content["results"]
+    assert len(found) == 3
+    first = found[0]
+    assert (first["service"], first["entity_set"]) == ("DEMO_SALES_ORDER_SRV", "A_SalesOrder")
+    assert first["path"] == V2 + "A_SalesOrder" and first["key"] == ["SalesOrder"]
+    assert "Create outbound delivery" in first["next_steps"]
+    assert json.loads(result.content[0].text) == result.structured_content
+
+
+def test_stdio_describes_an_entity_set_with_codes_and_process(stdio):
+    described = call(stdio, "describe", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"})
+    context = described.structured_content
+    assert context["one_record"] == "A_SalesOrder('{SalesOrder}')"
+    types = next(v for v in context["value_helps"] if v["property"] == "SalesOrderType")
+    assert types["codes"] == ["CR", "DR", "OR", "RE", "SO"] and types["labels"]["OR"] == "Standard Order"
+    assert {"name": "to_Item", "target": "A_SalesOrderItem", "cardinality": "many"} in context["navigation"]
+    assert "Create sales order" in [step["step"] for step in context["process"]]
+    after = call(stdio, "next_steps", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"})
+    step = next(s for s in after.structured_content["next_steps"] if s["step"] == "Create outbound delivery")
+    assert "DEMO_DELIVERY_BILLING_SRV/A_OutbDeliveryHeader" in step["uses"]
+
+
+def test_stdio_names_a_wrong_entity_set_as_a_tool_error(stdio):
+    result = call(stdio, "describe", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrdr"})
+    assert result.is_error and result.structured_content is None
+    assert "did you mean A_SalesOrder?" in result.content[0].text
+
+
+def test_stdio_validates_a_bad_call(stdio):
+    bad = dict(ORDER, SalesOrderType="XX", Colour="red")
+    result = call(stdio, "validate_call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": bad})
+    checked = result.structured_content
+    assert checked["valid"] is False
+    assert sorted((v["kind"], v["path"]) for v in checked["violations"]) == [
+        ("invalid-code", "/SalesOrderType"),
+        ("unknown-property", "/Colour"),
+    ]
+
+
+def test_stdio_calls_kg_serve_and_refuses_writes_it_was_not_allowed(stdio, served):
+    _server, record = served
+    read = call(stdio, "call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000003')"}).structured_content
+    assert read["sent"] is True and read["status"] == 200 and read["answer"]["d"]["SalesOrder"] == "0000000003"
+    write = call(stdio, "call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": ORDER})
+    assert write.is_error and "writes are not allowed" in write.content[0].text
+    recorded = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(r["method"], r["status"]) for r in recorded] == [("GET", 200)]
+
+
+def test_stdio_serves_the_typed_context_as_a_resource(stdio):
+    portal, client = stdio
+    uri = resource_uri("DEMO_SALES_ORDER_SRV", "A_SalesOrder")
+    text = portal.call(client.read_resource, uri).contents[0].text
+    assert text.startswith("## 1. DEMO_SALES_ORDER_SRV/A_SalesOrder: Sales Order Header")
+    assert "SalesOrderType" in text and "Standard Order" in text
+    listed = [str(r.uri) for r in portal.call(client.list_resources).resources]
+    assert uri in listed and len(listed) == 23
+    with pytest.raises(MCPError, match="has no entity set 'Nope'"):
+        portal.call(client.read_resource, resource_uri("DEMO_SALES_ORDER_SRV", "Nope"))
+
+
+def test_resource_uris_are_parsed_strictly():
+    assert parse_resource_uri("processkg://API_X/A_Y") == ("API_X", "A_Y")
+    with pytest.raises(Exception, match="expected processkg://SERVICE/ENTITYSET"):
+        parse_resource_uri("processkg://API_X/A/B")
+
+
+# ---------------------------------------------------------------- streamable HTTP
+
+
+def test_http_lists_the_tools_with_a_destructive_call_when_writes_are_allowed(http):
+    portal, client, _record = http
+    tools = {t.name: t for t in portal.call(client.list_tools).tools}
+    assert list(tools) == TOOLS
+    assert tools["call"].annotations.destructive_hint and not tools["call"].annotations.read_only_hint
+    assert tools["call"].input_schema["properties"]["method"]["enum"][:2] == ["GET", "POST"]
+
+
+def test_http_validates_then_writes_through_its_own_kg_serve(http):
+    _portal, _client, record = http
+    refused = call(
+        http, "call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": dict(ORDER, SalesOrderType="XX")}
+    )
+    assert refused.structured_content["sent"] is False and refused.structured_content["status"] == 400
+    created = call(http, "call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": ORDER}).structured_content
+    assert created["sent"] is True and created["status"] == 201
+    key = created["answer"]["d"]["SalesOrder"]
+    read = call(http, "call", {"method": "GET", "url": V2 + f"A_SalesOrder('{key}')"}).structured_content
+    assert read["answer"]["d"]["SoldToParty"] == "0000000001"
+    recorded = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(r["method"], r["status"]) for r in recorded if r["method"] == "POST"] == [("POST", 201)]
+
+
+def test_http_describes_and_serves_resources(http):
+    portal, client, _record = http
+    described = call(http, "describe", {"service": "DEMO_PROCUREMENT", "entity_set": "PurchaseOrder"})
+    assert described.structured_content["path"] == "/sap/opu/odata4/sap/demo_procurement/PurchaseOrder"
+    text = portal.call(client.read_resource, resource_uri("DEMO_PROCUREMENT", "PurchaseOrder")).contents[0].text
+    assert "PurchaseOrder" in text

@@ -1,7 +1,7 @@
 """``kg audit``: how faithfully the graph holds the structure of its source documents.
 
 For each structural class (entity sets, entity types, properties, keys, navigation
-properties by cardinality, value-list annotations, SAP's constraint annotations; processes,
+properties by cardinality, value-list annotations, SAP's constraint annotations, operations and their parameters; processes,
 participants, lanes,
 activities, gateways, events, sequence and message flows) the audit counts items
 twice and compares:
@@ -68,6 +68,17 @@ ODATA_CLASSES = (
     "EntitySet not insertable",
     "EntitySet not updatable",
     "EntitySet not deletable",
+    "V2 FunctionImport",
+    "Action",
+    "Function",
+    "ActionImport",
+    "V4 FunctionImport",
+    "Parameter",
+    "sap:value-list (parameter)",
+)
+#: Parameters of operations: of V2 function imports (no Function attribute), V4 actions and functions.
+OPERATION_PARAMETERS = (
+    "e:EntityContainer/e:FunctionImport[not(@Function)]/e:Parameter | e:Action/e:Parameter | e:Function/e:Parameter"
 )
 TASKS = ("task", "userTask", "serviceTask", "sendTask", "receiveTask", "manualTask", "businessRuleTask", "scriptTask")
 SUBPROCESSES = ("subProcess", "adHocSubProcess", "transaction")
@@ -159,10 +170,24 @@ def _count_schema(
     counts["Property"] += _count(schema, "e:EntityType/e:Property", ns)
     counts["Key"] += _count(schema, "e:EntityType/e:Key/e:PropertyRef", ns)
     counts["sap:value-list"] += _count(schema, "e:EntityType/e:Property[@sap:value-list]", ns)
+    _count_operations(schema, ns, counts)
     for nav in schema.xpath("e:EntityType/e:NavigationProperty", namespaces=ns):
         many = _nav_is_many(nav, multiplicity)
         if many is not None:
             counts["NavigationProperty to-many" if many else "NavigationProperty to-one"] += 1
+
+
+def _count_operations(schema: etree._Element, ns: dict[str, str], counts: Counter) -> None:
+    """V2 FunctionImports (no ``Function`` attribute), V4 actions, functions and their imports, the
+    parameters of every operation and those with ``sap:value-list``."""
+    counts["V2 FunctionImport"] += _count(schema, "e:EntityContainer/e:FunctionImport[not(@Function)]", ns)
+    counts["V4 FunctionImport"] += _count(schema, "e:EntityContainer/e:FunctionImport[@Function]", ns)
+    counts["ActionImport"] += _count(schema, "e:EntityContainer/e:ActionImport", ns)
+    counts["Action"] += _count(schema, "e:Action", ns)
+    counts["Function"] += _count(schema, "e:Function", ns)
+    params = schema.xpath(OPERATION_PARAMETERS, namespaces=ns)
+    counts["Parameter"] += len(params)
+    counts["sap:value-list (parameter)"] += sum(1 for p in params if p.get(f"{{{SAP_NS}}}value-list") is not None)
 
 
 def _association_ends(root: etree._Element) -> dict[tuple[str, str], str]:

@@ -35,7 +35,7 @@ class Binding:
     line: int
 
     @property
-    def segments(self) -> tuple:
+    def segments(self) -> tuple[str, ...]:
         return tuple(self.pattern.split("/"))
 
     @property

@@ -76,7 +76,7 @@ def _refuse_duplicate_keys(root: yaml.Node | None, name: str) -> None:
     while todo:
         node = todo.pop()
         if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
+            seen: dict[str, int] = {}  # key -> its line
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.value in seen:
                     raise MappingError(

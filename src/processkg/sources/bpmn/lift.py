@@ -6,7 +6,7 @@ so the MIWG exports of one model by four tools never collide.
 
 from __future__ import annotations
 
-from pyoxigraph import NamedNode
+from pyoxigraph import NamedNode, Triple
 
 from processkg.sources.bpmn import read as bpmn
 from processkg.triples import Triples, child, mint
@@ -33,7 +33,7 @@ class DefinitionsLifter:
     def iri(self, element_id: str) -> NamedNode:
         return element_iri(self.slug, element_id)
 
-    def lift(self) -> list:
+    def lift(self) -> list[Triple]:
         d = self.defs
         root = self.t.node(definitions_iri(self.slug), BPMNT.Definitions, d.line, self.slug)
         self.t.text(root, BPMNT.exporter, d.exporter)

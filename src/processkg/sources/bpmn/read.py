@@ -86,7 +86,7 @@ class FlowNode:
     process: str
     parent: str = ""  # id of the enclosing sub-process, if any
     documentation: str = ""
-    event_definitions: list = field(default_factory=list)
+    event_definitions: list[str] = field(default_factory=list)
     attached_to: str = ""
     called_element: str = ""
     default_flow: str = ""
@@ -133,8 +133,8 @@ class Lane:
     name: str
     line: int
     process: str
-    nodes: list = field(default_factory=list)
-    data: list = field(default_factory=list)  # dataObjectReference / dataStoreReference ids
+    nodes: list[str] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)  # dataObjectReference / dataStoreReference ids
 
 
 @dataclass
@@ -160,18 +160,19 @@ class Definitions:
     file: str
     line: int
     exporter: str = ""
-    collaborations: list = field(default_factory=list)  # (id, name, line)
-    processes: dict = field(default_factory=dict)
-    participants: dict = field(default_factory=dict)
-    lanes: list = field(default_factory=list)
-    nodes: dict = field(default_factory=dict)
-    flows: dict = field(default_factory=dict)
-    message_flows: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)  # "file:line: ..." for each element dropped
-    dropped: list = field(default_factory=list)  # (tag, id, line) of each element dropped
+    collaborations: list[tuple[str, str, int]] = field(default_factory=list)  # (id, name, line)
+    processes: dict[str, Process] = field(default_factory=dict)
+    participants: dict[str, Participant] = field(default_factory=dict)
+    lanes: list[Lane] = field(default_factory=list)
+    nodes: dict[str, FlowNode] = field(default_factory=dict)
+    flows: dict[str, SequenceFlow] = field(default_factory=dict)
+    message_flows: list[MessageFlow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # "file:line: ..." for each element dropped
+    dropped: list[tuple[str, str, int | None]] = field(default_factory=list)  # (tag, id, line) of each element dropped
     target_namespace: str = ""
     strict: bool = True
-    declared: dict = field(default_factory=dict, repr=False)  # id -> (tag, line), every element read
+    # id -> (tag, line), every element read
+    declared: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
 
     def drop(self, exc: InputError, tag: str, element_id: str, line: int | None) -> None:
         """Leave an element out of the model and say so (file, line, id, reason)."""
@@ -492,13 +493,13 @@ class _FlowGraph:
             if node.attached_to:
                 self.out[node.attached_to].append(node.id)
         incoming = {flow.target for flow in defs.flows.values()}
-        self.entries: dict = defaultdict(list)
+        self.entries: dict[str, list[str]] = defaultdict(list)
         for n in defs.nodes.values():
             if n.parent and n.id not in incoming and not n.attached_to and n.in_normal_flow:
                 self.entries[n.parent].append(n.id)
-        self.behind: dict = {}  # non-activity id -> frozenset of activity ids
+        self.behind: dict[str, frozenset[str]] = {}  # non-activity id -> frozenset of activity ids
 
-    def reach(self, node: FlowNode) -> set:
+    def reach(self, node: FlowNode) -> set[str]:
         """Activities reached from activity ``node`` without passing through another activity."""
         start = list(self.out.get(node.id, ()))
         if node.tag in SUBPROCESSES:
@@ -513,23 +514,23 @@ class _FlowGraph:
     def _is_activity(self, node_id: str) -> bool:
         return self.defs.nodes[node_id].category == "activity"
 
-    def _successors(self, node_id: str) -> list:
+    def _successors(self, node_id: str) -> list[str]:
         successors = self.out.get(node_id, ())
         node = self.defs.nodes[node_id]
         if not successors and not node.attached_to:
             return _exits(self.defs, self.flows, node)  # an inner end leaves the sub-process
         return list(successors)
 
-    def _behind(self, root: str) -> frozenset:
+    def _behind(self, root: str) -> frozenset[str]:
         """Activities behind a gateway or event: Tarjan's strongly connected components over the
         non-activity nodes, iteratively; a component's set is complete when it closes, and every
         member of a cycle of gateways and events shares it."""
         if root in self.behind:
             return self.behind[root]
-        index: dict = {}
-        low: dict = {}
-        stack: list = []
-        on_stack: set = set()
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        on_stack: set[str] = set()
         work = [(root, iter(self._successors(root)))]
         index[root] = low[root] = 0
         stack.append(root)

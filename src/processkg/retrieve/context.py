@@ -22,7 +22,7 @@ from processkg.aliases import JSONObject, Record
 from processkg.assets import templates_dir
 from processkg.graph.store import records
 from processkg.retrieve.retriever import Result
-from processkg.validate.payload_shapes import required_on_create
+from processkg.validate.payload_shapes import required_on_create, sap_mandatory
 
 TEMPLATE = "context.md.j2"
 MAX_CODES = 50  # codes shown per value help; the rest are counted
@@ -165,7 +165,7 @@ def _flags(row: Record) -> list[str]:
         collection,
         row["defaultValue"] is not None,
         row["namespace"] or "",
-        mandatory=row["fieldControl"] == "Mandatory" or bool(row["insertRequired"]),
+        mandatory=True if row["insertRequired"] else sap_mandatory(row["fieldControl"]),
     ):
         flags.append("required")
     if creatable and (not updatable or row["immutable"] or row["nonUpdatable"]) and not row["isKey"]:

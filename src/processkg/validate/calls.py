@@ -30,6 +30,7 @@ from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.validate import literals as edm_json
+from processkg.validate import operations
 from processkg.validate.payload_shapes import (
     Model,
     Nav,
@@ -69,6 +70,9 @@ KINDS = (
     "cardinality",
     "unknown-navigation",
     "not-filterable",
+    "unknown-operation",
+    "unknown-parameter",
+    "wrong-method",
     "malformed",
 )
 UPDATES = ("PATCH", "MERGE", "PUT")  # PATCH (V4) and MERGE (V2) change some properties, PUT all
@@ -151,6 +155,8 @@ class Validator:
         self.model = model or load_validation_model(store)
         self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
         self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
+        self.operations = {op.iri: op for svc in self.model.services.values() for op in svc.operations}
+        self.names.update({p.iri: p for op in self.operations.values() for p in op.params.values()})
         self._engine: ShaclEngine | None = None
         self.last_report: Graph | None = None  # SHACL report of the last validate_calls
 
@@ -196,6 +202,9 @@ class Validator:
         result.violations.extend(Violation(*v) for v in target.pop("violations"))
         if result.violations:
             return result
+        if "operation" in target:
+            self._operation(i, target, call, result, pending)
+            return result
         if target["method"] == "GET":
             result.violations.extend(Violation(*v) for v in check_get(self.model, target))
             return result
@@ -226,9 +235,24 @@ class Validator:
         target["method"] = method
         target["violations"] = []
         resolve_service(self.model, target)
-        if method == "POST" or method in UPDATES:
+        if (method == "POST" or method in UPDATES) and "operation" not in target:
             target["payload"] = _payload(call, method)
         return target
+
+    def _operation(self, i: int, target: CallTarget, call: JSONObject, result: CallResult, pending: Payloads) -> None:
+        """A call of a function import, action or function (:mod:`processkg.validate.operations`): the
+        method and the URI literals in Python, the parameters by the operation's payload shape."""
+        op, found = operations.resolve_operation(self.model, target)
+        result.violations.extend(Violation(*v) for v in found)
+        if op is None:
+            return
+        body = call.get("payload", call.get("body"))
+        values, found = operations.parameter_values(op, target, _json_text(body))
+        result.violations.extend(Violation(*v) for v in found)
+        conv = Converter(self.model, pending, i, target["service_version"])
+        conv.root(op.as_type(), values)
+        result.violations.extend(conv.violations)
+        result.notes.extend(conv.notes)
 
     def _post(self, i: int, target: CallTarget, result: CallResult, pending: Payloads) -> None:
         t = self.model.types.get(target["type"])
@@ -289,7 +313,11 @@ class Validator:
         raw = pending.values.get((focus, path, value), pending.values.get(key))
         kind = _kind(comp, path, item, shape)
         owner = pending.types.get(focus) if focus is not None else None
-        return Violation(kind, where, self._message(kind, name, owner, item, raw, pending.messages.get(key)), raw)
+        op = self.operations.get(owner.iri) if owner is not None else None
+        kind = "unknown-parameter" if op is not None and kind == "unknown-property" else kind
+        given = op is not None and operations.message(kind, name, op, item if isinstance(item, Prop) else None)
+        message = given or self._message(kind, name, owner, item, raw, pending.messages.get(key))
+        return Violation(kind, where, message, raw)
 
     def _message(
         self, kind: str, name: str, owner: TypeInfo | None, item: Prop | Nav | None, raw: JSONValue, hint: str | None
@@ -372,7 +400,7 @@ class Converter:
         self.level -= 1
 
     def member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
-        if key.startswith(("@", "__")) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
+        if _control(key, t) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
             return
         name = key.split("@", 1)[0]
         if "@" in key and name in t.props:
@@ -489,7 +517,7 @@ class UpdateConverter(Converter):
 
     def change_member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
         name = key.split("@", 1)[0]
-        if key.startswith(("@", "__")) or ("@" in key and (name in t.props or name in t.navs)):
+        if _control(key, t) or ("@" in key and (name in t.props or name in t.navs)):
             return  # control information, an instance annotation or a Nav@odata.bind link
         if name in t.props:
             self.change_prop(node, t, t.props[name], value, pointer)
@@ -585,6 +613,16 @@ def _payload(call: JSONObject, method: str = "POST") -> JSONObject:
     return payload.get("d", payload) if isinstance(payload.get("d"), dict) and len(payload) == 1 else payload
 
 
+def _json_text(body: JSONValue) -> JSONValue:
+    """A body given as JSON text (as a recording keeps it) parsed; a body that is no JSON stays text."""
+    if not isinstance(body, str) or not body.strip():
+        return body
+    try:
+        return parse_line(body)
+    except JsonLinesError:
+        return body
+
+
 def _check_size(call: JSONValue) -> None:
     """Bound what one call may cost, whether it came from the JSON Lines reader or from the Python API.
 
@@ -627,6 +665,12 @@ def _node_pointer(focus: Node | None) -> tuple[int | None, str]:
         return None, ""
     index, _, rest = text[len(NODE) :].partition("/")
     return int(index), unquote(f"/{rest}" if rest else "")
+
+
+def _control(key: str, t: TypeInfo) -> bool:
+    """Control information (``@odata.*``, V2 ``__metadata``), unless the type has a property of
+    that name (SAP RAP's ``__FieldControl``, ``__OperationControl``)."""
+    return key.startswith("@") or (key.startswith("__") and key not in t.props)
 
 
 def _objects(value: JSONValue) -> bool:

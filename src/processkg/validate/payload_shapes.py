@@ -273,7 +273,8 @@ def _prop(r: Record, owner: TypeInfo) -> Prop:
 def is_required(p: Prop, owner: TypeInfo) -> bool:
     """What a create must contain (``sh:minCount 1``); see docs/validation.md, "Required".
 
-    What SAP marks mandatory (Common.FieldControl Mandatory) and the client may set; else a
+    What SAP marks mandatory (Common.FieldControl Mandatory) and the client may set; nothing SAP
+    marks otherwise (Optional, Inapplicable, Hidden); else a
     non-nullable property without a default that the client may set, except: keys (the
     server may assign them: number ranges, UUIDs; the metadata does not say which it
     does), collections (omitted = empty), and services generated from SAP RAP service
@@ -288,8 +289,14 @@ def is_required(p: Prop, owner: TypeInfo) -> bool:
         p.collection,
         p.default is not None,
         owner.namespace,
-        mandatory=p.field_control == "Mandatory",
+        mandatory=sap_mandatory(p.field_control),
     )
+
+
+def sap_mandatory(field_control: str | None) -> bool | None:
+    """What a constant Common.FieldControl says about a create: Mandatory -> True, any other
+    member (Optional, ReadOnly, Inapplicable, Hidden) -> False, no constant -> None (SAP says nothing)."""
+    return None if field_control is None else field_control == "Mandatory"
 
 
 def required_on_create(
@@ -299,14 +306,15 @@ def required_on_create(
     collection: bool,
     has_default: bool,
     namespace: str,
-    mandatory: bool = False,
+    mandatory: bool | None = None,
 ) -> bool:
-    """The one rule for "required on create", shared by the shapes and the typed context: SAP's
-    own mandatory marker when the client may set the property, else the fallback rule."""
+    """The one rule for "required on create", shared by the shapes and the typed context: SAP's own
+    marker when it gives one (``mandatory`` True or False) and the client may set the property,
+    else (``None``) the fallback rule."""
     if read_only:
         return False
-    if mandatory:
-        return True
+    if mandatory is not None:
+        return mandatory
     if nullable or key or collection or has_default:
         return False
     return not RAP_NAMESPACE.match(namespace or "")
@@ -525,6 +533,7 @@ __all__ = [
     "is_required",
     "load_validation_model",
     "model_shapes",
+    "sap_mandatory",
     "standard_codes",
     "standard_list",
     "stored_shapes",

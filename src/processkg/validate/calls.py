@@ -222,7 +222,7 @@ class Validator:
         _check_size(call)
         method = call.get("method")
         if not isinstance(method, str) or not method.strip():
-            raise MalformedCall("the call lacks a method (GET or POST)")
+            raise MalformedCall(f"the call lacks a method ({', '.join(METHODS)})")
         method = method.strip().upper()
         if method not in METHODS:
             raise MalformedCall(f"method {method} is not validated (only {', '.join(METHODS)})")

@@ -374,5 +374,5 @@ def test_kg_serve_help_lists_its_options():
 
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--store", "--host", "--port", "--record", "--data"):
+    for option in ("--store", "--host", "--port", "--record", "--data", "--no-csrf", "--no-etags", "/$reset"):
         assert option in result.output

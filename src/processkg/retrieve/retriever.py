@@ -675,7 +675,9 @@ def _routed_result(r: Retriever, chosen: Pick, score: float, group: str, paths: 
 def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, tuple]:
     """``source`` and ``via`` of a routed result, from the path behind its strongest signal."""
     path = getattr(paths, group, None) if group != "seed" else None
-    rows = tuple(int(p[row]) for p in path) if isinstance(path, tuple) else ((int(path[row]),) if path is not None else ())
+    rows = (
+        tuple(int(p[row]) for p in path) if isinstance(path, tuple) else ((int(path[row]),) if path is not None else ())
+    )
     if not rows or min(rows) < 0:
         return "seed", ()
     if group == "navigation":

@@ -14,6 +14,8 @@ Three namespaces:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pyoxigraph import NamedNode
 
 KG = "https://w3id.org/processkg/ontology#"
@@ -55,7 +57,7 @@ class _Namespace:
         for name in self._names:
             setattr(self, name, NamedNode(base + name))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[NamedNode]:
         return (NamedNode(self._base + n) for n in sorted(self._names))
 
     def __getattr__(self, name: str) -> NamedNode:  # only for unknown names

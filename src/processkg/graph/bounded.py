@@ -59,7 +59,7 @@ def run_bounded(
     return _answer(proc.returncode, out, err, memory)
 
 
-def _child_env() -> dict:
+def _child_env() -> dict[str, str]:
     """The parent's environment, with this processkg first on the child's path."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
@@ -67,7 +67,7 @@ def _child_env() -> dict:
     return env
 
 
-def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list, list]:
+def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list[str], list[list[PlainValue]]]:
     try:
         answer = json.loads(out) if out else None
     except ValueError:

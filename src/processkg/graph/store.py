@@ -19,7 +19,7 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from glob import escape as glob_escape
 from pathlib import Path
@@ -256,7 +256,7 @@ def _contains(outer: Path, inner: Path) -> bool:
     return outer == inner or outer in inner.parents
 
 
-def check_store_path(store: Path, inputs: list[Path] | None = None) -> None:
+def check_store_path(store: Path, inputs: Sequence[Path | str] | None = None) -> None:
     """Refuse a ``--store`` that kg build must not replace: one that is not a processkg store
     (a plain file, a folder of other files), or one that holds the current directory or an input."""
     store = Path(store)
@@ -286,7 +286,7 @@ class StoreWriter:
     publishes it by replacing ``STORE/current`` in one step.
     """
 
-    def __init__(self, store: Path, inputs: list[Path] | None = None) -> None:
+    def __init__(self, store: Path, inputs: Sequence[Path | str] | None = None) -> None:
         self.store = Path(store)
         self.inputs = list(inputs or [])
         self.created = False
@@ -346,7 +346,7 @@ class StoreWriter:
                     _remove(entry)
 
     @contextmanager
-    def version(self):
+    def version(self) -> Iterator[Path]:
         """Yield a new, empty version directory; on success flush it and make it current."""
         path = self.store / f"v-{self._next_number()}"
         path.mkdir()
@@ -524,7 +524,7 @@ def _damage(exc: Exception, store: Path) -> str:
     return " ".join(text.split())[:200] or type(exc).__name__
 
 
-def read_meta(path: Path) -> dict:
+def read_meta(path: Path) -> JSONObject:
     """``build.json`` of the current build (what was built from what); {} when there is none."""
     path = Path(path)
     meta = version_dir(path) / META

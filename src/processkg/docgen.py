@@ -101,16 +101,16 @@ class Term:
     kind: str
     label: str
     meaning: str
-    specs: list  # [(title, [url, ...])]
+    specs: list[tuple[str, list[str]]]  # [(title, [url, ...])]
     domain: str = ""
     range: str = ""
-    notes: list = field(default_factory=list)  # subclass of, subproperty of, inverse of
+    notes: list[str] = field(default_factory=list)  # subclass of, subproperty of, inverse of
 
 
 @dataclass
 class Section:
     title: str
-    terms: list = field(default_factory=list)
+    terms: list[Term] = field(default_factory=list)
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Namespace:
     prefix: str
     iri: str
     title: str
-    sections: list = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
 
 
 def _short_title(title: str) -> str:
@@ -128,7 +128,7 @@ def _short_title(title: str) -> str:
     return title
 
 
-def split_comment(comment: str, see_also: list[str]) -> tuple[str, list]:
+def split_comment(comment: str, see_also: list[str]) -> tuple[str, list[tuple[str, list[str]]]]:
     """``"Meaning. See Title: url | Title: url ; url."`` -> (meaning, [(short title, [urls])]).
 
     A comment without a "See" part cites its ``rdfs:seeAlso`` links, titled by the URL.
@@ -150,10 +150,10 @@ def split_comment(comment: str, see_also: list[str]) -> tuple[str, list]:
     return meaning, specs
 
 
-def _sections_of(ttl_text: str) -> tuple[dict, list]:
+def _sections_of(ttl_text: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
     """From the comments of the TTL: {curie: (namespace prefix, section title)}, namespace titles."""
-    where: dict = {}
-    namespaces: list = []
+    where: dict[str, tuple[str, str]] = {}
+    namespaces: list[tuple[str, str]] = []
     prefix, section = "", ""
     lines = ttl_text.splitlines()
     for i, line in enumerate(lines):
@@ -173,7 +173,7 @@ def _sections_of(ttl_text: str) -> tuple[dict, list]:
     return where, namespaces
 
 
-def ontology_model(ttl: Path) -> dict:
+def ontology_model(ttl: Path) -> JSONObject:
     """Everything the ontology reference shows, read from the TTL file."""
 
     text = ttl.read_text(encoding="utf-8")
@@ -302,7 +302,7 @@ def _dedent(text: str) -> str:
     return inspect.cleandoc(text).replace("\b\n", "")
 
 
-def cli_model(group: click.Group) -> dict:
+def cli_model(group: click.Group) -> JSONObject:
     ctx = click.Context(group, info_name=PROGRAM)
     root = _command_model(group, ctx, (PROGRAM,))
     return {"root": root, "commands": _commands(group, ctx, (PROGRAM,))}
@@ -326,7 +326,7 @@ class QueryDoc:
     parameters: str
     result: str
     example: str
-    variables: list  # parameter variables named in the Parameters: section
+    variables: list[str]  # parameter variables named in the Parameters: section
 
 
 def parse_query_header(name: str, text: str) -> QueryDoc:
@@ -386,7 +386,7 @@ def queries_reference(folder: Path | None = None) -> str:
 # ---------------------------------------------------------------- all pages
 
 
-def generate(group: click.Group) -> dict:
+def generate(group: click.Group) -> dict[str, str]:
     """{file name: content} of every generated page."""
     return {
         "ontology-reference.md": ontology_reference(),

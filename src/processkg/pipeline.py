@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyoxigraph import NamedNode, Triple
 
-from processkg.aliases import ProgressCallback
+from processkg.aliases import JSONObject, ProgressCallback
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
 from processkg.retrieve.index import IndexReport, build_index
@@ -37,18 +37,18 @@ METADATA = "metadata"  # folder of a store version holding the services' source 
 
 @dataclass
 class BuildOptions:
-    odata: list = field(default_factory=list)
-    bpmn: list = field(default_factory=list)
+    odata: list[Path | str] = field(default_factory=list)
+    bpmn: list[Path | str] = field(default_factory=list)
     store: Path | None = None
     out: Path | None = None
     mapping: Path | None = None
-    codes: list = field(default_factory=list)
+    codes: list[Path | str] = field(default_factory=list)
     on_error: str = "fail"
     shapes: bool = True  # write the generated SHACL payload shapes into the store
     index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
     model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
     chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
-    openapi: list = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
+    openapi: list[Path | str] = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
     code_bindings: Path | None = None  # YAML: SERVICE/EntityType/Property -> value_list of a --codes CSV
 
@@ -70,7 +70,7 @@ class BuildReport:
     turtle: bytes = b""
     metadata: dict[str, str] = field(default_factory=dict)  # service name -> its kept source document
 
-    def as_meta(self) -> dict:
+    def as_meta(self) -> JSONObject:
         return {
             "files": self.files,
             "skipped": [list(s) for s in self.skipped],
@@ -108,7 +108,7 @@ class Builder:
         with StoreWriter(Path(self.opt.store), self._inputs()) as self.writer:  # the store's one writer
             return self._run()
 
-    def _inputs(self) -> list:
+    def _inputs(self) -> list[Path | str]:
         """Every input path: the store must not contain one of them (it would replace them)."""
         mapping = [self.opt.mapping] if self.opt.mapping else []
         return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *mapping]

@@ -180,6 +180,21 @@ A2X_CASES = [
         },
         "/$filter",
     ),
+    (
+        "unknown-operation",
+        {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/releaseApproval?SalesOrder='1'"},
+        "",
+    ),
+    (
+        "unknown-parameter",
+        {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/releaseApprovalRequest?Order='1'"},
+        "/Order",
+    ),
+    (
+        "wrong-method",
+        {"method": "GET", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/releaseApprovalRequest?SalesOrder='1'"},
+        "",
+    ),
     ("malformed", {"id": "t", "service": SO, "entity_set": "A_SalesOrder", "payload": {}}, ""),
 ]
 
@@ -424,6 +439,25 @@ FIORI_CASES = [
         "not-filterable",
         {"method": "GET", "url": f"/sap/opu/odata/sap/{PO}/C_PurchaseOrderTP?$filter=ApproverName eq 'X'"},
         "/$filter",
+    ),
+    ("unknown-operation", {"method": "POST", "url": f"/sap/opu/odata/sap/{PO}/POItemDeleted?DraftUUID=guid'x'"}, ""),
+    (
+        "unknown-parameter",
+        {
+            "method": "POST",
+            "url": "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd/sap/c_salesordermanage_sd/0001/"
+            "SalesOrderManage('1')/com.sap.gateway.srvd.c_salesordermanage_sd.v0001.SetDeliveryBlock",
+            "body": {"DeliveryBlockReason": "01", "Reason": "01"},
+        },
+        "/Reason",
+    ),
+    (
+        "wrong-method",
+        {
+            "method": "GET",
+            "url": "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd/sap/c_salesordermanage_sd/0001/DiscardChanges",
+        },
+        "",
     ),
     ("malformed", {"method": "POST", "payload": {}}, ""),
 ]

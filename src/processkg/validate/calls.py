@@ -235,7 +235,8 @@ class Validator:
         target["method"] = method
         target["violations"] = []
         resolve_service(self.model, target)
-        if (method == "POST" or method in UPDATES) and "operation" not in target:
+        unknown = any(v[0] == "unknown-operation" for v in target["violations"])
+        if (method == "POST" or method in UPDATES) and "operation" not in target and not unknown:
             target["payload"] = _payload(call, method)
         return target
 
@@ -249,6 +250,8 @@ class Validator:
         body = call.get("payload", call.get("body"))
         values, found = operations.parameter_values(op, target, _json_text(body))
         result.violations.extend(Violation(*v) for v in found)
+        if any(kind == "malformed" for kind, *_rest in found):
+            return  # no parameters could be read: none is reported missing
         conv = Converter(self.model, pending, i, target["service_version"])
         conv.root(op.as_type(), values)
         result.violations.extend(conv.violations)

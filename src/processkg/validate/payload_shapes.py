@@ -154,12 +154,58 @@ class SetRules:
 
 
 @dataclass
+class OperationInfo:
+    """A service operation as a call of it is checked (:mod:`processkg.validate.operations`): how a URL
+    names it, the HTTP method it takes and its parameters, the binding parameter left out (the URL gives it)."""
+
+    iri: str
+    service: str
+    version: str
+    kind: str  # "V2FunctionImport", "V4Action", "V4Function"
+    name: str
+    qname: str = ""  # V4: Namespace.Name
+    method: str | None = None  # None when the metadata names none (a V2 function import without m:HttpMethod)
+    bound: bool = False
+    binding: str | None = None  # IRI of the binding parameter's type (bound V4)
+    collection: bool = False  # bound to a collection of that type
+    action_for: str | None = None  # IRI of the entity type of sap:action-for (V2)
+    return_type: str = ""
+    return_set: str | None = None
+    imports: list[str] = field(default_factory=list)  # names of the V4 imports that expose it
+    params: dict[str, Prop] = field(default_factory=dict)  # name -> Prop, in declaration order
+
+    def as_type(self) -> TypeInfo:
+        """The parameters as the payload shapes see them: a closed node shape, ``kind`` "Operation"."""
+        label = self.qname or self.name
+        return TypeInfo(self.iri, label, "Operation", self.service, self.version, "", props=self.params)
+
+
+@dataclass
 class ServiceInfo:
     name: str
     version: str
     namespaces: set = field(default_factory=set)
     sets: dict = field(default_factory=dict)  # name -> (type IRI, creatable)
     rules: dict[str, SetRules] = field(default_factory=dict)  # set name -> SetRules
+    operations: list[OperationInfo] = field(default_factory=list)  # sorted by IRI
+
+    def root_operations(self, name: str) -> list[OperationInfo]:
+        """The operations a URL calls by ``name`` at the service root: a V2 function import, or the
+        unbound V4 action or function that an action or function import of that name exposes."""
+        return [
+            op
+            for op in self.operations
+            if (op.kind == "V2FunctionImport" and op.name == name) or (not op.bound and name in op.imports)
+        ]
+
+    def root_operation_names(self) -> set[str]:
+        return {op.name for op in self.operations if op.kind == "V2FunctionImport"} | {
+            name for op in self.operations for name in op.imports
+        }
+
+    def bound_operations(self, name: str) -> list[OperationInfo]:
+        """Bound V4 operations named ``name``: qualified (``NS.Approve``) or, as V4.01 allows, simple."""
+        return [op for op in self.operations if op.bound and name in (op.qname, op.name)]
 
 
 @dataclass
@@ -192,7 +238,50 @@ def load_validation_model(store: Store) -> Model:
             t.props.update(declared.get(owner.iri, {}))
             t.navs.update(navs.get(owner.iri, {}))
     _insert_required(model)
+    _load_operations(store, model)
     return model
+
+
+def _load_operations(store: Store, model: Model) -> None:
+    """Every operation of every service, its parameters as :class:`Prop` with their codes. A parameter
+    is required when it is not nullable, unless Core.OptionalParameter lets a call leave it out."""
+    ops: dict[str, OperationInfo] = {}
+    for r in sorted(records(store, "shapes-operations"), key=lambda r: (r["operation"], r["import"] or "")):
+        svc = model.services.get(r["service"])
+        if svc is not None and r["operation"] not in ops:
+            ops[r["operation"]] = _operation(r, svc)
+            svc.operations.append(ops[r["operation"]])
+        if r["operation"] in ops and r["import"]:
+            ops[r["operation"]].imports.append(r["import"])
+    codes = _codes(store)
+    by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
+    for r in sorted(records(store, "shapes-operation-parameters"), key=lambda r: (r["operation"], r["order"])):
+        op = ops.get(r["operation"])
+        if op is None or r["binding"] is True:
+            continue
+        p = Prop(r["param"], r["name"], r["edmType"], r["maxLength"], r["nullable"] is not False)
+        p.required = not p.nullable and r["optional"] is not True
+        p.complex_type = by_qname.get((op.service, p.item_type))
+        _attach_codes(p, codes.get(p.iri))
+        op.params.setdefault(p.name, p)
+
+
+def _operation(r: Record, svc: ServiceInfo) -> OperationInfo:
+    return OperationInfo(
+        r["operation"],
+        svc.name,
+        svc.version,
+        r["class"].rsplit("#", 1)[-1],
+        r["name"],
+        r["qname"] or "",
+        r["method"],
+        r["bound"] is True,
+        r["bindingType"],
+        r["collection"] is True,
+        r["actionFor"],
+        r["returnType"] or "",
+        r["returnSet"],
+    )
 
 
 def _set_rules(r: Record) -> SetRules:
@@ -407,6 +496,11 @@ def model_shapes(model: Model) -> list:
             w.once(t.props[name].iri, w.property_shape, t.props[name])
         for name in sorted(t.navs):
             w.once(t.navs[name].iri, w.nav_shape, t.navs[name])
+    for service in sorted(model.services):
+        for op in model.services[service].operations:
+            w.node_shape(op.as_type())
+            for name in sorted(op.params):
+                w.once(op.params[name].iri, w.property_shape, op.params[name])
     return w.out
 
 
@@ -430,7 +524,7 @@ class _Writer:
         s = shape_iri(t.iri)
         self.add(s, RDF_TYPE, sh("NodeShape"))
         self.add(s, RDFS_LABEL, Literal(f"Payload shape of {t.qname}"))
-        if t.kind == "EntityType":
+        if t.kind in ("EntityType", "Operation"):
             self.add(s, sh("targetClass"), NamedNode(t.iri))
         self.add(s, sh("closed"), Literal("true", datatype=XSD_BOOLEAN))
         allowed = [RDF_TYPE] + [NamedNode(t.props[n].iri) for n in sorted(t.props)]
@@ -525,6 +619,7 @@ __all__ = [
     "SHAPES_GRAPH",
     "Model",
     "Nav",
+    "OperationInfo",
     "Prop",
     "ServiceInfo",
     "SetRules",

@@ -67,6 +67,8 @@ TOKEN = re.compile(
 """,
     re.VERBOSE,
 )
+#: Query options of a call that are not parameters of a V2 function import (SAP's client and language).
+NOT_PARAMETERS = frozenset({"sap-client", "sap-language", "search"})
 MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
 RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 
@@ -158,13 +160,26 @@ def resolve_service(model: Model, target: CallTarget) -> None:
         bad.append(("malformed", "", f"the URL names service {svc.name} but no entity set", None))
         return
     set_name, _key = segments[0]
+    if set_name not in svc.sets and svc.root_operations(set_name):
+        target["operation"] = set_name  # a function import, action or function import: see validate.operations
+        return
     if set_name not in svc.sets:
-        hint = did_you_mean(set_name, svc.sets)
-        bad.append(("unknown-entity-set", "", f"{svc.name} has no entity set {set_name}{hint}", set_name))
+        bad.append(_unknown_resource(svc, set_name, target))
         return
     target["set"] = set_name
     target["type"], target["creatable"] = svc.sets[set_name]
     _walk(model, target, bad)
+
+
+def _unknown_resource(svc: ServiceInfo, name: str, target: CallTarget) -> Finding:
+    """No entity set and no operation of that name: an ``unknown-operation`` when only operation names
+    are close, or when the call passes parameters in the query string; else ``unknown-entity-set``."""
+    operations = svc.root_operation_names()
+    near_sets, near_ops = did_you_mean(name, svc.sets), did_you_mean(name, operations)
+    params = any(not k.startswith("$") and k not in NOT_PARAMETERS for k in target.get("query") or {})
+    if operations and not near_sets and (near_ops or params):
+        return ("unknown-operation", "", f"{svc.name} has no operation {name}{near_ops}", name)
+    return ("unknown-entity-set", "", f"{svc.name} has no entity set {name}{near_sets}", name)
 
 
 def _find_service(model: Model, target: CallTarget) -> tuple[ServiceInfo | None, list[Segment]]:
@@ -215,6 +230,9 @@ def _walk(model: Model, target: CallTarget, bad: list[Finding]) -> None:
     for i, (name, _key) in enumerate(target["segments"][1:], start=1):
         if name.startswith("$") or t is None:
             break
+        if name not in t.navs and name not in t.props and ("." in name or _bound(model, target, name)):
+            target["operation"], target["operation_at"] = name, i  # NS.Action after an entity or a collection
+            return
         if name in t.navs and t.navs[name].target in model.types:
             t = model.types[t.navs[name].target]
             target["type"] = t.iri
@@ -224,6 +242,10 @@ def _walk(model: Model, target: CallTarget, bad: list[Finding]) -> None:
         else:
             bad.append(_unknown_member(t, name, f"/segments/{i}", nav=True))
             return
+
+
+def _bound(model: Model, target: CallTarget, name: str) -> bool:
+    return bool(model.services[target["service"]].bound_operations(name))
 
 
 # ---------------------------------------------------------------- GET checks

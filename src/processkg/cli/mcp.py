@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -13,33 +14,39 @@ from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox
 
 
-def odata_options(command: F) -> F:
-    """``--odata-url``, ``--allow-writes`` and ``--record``: where ``call`` sends, and what it may do."""
-    for option in reversed(
-        [
-            click.option(
-                "--odata-url",
-                default=None,
-                help="Base URL of the OData server `call` sends to (credentials from PROCESSKG_ODATA_USER and "
-                "PROCESSKG_ODATA_PASSWORD, or PROCESSKG_ODATA_TOKEN). Default: kg serve of the store, "
-                "started in-process on a free loopback port.",
-            ),
-            click.option(
-                "--allow-writes",
-                is_flag=True,
-                help="Let `call` send POST, PATCH, MERGE, PUT and DELETE (default: GET only).",
-            ),
+def odata_options(record: bool = True) -> Callable[[F], F]:
+    """``--odata-url`` and ``--allow-writes`` (where ``call`` sends, and what it may do), and ``--record``."""
+    options = [
+        click.option(
+            "--odata-url",
+            default=None,
+            help="Base URL of the OData server `call` sends to (credentials from PROCESSKG_ODATA_USER and "
+            "PROCESSKG_ODATA_PASSWORD, or PROCESSKG_ODATA_TOKEN). Default: kg serve of the store, "
+            "started in-process on a free loopback port.",
+        ),
+        click.option(
+            "--allow-writes",
+            is_flag=True,
+            help="Let `call` send POST, PATCH, MERGE, PUT and DELETE (default: GET only).",
+        ),
+    ]
+    if record:
+        options.append(
             click.option(
                 "--record",
                 type=click.Path(dir_okay=False, path_type=Path),
                 default=None,
                 help="Append every call to this JSON Lines file (kg validate reads it): the in-process kg serve's "
                 "recording, or the calls sent to --odata-url.",
-            ),
-        ]
-    ):
-        command = option(command)
-    return command
+            )
+        )
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 def odata_client(
@@ -57,7 +64,7 @@ def odata_client(
 
 @click.command("mcp")
 @store_option()
-@odata_options
+@odata_options()
 @click.option(
     "--http",
     "http_port",

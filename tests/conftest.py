@@ -22,6 +22,7 @@ from pyoxigraph import RdfFormat, Store
 
 from processkg.graph.store import plain
 from processkg.pipeline import BuildOptions, BuildReport, build
+from processkg.retrieve.index import build_index
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,6 +178,22 @@ def demo_built(tmp_path_factory) -> Built:
 def demo_store(demo_built) -> Path:
     """The demo store directory, shared by every module that only reads it."""
     return demo_built.store_dir
+
+
+@pytest.fixture(scope="session")
+def sap_store(tmp_path_factory) -> Path:
+    """The 45 A2X services with the SAP process layer (data/sap/processes, mapping.yaml), with its
+    retrieval index: the store the routed ``hybrid`` was trained on. Built once per session; the
+    embeddings go through the session's shared cache (``embedding-cache``)."""
+    store = tmp_path_factory.mktemp("sap") / "store"
+    sap = ROOT / "data" / "sap"
+    build(
+        BuildOptions(
+            odata=[shared("odata", "s4-a2x")], bpmn=[sap / "processes"], mapping=sap / "mapping.yaml", store=store
+        )
+    )
+    build_index(store, cache_dir=tmp_path_factory.getbasetemp() / "embedding-cache")
+    return store
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

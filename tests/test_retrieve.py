@@ -89,9 +89,9 @@ def names(results) -> list[str]:
 # ---------------------------------------------------------------- process-aware retrieval
 
 
-def test_hybrid_finds_the_downstream_entity_set_that_dense_misses(demo_retriever):
+def test_hybrid_v1_finds_the_downstream_entity_set_that_dense_misses(demo_retriever):
     dense = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="dense")
-    hybrid = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="hybrid")
+    hybrid = demo_retriever.retrieve(DOWNSTREAM_QUERY, 5, method="hybrid-v1")
     assert "SupplierInvoice" not in names(dense)
     invoice = [r for r in hybrid if r.entity_set == "SupplierInvoice"]
     assert invoice and invoice[0].source == "expanded" and invoice[0].service == "DEMO_PROCUREMENT"
@@ -141,9 +141,12 @@ def test_hop_bound_is_respected(demo_retriever):
 def test_no_mapping_edges_turns_expansion_off(demo_retriever):
     dense = demo_retriever.retrieve(CHAIN_QUERY, 5, method="dense")
     paper = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-paper", mapping_edges=False)
-    hybrid = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid", mapping_edges=False)
+    hybrid = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-v1", mapping_edges=False)
     assert paper == dense
     assert all(r.source == "seed" and r.via == () for r in hybrid)
+    routed = demo_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid", mapping_edges=False)
+    assert routed and all(r.source in ("seed", "navigation") for r in routed)  # no activity path left
+    assert all(r.via == () for r in routed if r.source == "seed")
 
 
 def test_no_sequence_edges_keeps_only_the_seeds_own_activities(demo_retriever):
@@ -261,6 +264,7 @@ def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x_retriever):
         a2x_retriever.retrieve(CHAIN_QUERY, 20, method="tokens")
     )
     assert set(names(results)) <= set(pool)  # no activities: dense and BM25 seeds only
+    assert results == a2x_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-v1")  # nothing to route on
     goods_issue = a2x_retriever.retrieve("post the goods issue for the delivery", 5)
     assert {"A_OutbDeliveryHeader", "A_OutbDeliveryItem"} <= set(names(goods_issue))
 
@@ -284,7 +288,9 @@ def test_cli_json_single_query(demo_retriever):
     )
     assert out.exit_code == 0, out.output
     line = json.loads(out.output)
-    assert [set(r) for r in line["results"]] == [{"service", "entity_set", "score", "source", "via"}] * 5
+    keys = {"service", "entity_set", "score", "source", "via", "alternatives"}
+    assert [set(r) for r in line["results"]] == [keys] * 5
+    assert all(r["alternatives"] == [] for r in line["results"])  # hybrid-paper does not merge near-duplicates
     assert {"service": "DEMO_DELIVERY_BILLING_SRV", "entity_set": "A_BillingDocument"}.items() <= next(
         r for r in line["results"] if r["entity_set"] == "A_BillingDocument"
     ).items()

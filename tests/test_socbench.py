@@ -85,7 +85,7 @@ def test_methods_come_from_one_registry():
 
     without_chunks = tuple(m for m in engine.METHODS if not engine.METHODS[m].chunks)
     assert without_chunks == socbench.METHODS
-    assert set(socbench.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid"}
+    assert set(socbench.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid-v1", "hybrid"}
     choices = next(p for p in retrieve_cmd.params if p.name == "method").type.choices
     assert list(choices) == list(engine.METHODS) and DEFAULT_METHODS.split(",") == list(engine.METHODS)
     docs = (Path(__file__).resolve().parents[1] / "docs" / "retrieval.md").read_text(encoding="utf-8")
@@ -124,6 +124,7 @@ def test_expansion_finds_no_process_edges_so_hybrid_paper_is_dense(energy):
 def test_hybrid_fuses_dense_and_tokens(energy):
     _root, result, _tests = energy
     for r in result.results:
+        assert r.ranked["hybrid"] == r.ranked["hybrid-v1"]  # no process layer to route on: the fusion
         top = set(r.ranked["hybrid"][:5])
         assert top <= set(r.ranked["dense"][: socbench.CANDIDATES]) | set(r.ranked["tokens"][: socbench.CANDIDATES])
 

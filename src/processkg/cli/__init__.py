@@ -17,7 +17,7 @@ from processkg.cli.eval import eval_group
 from processkg.cli.graph import audit_cmd, query_cmd, stats_cmd
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.cli.mcp import mcp_cmd
-from processkg.cli.ranker import train_ranker_cmd
+from processkg.cli.ranker import processes_cmd, train_ranker_cmd
 from processkg.cli.retrieve import index_cmd, retrieve_cmd
 from processkg.cli.serve import serve_cmd
 from processkg.cli.socbench import socbench_cmd
@@ -100,6 +100,7 @@ for _command in (
 eval_group.add_command(mapping_cmd)
 eval_group.add_command(socbench_cmd)
 eval_group.add_command(train_ranker_cmd)
+eval_group.add_command(processes_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

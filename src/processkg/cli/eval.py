@@ -11,12 +11,13 @@ import click
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
+from processkg.evaluate.overlap import activity_overlap
 from processkg.evaluate.train_ranker import routing_accuracy
 from processkg.graph.stats import table
 from processkg.retrieve.retriever import METHODS, RetrievalSettings, Retriever
 
 DEFAULT_METHODS = ",".join(METHODS)  # the registry of kg retrieve, baselines first
-ROUTED = "hybrid-routed"  # the method whose kind classifier the report scores
+ROUTED = "hybrid"  # the routed method, whose kind classifier the report scores
 #: Ablations of a hybrid method: (suffix, RetrievalSettings overrides).
 ABLATIONS = (
     ("no-mapping-edges", {"mapping_edges": False}),
@@ -34,7 +35,7 @@ def run_methods(retriever: Retriever, queries: list[Query], methods: list[str], 
 
     runs = [(m, RetrievalSettings(method=m)) for m in methods]
     if ablations:
-        for base in ("hybrid-paper", "hybrid"):
+        for base in ("hybrid-paper", "hybrid-v1", "hybrid"):
             if base in methods:
                 runs += [(f"{base}/{name}", RetrievalSettings(method=base, **over)) for name, over in ABLATIONS]
     texts = [q.text for q in queries]
@@ -80,8 +81,21 @@ def eval_group() -> None:
 )
 @click.option("--model", help="Embedding model; the store's index must have been built with it.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
+@click.option(
+    "--overlap-table",
+    is_flag=True,
+    help="List every query's word overlap with its nearest activity name in report.md (always in results.json).",
+)
 def retrieval_cmd(
-    store: Path, queries_file: Path, methods: str, ks: str, split: str, ablations: bool, model: str, out: Path
+    store: Path,
+    queries_file: Path,
+    methods: str,
+    ks: str,
+    split: str,
+    ablations: bool,
+    model: str,
+    out: Path,
+    overlap_table: bool,
 ) -> None:
     """Recall@k, MRR, nDCG@k per method and query type, with paired significance tests."""
 
@@ -101,6 +115,9 @@ def retrieval_cmd(
     evaluation["split"] = split
     if ROUTED in _csv(methods) and retriever.matrices.has_process:
         evaluation["routing"] = routing_accuracy(retriever, queries)
+    if retriever.activities:
+        evaluation["overlap"] = activity_overlap(queries, [a["name"] for a in retriever.activities])
+        evaluation["overlap"]["table"] = overlap_table
     command = "kg eval retrieval " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     click.echo(_summary(evaluation, cutoffs))
     if out:

@@ -1,13 +1,16 @@
-"""``kg eval train-ranker``: (re)train the routed ``hybrid``'s models from a benchmark's train split."""
+"""``kg eval train-ranker``: (re)train the routed ``hybrid``'s models from a benchmark's train split;
+``kg eval processes``: the leave-processes-out evaluation of that training."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
 
 from processkg.errors import ProcessKGError
+from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
 from processkg.retrieve.retriever import Retriever
@@ -43,3 +46,27 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(model.as_json(), indent=1) + "\n", encoding="utf-8")
     click.echo(f"wrote {out}")
+
+
+@click.command("processes")
+@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@click.option(
+    "--queries",
+    "queries_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Benchmark JSONL whose process-chain and workflow queries name their process.",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
+def processes_cmd(store: Path, queries_file: Path, out: Path | None) -> None:
+    """Leave processes out: train the routed hybrid without some processes, test it on their queries."""
+    queries = read_queries(queries_file)
+    report = processes.run(Retriever(store), queries, log=click.echo)
+    command = "kg eval processes " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
+    text = processes.render(report, command)
+    click.echo(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(text, encoding="utf-8")
+        (out / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out / 'report.md'}\nwrote {out / 'results.json'}")

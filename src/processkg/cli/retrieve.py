@@ -64,9 +64,7 @@ def _query_line(path: Path, n: int, item: JSONValue) -> tuple[object, str]:
 
 def render_table(results: list[Result]) -> str:
 
-    rows = [
-        [n, f"{r.score:.4f}", r.service, r.entity_set, r.source, " > ".join(r.via)] for n, r in enumerate(results, 1)
-    ]
+    rows = [[n, f"{r.score:.4f}", r.service, r.entity_set, r.source, r.path_text()] for n, r in enumerate(results, 1)]
     return table(list(COLUMNS), rows) if rows else "(no results)"
 
 

@@ -175,6 +175,8 @@ PAIRS = (
     ("hybrid", "tokens"),
     ("hybrid", "chunkrag"),
     ("hybrid", "hybrid-paper"),
+    ("hybrid", "hybrid-v1"),
+    ("hybrid-v1", "dense"),
     ("hybrid-paper", "dense"),
     ("hybrid-paper", "tokens"),
     ("hybrid-paper", "chunkrag"),
@@ -276,7 +278,20 @@ def render_markdown(evaluation: JSONObject, command: str = "") -> str:
             f"{t['wilcoxon_p']:.4f} | {t['permutation_p']:.4f} |"
         )
     lines += _routing_lines(evaluation.get("routing"))
+    lines += _overlap_lines(evaluation.get("overlap"))
     return "\n".join(lines) + "\n"
+
+
+def _overlap_lines(overlap: JSONObject | None) -> list[str]:
+    """Mean word overlap of the queries with their nearest activity name, per type (and per query)."""
+    if not overlap:
+        return []
+    lines = ["", "## Word overlap with the nearest activity name", "", "| queries | n | mean |", "|---|---|---|"]
+    lines += [f"| {g} | {v['n']} | {v['mean']:.3f} |" for g, v in overlap["by_type"].items()]
+    if overlap.get("table"):
+        lines += ["", "| query | overlap | nearest activity |", "|---|---|---|"]
+        lines += [f"| {qid} | {v['overlap']:.3f} | {v['activity']} |" for qid, v in overlap["per_query"].items()]
+    return lines
 
 
 def _routing_lines(routing: JSONObject | None) -> list[str]:

@@ -9,18 +9,26 @@ implementation, and the CLI choices, the evaluations and the docs take them from
 * ``tokens``: BM25 (bm25s) over the same summaries: the lexical baseline.
 * ``hybrid-paper``: the paper's algorithm: dense seeds, each followed by the entity sets of
   the activities after the seed's activities (``queries/expand.rq``, ``bpmn:next{1,h}``).
-* ``hybrid`` (default): seeds fused (reciprocal rank fusion) from dense over entity sets, the
-  activity-chain ranking (BPMN activities A -> ... -> B matched at both ends, the entity sets
-  of B through ``uses:entitySet``), BM25, and the entity sets of the nearest activities; for a
-  query about an object rather than a process step (its best entity set is about as near as its
-  best activity) also the navigation targets of the nearest entity sets; each seed followed by
-  its best downstream entity set. Chosen on the train split of ``data/sap/benchmark``
-  (``benchmarks/bench_retrieve.py --eval``, ``docs/retrieval.md``).
+* ``hybrid`` (default): routed (:mod:`processkg.retrieve.routing`): a classifier decides what
+  kind of request the query is (an object, an object and its details, a process situation, a
+  multi-step task) and the learned ranking model of that kind scores every entity set from its
+  signals (:mod:`processkg.retrieve.signals`: dense, BM25, the activities that use it, the
+  process steps after or before the one the query describes, navigation targets); near-duplicates
+  share one slot (``alternatives``). Learned on the train split of ``data/sap/benchmark``
+  (``kg eval train-ranker``, ``docs/retrieval.md``); without a process layer it is ``hybrid-v1``.
+* ``hybrid-v1``: the first hybrid, kept for comparison: seeds fused (reciprocal rank fusion)
+  from dense over entity sets, the activity-chain ranking (BPMN activities A -> ... -> B matched
+  at both ends, the entity sets of B through ``uses:entitySet``), BM25, and the entity sets of
+  the nearest activities; for a query about an object rather than a process step (its best
+  entity set is about as near as its best activity) also the navigation targets of the nearest
+  entity sets; each seed followed by its best downstream entity set. Chosen by forward
+  selection on the train split (``benchmarks/bench_retrieve.py --eval``).
 * ``chunkrag``: the paper's baseline: raw metadata chunks, mapped back to entity sets.
 
-Expansion inserts downstream entity sets right after their seed, keeps the seeds' order,
-drops duplicates and cuts the list at ``k``; every result says whether it is a seed or was
-expanded, and through which activity chain (``via``, activity names).
+In ``hybrid-paper`` and ``hybrid-v1`` expansion inserts downstream entity sets right after their
+seed, keeps the seeds' order, drops duplicates and cuts the list at ``k``; in ``hybrid`` a set
+reached along ``bpmn:next`` competes for its slot on its score. Every result says how it was
+found (``source``, :data:`SOURCES`) and through which path (``via``, activity names).
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from pyoxigraph import Store
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.index import Encoder, load_index, model_id
-from processkg.retrieve.routing import KINDS, Pick, load_model, pick
+from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick
 from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
 from processkg.retrieve.texts import words_of
 
@@ -48,8 +56,8 @@ Path_: TypeAlias = tuple[str, ...]
 DEFAULT_HOPS = 2
 MAX_HOPS = 6
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
-CANDIDATES = 20  # entries of each list fused by ``hybrid``
-NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid`` ranks
+CANDIDATES = 20  # entries of each list fused by ``hybrid-v1``
+NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid-v1`` ranks
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
 _STOP = frozenset(
@@ -138,6 +146,10 @@ class Result:
             "via": list(self.via),
             "alternatives": [{"service": s, "entity_set": e} for s, e in self.alternatives],
         }
+
+    def path_text(self) -> str:
+        """``via`` as one line: "A > B" along ``bpmn:next``, "C < B" for a step before C."""
+        return (" < " if self.source == "preceding" else " > ").join(self.via)
 
 
 @dataclass(frozen=True)
@@ -352,6 +364,17 @@ class Retriever:
         finally:
             self._steps = {}
 
+    def routed_many(self, model: RoutedModel, queries: list[str], k: int) -> list[list[Result]]:
+        """Batch retrieval with a routed model other than the shipped one (an evaluation's)."""
+        for query in queries:
+            check_query(query)
+        vectors = self.embed(queries)
+        self._steps = dict(zip(queries, self.embed_steps(queries)))
+        try:
+            return [routed_results(self, model, q, v, k, RetrievalSettings()) for q, v in zip(queries, vectors)]
+        finally:
+            self._steps = {}
+
     # ------------------------------------------------------------ building blocks
     def result(self, row: int, score: float, source: str = "seed", via: tuple[str, ...] = ()) -> Result:
         s = self.sets[row]
@@ -489,7 +512,7 @@ def _expand(r: Retriever, out: _Ranking, seed: str, score: float, hops: tuple[in
 
 @dataclass(frozen=True)
 class HybridConfig:
-    """The parts of ``hybrid`` beyond the paper. The default keeps only what won on the train
+    """The parts of ``hybrid-v1`` beyond the paper. The default keeps only what won on the train
     split (``benchmarks/bench_retrieve.py --eval``); the other switches stay for re-running that
     selection on another query set."""
 
@@ -619,7 +642,7 @@ def hybrid(
     best = max((s.dense for s in seeds), default=0.0)
     low, high = settings.hop_range(paper=False)
     hops = (max(config.min_hops, low), high) if settings.sequence_edges else (0, 0)
-    order = {row: r.similarity(vector, row) for row in range(len(r.sets))} if config.rank_expansions else {}
+    order = dict(enumerate((r.index.vectors["set"] @ vector).tolist())) if config.rank_expansions else {}
     out = _Ranking(k)
     for seed in seeds:
         via = () if seed.direct else seed.path
@@ -656,7 +679,13 @@ def hybrid_routed(r: Retriever, query: str, vector: np.ndarray, k: int, settings
     process layer there is nothing to route on: the dense + BM25 fusion of ``hybrid-v1``."""
     if not r.matrices.has_process:
         return hybrid(r, query, vector, k, settings)
-    model = load_model()
+    return routed_results(r, load_model(), query, vector, k, settings)
+
+
+def routed_results(
+    r: Retriever, model: RoutedModel, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings
+) -> list[Result]:
+    """The top ``k`` of ``model`` (the shipped one, or one trained for an evaluation)."""
     matrices = r.matrices_for(settings)
     sig = r.signals(query, vector, matrices)
     scores, probs = model.scores(query, sig)
@@ -738,13 +767,14 @@ METHODS: dict[str, Method] = {
             hybrid_paper,
         ),
         Method(
-            "hybrid",
-            "reciprocal rank fusion of dense, activity chain, BM25 and activity lists (and "
-            "navigation targets for object queries), each seed followed by its best downstream entity set",
+            "hybrid-v1",
+            "the first hybrid, kept for comparison: reciprocal rank fusion of dense, activity chain, BM25 and "
+            "activity lists (and navigation targets for object queries), each seed followed by its best "
+            "downstream entity set",
             hybrid,
         ),
         Method(
-            "hybrid-routed",
+            "hybrid",
             "the query's kind (object, object and details, process situation, multi-step task) "
             "decides how learned models weigh dense, BM25, activity, process-step and navigation "
             "signals over every entity set; near-duplicates share one slot",

@@ -215,15 +215,25 @@ class RoutedModel:
 
     def explain(self, sig: QuerySignals, probs: np.ndarray) -> np.ndarray:
         """(sets,): the path group (``GROUPS``) whose weighted terms add most to each set's score."""
-        groups = sorted(set(GROUPS.values()))
-        total = np.zeros((len(groups), sig.features.shape[0]))
-        for p, kind in zip(self.weights(probs), KINDS):
+        total = np.zeros((sig.features.shape[0], len(PATH_GROUPS)))
+        for weight, kind in zip(self.weights(probs), KINDS):
             model = self.rankers[kind]
             z = (sig.features[:, [SIGNALS.index(f) for f in model.features]] - model.mean) / model.scale
-            for j, name in enumerate(model.features):
-                if name in GROUPS:
-                    total[groups.index(GROUPS[name])] += p * model.coef[0, j] * z[:, j]
-        return np.array(groups, dtype=object)[total.argmax(axis=0)]
+            total += weight * (z * model.coef[0]) @ _membership(model.features)
+        return np.array(PATH_GROUPS, dtype=object)[total.argmax(axis=1)]
+
+
+#: The path groups a result can be explained by, in a fixed order.
+PATH_GROUPS = tuple(sorted(set(GROUPS.values())))
+
+
+def _membership(features: tuple[str, ...]) -> np.ndarray:
+    """(features, PATH_GROUPS): 1 where a feature belongs to a group."""
+    out = np.zeros((len(features), len(PATH_GROUPS)))
+    for i, name in enumerate(features):
+        if name in GROUPS:
+            out[i, PATH_GROUPS.index(GROUPS[name])] = 1.0
+    return out
 
 
 def _routing(value: JSONValue) -> str:

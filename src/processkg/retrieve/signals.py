@@ -130,15 +130,29 @@ def families(names: list[str]) -> np.ndarray:
     return np.array([ids.setdefault(family_key(n), len(ids)) for n in names], dtype=np.int64)
 
 
-def _masked_max(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column j: the max of ``values[i]`` over rows i with ``mask[i, j]`` and a finite value,
-    and that i; ``-inf`` and -1 where there is none."""
-    if not mask.shape[0]:
-        return np.full(mask.shape[1], -np.inf, dtype=np.float32), np.full(mask.shape[1], -1, dtype=np.int64)
-    scored = np.where(mask, values[:, None], -np.inf)
-    best = scored.argmax(axis=0)
-    top = scored[best, np.arange(mask.shape[1])]
-    return top.astype(np.float32), np.where(np.isfinite(top), best, -1)
+class Edges:
+    """A boolean matrix ``mask[i, j]`` kept as, per column j, the rows i it holds (padded with -1):
+    a max over the few rows of each column instead of over the whole matrix."""
+
+    def __init__(self, mask: np.ndarray) -> None:
+        counts = mask.sum(axis=0)
+        width = int(counts.max()) if mask.size else 0
+        self.index = np.zeros((mask.shape[1], width), dtype=np.int64)
+        self.valid = np.arange(width)[None, :] < counts[:, None]
+        self.index[self.valid] = np.nonzero(mask.T)[1]  # column by column, rows in order
+        self.columns = mask.shape[1]
+
+
+def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column j: the max of ``values[i]`` over the rows i of ``edges`` in column j with a
+    finite value, and that i; ``-inf`` and -1 where there is none."""
+    if not edges.index.shape[1]:
+        return np.full(edges.columns, -np.inf, dtype=np.float32), np.full(edges.columns, -1, dtype=np.int64)
+    scored = np.where(edges.valid, values[edges.index], -np.inf)
+    best = scored.argmax(axis=1)
+    top = scored[np.arange(edges.columns), best]
+    rows = edges.index[np.arange(edges.columns), best]
+    return top.astype(np.float32), np.where(np.isfinite(top), rows, -1)
 
 
 def _rank_feature(scores: np.ndarray) -> np.ndarray:
@@ -221,6 +235,8 @@ class ProcessMatrices:
         self.starts = (uses_f[starts].sum(axis=0) > 0).astype(np.float32) if starts.any() else np.zeros(count)
         self.ends = (uses_f[ends].sum(axis=0) > 0).astype(np.float32) if ends.any() else np.zeros(count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
+        self.used_by, self.navigated_from = Edges(self.uses), Edges(self.navigation)
+        self.forward = (Edges(self.next), Edges(self.next.T))  # (A -> B per B, B -> C per B)
 
     @property
     def has_process(self) -> bool:
@@ -251,7 +267,7 @@ class ProcessMatrices:
         a = (self.activity_vectors @ vector).astype(np.float32)
         parts = vector[None, :] if steps is None or not len(steps) else np.vstack([vector[None, :], steps])
         backward = bool(BLOCKED.search(query))
-        ahead = self.next.T if backward else self.next  # [X, Y]: Y is the step the query asks for after X
+        ahead = self.forward[::-1] if backward else self.forward  # (X before Y per Y, and the reverse)
         columns, paths = self._process(a, ahead)
         step_columns, step_paths = self._steps((parts @ self.activity_vectors.T).astype(np.float32), ahead)
         word_columns, word_paths = self._near(_normalised(activity_tokens, len(a)), "word", ahead)
@@ -286,17 +302,17 @@ class ProcessMatrices:
             matrix, Paths(navigation=nav_from, backward=backward, **paths), s, a, token_scores, words, len(parts) - 1
         )
 
-    def _process(self, a: np.ndarray, ahead: np.ndarray) -> tuple[dict, dict]:
+    def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
         """The activity, after, chain, after2 and before signals, with the activities behind them;
-        ``ahead`` is ``next`` (or, for a blocked goal, its reverse)."""
-        act, act_of = _masked_max(self.uses, a)
-        pred, pred_of = _masked_max(ahead, a)  # per activity B: the best A with A -> B
-        after, b_after = _masked_max(self.uses, pred)
-        chain, b_chain = _masked_max(self.uses, pred + a)
-        pred2, x_of = _masked_max(ahead, pred)  # per B: the best A -> X -> B, by sim(A)
-        after2, b_after2 = _masked_max(self.uses, pred2)
-        succ, succ_of = _masked_max(ahead.T, a)  # per activity B: the best C with B -> C
-        before, b_before = _masked_max(self.uses, succ)
+        ``ahead`` is ``bpmn:next`` and its reverse (for a blocked goal: the reverse and ``bpmn:next``)."""
+        act, act_of = _masked_max(self.used_by, a)
+        pred, pred_of = _masked_max(ahead[0], a)  # per activity B: the best A with A -> B
+        after, b_after = _masked_max(self.used_by, pred)
+        chain, b_chain = _masked_max(self.used_by, pred + a)
+        pred2, x_of = _masked_max(ahead[0], pred)  # per B: the best A -> X -> B, by sim(A)
+        after2, b_after2 = _masked_max(self.used_by, pred2)
+        succ, succ_of = _masked_max(ahead[1], a)  # per activity B: the best C with B -> C
+        before, b_before = _masked_max(self.used_by, succ)
         x_after2 = _pick(x_of, b_after2)
         columns = {"activity": act, "after": after, "chain": chain, "after2": after2, "before": before}
         paths = {
@@ -308,7 +324,7 @@ class ProcessMatrices:
         }
         return columns, paths
 
-    def _steps(self, sims: np.ndarray, ahead: np.ndarray) -> tuple[dict, dict]:
+    def _steps(self, sims: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
         """Signals of the query's steps (rows of ``sims``: step x activity): each step may match
         its own activity, and one step the situation (A) while another asks for the next (B)."""
         best = sims.max(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.float32)
@@ -317,12 +333,12 @@ class ProcessMatrices:
         paths["step"] = _pick(step_of, paths["step_activity"])
         return columns, paths
 
-    def _near(self, a: np.ndarray, prefix: str, ahead: np.ndarray) -> tuple[dict, dict]:
+    def _near(self, a: np.ndarray, prefix: str, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
         """``{prefix}_activity``, ``_after`` and ``_chain`` for activity scores ``a``."""
-        act, act_of = _masked_max(self.uses, a)
-        pred, pred_of = _masked_max(ahead, a)
-        after, b_after = _masked_max(self.uses, pred)
-        chain, b_chain = _masked_max(self.uses, pred + a)
+        act, act_of = _masked_max(self.used_by, a)
+        pred, pred_of = _masked_max(ahead[0], a)
+        after, b_after = _masked_max(self.used_by, pred)
+        chain, b_chain = _masked_max(self.used_by, pred + a)
         columns = {f"{prefix}_activity": act, f"{prefix}_after": after, f"{prefix}_chain": chain}
         paths = {
             f"{prefix}_activity": act_of,
@@ -332,7 +348,7 @@ class ProcessMatrices:
         return columns, paths
 
     def _navigation(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _masked_max(self.navigation, s)
+        return _masked_max(self.navigated_from, s)
 
     def _family_best(self, s: np.ndarray) -> np.ndarray:
         best = np.full(int(self.family.max()) + 1 if len(self.family) else 0, -np.inf, dtype=np.float32)

@@ -37,17 +37,17 @@ class RunSettings:
 def run_task(task: str, settings: RunSettings) -> RunResult:
     """Run the agent on ``task``; the trace and the recording land in ``settings.out``."""
     out = Path(settings.out)
-    out.mkdir(parents=True, exist_ok=True)
     record = out / RECORDING
-    record.unlink(missing_ok=True)
     with ExitStack() as stack:
+        toolbox = Toolbox(settings.store, allow_writes=settings.allow_writes)  # a bad store fails before OUT is made
+        stack.callback(toolbox.close)
+        out.mkdir(parents=True, exist_ok=True)
+        record.unlink(missing_ok=True)
         if settings.odata_url is None:
             served = stack.enter_context(LocalServer(settings.store, record=record))
-            client = ODataClient(served.url, timeout=settings.chat.timeout)
+            toolbox.client = ODataClient(served.url, timeout=settings.chat.timeout)
         else:
-            client = ODataClient(settings.odata_url, timeout=settings.chat.timeout, record=record)
-        toolbox = Toolbox(settings.store, client, allow_writes=settings.allow_writes)
-        stack.callback(toolbox.close)
+            toolbox.client = ODataClient(settings.odata_url, timeout=settings.chat.timeout, record=record)
         tools = condition_tools(settings.condition, toolbox, settings.odata)
         chat = ChatClient(settings.chat)
         stack.callback(chat.close)

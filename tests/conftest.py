@@ -148,6 +148,34 @@ def miwg(tmp_path_factory) -> Built:
     return run_build(tmp_path_factory.mktemp("miwg"), bpmn=[shared("bpmn", "miwg")], on_error="warn")
 
 
+#: SAP's standard sales-document rejection reasons (customizing table TVAG), as a code list for the
+#: value help I_SalesDocumentRjcnReason of SD_F2187_CUST360_SRV's function import parameters.
+REJECTION_REASONS = (
+    "value_list,code,description\n"
+    "I_SalesDocumentRjcnReason,00,Assigned by the System (Internal)\n"
+    "I_SalesDocumentRjcnReason,01,Delivery date too late\n"
+    "I_SalesDocumentRjcnReason,02,Poor quality\n"
+    "I_SalesDocumentRjcnReason,03,Too expensive\n"
+)
+
+
+@pytest.fixture(scope="session")
+def operations_store(tmp_path_factory) -> Path:
+    """Services whose operations the A2X corpus lacks: SD_F2187_CUST360_SRV (V2 function imports, a
+    parameter with a value help, whose codes come from REJECTION_REASONS), C_SALESORDERMANAGE_SD_V4
+    (V4 bound actions and an action import) and OASIS's TripPin (V4 functions with parameters)."""
+    tmp = tmp_path_factory.mktemp("operations")
+    codes = tmp / "rejection-reasons.csv"
+    codes.write_text(REJECTION_REASONS, encoding="utf-8")
+    odata = [
+        shared("odata", "s4-fiori", "SD_F2187_CUST360_SRV"),
+        shared("odata", "s4-fiori", "C_SALESORDERMANAGE_SD_V4"),
+        shared("odata", "samples", "oasis-tcs__odata-openapi", "TripPin.xml"),
+    ]
+    build(BuildOptions(odata=odata, codes=[codes], store=tmp / "store"))
+    return tmp / "store"
+
+
 def handmade_options() -> dict:
     return dict(
         odata=[DATA / "odata"],

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import INVALID, shared
+from conftest import INVALID
 from processkg.cli.validate import validate_cmd
-from processkg.pipeline import BuildOptions, build
 from processkg.validate.calls import KINDS, Validator, read_calls
 from processkg.validate.operations import uri_value
 
@@ -55,27 +54,8 @@ def a2x_validator(a2x_store):
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory):
-    """SD_F2187_CUST360_SRV (V2; REJECT_ALL_ITEMS_QUOTE's reason has a value help), C_SALESORDERMANAGE_SD_V4
-    (bound actions, an action import) and TripPin (V4 functions), with a code list for the value help:
-    SAP's standard sales-document rejection reasons (customizing table TVAG)."""
-    tmp = tmp_path_factory.mktemp("operations")
-    codes = tmp / "rejection-reasons.csv"
-    codes.write_text(
-        "value_list,code,description\n"
-        "I_SalesDocumentRjcnReason,00,Assigned by the System (Internal)\n"
-        "I_SalesDocumentRjcnReason,01,Delivery date too late\n"
-        "I_SalesDocumentRjcnReason,02,Poor quality\n"
-        "I_SalesDocumentRjcnReason,03,Too expensive\n",
-        encoding="utf-8",
-    )
-    odata = [
-        shared("odata", "s4-fiori", "SD_F2187_CUST360_SRV"),
-        shared("odata", "s4-fiori", "C_SALESORDERMANAGE_SD_V4"),
-        shared("odata", "samples", "oasis-tcs__odata-openapi", "TripPin.xml"),
-    ]
-    build(BuildOptions(odata=odata, codes=[codes], store=tmp / "store"))
-    return Validator(tmp / "store")
+def mixed(operations_store):
+    return Validator(operations_store)
 
 
 def kinds(result):

@@ -30,7 +30,7 @@ SAP_V2_ROOT = "/sap/opu/odata/sap"
 
 
 @lru_cache(maxsize=1)
-def _environment():
+def _environment() -> Environment:
 
     folder = templates_dir()
     return Environment(
@@ -64,11 +64,12 @@ def set_context(store: Store, iri: str) -> JSONObject:
         "filter_required": [p["name"] for p in props if "filter-required" in p["flags"]],
         "navigations": _navigations(store, iri),
         "value_helps": _value_helps(store, iri),
+        "operations": _operations(store, iri, head, key_predicate(head["name"], keys, head.get("version") or "")),
         "process": _process(store, iri),
     }
 
 
-def _bare_context(iri: str) -> dict:
+def _bare_context(iri: str) -> JSONObject:
     """The context of a result that is no OData entity set: its name only, no facts made up."""
     head = {
         "service": "",
@@ -92,6 +93,7 @@ def _bare_context(iri: str) -> dict:
         "filter_required": [],
         "navigations": [],
         "value_helps": [],
+        "operations": [],
         "process": [],
     }
 
@@ -202,7 +204,7 @@ def _navigations(store: Store, iri: str) -> list[JSONObject]:
 
 
 def _value_helps(store: Store, iri: str) -> list[JSONObject]:
-    helps: dict = {}
+    helps: dict[tuple[str, str], JSONObject] = {}  # (property, value list) -> value help
     for r in records(store, "retrieve-context-valuelists", set=iri):
         key = (r["property"], r["collection"] or r["reference"] or "")
         vh = helps.setdefault(key, {"property": r["property"], "source": key[1], "fixed": False, "codes": []})
@@ -215,8 +217,98 @@ def _value_helps(store: Store, iri: str) -> list[JSONObject]:
     return list(helps.values())
 
 
+def _operations(store: Store, iri: str, head: Record, one: str) -> list[JSONObject]:
+    """The operations an agent can call on this entity set (``retrieve-context-operations.rq`` says
+    which and why), each with its HTTP method, the URL (and body) of a call and its parameters."""
+    ops: dict[str, JSONObject] = {}
+    for r in records(store, "retrieve-context-operations", set=iri):
+        op = ops.setdefault(r["operation"], {"row": r, "how": [], "imports": []})
+        if r["how"] not in op["how"]:
+            op["how"].append(r["how"])
+        if r["import"] and r["import"] not in op["imports"]:
+            op["imports"].append(r["import"])
+    return [_operation(store, operation, op, head, one) for operation, op in ops.items()]
+
+
+def _operation(store: Store, iri: str, op: JSONObject, head: Record, one: str) -> JSONObject:
+    r, version = op["row"], head.get("version") or ""
+    params = [_parameter(p) for p in _parameter_rows(store, iri)]
+    given = [p for p in params if not p["binding"]]
+    kind = r["class"].rsplit("#", 1)[-1]
+    label = r["label"] if r["label"] and r["label"] != r["name"] else ""
+    return {
+        "name": r["name"],
+        "label": label,
+        "how": op["how"],
+        "method": r["method"] or "GET or POST",
+        "call": _call(kind, r, op["imports"], given, head, one),
+        "body": "{" + ", ".join(f'"{p["name"]}": ...' for p in given) + "}" if kind == "V4Action" and given else "",
+        "returns": _simple(r["returnType"] or ""),
+        "parameters": [dict(p, literal=_key_literal(p["name"], p["type"], version)) for p in given],
+    }
+
+
+def _call(kind: str, r: Record, imports: list[str], params: list[JSONObject], head: Record, one: str) -> str:
+    """The URL of a call: V2 ``/sap/.../SERVICE/Name?P='{P}'``; V4 bound ``<root>/Set('{K}')/NS.Name``
+    (on the set URL when bound to a collection), ``(P=...)`` after a function; unbound through its import."""
+    service, version, set_name = head.get("service") or "", head.get("version") or "", head["name"]
+    literals = [f"{p['name']}={_key_literal(p['name'], p['type'], version)}" for p in params]
+    if kind == "V2FunctionImport":
+        return f"{SAP_V2_ROOT}/{service}/{r['name']}" + ("?" + "&".join(literals) if literals else "")
+    arguments = "(" + ",".join(literals) + ")" if kind == "V4Function" else ""
+    if r["qname"] and not imports:  # bound
+        on_one = f"<{service} service root>/{one}"
+        target = url_path(service, version, set_name) if r["collection"] or not one else on_one
+        return f"{target}/{r['qname']}{arguments}"
+    return f"<{service} service root>/{imports[0]}{arguments}" if imports else "(no import exposes it)"
+
+
+def _parameter_rows(store: Store, iri: str) -> list[Record]:
+    """One row per parameter, its value helps folded into ``codes`` and ``sources``."""
+    params: dict[str, Record] = {}
+    for r in records(store, "retrieve-context-operation-parameters", operation=iri):
+        p = params.setdefault(r["param"], dict(r, codes=[], sources=[], fixedList=False))
+        source = r["collection"] or r["reference"]
+        if source and source not in p["sources"]:
+            p["sources"].append(source)
+        p["fixedList"] = p["fixedList"] or bool(r["fixed"])
+        if r["code"] is not None and (r["code"], r["codeLabel"]) not in p["codes"]:
+            p["codes"].append((r["code"], r["codeLabel"]))
+    return sorted(params.values(), key=lambda p: p["order"])
+
+
+def _parameter(row: Record) -> JSONObject:
+    return {
+        "name": row["name"],
+        "label": _label(row),
+        "type": _simple(row["edmType"] or ""),
+        "facets": _facets(row),
+        "required": row["nullable"] is False and not row["optional"] and not row["binding"],
+        "binding": bool(row["binding"]),
+        "help": _parameter_help(row),
+    }
+
+
+def _parameter_help(row: Record) -> str:
+    """``values from I_X (fixed): 01 "Text", 02 ...`` for a parameter with a value help, else ``""``."""
+    if not (row["sources"] or row["codes"] or row["fixedList"]):
+        return ""
+    where = f"values from {', '.join(row['sources'])}" if row["sources"] else "values"
+    fixed = " (fixed)" if row["fixedList"] else ""
+    shown = [f'{c} "{t}"' if t and t != c else c for c, t in row["codes"][:MAX_CODES]]
+    more = f" and {len(row['codes']) - MAX_CODES} more" if len(row["codes"]) > MAX_CODES else ""
+    return f"{where}{fixed}: " + (", ".join(shown) + more if shown else "codes unknown")
+
+
+def _simple(edm_type: str) -> str:
+    """``Collection(NS.Type)`` -> ``Collection(Type)``, ``NS.Type`` -> ``Type``; Edm types kept."""
+    if edm_type.startswith("Collection("):
+        return f"Collection({_simple(edm_type[11:-1])})"
+    return edm_type if edm_type.startswith("Edm.") else edm_type.rpartition(".")[2]
+
+
 def _process(store: Store, iri: str) -> list[JSONObject]:
-    steps: dict = {}
+    steps: dict[str, JSONObject] = {}  # activity -> step
     for r in records(store, "retrieve-context-process", set=iri):
         step = steps.setdefault(
             r["activity"],

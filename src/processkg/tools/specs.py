@@ -65,7 +65,8 @@ FIND = ToolSpec(
 DESCRIBE = ToolSpec(
     "describe",
     "Typed context of one entity set: URL path, key, properties, what a create needs, read-only "
-    "fields, value helps with their codes, navigation, allowed operations, process steps before and after.",
+    "fields, value helps with their codes, navigation, what it allows, its operations (function imports, "
+    "actions) with their call URLs, process steps before and after.",
     _SET_ARGS,
     _out(
         {
@@ -77,7 +78,8 @@ DESCRIBE = ToolSpec(
             "properties": {"type": "array", "items": _STR},
             "value_helps": _LIST,
             "navigation": _LIST,
-            "operations": {"type": "array", "items": _STR},
+            "allows": {"type": "array", "items": _STR},
+            "operations": _LIST,
             "process": _LIST,
         },
         ["service", "entity_set", "path"],

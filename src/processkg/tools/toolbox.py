@@ -98,7 +98,8 @@ class Toolbox:
             "path": self.path(service, entity_set),
             "key": [p["name"] for p in context["properties"] if p["key"]],
             "one_record": key_predicate(entity_set, _keys(context), head.get("version") or ""),
-            "operations": _operations(head),
+            "allows": _allows(head),
+            "operations": [_compact(op) for op in context.get("operations", [])],
             "required_on_create": context["required"],
             "read_only": context["read_only"],
             "properties": [_property_line(p) for p in context["properties"]],
@@ -221,7 +222,7 @@ def _keys(context: JSONObject) -> list[JSONObject]:
     return [{"name": p["name"], "type": p["type"]} for p in context["properties"] if p["key"]]
 
 
-def _operations(head: JSONObject) -> list[str]:
+def _allows(head: JSONObject) -> list[str]:
     """What the entity set allows: read, and create/update/delete unless its metadata says no."""
     allowed = ["read"]
     for name, flag in (("create", "creatable"), ("update", "updatable"), ("delete", "deletable")):
@@ -230,6 +231,15 @@ def _operations(head: JSONObject) -> list[str]:
     if head.get("requiresFilter"):
         allowed[0] = "read (needs $filter)"
     return allowed
+
+
+def _compact(item: JSONObject) -> JSONObject:
+    """An operation of the typed context (function import, action, function) without empty members,
+    its parameters likewise."""
+    kept = {k: v for k, v in item.items() if v not in ("", [], None)}
+    if isinstance(kept.get("parameters"), list):
+        kept["parameters"] = [_compact(p) if isinstance(p, dict) else p for p in kept["parameters"]]
+    return kept
 
 
 def _property_line(p: JSONObject) -> str:

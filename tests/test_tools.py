@@ -74,7 +74,11 @@ def test_the_tool_list_is_five_tools_and_call_only_reads_unless_writes_are_allow
         ("find_entity_sets", {"task": "orders", "k": 0}, "k must be between 1 and 20"),
         ("find_entity_sets", {"task": "orders", "k": "five"}, "argument 'k' must be an integer"),
         ("validate_call", {"method": "FETCH", "url": V2}, "method must be one of GET, POST"),
-        ("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": "[1]"}, "a POST needs a JSON object as body"),
+        (
+            "call",
+            {"method": "POST", "url": V2 + "A_SalesOrder", "body": "[1]"},
+            "the body of a POST must be a JSON object",
+        ),
         ("shout", {}, "unknown tool 'shout'"),
     ],
 )

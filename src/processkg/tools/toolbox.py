@@ -136,8 +136,8 @@ class Toolbox:
             raise ToolArgumentError("no OData server is configured for call (give --odata-url or serve the store)")
         if method != "GET" and not self.allow_writes:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
-        if method in ("POST", "PATCH", "MERGE", "PUT") and not isinstance(body, dict):
-            raise ToolArgumentError(f"a {method} needs a JSON object as body")
+        if body is not None and not isinstance(body, dict):
+            raise ToolArgumentError(f"the body of a {method} must be a JSON object")
         if self.validate_before_send:
             checked = self.validate_call(method, url, body)
             if not checked["valid"]:

@@ -120,14 +120,17 @@ class Encoder:
         self.id = model_id(model)
 
     @property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         return load_encoder_model(self.id)
 
     @property
     def dim(self) -> int:
         model = self.model
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
+        size = getter()
+        if size is None:  # sentence-transformers types it Optional; was a TypeError from int(None)
+            raise ModelError(f"embedding model {self.id!r} does not state its embedding dimension")
+        return int(size)
 
     def encode(
         self, texts: list[str], batch_size: int = 32, progress: Callable[[int], None] | None = None
@@ -268,7 +271,7 @@ def exact_search(vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[np.nda
 @dataclass
 class IndexReport:
     model: str
-    counts: dict = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # kind -> items
     operations: int = 0  # of counts["set"]: OpenAPI operations, ranked like entity sets
     encoded: int = 0
     cached: int = 0
@@ -415,9 +418,9 @@ def _write_manifest(folder: Path, model: str, dim: int, items: dict[str, list[JS
 class LoadedIndex:
     model: str
     dim: int
-    items: dict  # kind -> list of item dicts
-    vectors: dict  # kind -> np.ndarray
-    hnsw: dict  # kind -> VectorIndex
+    items: dict[str, list[JSONObject]]  # kind -> item dicts
+    vectors: dict[str, np.ndarray]  # kind -> vectors
+    hnsw: dict[str, VectorIndex]  # kind -> its HNSW index
 
 
 def load_index(store_dir: Path) -> LoadedIndex:
@@ -451,7 +454,7 @@ def damaged(store_dir: Path, path: Path, what: str) -> IndexDamagedError:
     )
 
 
-def _read_manifest(store_dir: Path, path: Path) -> dict:
+def _read_manifest(store_dir: Path, path: Path) -> JSONObject:
     try:
         manifest = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors

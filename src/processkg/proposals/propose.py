@@ -264,7 +264,7 @@ def _activity_vectors(
     vectors = np.zeros((len(texts), index.dim), dtype=np.float32)
     if len(rows) > len(missing):
         found = [k for k, row in enumerate(rows) if row is not None]
-        vectors[found] = index.vectors["activity"][[rows[k] for k in found]]
+        vectors[found] = index.vectors["activity"][[row for row in rows if row is not None]]
     if missing:
         vectors[missing] = encoder.encode([texts[k] for k in missing])
     return vectors

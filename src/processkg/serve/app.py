@@ -26,7 +26,7 @@ from starlette.routing import Route
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
-from processkg.serve import changes, etags, facts, odata_json
+from processkg.serve import changes, etags, facts, odata_json, operations
 from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
@@ -510,6 +510,10 @@ def dispatch(server: Server, method: str, url: str, body: JSONValue, headers: di
     path = urlsplit(url).path
     res = server.resource(path)
     query = parse_call_url(url)["query"]
+    if res.rest and operations.names_operation(server.model, method, url):  # serve/operations.py
+        return operations.invoke(
+            server, method, url, body, res.root, lambda rest: server.walk(Resource(res.service, res.root, rest))
+        )
     if method == "GET":
         return server.get(res, query, url)
     if method == "POST":

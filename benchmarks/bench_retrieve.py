@@ -1,11 +1,14 @@
 """Benchmark ``kg retrieve`` (figures, not a timed test): index build time, per-query latency
 p50/p95 per method with and without the query embedding, expansion (SPARQL) time, batch
 throughput, and typed-context tokens per entity set. With ``--eval``: Recall@3/5 per method and
-ablation on a query file with a train/test split, and the forward selection of ``hybrid``'s
-additions on the train split.
+ablation on a query file with a train/test split, and the forward selection of ``hybrid-v1``'s
+additions on the train split. With ``--latency-store``: batch-mode latency per query on a store
+with a process layer (the routed ``hybrid`` needs one; without it, it is ``hybrid-v1``).
 
     .venv/bin/python benchmarks/bench_retrieve.py                 # A2X corpus + demo
     .venv/bin/python benchmarks/bench_retrieve.py --eval benchmarks/retrieve-dev-queries.jsonl
+    .venv/bin/python benchmarks/bench_retrieve.py --latency-only --latency-store build/sap \
+        --latency-queries data/sap/benchmark/queries.jsonl
 
 Prints the figures and writes them as JSON to ``benchmarks/results/retrieve.json``.
 """
@@ -131,6 +134,30 @@ def bench_latency(retriever: Retriever, queries: list, methods=METHODS) -> dict:
     return out
 
 
+def bench_batch_latency(
+    retriever: Retriever, queries: list, methods=("dense", "hybrid-paper", "hybrid-v1", "hybrid")
+) -> dict:
+    """Batch mode (``kg retrieve --queries``): the embeddings of all queries (and, for the routed
+    ``hybrid``, of their steps) in one call, shared out evenly, plus each query's own ranking time."""
+    retriever.retrieve(queries[0], 5)  # warm-up: model, matrices, BM25
+    out = {}
+    for method in methods:
+        settings = RetrievalSettings(method)
+        start = time.perf_counter()
+        vectors = retriever.embed(queries)
+        steps = retriever.embed_steps(queries) if METHODS[method].steps else []
+        share = (time.perf_counter() - start) / len(queries)
+        retriever._steps = dict(zip(queries, steps))
+        ranking = [timed(lambda: retriever.retrieve(q, 5, settings, vector=v))[0] for q, v in zip(queries, vectors)]
+        retriever._steps = {}
+        out[method] = {
+            "embedding_share_ms": round(share * 1000, 2),
+            "ranking": ms(ranking),
+            "with_embedding": ms([r + share for r in ranking]),
+        }
+    return out
+
+
 def bench_expansion(retriever: Retriever) -> dict:
     seeds = [s["iri"] for s in retriever.sets] + [a["iri"] for a in retriever.activities]
     sparql = [timed(lambda: _subgraph(retriever.store, seed))[0] for seed in seeds for _ in range(3)]
@@ -193,7 +220,7 @@ def evaluate(retriever: Retriever, items: list) -> dict:
     """Recall@3/5 per configuration and split (and for chain queries alone)."""
     vectors = dict(zip((q["id"] for q in items), retriever.embed([q["query"] for q in items])))
     configs = {m: RetrievalSettings(m) for m in METHODS if m != "chunkrag" or retriever.index.items["chunk"]}
-    for method in ("hybrid-paper", "hybrid"):
+    for method in ("hybrid-paper", "hybrid-v1", "hybrid"):
         configs[f"{method} --no-mapping-edges"] = RetrievalSettings(method, mapping_edges=False)
         configs[f"{method} --no-sequence-edges"] = RetrievalSettings(method, sequence_edges=False)
         configs[f"{method} --verify-seeds"] = RetrievalSettings(method, verify_seeds=True)
@@ -235,7 +262,7 @@ def forward_selection(retriever: Retriever, items: list) -> list:
     R@3 + R@5 while the gain is at least two queries' worth (guard against noise); repeat."""
     train = [q for q in items if q.get("split") == "train"]
     vectors = dict(zip((q["id"] for q in train), retriever.embed([q["query"] for q in train])))
-    settings = RetrievalSettings("hybrid")
+    settings = RetrievalSettings("hybrid-v1")
 
     def score(config: HybridConfig) -> float:
         return sum(
@@ -269,10 +296,29 @@ def main() -> None:
     )
     parser.add_argument("--eval-only", action="store_true", help="skip the speed figures")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--latency-store",
+        type=Path,
+        help="also time batch mode on this store (with a process layer, e.g. build/sap) over --latency-queries",
+    )
+    parser.add_argument("--latency-queries", type=Path, help="JSONL benchmark queries for --latency-store")
+    parser.add_argument("--latency-only", action="store_true", help="only the --latency-store figures")
     args = parser.parse_args()
     if not A2X.is_dir():
         sys.exit(f"the A2X corpus is not at {A2X}")
-    results: dict = json.loads(args.out.read_text()) if args.eval_only and args.out.exists() else {}
+    keep = (args.eval_only or args.latency_only) and args.out.exists()
+    results: dict = json.loads(args.out.read_text()) if keep else {}
+    if args.latency_store:
+        texts = [json.loads(line)["query"] for line in args.latency_queries.read_text().splitlines() if line.strip()]
+        results["latency_batch_routed_store"] = {
+            "store": args.latency_store.name,
+            "queries": len(texts),
+            "methods": bench_batch_latency(Retriever(args.latency_store), texts),
+        }
+        if args.latency_only:
+            args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+            print(json.dumps(results["latency_batch_routed_store"], indent=2))
+            return
     with tempfile.TemporaryDirectory() as tmp:
         stores = build_stores(Path(tmp))
         demo = None

@@ -43,6 +43,7 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 from pyoxigraph import Store
 
+from processkg.aliases import JSONObject
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.index import Encoder, load_index, model_id
@@ -133,11 +134,13 @@ class Result:
     entity_set: str
     score: float
     source: str = "seed"  # see SOURCES
-    via: tuple = ()  # the path that led here: activity names (or, for "navigation", the entity set navigated from)
+    # the path that led here: activity names (or, for "navigation", the entity set navigated from)
+    via: tuple[str, ...] = ()
     iri: str = ""
-    alternatives: tuple = ()  # near-duplicates returned in this one slot: (service, entity_set) pairs
+    # near-duplicates returned in this one slot: (service, entity_set) pairs
+    alternatives: tuple[tuple[str, str], ...] = ()
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JSONObject:
         return {
             "service": self.service,
             "entity_set": self.entity_set,
@@ -257,17 +260,17 @@ class Retriever:
         self._activity_lexical: Lexical | None = None
         self._ablated: dict[tuple[bool, bool], ProcessMatrices] = {}  # (mapping edges, sequence edges) ->
         self._steps: dict[str, np.ndarray] = {}  # query -> embeddings of its steps (retrieve_many: one batch)
-        self._chains: dict = {}
+        self._chains: dict[tuple[str, int, int], list[tuple[int, Path_]]] = {}  # (seed, hops) -> chain
         self.expansion = {"seeds": 0, "rows": 0}  # expand.rq runs and the rows they returned
 
-    def _uses(self) -> dict:
+    def _uses(self) -> dict[str, list[int]]:
         uses = defaultdict(list)
         for activity, entity_set in select(self.store, load_query("retrieve-uses"))[1]:
             if entity_set.value in self.set_row:
                 uses[activity.value].append(self.set_row[entity_set.value])
         return dict(uses)
 
-    def _navigations(self) -> dict:
+    def _navigations(self) -> dict[int, list[int]]:
         targets = defaultdict(list)
         for entity_set, target in select(self.store, load_query("retrieve-set-navigations"))[1]:
             if entity_set.value in self.set_row and target.value in self.set_row:
@@ -391,16 +394,16 @@ class Retriever:
     def similarity(self, vector: np.ndarray, row: int) -> float:
         return float(self.index.vectors["set"][row] @ vector)
 
-    def chain(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
+    def chain(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, Path_]]:
         """Entity sets (rows) downstream of ``seed`` (entity set or activity IRI), with their chains."""
         key = (seed, min_hops, max_hops)
         if key not in self._chains:
             self._chains[key] = self._walk(seed, min_hops, max_hops)
         return self._chains[key]
 
-    def _walk(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, tuple]]:
+    def _walk(self, seed: str, min_hops: int, max_hops: int) -> list[tuple[int, Path_]]:
         starts, nexts, uses = _subgraph(self.store, seed, self.expansion)
-        found: dict = {}
+        found: dict[str, tuple[int, Path_]] = {}
         frontier: list[tuple[str, Path_]] = [(a, (a,)) for a in sorted(starts, key=self._activity_key)]
         seen = set(starts)
         for hops in range(max_hops + 1):
@@ -423,7 +426,7 @@ class Retriever:
                     out.append((nxt, path + (nxt,)))
         return out
 
-    def _activity_key(self, iri: str) -> tuple:
+    def _activity_key(self, iri: str) -> tuple[str, str]:
         return (self.activity_name.get(iri) or "", iri)
 
     def names(self, path: Path_) -> Path_:
@@ -473,7 +476,7 @@ class _Ranking:
     def __init__(self, k: int) -> None:
         self.k = k
         self.items: list[Result] = []
-        self.seen: set = set()
+        self.seen: set[str] = set()  # IRIs
 
     @property
     def full(self) -> bool:
@@ -516,8 +519,8 @@ class HybridConfig:
     split (``benchmarks/bench_retrieve.py --eval``); the other switches stay for re-running that
     selection on another query set."""
 
-    lists: tuple = ("dense", "chain", "tokens", "activity")  # rankings fused into seeds
-    object_lists: tuple = ("navigation",)  # fused too when the query is about an object (below)
+    lists: tuple[str, ...] = ("dense", "chain", "tokens", "activity")  # rankings fused into seeds
+    object_lists: tuple[str, ...] = ("navigation",)  # fused too when the query is about an object (below)
     object_margin: float = 0.05  # object query: best entity set similarity >= best activity's - margin
     min_hops: int = 1  # 0: a seed's co-used entity sets (same activity) count as expansions too
     per_seed: int = 1  # at most this many expansions per seed (0: no cap)
@@ -532,7 +535,7 @@ HYBRID = HybridConfig()
 class _Seed:
     row: int
     score: float = 0.0
-    path: tuple = ()  # activity IRIs through which the entity set was reached, if any
+    path: Path_ = ()  # activity IRIs through which the entity set was reached, if any
     dense: float = 0.0
     direct: bool = False  # matched on its own summary (dense or tokens), not only through an activity
 
@@ -546,7 +549,7 @@ def fused_seeds(
     n: int = CANDIDATES,
 ) -> list[_Seed]:
     """Candidates by reciprocal rank fusion of the rankings named in ``config.lists``."""
-    seeds: dict = {}
+    seeds: dict[int, _Seed] = {}
     for name in config.lists + (config.object_lists if _object_query(r, vector, config) else ()):
         if name in ("activity", "chain") and not settings.mapping_edges:
             continue
@@ -570,21 +573,22 @@ def _object_query(r: Retriever, vector: np.ndarray, config: HybridConfig) -> boo
 
 def _dense_list(
     r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
-) -> list[tuple[int, tuple]]:
+) -> list[tuple[int, Path_]]:
     return [(row, ()) for row, _sim in r.dense_sets(vector, n)]
 
 
 def _token_list(
     r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
-) -> list[tuple[int, tuple]]:
+) -> list[tuple[int, Path_]]:
     return [(row, ()) for row in _ranked(r.lexical.scores(query), n, positive=True)]
 
 
 def _activity_list(
     r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
-) -> list[tuple[int, tuple]]:
+) -> list[tuple[int, Path_]]:
     """Entity sets in the order of the activities (nearest first) that use them."""
-    out, seen = [], set()
+    out: list[tuple[int, Path_]] = []
+    seen: set[int] = set()
     for activity, _sim in r.dense_activities(vector, n):
         for row in sorted(r.uses.get(activity, ()), key=lambda x: (-r.similarity(vector, x), x)):
             if row not in seen:
@@ -595,11 +599,11 @@ def _activity_list(
 
 def _chain_list(
     r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
-) -> list[tuple[int, tuple]]:
+) -> list[tuple[int, Path_]]:
     """Entity sets by their best activity path A -> ... -> B (0..h hops), scored sim(A) + sim(B):
     "the goods left the warehouse (A), now charge the customer (B)" matches both ends."""
     sim_of = dict(r.dense_activities(vector, len(r.activities)))
-    best: dict = {}
+    best: dict[int, tuple[float, Path_]] = {}
     for start, sim_a in r.dense_activities(vector, n):
         for row, path in r.chain(start, 0, settings.hop_range(paper=False)[1]):
             score = sim_a + sim_of.get(path[-1], 0.0)
@@ -611,7 +615,7 @@ def _chain_list(
 
 def _navigation_list(
     r: Retriever, query: str, vector: np.ndarray, n: int, settings: RetrievalSettings
-) -> list[tuple[int, tuple]]:
+) -> list[tuple[int, Path_]]:
     """The navigation targets (``kg:targetEntitySet``) of the nearest entity sets, most similar
     to the query first: "the schedule lines of order 4711" finds the order, needs its lines."""
     targets = {t for row, _sim in r.dense_sets(vector, NAVIGATION_SEEDS) for t in r.navigations.get(row, ())}
@@ -653,7 +657,9 @@ def hybrid(
     return out.items
 
 
-def _grown(r: Retriever, seed: _Seed, hops: tuple[int, int], config: HybridConfig, order: dict[int, float]) -> list:
+def _grown(
+    r: Retriever, seed: _Seed, hops: tuple[int, int], config: HybridConfig, order: dict[int, float]
+) -> list[tuple[int, Path_]]:
     """The entity sets downstream of a seed: of the entity set itself if it matched directly,
     else of the activity (path) through which it was reached."""
     if seed.path and not seed.direct:
@@ -701,7 +707,7 @@ def _routed_result(r: Retriever, chosen: Pick, score: float, group: str, paths: 
     return replace(r.result(chosen.row, score, source, via), alternatives=alternatives)
 
 
-def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, tuple]:
+def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, tuple[str, ...]]:
     """``source`` and ``via`` of a routed result, from the path behind its strongest signal."""
     path = getattr(paths, group, None) if group != "seed" else None
     rows = (
@@ -742,7 +748,7 @@ class Method:
 
     name: str
     description: str
-    run: Callable
+    run: Callable[..., list[Result]]  # (retriever, query, vector, k, settings); vector None unless dense
     dense: bool = True  # embeds the query
     steps: bool = False  # also embeds the parts of the query that may name steps (retrieve_many: in one batch)
     chunks: bool = False  # needs raw-metadata chunks (OData only: ``kg index --odata``)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -108,6 +109,12 @@ BLOCKED = re.compile(
     re.I,
 )
 _NONE = -1.0  # the value of a path signal for a set that no such path reaches
+
+Columns: TypeAlias = dict[str, np.ndarray]
+"""Signals by name: one value per entity set."""
+PathColumns: TypeAlias = dict[str, Any]
+"""The fields of :class:`Paths` by name (built with names like ``f"{prefix}_after"`` and passed as
+``Paths(**paths)``, so mypy cannot follow the keys): an array of rows, or a tuple of them."""
 _SUFFIX = re.compile(r"_\d+$")
 
 
@@ -126,7 +133,7 @@ def family_key(name: str) -> str:
 
 def families(names: list[str]) -> np.ndarray:
     """A family id per entity set (row): sets whose names differ only by ``A_`` and ``_N`` share one."""
-    ids: dict = {}
+    ids: dict[str, int] = {}  # family key -> id
     return np.array([ids.setdefault(family_key(n), len(ids)) for n in names], dtype=np.int64)
 
 
@@ -168,18 +175,18 @@ class Paths:
     """For each entity set, the activities that explain its process signals (-1: none)."""
 
     activity: np.ndarray  # the nearest activity that uses it
-    after: tuple  # (A, B): A then B, B uses it
-    chain: tuple  # (A, B) best by sim(A) + sim(B)
-    after2: tuple  # (A, X, B)
-    before: tuple  # (B, C): B uses it, C comes after B and matches the query
+    after: tuple[np.ndarray, np.ndarray]  # (A, B): A then B, B uses it
+    chain: tuple[np.ndarray, np.ndarray]  # (A, B) best by sim(A) + sim(B)
+    after2: tuple[np.ndarray, np.ndarray, np.ndarray]  # (A, X, B)
+    before: tuple[np.ndarray, np.ndarray]  # (B, C): B uses it, C comes after B and matches the query
     navigation: np.ndarray  # the entity set it is navigated to from
     step_activity: np.ndarray  # the activity nearest to one step of the query that uses it
-    step_after: tuple  # (A, B): a step of the query matches A, B uses it
-    step_chain: tuple  # (A, B): one step matches A, another B, and B uses it
+    step_after: tuple[np.ndarray, np.ndarray]  # (A, B): a step of the query matches A, B uses it
+    step_chain: tuple[np.ndarray, np.ndarray]  # (A, B): one step matches A, another B, and B uses it
     step: np.ndarray  # which step of the query (0: the whole query) matched its step_activity
     word_activity: np.ndarray  # the same three, with the query's words (BM25) matched to activities
-    word_after: tuple
-    word_chain: tuple
+    word_after: tuple[np.ndarray, np.ndarray]
+    word_chain: tuple[np.ndarray, np.ndarray]
     backward: bool = False  # the query states a blocked goal: "after" paths walk bpmn:next backwards
 
 
@@ -302,7 +309,7 @@ class ProcessMatrices:
             matrix, Paths(navigation=nav_from, backward=backward, **paths), s, a, token_scores, words, len(parts) - 1
         )
 
-    def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
+    def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
         """The activity, after, chain, after2 and before signals, with the activities behind them;
         ``ahead`` is ``bpmn:next`` and its reverse (for a blocked goal: the reverse and ``bpmn:next``)."""
         act, act_of = _masked_max(self.used_by, a)
@@ -324,7 +331,7 @@ class ProcessMatrices:
         }
         return columns, paths
 
-    def _steps(self, sims: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
+    def _steps(self, sims: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
         """Signals of the query's steps (rows of ``sims``: step x activity): each step may match
         its own activity, and one step the situation (A) while another asks for the next (B)."""
         best = sims.max(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.float32)
@@ -333,7 +340,7 @@ class ProcessMatrices:
         paths["step"] = _pick(step_of, paths["step_activity"])
         return columns, paths
 
-    def _near(self, a: np.ndarray, prefix: str, ahead: tuple[Edges, Edges]) -> tuple[dict, dict]:
+    def _near(self, a: np.ndarray, prefix: str, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
         """``{prefix}_activity``, ``_after`` and ``_chain`` for activity scores ``a``."""
         act, act_of = _masked_max(self.used_by, a)
         pred, pred_of = _masked_max(ahead[0], a)

@@ -10,7 +10,7 @@ import click
 
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
-from processkg.evaluate.metrics import KS, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
+from processkg.evaluate.metrics import KS, Hit, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
 from processkg.evaluate.overlap import activity_overlap
 from processkg.evaluate.train_ranker import routing_accuracy
 from processkg.graph.stats import table
@@ -30,7 +30,9 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def run_methods(retriever: Retriever, queries: list[Query], methods: list[str], k: int, ablations: bool) -> tuple:
+def run_methods(
+    retriever: Retriever, queries: list[Query], methods: list[str], k: int, ablations: bool
+) -> tuple[dict[str, dict[str, list[Hit]]], dict[str, list[str]], dict[str, float]]:
     """{label: {qid: [(service, set)]}}, {qid: [source]} of hybrid, {label: seconds}."""
 
     runs = [(m, RetrievalSettings(method=m)) for m in methods]

@@ -104,7 +104,9 @@ def query_cmd(store: Path, query: str, params: tuple[str, ...], fmt: str, timeou
     click.echo(render_rows(names, rows, fmt), nl=False)
 
 
-def _without_columns(names: list[str], rows: list[list[JSONValue]], drop: set[str]) -> tuple[list, list]:
+def _without_columns(
+    names: list[str], rows: list[list[JSONValue]], drop: set[str]
+) -> tuple[list[str], list[list[JSONValue]]]:
     """Library queries SELECT their parameters only so that substitution can bind them."""
     keep = [i for i, name in enumerate(names) if name not in drop]
     return [names[i] for i in keep], [[row[i] for i in keep] for row in rows]

@@ -141,7 +141,7 @@ def mapping_cmd(proposals: Path, gold: Path, out: Path) -> None:
 # ---------------------------------------------------------------- rendering
 
 
-def _row(label: str, group: str, m: JSONObject) -> list:
+def _row(label: str, group: str, m: JSONObject) -> list[JSONValue]:
     return [
         label,
         group,
@@ -157,7 +157,7 @@ def _row(label: str, group: str, m: JSONObject) -> list:
 HEAD = ["edges", "processes", "proposed", "gold", "correct", "P", "R", "F1"]
 
 
-def summary_rows(result: JSONObject) -> list:
+def summary_rows(result: JSONObject) -> list[list[JSONValue]]:
     rows = []
     for label, key in (("ignoring mode", "edges"), ("with mode", "edges_with_mode")):
         rows += [_row(label, group, result[key][group]) for group in ("train", "test", "all")]

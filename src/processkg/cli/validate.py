@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
+from pyoxigraph import NamedNode
 
 from processkg.aliases import JSONValue
 from processkg.errors import ProcessKGError
@@ -138,7 +139,11 @@ def shapes_cmd(store: Path, out: Path) -> None:
     except ProcessKGError as exc:
         _fail(exc)
     write_atomic(Path(out), shapes_turtle(triples))
-    shapes = sum(1 for t in triples if t.predicate.value.endswith("#type") and t.object.value.endswith("Shape"))
+    shapes = sum(
+        1
+        for t in triples
+        if t.predicate.value.endswith("#type") and isinstance(t.object, NamedNode) and t.object.value.endswith("Shape")
+    )
     click.echo(f"wrote {shapes:,} shapes ({len(triples):,} triples) to {out}")
 
 

@@ -153,7 +153,7 @@ class Validator:
     def __init__(self, store_or_dir: Store | Path | str, model: Model | None = None) -> None:
         store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
         self.model = model or load_validation_model(store)
-        self.names = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
+        self.names: dict[str, Prop | Nav] = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
         self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
         self.operations = {op.iri: op for svc in self.model.services.values() for op in svc.operations}
         self.names.update({p.iri: p for op in self.operations.values() for p in op.params.values()})

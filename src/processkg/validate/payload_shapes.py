@@ -90,7 +90,7 @@ class Prop:
     default: str | None = None
     semantics: str | None = None
     required: bool = False
-    codes: tuple | None = None  # known codes, sorted; None when unknown
+    codes: tuple[str, ...] | None = None  # known codes, sorted; None when unknown
     code_source: str = ""
     value_help: str = ""  # collection path (or "value help") of a value help, if any
     complex_type: str | None = None  # IRI of the complex type of the value
@@ -132,8 +132,8 @@ class TypeInfo:
     version: str
     namespace: str
     base: str | None = None
-    props: dict = field(default_factory=dict)  # name -> Prop, inherited included
-    navs: dict = field(default_factory=dict)  # name -> Nav, inherited included
+    props: dict[str, Prop] = field(default_factory=dict)  # name -> Prop, inherited included
+    navs: dict[str, Nav] = field(default_factory=dict)  # name -> Nav, inherited included
 
 
 @dataclass
@@ -184,8 +184,8 @@ class OperationInfo:
 class ServiceInfo:
     name: str
     version: str
-    namespaces: set = field(default_factory=set)
-    sets: dict = field(default_factory=dict)  # name -> (type IRI, creatable)
+    namespaces: set[str] = field(default_factory=set)
+    sets: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (type IRI, creatable)
     rules: dict[str, SetRules] = field(default_factory=dict)  # set name -> SetRules
     operations: list[OperationInfo] = field(default_factory=list)  # sorted by IRI
 
@@ -210,9 +210,10 @@ class ServiceInfo:
 
 @dataclass
 class Model:
-    services: dict = field(default_factory=dict)  # name -> ServiceInfo
-    types: dict = field(default_factory=dict)  # IRI -> TypeInfo
-    aliases: dict = field(default_factory=dict)  # lower-case URL name -> ServiceInfo (urls.py fills it)
+    services: dict[str, ServiceInfo] = field(default_factory=dict)  # name -> ServiceInfo
+    types: dict[str, TypeInfo] = field(default_factory=dict)  # IRI -> TypeInfo
+    # lower-case URL name -> ServiceInfo (urls.py fills it)
+    aliases: dict[str, ServiceInfo] = field(default_factory=dict)
 
 
 def load_validation_model(store: Store) -> Model:
@@ -320,10 +321,10 @@ def _lineage(model: Model, t: TypeInfo | None) -> list[TypeInfo]:
     return chain
 
 
-def _declared_props(store: Store, model: Model) -> dict:
+def _declared_props(store: Store, model: Model) -> dict[str, dict[str, Prop]]:
     codes = _codes(store)
     by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
-    declared: dict = {}
+    declared: dict[str, dict[str, Prop]] = {}  # type IRI -> name -> Prop
     for r in records(store, "shapes-properties"):
         owner = model.types.get(r["type"])
         if owner is None:
@@ -409,8 +410,8 @@ def required_on_create(
     return not RAP_NAMESPACE.match(namespace or "")
 
 
-def _declared_navs(store: Store) -> dict:
-    navs: dict = {}
+def _declared_navs(store: Store) -> dict[str, dict[str, Nav]]:
+    navs: dict[str, dict[str, Nav]] = {}  # type IRI -> name -> Nav
     for r in records(store, "shapes-navigations"):
         navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
     return navs
@@ -459,7 +460,7 @@ def standard_list(semantics: str | None, value_help: str) -> str | None:
 
 
 @cache
-def standard_codes(kind: str) -> tuple:
+def standard_codes(kind: str) -> tuple[str, ...]:
     """ISO 4217 currencies, ISO 3166-1 alpha-2 countries, ISO 639-1 languages (upper case, as SAP)."""
     import pycountry
 
@@ -477,17 +478,17 @@ def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
-def stored_shapes(store: Store) -> list:
+def stored_shapes(store: Store) -> list[Triple]:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
     return [Triple(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
 
-def generate_shapes(store: Store) -> list:
+def generate_shapes(store: Store) -> list[Triple]:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
     return model_shapes(load_validation_model(store))
 
 
-def model_shapes(model: Model) -> list:
+def model_shapes(model: Model) -> list[Triple]:
     w = _Writer()
     for iri in sorted(model.types):
         t = model.types[iri]

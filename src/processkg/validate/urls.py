@@ -234,7 +234,7 @@ def _walk(model: Model, target: CallTarget, bad: list[Finding]) -> None:
             target["operation"], target["operation_at"] = name, i  # NS.Action after an entity or a collection
             return
         if name in t.navs and t.navs[name].target in model.types:
-            t = model.types[t.navs[name].target]
+            t = model.types[t.navs[name].target or ""]
             target["type"] = t.iri
             target["creatable"] = True
         elif name in t.props and i == len(target["segments"]) - 1 and target["method"] == "GET":
@@ -371,7 +371,7 @@ def _one_entity(model: Model, t: TypeInfo | None, segments: list[Segment]) -> bo
     if len(segments) == 1:
         return False
     for name, _key in segments[1:-1]:
-        t = model.types.get(t.navs[name].target) if t is not None and name in t.navs else None
+        t = model.types.get(t.navs[name].target or "") if t is not None and name in t.navs else None
     nav = t.navs.get(segments[-1][0]) if t is not None else None
     return nav is not None and not nav.to_many
 
@@ -506,9 +506,9 @@ def _resolve(model: Model, t: TypeInfo | None, path: str) -> TypeInfo | None:
         if t is None:
             return None
         if seg in t.navs:
-            t = model.types.get(t.navs[seg].target)
+            t = model.types.get(t.navs[seg].target or "")
         elif seg in t.props and t.props[seg].complex_type:
-            t = model.types.get(t.props[seg].complex_type)
+            t = model.types.get(t.props[seg].complex_type or "")
         else:
             return None
     return t
@@ -521,7 +521,7 @@ def _check_path(model: Model, t: TypeInfo | None, path: str, pointer: str, selec
             return []
         last = k == len(segs) - 1
         if seg in t.navs:
-            t = model.types.get(t.navs[seg].target)
+            t = model.types.get(t.navs[seg].target or "")
         elif seg in t.props:
             p = t.props[seg]
             t = model.types.get(p.complex_type) if p.complex_type else None
@@ -535,14 +535,14 @@ def check_expand(model: Model, t: TypeInfo | None, item: str, pointer: str, leve
     if level > MAX_EXPAND_DEPTH:
         return [("malformed", pointer, f"$expand nested deeper than the limit of {MAX_EXPAND_DEPTH} levels", None)]
     path, _, nested = item.partition("(")
-    out: list[tuple] = []
+    out: list[Finding] = []
     cur = t
     for seg in [s for s in path.strip().split("/") if s]:
         if cur is None or seg == "*" or seg.startswith("$"):
             return out
         if seg not in cur.navs:
             return out + [_unknown_member(cur, seg, pointer, nav=True)]
-        cur = model.types.get(cur.navs[seg].target)
+        cur = model.types.get(cur.navs[seg].target or "")
     for option in split_top(nested[:-1] if nested.endswith(")") else nested, ";"):
         name, _, value = option.partition("=")
         if name == "$select":

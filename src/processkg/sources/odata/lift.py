@@ -272,9 +272,9 @@ class ServiceLifter:
         if isinstance(path, str):
             t.text(vl, KGT.collectionPath, path)
             self.value_lists[(s.value, qualifier)]["collection"] = path
-        t.text(vl, KGT.label, record.get("Label") if isinstance(record.get("Label"), str) else None)
-        if isinstance(record.get("SearchSupported"), str):
-            t.boolean(vl, KGT.searchSupported, record["SearchSupported"].lower() == "true")
+        t.text(vl, KGT.label, label if isinstance(label := record.get("Label"), str) else None)
+        if isinstance(search := record.get("SearchSupported"), str):
+            t.boolean(vl, KGT.searchSupported, search.lower() == "true")
         params = record.get("Parameters")
         for i, param in enumerate(params if isinstance(params, list) else []):
             if isinstance(param, dict):
@@ -337,7 +337,14 @@ class ServiceLifter:
                 label = rec.get(f"{COMMON}.Label") if isinstance(rec, dict) else None
                 line = rec.get("$line", ann.line) if isinstance(rec, dict) else ann.line
                 self._code(
-                    vl, s, ann.qualifier, value, label if isinstance(label, str) else value, "metadata", line, ann.file
+                    vl,
+                    s,
+                    ann.qualifier,
+                    value,
+                    label if isinstance(label, str) else value,
+                    "metadata",
+                    line if isinstance(line, int) else None,  # a record's $line: an int, or None
+                    ann.file,
                 )
 
     def _value_list_targets(self) -> None:

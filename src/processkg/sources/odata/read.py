@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from lxml import etree
 
@@ -66,6 +66,10 @@ _EXPR_ATTRS = (
     "AnnotationPath",
 )
 
+AnnotationValue: TypeAlias = "str | int | bool | list[AnnotationValue] | dict[str, AnnotationValue] | None"
+"""An annotation value (CSDL 14.4): a constant as str, ``True`` for a tagging term, a Record as a dict
+(its ``$line`` an int), a Collection as a list."""
+
 
 @dataclass
 class Annotation:
@@ -73,7 +77,7 @@ class Annotation:
 
     term: str
     qualifier: str
-    value: object
+    value: AnnotationValue
     line: int
     file: str
 
@@ -175,7 +179,8 @@ class Association:
     qname: str
     line: int
     ends: dict[str, AssociationEnd] = field(default_factory=dict)  # role -> AssociationEnd
-    constraint: tuple | None = None  # (principal role, [props], dependent role, [props])
+    # (principal role, [props], dependent role, [props])
+    constraint: tuple[str, list[str], str, list[str]] | None = None
 
 
 @dataclass
@@ -375,7 +380,7 @@ def _detect_version(root: etree._Element, name: str) -> tuple[str, str, str]:
     return (edmx_version or "4.0"), edmx_version, ds.get(f"{{{METADATA_NS}}}DataServiceVersion", "")
 
 
-def _schemas(root: etree._Element, name: str) -> list:
+def _schemas(root: etree._Element, name: str) -> list[etree._Element]:
     ds = root.find(f"{{{namespace(root.tag)}}}DataServices")
     schemas = [el for el in ds if local(el.tag) == "Schema"]
     bad = [el for el in schemas if namespace(el.tag) not in EDM_NAMESPACES]
@@ -422,12 +427,12 @@ def _int(value: str | None) -> int | None:
     return int(value)
 
 
-def _sap_attrs(el: etree._Element) -> dict:
+def _sap_attrs(el: etree._Element) -> dict[str, str]:
     prefix = f"{{{SAP_NS}}}"
     return {k[len(prefix) :]: v for k, v in el.attrib.items() if k.startswith(prefix)}
 
 
-def _inline_annotations(el: etree._Element, doc: ServiceDocument) -> list:
+def _inline_annotations(el: etree._Element, doc: ServiceDocument) -> list[Annotation]:
     return [_annotation(a, doc) for a in el if local(a.tag) == "Annotation"]
 
 
@@ -532,7 +537,7 @@ def _association(el: etree._Element, ns: str, doc: ServiceDocument) -> None:
     _declare(doc, doc.associations, assoc.qname, assoc, "Association")
 
 
-def _association_constraint(el: etree._Element) -> tuple:
+def _association_constraint(el: etree._Element) -> tuple[str, list[str], str, list[str]]:
     parts = {}
     for side in el:
         if local(side.tag) in ("Principal", "Dependent"):
@@ -647,7 +652,7 @@ def _annotation(el: etree._Element, doc: ServiceDocument) -> Annotation:
     )
 
 
-def _expression(el: etree._Element) -> object:
+def _expression(el: etree._Element) -> AnnotationValue:
     """An annotation value: constants as str, Record as dict, Collection as list (CSDL 14.4)."""
     for attr in _EXPR_ATTRS:
         if attr in el.attrib:
@@ -663,7 +668,7 @@ def _expression(el: etree._Element) -> object:
     return True  # a tagging term such as Core.Computed without a value means true
 
 
-def _expression_item(el: etree._Element) -> object:
+def _expression_item(el: etree._Element) -> AnnotationValue:
     tag = local(el.tag)
     if tag == "Record":
         return _record(el)
@@ -672,11 +677,11 @@ def _expression_item(el: etree._Element) -> object:
     return (el.text or "").strip()
 
 
-def _record(el: etree._Element) -> dict:
+def _record(el: etree._Element) -> dict[str, AnnotationValue]:
     """A Record as a dict: property values by name; annotations of the record (CSDL 14.4.12,
     e.g. a label on a ``Validation.AllowedValues`` value) by ``@`` + term as written, which
     pass 2 replaces by the term's full name (:func:`processkg.sources.odata.model.qualify_record_terms`)."""
-    record = {"$Type": el.get("Type", ""), "$line": el.sourceline}
+    record: dict[str, AnnotationValue] = {"$Type": el.get("Type", ""), "$line": el.sourceline}
     for pv in el:
         tag = local(pv.tag)
         if tag == "PropertyValue":

@@ -27,7 +27,7 @@ the source count less those.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeAlias
 
@@ -36,7 +36,7 @@ from pyoxigraph import Store
 
 from processkg.aliases import JSONObject
 from processkg.graph.stats import table
-from processkg.graph.store import load_query, open_store, plain, read_meta, select
+from processkg.graph.store import open_store, read_meta, records
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 
 Counts: TypeAlias = dict[str, int]
@@ -147,7 +147,7 @@ def _count(node: etree._Element, xpath: str, ns: dict[str, str]) -> int:
 # ---------------------------------------------------------------- source counts: OData
 
 
-def odata_source_counts(path: Path) -> dict:
+def odata_source_counts(path: Path) -> Counts:
     """Counts of the OData classes in one CSDL document, by XPath only."""
     root = _root(path)
     counts = Counter({name: 0 for name in ODATA_CLASSES})
@@ -162,7 +162,7 @@ def odata_source_counts(path: Path) -> dict:
 
 
 def _count_schema(
-    schema: etree._Element, ns: dict[str, str], multiplicity: dict[tuple[str, str], str], counts: Counter
+    schema: etree._Element, ns: dict[str, str], multiplicity: dict[tuple[str, str], str], counts: Counter[str]
 ) -> None:
     counts["EntitySet"] += _count(schema, "e:EntityContainer/e:EntitySet", ns)
     counts["Singleton"] += _count(schema, "e:EntityContainer/e:Singleton", ns)
@@ -177,7 +177,7 @@ def _count_schema(
             counts["NavigationProperty to-many" if many else "NavigationProperty to-one"] += 1
 
 
-def _count_operations(schema: etree._Element, ns: dict[str, str], counts: Counter) -> None:
+def _count_operations(schema: etree._Element, ns: dict[str, str], counts: Counter[str]) -> None:
     """V2 FunctionImports (no ``Function`` attribute), V4 actions, functions and their imports, the
     parameters of every operation and those with ``sap:value-list``."""
     counts["V2 FunctionImport"] += _count(schema, "e:EntityContainer/e:FunctionImport[not(@Function)]", ns)
@@ -212,7 +212,7 @@ def _nav_is_many(nav: etree._Element, multiplicity: dict[tuple[str, str], str]) 
     return None if found is None else found == "*"
 
 
-def _vocabulary_aliases(root: etree._Element) -> dict:
+def _vocabulary_aliases(root: etree._Element) -> dict[str, str]:
     """Term prefix -> namespace, from ``edmx:Include`` and ``Schema`` aliases."""
     aliases = {}
     for uri in EDMX_NS:
@@ -224,7 +224,7 @@ def _vocabulary_aliases(root: etree._Element) -> dict:
     return aliases
 
 
-def _count_annotations(root: etree._Element, counts: Counter) -> None:
+def _count_annotations(root: etree._Element, counts: Counter[str]) -> None:
     """``Annotation`` elements (inline or in ``Annotations`` blocks) whose term is a value-list term."""
     aliases = _vocabulary_aliases(root)
     for uri in CSDL_NS:
@@ -256,7 +256,7 @@ _DENIALS = {
 }
 
 
-def _count_sap_markers(root: etree._Element, counts: Counter) -> None:
+def _count_sap_markers(root: etree._Element, counts: Counter[str]) -> None:
     """SAP's constraint annotations: on properties (FieldControl, Computed, Immutable, the
     sap:field-control and sap:required-in-filter attributes) and on entity sets (the paths that
     Capabilities restrictions name, and sets that do not allow insert, update or delete)."""
@@ -293,7 +293,7 @@ def _on_property(ann: etree._Element) -> bool:
     return etree.QName(parent).localname == "Annotations" and target.count("/") == 1 and "(" not in target
 
 
-def _count_property_marker(ann: etree._Element, term: str, ns: dict[str, str], counts: Counter) -> None:
+def _count_property_marker(ann: etree._Element, term: str, ns: dict[str, str], counts: Counter[str]) -> None:
     if term in (f"{CORE_VOCAB}.Computed", f"{CORE_VOCAB}.Immutable") and ann.get("Bool") != "false":
         counts["Core." + term.rpartition(".")[2]] += 1
     elif term == f"{COMMON_VOCAB}.FieldControl":
@@ -358,7 +358,7 @@ def _denied_by_attribute(root: etree._Element, ns: dict[str, str], denied: dict[
 # ---------------------------------------------------------------- source counts: BPMN
 
 
-def bpmn_source_counts(path: Path) -> dict:
+def bpmn_source_counts(path: Path) -> Counts:
     """Counts of the BPMN classes in one file: elements of the BPMN 2.0 model namespace only."""
     root = _root(path)
     ns = {"b": BPMN_MODEL}
@@ -399,28 +399,26 @@ def _source_counts(files: list[tuple[Path, str]], counter: Callable[[Path], dict
 # ---------------------------------------------------------------- graph counts
 
 
-def graph_counts(store: Store) -> dict:
+def graph_counts(store: Store) -> dict[str, Counter[str]]:
     """{source file: {class: count}} from the audit queries."""
-    counts: dict = defaultdict(Counter)
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
     for name in ("audit-odata", "audit-bpmn"):
-        _names, rows = select(store, load_query(name))
-        for cls, file, n in rows:
-            counts[plain(file)][plain(cls)] += plain(n)
+        for r in records(store, name):
+            counts[r["file"]][r["class"]] += r["count"]
     for per_file in counts.values():
         per_file["Activity"] = per_file["Task"] + per_file["SubProcess"] + per_file["CallActivity"]
     return counts
 
 
-def graph_units(store: Store) -> dict:
+def graph_units(store: Store) -> dict[str, str]:
     """{source file: unit}: a BPMN file is its own unit; an OData file belongs to its service's file."""
-    _names, rows = select(store, load_query("audit-files"))
-    return {plain(file): plain(unit) for file, unit in rows}
+    return {r["file"]: r["unit"] for r in records(store, "audit-files")}
 
 
 # ---------------------------------------------------------------- the audit
 
 
-def _open(store: Path | str | Store) -> tuple[Store, dict]:
+def _open(store: Path | str | Store) -> tuple[Store, JSONObject]:
     if isinstance(store, Store):
         return store, {}
     return open_store(Path(store)), read_meta(Path(store))
@@ -428,7 +426,7 @@ def _open(store: Path | str | Store) -> tuple[Store, dict]:
 
 def audit(
     store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None
-) -> dict:
+) -> JSONObject:
     """Audit the graph in ``store`` against the OData and BPMN files it was built from.
 
     ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
@@ -441,7 +439,7 @@ def audit(
     bpmn = discover(bpmn_paths or [], BPMN_SUFFIXES)
     source = {**_source_counts(odata, odata_source_counts), **_source_counts(bpmn, bpmn_source_counts)}
     skipped = {file: reason for file, reason in meta.get("skipped", [])}
-    dropped: dict = defaultdict(Counter)
+    dropped: dict[str, Counter[str]] = defaultdict(Counter)
     for file, tag, _id, _line in meta.get("dropped", []):
         for cls in _bpmn_classes(tag):
             dropped[file][cls] += 1
@@ -458,7 +456,7 @@ def audit(
     }
 
 
-def _bpmn_classes(tag: str) -> list:
+def _bpmn_classes(tag: str) -> list[str]:
     """The audit classes a BPMN element of this tag counts in (own copy, no reader imported)."""
     kind = (
         "Task"
@@ -490,8 +488,8 @@ def _file_rows(
     source: dict[str, Counts | str],
     skipped: dict[str, str],
     units: dict[str, str],
-    graph: dict[str, Counts],
-    dropped: dict[str, Counts],
+    graph: Mapping[str, Counts],
+    dropped: Mapping[str, Counts],
 ) -> list[JSONObject]:
     """One row per unit compared, and one per file skipped; sorted by file."""
     rows, members = [], defaultdict(list)

@@ -313,7 +313,9 @@ def main() -> None:
         results["latency_batch_routed_store"] = {
             "store": args.latency_store.name,
             "queries": len(texts),
+            "load_average_before": round(os.getloadavg()[0], 2),
             "methods": bench_batch_latency(Retriever(args.latency_store), texts),
+            "load_average_after": round(os.getloadavg()[0], 2),
         }
         if args.latency_only:
             args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -124,10 +124,16 @@ def _folds(n: int, seed: int) -> list[np.ndarray]:
     return [order[i::FOLDS] for i in range(FOLDS)]
 
 
-def cv_ranker(items: list[Example], features: tuple[str, ...], family: np.ndarray, steps: bool = False) -> float:
+def cv_ranker(
+    items: list[Example],
+    features: tuple[str, ...],
+    family: np.ndarray,
+    steps: bool = False,
+    seeds: tuple[int, ...] = RANKER_SEEDS,
+) -> float:
     """Cross-validated Recall@3 + Recall@5 of a ranking model over ``features``."""
     total = []
-    for seed in RANKER_SEEDS:
+    for seed in seeds:
         for held in _folds(len(items), seed):
             held_set = set(held.tolist())
             model = fit_ranker([e for i, e in enumerate(items) if i not in held_set], features)
@@ -140,14 +146,18 @@ def cv_ranker(items: list[Example], features: tuple[str, ...], family: np.ndarra
 
 
 def select_features(
-    items: list[Example], family: np.ndarray, log: Log | None = None, offered: tuple[str, ...] = SIGNALS
+    items: list[Example],
+    family: np.ndarray,
+    log: Log | None = None,
+    offered: tuple[str, ...] = SIGNALS,
+    seeds: tuple[int, ...] = RANKER_SEEDS,
 ) -> tuple[tuple[str, ...], float]:
     """Forward selection, then backward elimination, of the signals of one kind's ranking model."""
     chosen: tuple[str, ...] = START
-    best = cv_ranker(items, chosen, family)
+    best = cv_ranker(items, chosen, family, seeds=seeds)
     margin = 1.0 / len(items)  # half a query's worth of R@3 + R@5
     while len(chosen) < MAX_SIGNALS:
-        trials = {f: cv_ranker(items, (*chosen, f), family) for f in offered if f not in chosen}
+        trials = {f: cv_ranker(items, (*chosen, f), family, seeds=seeds) for f in offered if f not in chosen}
         name, score = max(trials.items(), key=lambda t: (t[1], -SIGNALS.index(t[0])))
         if score < best + margin:
             break
@@ -155,7 +165,7 @@ def select_features(
         _say(log, f"  + {name}: {score:.3f}")
     for name in chosen[1:]:
         without = tuple(f for f in chosen if f != name)
-        score = cv_ranker(items, without, family)
+        score = cv_ranker(items, without, family, seeds=seeds)
         if score >= best:
             chosen, best = without, score
             _say(log, f"  - {name}: {score:.3f}")
@@ -211,6 +221,7 @@ def train(
     source: str = "",
     log: Log | None = None,
     offered: tuple[str, ...] = SIGNALS,
+    seeds: tuple[int, ...] = RANKER_SEEDS,
 ) -> RoutedModel:
     """The routed model, fitted on ``items`` (train queries) with every choice cross-validated."""
     c_scores = {c: cv_classifier(items, c) for c in CLASSIFIER_C}
@@ -220,13 +231,13 @@ def train(
     for kind, name in enumerate(KINDS):
         mine = [e for e in items if e.kind == kind]
         _say(log, f"{name}: {len(mine)} queries")
-        features, cv[name] = select_features(mine, family, log, offered)
+        features, cv[name] = select_features(mine, family, log, offered, seeds)
         rankers[name] = fit_ranker(mine, features)
     routing = cv_routing(items, c, {k: m.features for k, m in rankers.items()}, family)
     mode = max(routing, key=lambda m: (routing[m], m == "soft"))
     _say(log, f"routing: soft {routing['soft']:.3f}, hard {routing['hard']:.3f}: {mode}")
     workflow = [e for e in items if KINDS[e.kind] == "workflow"]
-    slots = cv_ranker(workflow, rankers["workflow"].features, family, steps=True)
+    slots = cv_ranker(workflow, rankers["workflow"].features, family, steps=True, seeds=seeds)
     use_slots = slots > cv["workflow"]
     _say(
         log,

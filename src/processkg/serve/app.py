@@ -195,7 +195,7 @@ class Server:
                 item = {"@odata.etag": tag, **item}
         return item
 
-    def walk(self, res: Resource) -> tuple[Table, list[dict], bool]:
+    def walk(self, res: Resource) -> tuple[Table, list[JSONObject], bool]:
         """Follow entity set, key and navigation segments; the last table, its records, single or not."""
         table = self.table(res)
         _name, key = res.rest[0]
@@ -216,7 +216,7 @@ class Server:
                 records = [r for r in records if table.key_of(r) == wanted]
         return table, records, single
 
-    def filtered(self, table: Table, records: list[dict], query: dict[str, str]) -> list[dict]:
+    def filtered(self, table: Table, records: list[JSONObject], query: dict[str, str]) -> list[JSONObject]:
         if "$filter" in query:
             test = compile_filter(query["$filter"], table.type)
             records = [r for r in records if test(r)]
@@ -224,7 +224,7 @@ class Server:
             records = order(records, query["$orderby"], table.type)
         return records
 
-    def paged(self, table: Table, records: list[dict], query: dict[str, str]) -> list[dict]:
+    def paged(self, table: Table, records: list[JSONObject], query: dict[str, str]) -> list[JSONObject]:
         skip = count_option(query.get("$skip"), "$skip") or 0
         top = count_option(query.get("$top"), "$top")
         return records[skip:] if top is None else records[skip : skip + top]
@@ -336,7 +336,7 @@ class Server:
                 self.insert(target, child, shared)
 
 
-def _nav_value(t: TypeInfo, nav: Nav, children: list[dict]) -> object:
+def _nav_value(t: TypeInfo, nav: Nav, children: list[JSONObject]) -> JSONValue:
     if nav.to_many:
         return {"results": children} if odata_json.is_v2(t) else children
     return children[0] if children else None

@@ -79,7 +79,10 @@ def _header(line: str) -> tuple[str, str]:
 
 
 def run(
-    items: list[Part | list[Part]], handle: Handler, snapshot: Callable[[], dict], restore: Callable[[dict], None]
+    items: list[Part | list[Part]],
+    handle: Handler,
+    snapshot: Callable[[], dict[tuple[str, str], Rows]],
+    restore: Callable[[dict[tuple[str, str], Rows]], None],
 ) -> list[Answer | list[Answer]]:
     """Answer every request; a change set that fails anywhere is rolled back and answers with that failure."""
     answers: list[Answer | list[Answer]] = []

@@ -105,7 +105,9 @@ class Data:
             None,
         )
 
-    def related(self, table: Table, record: dict[str, object], nav: Nav) -> tuple[Table | None, list[dict]]:
+    def related(
+        self, table: Table, record: dict[str, object], nav: Nav
+    ) -> tuple[Table | None, list[dict[str, object]]]:
         target = self.target(table, nav)
         if target is None:
             return None, []
@@ -115,7 +117,7 @@ class Data:
         return target, [r for r in target.rows.values() if all(str(r.get(k)) == str(record.get(k)) for k in shared)]
 
 
-def _json_list(path: Path) -> list[dict]:
+def _json_list(path: Path) -> list[JSONObject]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeQueryError, UnsupportedQueryError
@@ -47,6 +48,9 @@ FUNCTIONS: dict[str, Callable[..., object]] = {
 }
 MAX_FILTER = 4_000
 
+Expr: TypeAlias = Callable[[JSONObject], object]
+"""A ``$filter`` (sub)expression: its value on one stored record (compared, or taken as true or false)."""
+
 
 def _text(value: JSONValue) -> str:
     return "" if value is None else str(value)
@@ -68,28 +72,28 @@ class Parser:
         self.pos += 1
         return kind, text
 
-    def expression(self) -> Callable[[dict], object]:
+    def expression(self) -> Expr:
         left = self.conjunction()
         while self.peek()[1] == "or":
             self.take()
             left = _either(left, self.conjunction())
         return left
 
-    def conjunction(self) -> Callable[[dict], object]:
+    def conjunction(self) -> Expr:
         left = self.negation()
         while self.peek()[1] == "and":
             self.take()
             left = _both(left, self.negation())
         return left
 
-    def negation(self) -> Callable[[dict], object]:
+    def negation(self) -> Expr:
         if self.peek()[1] == "not":
             self.take()
             inner = self.negation()
             return lambda r: not inner(r)
         return self.comparison()
 
-    def comparison(self) -> Callable[[dict], object]:
+    def comparison(self) -> Expr:
         left, left_type = self.operand()
         op = self.peek()[1]
         if op not in COMPARE:
@@ -100,7 +104,7 @@ class Parser:
         test = COMPARE[op]
         return lambda r: test(comparable(left(r), edm), comparable(right(r), edm))
 
-    def operand(self) -> tuple[Callable[[dict], object], str | None]:
+    def operand(self) -> tuple[Expr, str | None]:
         kind, text = self.take()
         if text == "(":
             inner = self.expression()
@@ -112,7 +116,7 @@ class Parser:
             return self.member(text)
         return _literal(kind, text), None
 
-    def call(self, name: str) -> Callable[[dict], object]:
+    def call(self, name: str) -> Expr:
         if name not in FUNCTIONS:
             raise UnsupportedQueryError(f"$filter function {name} is not supported")
         self.take("(")
@@ -124,7 +128,7 @@ class Parser:
         fn = FUNCTIONS[name]
         return lambda r: fn(*(a(r) for a in args))
 
-    def member(self, name: str) -> tuple[Callable[[dict], object], str | None]:
+    def member(self, name: str) -> tuple[Expr, str | None]:
         if name in ("true", "false"):
             return (lambda r: name == "true"), "Edm.Boolean"
         if name == "null":
@@ -137,15 +141,15 @@ class Parser:
         return (lambda r: r.get(name)), prop.edm_type
 
 
-def _either(a: Callable[[dict], object], b: Callable[[dict], object]) -> Callable[[dict], object]:
+def _either(a: Expr, b: Expr) -> Expr:
     return lambda r: bool(a(r)) or bool(b(r))
 
 
-def _both(a: Callable[[dict], object], b: Callable[[dict], object]) -> Callable[[dict], object]:
+def _both(a: Expr, b: Expr) -> Expr:
     return lambda r: bool(a(r)) and bool(b(r))
 
 
-def _literal(kind: str, text: str) -> Callable[[dict], object]:
+def _literal(kind: str, text: str) -> Expr:
     if kind == "string":
         value: object = text[1:-1].replace("''", "'")
     elif kind == "typed":
@@ -169,7 +173,7 @@ def tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def compile_filter(text: str, type_: TypeInfo) -> Callable[[dict], object]:
+def compile_filter(text: str, type_: TypeInfo) -> Expr:
     """A predicate on stored records for the ``$filter`` expression ``text``."""
     if len(text) > MAX_FILTER:
         raise ServeQueryError(f"$filter is longer than {MAX_FILTER} characters")
@@ -180,7 +184,7 @@ def compile_filter(text: str, type_: TypeInfo) -> Callable[[dict], object]:
     return test
 
 
-def order(records: list[dict], text: str, type_: TypeInfo) -> list[dict]:
+def order(records: list[JSONObject], text: str, type_: TypeInfo) -> list[JSONObject]:
     """``$orderby``: stable sort by each ``Property [asc|desc]``, the last one first."""
     for item in reversed([i.strip() for i in text.split(",") if i.strip()]):
         name, _, direction = item.partition(" ")
@@ -192,8 +196,8 @@ def order(records: list[dict], text: str, type_: TypeInfo) -> list[dict]:
     return records
 
 
-def _sort_key(edm: str, name: str) -> Callable[[dict], tuple]:
-    def key(r: JSONObject) -> tuple:
+def _sort_key(edm: str, name: str) -> Callable[[JSONObject], tuple[bool, object]]:
+    def key(r: JSONObject) -> tuple[bool, object]:
         value = comparable(r.get(name), edm)
         return (value is not None, value if value is not None else 0)
 

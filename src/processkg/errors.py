@@ -164,7 +164,8 @@ class RankingModelError(ProcessKGError):
 
 
 class ModelNotInstalledError(ProcessKGError):
-    """An embedding model that is named but not installed (its PyPI parts are missing)."""
+    """A model that is named but not installed: an embedding model, or the local chat model, whose PyPI
+    packages (or llama-cpp-python to run it) are missing."""
 
 
 class QueryFileError(ProcessKGError):

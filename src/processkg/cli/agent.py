@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,7 +14,52 @@ from processkg.agent.conditions import CONDITIONS
 from processkg.agent.llm import ChatSettings
 from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
 from processkg.cli.mcp import odata_options
-from processkg.cli.options import store_option
+from processkg.cli.options import F, store_option
+
+
+def llm_options() -> Callable[[F], F]:
+    """The chat endpoint and the loop's settings, shared by ``kg agent run`` and ``kg eval agent``:
+    ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--api-key-env``."""
+    options = [
+        click.option("--llm-url", required=True, help="Base URL of an OpenAI-compatible chat endpoint (.../v1)."),
+        click.option("--model", required=True, help="Model name the endpoint serves."),
+        click.option(
+            "--max-steps", type=click.IntRange(1, 200), default=15, show_default=True, help="Model turns at most."
+        ),
+        click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True),
+        click.option(
+            "--timeout", type=click.FloatRange(1), default=120.0, show_default=True, help="Seconds per request."
+        ),
+        click.option(
+            "--api-key-env",
+            default="OPENAI_API_KEY",
+            show_default=True,
+            help="Environment variable holding the endpoint's API key (none needed for a local server).",
+        ),
+    ]
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def metadata_option() -> Callable[[F], F]:
+    """``--odata``: the metadata the store was built from, whose text the chunk conditions give."""
+    return click.option(
+        "--odata",
+        "odata",
+        multiple=True,
+        type=click.Path(exists=True, path_type=Path),
+        help="Metadata files or folders the store was built from (the chunk conditions read their text).",
+    )
+
+
+def chat_settings(llm_url: str, model: str, temperature: float, timeout: float, api_key_env: str) -> ChatSettings:
+    """The endpoint's settings; the key is read from the environment variable ``api_key_env``."""
+    return ChatSettings(llm_url, model, temperature, timeout, api_key=os.environ.get(api_key_env) or None)
 
 
 @click.group("agent")
@@ -24,8 +70,7 @@ def agent_group() -> None:
 @agent_group.command("run")
 @click.argument("task")
 @store_option()
-@click.option("--llm-url", required=True, help="Base URL of an OpenAI-compatible chat endpoint (.../v1).")
-@click.option("--model", required=True, help="Model name the endpoint serves.")
+@llm_options()
 @click.option(
     "--condition",
     type=click.Choice(CONDITIONS),
@@ -33,23 +78,8 @@ def agent_group() -> None:
     show_default=True,
     help="typed: the typed tools; chunkrag: raw metadata chunks; chunkrag-vh: chunks plus value-help code lists.",
 )
-@click.option("--max-steps", type=click.IntRange(1, 200), default=15, show_default=True, help="Model turns at most.")
-@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True)
-@click.option("--timeout", type=click.FloatRange(1), default=120.0, show_default=True, help="Seconds per request.")
-@click.option(
-    "--api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    help="Environment variable holding the endpoint's API key (none needed for a local server).",
-)
 @odata_options(record=False)
-@click.option(
-    "--odata",
-    "odata",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="Metadata files or folders the store was built from (the chunk conditions read their text).",
-)
+@metadata_option()
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -76,7 +106,7 @@ def agent_run_cmd(
 
     The run writes OUT/trace.jsonl (messages, tool calls, HTTP calls and answers, tokens, time) and
     OUT/calls.jsonl, the recording kg validate reads."""
-    chat = ChatSettings(llm_url, model, temperature, timeout, api_key=os.environ.get(api_key_env) or None)
+    chat = chat_settings(llm_url, model, temperature, timeout, api_key_env)
     settings = RunSettings(
         store, chat, condition, max_steps, out, odata_url=odata_url, allow_writes=allow_writes, odata=list(odata)
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -57,6 +58,9 @@ INVENTED = {
 #: The paper's figures (qwen3-coder:30b), printed beside ours.
 PAPER = {"typed": 0.387, "chunkrag": 0.103, "invalid_runs_typed": "3 of 101"}
 SAME_SETTINGS = ("model", "max_steps", "temperature")  # an OUT folder holds runs of one setting
+#: How the tasks' gold was made, for the report (the tasks are :mod:`processkg.evaluate.tasks`'s).
+GOLD = ""
+SAFE_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")  # a task id is a folder name
 GIVE_UP = 5  # consecutive endpoint errors after which the evaluation stops (1 before any run worked)
 
 
@@ -120,6 +124,8 @@ class Failed:
 
 
 def run_folder(out: Path, condition: str, task_id: str, run: int) -> Path:
+    if not SAFE_ID.fullmatch(task_id) or set(task_id) == {"."}:
+        raise AgentEvalError(f"task id {task_id!r} cannot name a folder (letters, digits, '.', '_', '-' only)")
     return Path(out) / "runs" / condition / task_id / f"run-{run}"
 
 
@@ -139,12 +145,12 @@ def evaluate_agent(
     progress: Callable[[str], None] | None = None,
 ) -> JSONObject:
     """Run every (condition, task, run) not finished yet in ``settings.out``; the aggregated results."""
-    check_settings(settings)
     plan = [(c, t, n) for c in settings.conditions for t in tasks for n in range(1, settings.runs + 1)]
     runs: list[JSONObject] = []
     todo = [(c, t, n) for c, t, n in plan if finished(run_folder(settings.out, c, t.id, n)) is None]
     with ExitStack() as stack:
         runner = stack.enter_context(Runner.opened(settings)) if todo else None
+        check_settings(settings)
         failures, worked = 0, False
         for condition, task, n in plan:
             folder = run_folder(settings.out, condition, task.id, n)
@@ -190,6 +196,7 @@ class Runner:
         self.settings, self.base_url, self.toolbox, self.chat = settings, base_url, toolbox, chat
         # built once: the chunk conditions load the index and the metadata texts (a missing --odata fails here)
         self.tools = {c: condition_tools(c, toolbox, list(settings.odata)) for c in settings.conditions}
+        toolbox.retriever.embed(["warm up"])  # the embedding model loads now, not in the first run's seconds
         self.resets = reset(base_url)
 
     @classmethod
@@ -539,7 +546,7 @@ def plot(results: JSONObject, path: Path) -> Path | None:
     return path
 
 
-def write_outputs(results: JSONObject, out: Path, gold: str = "") -> list[Path]:
+def write_outputs(results: JSONObject, out: Path, gold: str = GOLD) -> list[Path]:
     """results.json, report.md and (with matplotlib) plot.png in ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -143,14 +143,21 @@ def evaluate_agent(
     check: Callable[[T, ODataClient, str], Verdict],
     settings: EvalSettings,
     progress: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> JSONObject:
-    """Run every (condition, task, run) not finished yet in ``settings.out``; the aggregated results."""
+    """Run every (condition, task, run) not finished yet in ``settings.out``; the aggregated results.
+    ``progress`` is called after each run, ``warn`` when the server cannot be reset between runs."""
     plan = [(c, t, n) for c in settings.conditions for t in tasks for n in range(1, settings.runs + 1)]
     runs: list[JSONObject] = []
     todo = [(c, t, n) for c, t, n in plan if finished(run_folder(settings.out, c, t.id, n)) is None]
     with ExitStack() as stack:
         runner = stack.enter_context(Runner.opened(settings)) if todo else None
         check_settings(settings)
+        if runner is not None and not runner.resets and warn is not None:
+            warn(
+                f"{runner.base_url} does not answer POST /$reset: the writes of one run stay for the next, "
+                "and the results depend on the order of the runs"
+            )
         failures, worked = 0, False
         for condition, task, n in plan:
             folder = run_folder(settings.out, condition, task.id, n)

@@ -157,3 +157,24 @@ def test_an_endpoint_error_is_one_line_and_exit_2(demo_indexed_store, llm, tmp_p
 def test_a_reply_that_is_no_chat_completion_is_refused():
     with pytest.raises(LLMError, match="not an OpenAI chat completion"):
         parse_reply(b'{"choices": []}', 0.1)
+
+
+#: What llama-cpp-python 0.3.36's server answered with Qwen2.5-Coder-1.5B and the model's own template
+#: (kg agent local-model): the <tool_call> tags are special tokens it does not print.
+LLAMA_CPP_REPLY = (
+    b'{"choices":[{"index":0,"message":{"content":"{{\\"name\\": \\"find_entity_sets\\", \\"arguments\\": '
+    b'{\\"task\\": \\"sales orders\\"}}}","role":"assistant"},"finish_reason":"stop"}],'
+    b'"usage":{"prompt_tokens":174,"completion_tokens":20,"total_tokens":194}}'
+)
+
+
+def test_a_tool_call_without_its_tags_is_understood_and_prose_is_an_answer():
+    reply = parse_reply(LLAMA_CPP_REPLY, 46.5)
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("find_entity_sets", {"task": "sales orders"})
+    ]
+    assert reply.prompt_tokens == 174 and reply.message["tool_calls"][0]["function"]["name"] == "find_entity_sets"
+    prose = b'{"choices":[{"message":{"role":"assistant","content":"The order {\\"name\\": \\"x\\"} is open."}}]}'
+    assert parse_reply(prose, 0.1).tool_calls == []
+    other = b'{"choices":[{"message":{"role":"assistant","content":"{\\"name\\": \\"x\\", \\"price\\": 3}"}}]}'
+    assert parse_reply(other, 0.1).tool_calls == []  # a JSON answer that is not a call

@@ -46,13 +46,13 @@ def test_slices_that_are_not_gguf_leave_nothing_behind(tmp_path):
     assert list(target.parent.iterdir()) == []
 
 
-def test_the_server_listens_on_loopback_with_tool_calling(tmp_path):
+def test_the_server_listens_on_loopback_with_the_models_own_template(tmp_path):
     pytest.importorskip("llama_cpp", reason="optional extra: pip install '.[llm]'")
     command = local_model.server_command(tmp_path / "m.gguf", 8765, threads=2)
     assert command[1:3] == ["-m", "llama_cpp.server"]
     pairs = dict(zip(command[3::2], command[4::2], strict=True))
     assert pairs["--host"] == "127.0.0.1" and pairs["--port"] == "8765"
-    assert pairs["--chat_format"] == "chatml-function-calling" and pairs["--n_threads"] == "2"
+    assert "--chat_format" not in pairs and pairs["--n_threads"] == "2"
 
 
 def test_the_command_is_documented_and_refuses_a_directory(tmp_path):

@@ -107,6 +107,8 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
     content = message.get("content") or ""
     if not calls and isinstance(content, str) and "<tool_call>" in content:
         calls = _tagged_calls(content)
+    elif not calls and isinstance(content, str):
+        calls = _bare_calls(content)
     kept: JSONObject = {"role": "assistant", "content": content}
     if calls:
         kept["tool_calls"] = [
@@ -129,6 +131,30 @@ def _call(item: JSONValue, n: int) -> ToolCall:
     arguments = function.get("arguments")
     text = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
     return ToolCall(str(item.get("id") or f"call_{n + 1}"), str(function.get("name") or ""), text)
+
+
+def _bare_calls(content: str) -> list[ToolCall]:
+    """Qwen's tool call with its ``<tool_call>`` tags dropped (a server that does not print special
+    tokens, such as llama-cpp-python with the model's own chat template): the whole answer is one
+    ``{"name": ..., "arguments": {...}}`` object per line, sometimes in one extra pair of braces."""
+    calls: list[ToolCall] = []
+    for line in content.strip().splitlines():
+        item = _call_object(line.strip())
+        if item is None:
+            return []  # prose: an answer, not a call
+        calls.append(ToolCall(f"call_{len(calls) + 1}", item[0], item[1]))
+    return calls
+
+
+def _call_object(text: str) -> tuple[str, str] | None:
+    for candidate in (text, text[1:-1] if text.startswith("{{") and text.endswith("}}") else ""):
+        try:
+            item = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and set(item) <= {"name", "arguments"}:
+            return item["name"], json.dumps(item.get("arguments") or {})
+    return None
 
 
 def _tagged_calls(content: str) -> list[ToolCall]:

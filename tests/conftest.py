@@ -6,18 +6,25 @@ reason when it is absent (CI lays it beside the clone). Hand-made documents live
 edge cases) and ``tests/invalid`` (each broken in one documented way).
 
 Expensive builds are session-scoped: each real corpus is built once per test run,
-into a temporary store plus Turtle file, and the tests query that graph.
+into a temporary store plus Turtle file, and the tests query that graph. ``make test`` runs the
+suite on two pytest-xdist workers; a session build is then made by the first worker that needs it,
+under a file lock in the run's shared temporary folder, and the other worker reuses it (``once``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import os
+import pickle
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+from filelock import FileLock
 from pyoxigraph import RdfFormat, Store
 
 from processkg.graph.store import plain
@@ -100,13 +107,49 @@ def run_build(tmp: Path, **options) -> Built:
     return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
 
 
+T = TypeVar("T")
+
+
+def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T]) -> T:
+    """``make(folder)`` once per test run, also across pytest-xdist workers: the first worker makes it
+    under a lock in the run's shared temporary folder and pickles the result; the others load it.
+    What ``make`` writes into ``folder`` (stores, Turtle) is then read by every worker."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+    folder, done = root / f"once-{name}", root / f"once-{name}.pickle"
+    with FileLock(str(root / f"once-{name}.lock")):
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        folder.mkdir(exist_ok=True)
+        value = make(folder)
+        done.write_bytes(pickle.dumps(value))
+        return value
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, **options) -> Built:
+    """A session build shared by the workers (``once``); each worker parses the Turtle itself."""
+
+    def make(folder: Path) -> tuple[BuildReport, Path, Path]:
+        built = run_build(folder, **options)
+        return built.report, built.store_dir, built.ttl
+
+    report, store_dir, ttl = once(tmp_path_factory, name, make)
+    return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
+
+
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's embedding cache (per worker: the cache is not written by two processes at once)."""
+    return tmp_path_factory.getbasetemp() / "embedding-cache"
+
+
 # ------------------------------------------------------------------ session builds
 
 
 @pytest.fixture(scope="session")
 def a2x_built(tmp_path_factory) -> Built:
     """The 45 SAP S/4HANA A2X services (39 V2, 6 V4), built once for the whole session."""
-    return run_build(tmp_path_factory.mktemp("a2x"), odata=[shared("odata", "s4-a2x")])
+    return built_once(tmp_path_factory, "a2x", odata=[shared("odata", "s4-a2x")])
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +166,7 @@ def a2x_store(a2x_built) -> Path:
 @pytest.fixture(scope="session")
 def samples(tmp_path_factory) -> Built:
     """All of ``odata/samples``: Northwind V2/V3/V4, TripPin, OASIS examples, SAP SDK and pyodata."""
-    return run_build(tmp_path_factory.mktemp("samples"), odata=[shared("odata", "samples")])
+    return built_once(tmp_path_factory, "samples", odata=[shared("odata", "samples")])
 
 
 #: A few Fiori service folders: V2 with separate annotation files, and both V4 services.
@@ -139,13 +182,24 @@ FIORI_SERVICES = (
 @pytest.fixture(scope="session")
 def fiori(tmp_path_factory) -> Built:
     folders = [shared("odata", "s4-fiori", name) for name in FIORI_SERVICES]
-    return run_build(tmp_path_factory.mktemp("fiori"), odata=folders)
+    return built_once(tmp_path_factory, "fiori", odata=folders)
+
+
+@pytest.fixture(scope="session")
+def fiori_all(tmp_path_factory) -> Path:
+    """The store of the whole s4-fiori corpus (63 services, no index), for the audit and kg index tests."""
+
+    def make(tmp: Path) -> Path:
+        build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=tmp / "store", on_error="warn"))
+        return tmp / "store"
+
+    return once(tmp_path_factory, "fiori-all", make)
 
 
 @pytest.fixture(scope="session")
 def miwg(tmp_path_factory) -> Built:
     """All MIWG models of all tools; three Signavio exports are broken and skipped (warn)."""
-    return run_build(tmp_path_factory.mktemp("miwg"), bpmn=[shared("bpmn", "miwg")], on_error="warn")
+    return built_once(tmp_path_factory, "miwg", bpmn=[shared("bpmn", "miwg")], on_error="warn")
 
 
 #: SAP's standard sales-document rejection reasons (customizing table TVAG), as a code list for the
@@ -164,16 +218,19 @@ def operations_store(tmp_path_factory) -> Path:
     """Services whose operations the A2X corpus lacks: SD_F2187_CUST360_SRV (V2 function imports, a
     parameter with a value help, whose codes come from REJECTION_REASONS), C_SALESORDERMANAGE_SD_V4
     (V4 bound actions and an action import) and OASIS's TripPin (V4 functions with parameters)."""
-    tmp = tmp_path_factory.mktemp("operations")
-    codes = tmp / "rejection-reasons.csv"
-    codes.write_text(REJECTION_REASONS, encoding="utf-8")
     odata = [
         shared("odata", "s4-fiori", "SD_F2187_CUST360_SRV"),
         shared("odata", "s4-fiori", "C_SALESORDERMANAGE_SD_V4"),
         shared("odata", "samples", "oasis-tcs__odata-openapi", "TripPin.xml"),
     ]
-    build(BuildOptions(odata=odata, codes=[codes], store=tmp / "store"))
-    return tmp / "store"
+
+    def make(tmp: Path) -> Path:
+        codes = tmp / "rejection-reasons.csv"
+        codes.write_text(REJECTION_REASONS, encoding="utf-8")
+        build(BuildOptions(odata=odata, codes=[codes], store=tmp / "store"))
+        return tmp / "store"
+
+    return once(tmp_path_factory, "operations", make)
 
 
 def handmade_options() -> dict:
@@ -188,7 +245,7 @@ def handmade_options() -> dict:
 @pytest.fixture(scope="session")
 def handmade(tmp_path_factory) -> Built:
     """Everything in tests/data: hand-made OData, BPMN, mapping and code lists."""
-    return run_build(tmp_path_factory.mktemp("handmade"), **handmade_options())
+    return built_once(tmp_path_factory, "handmade", **handmade_options())
 
 
 def demo_options() -> dict:
@@ -199,7 +256,7 @@ def demo_options() -> dict:
 @pytest.fixture(scope="session")
 def demo_built(tmp_path_factory) -> Built:
     """The bundled demo (data/demo), built once per session."""
-    return run_build(tmp_path_factory.mktemp("demo"), **demo_options())
+    return built_once(tmp_path_factory, "demo", **demo_options())
 
 
 @pytest.fixture(scope="session")
@@ -213,15 +270,16 @@ def sap_store(tmp_path_factory) -> Path:
     """The 45 A2X services with the SAP process layer (data/sap/processes, mapping.yaml), with its
     retrieval index: the store the routed ``hybrid`` was trained on. Built once per session; the
     embeddings go through the session's shared cache (``embedding-cache``)."""
-    store = tmp_path_factory.mktemp("sap") / "store"
     sap = ROOT / "data" / "sap"
-    build(
-        BuildOptions(
-            odata=[shared("odata", "s4-a2x")], bpmn=[sap / "processes"], mapping=sap / "mapping.yaml", store=store
-        )
-    )
-    build_index(store, cache_dir=tmp_path_factory.getbasetemp() / "embedding-cache")
-    return store
+    options = BuildOptions(odata=[shared("odata", "s4-a2x")], bpmn=[sap / "processes"], mapping=sap / "mapping.yaml")
+
+    def make(tmp: Path) -> Path:
+        options.store = tmp / "store"
+        build(options)
+        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
+        return options.store
+
+    return once(tmp_path_factory, "sap", make)
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -257,7 +315,9 @@ def demo_indexed_store(tmp_path_factory) -> Path:
     for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
     from processkg.retrieve.index import build_index
 
-    store = tmp_path_factory.mktemp("demo-indexed") / "store"
-    build(BuildOptions(store=store, **demo_options()))
-    build_index(store, odata=[DEMO / "odata"], cache_dir=tmp_path_factory.getbasetemp() / "embedding-cache")
-    return store
+    def make(tmp: Path) -> Path:
+        build(BuildOptions(store=tmp / "store", **demo_options()))
+        build_index(tmp / "store", odata=[DEMO / "odata"], cache_dir=embedding_cache(tmp_path_factory))
+        return tmp / "store"
+
+    return once(tmp_path_factory, "demo-indexed", make)

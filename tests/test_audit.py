@@ -108,8 +108,12 @@ OPERATION_CLASSES = (
 # ---------------------------------------------------------------- fixtures and helpers
 
 
+#: corpus -> the session fixture that already builds it (the same inputs, built once per run)
+SESSION_STORES = {"s4-a2x": "a2x_store", "samples": "samples", "s4-fiori": "fiori_all"}
+
+
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, request):
     """corpus name -> (store dir, OData roots, BPMN roots, audit result); each corpus is built once, on first use."""
     cache = {}
 
@@ -117,13 +121,22 @@ def corpus(tmp_path_factory):
         if name not in cache:
             kind, rel = CORPORA[name]
             roots = [DATA / rel]
-            store = tmp_path_factory.mktemp(f"audit-{name}") / "store"
             odata, bpmn = (roots, []) if kind == "odata" else ([], roots)
-            build(BuildOptions(odata=odata, bpmn=bpmn, store=store, on_error="warn"))
+            store = _session_store(request, name) or tmp_path_factory.mktemp(f"audit-{name}") / "store"
+            if not store.exists():
+                build(BuildOptions(odata=odata, bpmn=bpmn, store=store, on_error="warn"))
             cache[name] = (store, odata, bpmn, audit(store, odata, bpmn))
         return cache[name]
 
     return get
+
+
+def _session_store(request, name: str) -> Path | None:
+    fixture = SESSION_STORES.get(name)
+    if fixture is None:
+        return None
+    value = request.getfixturevalue(fixture)
+    return value.store_dir if hasattr(value, "store_dir") else value
 
 
 def reference(name: str) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -225,10 +226,10 @@ def test_whole_fiori_corpus_builds_with_its_index(fiori_indexed):
 
 
 @pytest.mark.slow
-def test_kg_index_on_a_store_built_without_index(fiori_indexed):
+def test_kg_index_on_a_store_built_without_index(fiori_indexed, fiori_all):
     tmp, _report = fiori_indexed
     store = tmp / "plain"
-    build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=store, index=False))
+    shutil.copytree(fiori_all, store, symlinks=True)  # the session's build of the corpus without index
     assert not (store / "index").exists()
     cache = tmp / ".store.embeddings"  # the first build's cache: nothing needs encoding again
     result = CliRunner().invoke(index_cmd, ["--store", str(store), "--cache", str(cache)])

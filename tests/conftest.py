@@ -282,6 +282,29 @@ def sap_store(tmp_path_factory) -> Path:
     return once(tmp_path_factory, "sap", make)
 
 
+@pytest.fixture(scope="session")
+def tasks_store(tmp_path_factory) -> Path:
+    """The store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP process layer,
+    the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the retrieval
+    index; what ``kg serve`` serves for the task checks and ``kg eval agent``. Built once per session."""
+    sap = ROOT / "data" / "sap"
+    options = BuildOptions(
+        odata=[shared("odata", "s4-a2x")],
+        bpmn=[sap / "processes"],
+        mapping=sap / "mapping.yaml",
+        codes=[sap / "codes"],
+        code_bindings=sap / "codes" / "bindings.yaml",
+    )
+
+    def make(tmp: Path) -> Path:
+        options.store = tmp / "store"
+        build(options)
+        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
+        return options.store
+
+    return once(tmp_path_factory, "tasks", make)
+
+
 class _Recorder(http.server.BaseHTTPRequestHandler):
     """Answers 500 and remembers the path of every request it gets."""
 

@@ -7,16 +7,27 @@ returns a :class:`BuildReport`; the CLI only wires options and prints the report
 from __future__ import annotations
 
 import shutil
+import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyoxigraph import NamedNode, Triple
 
 from processkg.aliases import JSONObject, ProgressCallback
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
-from processkg.graph.store import StoreWriter, add_graph, canonical_ntriples, to_turtle, write_atomic, write_store
+from processkg.graph import remote
+from processkg.graph.store import (
+    DB,
+    StoreWriter,
+    add_graph,
+    canonical_ntriples,
+    to_turtle,
+    version_dir,
+    write_atomic,
+    write_store,
+)
 from processkg.retrieve.index import IndexReport, build_index
 from processkg.sources import openapi
 from processkg.sources.bpmn import read as bpmn
@@ -298,7 +309,21 @@ def _class_counts(triples: list[Triple]) -> dict[str, int]:
 
 def build(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:
     """Build the graph described by ``options``; the library entry point of ``kg build``."""
+    url = remote.url_of(options.store)
+    if url:
+        return _build_remote(url, options, progress)
     return Builder(options, progress).run()
+
+
+def _build_remote(url: str, options: BuildOptions, progress: ProgressCallback | None) -> BuildReport:
+    """Build into a local store in a temporary folder, then load it onto the SPARQL server at
+    ``url`` and switch its pointer (graph/remote.py); the server must answer before the build starts."""
+    expected = remote.start(url)
+    with tempfile.TemporaryDirectory(prefix="processkg-build-") as tmp:
+        report = Builder(replace(options, store=Path(tmp) / "store"), progress).run()
+        version = version_dir(Path(tmp) / "store")
+        remote.publish(url, expected, version, version / DB)
+    return report
 
 
 __all__ = ["BuildOptions", "BuildReport", "build"]

@@ -61,6 +61,16 @@ def keywords(query: str) -> set[str]:
     return {m.group().upper() for m in _TOKEN.finditer(query) if m.lastgroup == "word"}
 
 
+def group_start(query: str) -> int:
+    """The offset of the ``{`` that opens the outer group of a SELECT or ASK (comments, strings and IRIs skipped)."""
+    for m in _TOKEN.finditer(query):
+        if m.lastgroup == "word" and m.group().upper() in ("CONSTRUCT", "DESCRIBE"):
+            break
+        if m.lastgroup == "other" and m.group() == "{":
+            return m.start()
+    raise QueryRefusedError("values are bound only in SELECT and ASK queries")
+
+
 _PROLOGUE = "".join(f"PREFIX {prefix}: <{ns}>\n" for prefix, ns in PREFIXES.items())
 _PARSE_LOCK = threading.Lock()
 

@@ -50,6 +50,7 @@ from processkg.errors import (
     StoreNotFoundError,
     StoreRefusedError,
 )
+from processkg.graph.remote import open_remote, resolve, url_of
 from processkg.graph.sparql import check, syntax_message
 from processkg.vocab import PREFIXES
 
@@ -97,6 +98,9 @@ def version_dir(path: Path) -> Path:
     ``STORE/current`` names it; a store of the previous layout (no ``current``), or a version
     directory itself, is its own version.
     """
+    url = url_of(path)
+    if url:  # a SPARQL server: the local cache directory of the build it points to
+        return resolve(url)
     path = Path(path)
     link = path / CURRENT
     if not link.is_symlink():
@@ -481,13 +485,17 @@ def add_graph(path: Path, graph: NamedNode, make_triples: Callable[[Store], Iter
 
 
 def open_store(path: Path) -> Store:
-    """The current build of the store at ``path``, read-only.
+    """The current build of the store at ``path``, read-only (``path`` may be a SPARQL server's URL).
 
     The version read is locked for this process (see :func:`_hold`), so a build that finishes
     meanwhile keeps it on disk. A database that cannot be opened is a StoreDamagedError naming
     the damaged file and the command that rebuilds the store.
     """
-    path = Path(path)
+    url = url_of(path)
+    path = resolve(url) if url else Path(path)
+    remote = open_remote(path)
+    if remote is not None:  # a build on a SPARQL server (graph/remote.py)
+        return remote
     for _attempt in range(200):
         version = version_dir(path)
         if version == path and not (path / DB).is_dir():

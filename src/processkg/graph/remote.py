@@ -1,0 +1,400 @@
+"""A store on a SPARQL server: ``--store http://HOST:PORT`` (an ``oxigraph serve``; see docs/deployment.md).
+
+Every build lives in its own named graphs on the server (``urn:processkg:build:ID`` the data,
+``urn:processkg:build:ID:g:<name>`` each named graph of the embedded store, ``...:files`` the
+files that are not triples: ``build.json`` and the services' metadata documents, base64), loaded
+with the Graph Store Protocol. ``kg build`` then swaps one pointer triple in the control graph with
+one SPARQL update that names the pointer it started from (compare and swap), so readers see the
+old or the new build, never a mix, and two builds cannot both win. The two newest builds stay;
+older ones are dropped.
+
+A reader pins the build the pointer names once per process (:func:`resolve`) and gets a local
+cache directory keyed by the build id (``$XDG_CACHE_HOME/processkg/remote/HOST_PORT/ID``) with
+``build.json``, ``metadata/`` and, once built, ``index/``: the store API's paths work unchanged,
+and a cache never serves another build's files. :class:`RemoteStore` answers the two calls the
+stages make on a pyoxigraph ``Store`` (``query`` and ``quads_for_pattern``) over the SPARQL
+protocol against the pinned build's graphs; every query is checked (no SERVICE, no FROM, no
+update) before it is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import httpx
+from pyoxigraph import (
+    BlankNode,
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QueryBoolean,
+    QueryResultsFormat,
+    QuerySolutions,
+    QueryTriples,
+    RdfFormat,
+    Store,
+    Triple,
+    Variable,
+    parse,
+    parse_query_results,
+    serialize,
+)
+
+from processkg.aliases import JSONObject
+from processkg.errors import RemoteStoreError, StoreDamagedError, StoreNotFoundError
+from processkg.graph.sparql import check, group_start
+
+REMOTE = "remote.json"  # in a cache directory: which server and build it stands for
+CONTROL = "urn:processkg:control"
+POINTER, CURRENT, PREVIOUS = "urn:processkg:store", "urn:processkg:current", "urn:processkg:previous"
+BUILD = "urn:processkg:build:"
+CONTENT, FILE = "urn:processkg:content", "urn:processkg:file:"
+TIMEOUT = httpx.Timeout(30.0, read=600.0)
+_SAFE_FILE = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
+_PINNED: dict[str, Path] = {}  # url -> cache directory of the build this process reads
+
+Term = NamedNode | BlankNode | Literal | Triple
+
+
+def url_of(store: Path | str | None) -> str | None:
+    """``http(s)://...`` when ``store`` names a SPARQL server (also as a Path, which folds ``//``)."""
+    found = re.match(r"^(https?):/+(.+)$", str(store or ""), re.IGNORECASE)
+    return f"{found[1].lower()}://{found[2].rstrip('/')}" if found else None
+
+
+def fix(url: str) -> str:
+    return f"`kg build ... --store {url}`"
+
+
+# ---------------------------------------------------------------- the protocol
+
+
+class Endpoint:
+    """The SPARQL protocol, SPARQL Update and the Graph Store Protocol of one server (Oxigraph's paths)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = httpx.Client(timeout=TIMEOUT, trust_env=False)
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = self.client.send(request)
+        except httpx.HTTPError as exc:
+            raise RemoteStoreError(
+                f"{self.url}: the SPARQL server does not answer ({type(exc).__name__}: {exc}); "
+                f"start it (`oxigraph serve --location DIR --bind HOST:PORT`) or fix the URL"
+            ) from None
+        if response.status_code >= 400:
+            text = " ".join(response.text.split())[:200]
+            raise RemoteStoreError(f"{request.url.copy_with(query=None)}: HTTP {response.status_code}: {text}")
+        return response
+
+    def select(self, query: str, default: list[str] | None = None, named: list[str] | None = None) -> httpx.Response:
+        form = {"query": query, "default-graph-uri": default or [], "named-graph-uri": named or []}
+        accept = "application/sparql-results+json, application/n-triples;q=0.5"
+        return self._send(self.client.build_request("POST", f"{self.url}/query", data=form, headers={"Accept": accept}))
+
+    def rows(self, query: str) -> list[list[str]]:
+        """Values of a control query's rows (IRIs and literals as text)."""
+        result = parse_query_results(self.select(query).content, format=QueryResultsFormat.JSON)
+        assert isinstance(result, QuerySolutions)
+        return [[v.value if v is not None else "" for v in row] for row in result]
+
+    def update(self, text: str) -> None:
+        headers = {"Content-Type": "application/sparql-update"}
+        self._send(self.client.build_request("POST", f"{self.url}/update", content=text.encode(), headers=headers))
+
+    def put(self, graph: str, ntriples: bytes) -> None:
+        headers = {"Content-Type": "application/n-triples"}
+        url = f"{self.url}/store"
+        self._send(self.client.build_request("PUT", url, params={"graph": graph}, content=ntriples, headers=headers))
+
+    def get(self, graph: str) -> bytes:
+        headers = {"Accept": "application/n-triples"}
+        url = f"{self.url}/store"
+        return self._send(self.client.build_request("GET", url, params={"graph": graph}, headers=headers)).content
+
+
+# ---------------------------------------------------------------- the pointer
+
+
+def data_graph(build: str) -> str:
+    return f"{BUILD}{build}"
+
+
+def named_graph(build: str, name: str) -> str:
+    return f"{BUILD}{build}:g:{quote(name, safe='')}"
+
+
+def files_graph(build: str) -> str:
+    return f"{BUILD}{build}:files"
+
+
+def pointer(endpoint: Endpoint) -> str | None:
+    """The build id the server's pointer names; None when nothing was built there."""
+    found = endpoint.rows(f"SELECT ?b WHERE {{ GRAPH <{CONTROL}> {{ <{POINTER}> <{CURRENT}> ?b }} }}")
+    if len(found) > 1:
+        raise StoreDamagedError(
+            f"{endpoint.url}: the store is damaged (two current builds); rebuild it with {fix(endpoint.url)}"
+        )
+    return found[0][0].removeprefix(BUILD) if found else None
+
+
+def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
+    """Point the store at ``build`` in one update, only if it still points at ``expected``."""
+    ctl, new = f"GRAPH <{CONTROL}>", f"<{data_graph(build)}>"
+    if expected is None:
+        endpoint.update(
+            f"INSERT {{ {ctl} {{ <{POINTER}> <{CURRENT}> {new} }} }} "
+            f"WHERE {{ FILTER NOT EXISTS {{ {ctl} {{ <{POINTER}> <{CURRENT}> ?any }} }} }}"
+        )
+    else:
+        old = f"<{data_graph(expected)}>"
+        endpoint.update(
+            f"DELETE {{ {ctl} {{ <{POINTER}> <{CURRENT}> {old} . <{POINTER}> <{PREVIOUS}> ?prev }} }} "
+            f"INSERT {{ {ctl} {{ <{POINTER}> <{CURRENT}> {new} . <{POINTER}> <{PREVIOUS}> {old} }} }} "
+            f"WHERE {{ {ctl} {{ <{POINTER}> <{CURRENT}> {old} OPTIONAL {{ <{POINTER}> <{PREVIOUS}> ?prev }} }} }}"
+        )
+    now = pointer(endpoint)
+    if now != build:
+        drop(endpoint, [build])
+        raise RemoteStoreError(
+            f"{endpoint.url}: another kg build switched the store meanwhile (it now points to {now}); "
+            f"this build was not published, run it again"
+        )
+
+
+def builds(endpoint: Endpoint) -> list[str]:
+    """Every build id with a graph on the server, oldest first (ids start with their UTC time)."""
+    rows = endpoint.rows(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{}} FILTER(STRSTARTS(STR(?g), "{BUILD}")) }}')
+    return sorted({g.removeprefix(BUILD).split(":", 1)[0] for (g,) in rows})
+
+
+def drop(endpoint: Endpoint, ids: list[str]) -> None:
+    """Drop every graph of the builds ``ids`` in one update."""
+    graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) in ids]
+    if graphs:
+        endpoint.update(" ;\n".join(f"DROP SILENT GRAPH <{g}>" for g in graphs))
+
+
+def _build_of(graph: str) -> str | None:
+    return graph.removeprefix(BUILD).split(":", 1)[0] if graph.startswith(BUILD) else None
+
+
+def new_build_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(4)
+
+
+# ---------------------------------------------------------------- publishing a local build
+
+
+def start(url: str) -> str | None:
+    """The build a new build will replace (None on an empty server); fails early when the server does not answer."""
+    return pointer(Endpoint(url))
+
+
+def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
+    """Load the local store version ``version`` (database ``db``) as a new build and switch to it.
+
+    Returns the cache directory of the new build (with the version's index, when it has one),
+    which this process reads from now on.
+    """
+    endpoint, build = Endpoint(url), new_build_id()
+    store = Store.read_only(str(db))
+    try:
+        endpoint.put(data_graph(build), _ntriples(store, DefaultGraph()))
+        for graph in store.named_graphs():
+            if isinstance(graph, NamedNode):
+                endpoint.put(named_graph(build, graph.value), _ntriples(store, graph))
+        endpoint.put(files_graph(build), _files_ntriples(version))
+        switch(endpoint, expected, build)
+    except BaseException:
+        drop(endpoint, [build])
+        raise
+    done = builds(endpoint)
+    keep = [b for b in (expected, build) if b]
+    drop(endpoint, [b for b in done if b < min(keep)])
+    index = version / "index"
+    _PINNED[url] = _materialize(endpoint, build, index if index.is_dir() else None)
+    return _PINNED[url]
+
+
+def _ntriples(store: Store, graph: NamedNode | DefaultGraph) -> bytes:
+    quads = store.quads_for_pattern(None, None, None, graph)
+    return serialize((Triple(q.subject, q.predicate, q.object) for q in quads), format=RdfFormat.N_TRIPLES) or b""
+
+
+def _files_ntriples(version: Path) -> bytes:
+    names = ["build.json"] + sorted(p.relative_to(version).as_posix() for p in (version / "metadata").glob("*"))
+    triples = [
+        Triple(
+            NamedNode(FILE + quote(name, safe="/")),
+            NamedNode(CONTENT),
+            Literal(base64.b64encode((version / name).read_bytes()).decode(), datatype=_BASE64),
+        )
+        for name in names
+        if (version / name).is_file()
+    ]
+    return serialize(triples, format=RdfFormat.N_TRIPLES) or b""
+
+
+_BASE64 = NamedNode("http://www.w3.org/2001/XMLSchema#base64Binary")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def cache_root(url: str) -> Path:
+    """``$PROCESSKG_CACHE`` or ``$XDG_CACHE_HOME/processkg`` (``~/.cache``), then remote/HOST_PORT_PATH."""
+    base = (
+        os.environ.get("PROCESSKG_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "processkg"
+    )
+    return Path(base) / "remote" / re.sub(r"[^\w.-]+", "_", url.split("://", 1)[1])
+
+
+def resolve(url: str, fresh: bool = False) -> Path:
+    """The cache directory of the build the server at ``url`` points to, pinned for this process.
+
+    ``fresh`` looks the pointer up again (a long-running reader that wants the newest build).
+    """
+    if not fresh and url in _PINNED:
+        return _PINNED[url]
+    endpoint = Endpoint(url)
+    build = pointer(endpoint)
+    if build is None:
+        raise StoreNotFoundError(f"{url}: no processkg build on this SPARQL server (run {fix(url)} first)")
+    _PINNED[url] = _materialize(endpoint, build, None)
+    return _PINNED[url]
+
+
+def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:
+    """The cache directory of ``build``: filled once from its files graph, then renamed into place."""
+    target = cache_root(endpoint.url) / build
+    if (target / REMOTE).is_file():
+        return target
+    files = endpoint.rows(f"SELECT ?f ?c WHERE {{ GRAPH <{files_graph(build)}> {{ ?f <{CONTENT}> ?c }} }}")
+    graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) == build]
+    tmp = target.parent / f".{build}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, content in files:
+        _write_file(tmp, unquote(name.removeprefix(FILE)), content, endpoint.url)
+    if index is not None:
+        shutil.copytree(index, tmp / "index")
+    named = [unquote(g.split(":g:", 1)[1]) for g in graphs if ":g:" in g]
+    meta: JSONObject = {"url": endpoint.url, "build": build, "named_graphs": sorted(named)}
+    (tmp / REMOTE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another process filled it meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _write_file(root: Path, name: str, content: str, url: str) -> None:
+    if not _SAFE_FILE.match(name) or ".." in name.split("/"):
+        raise StoreDamagedError(f"{url}: the store is damaged (a file named {name!r}); rebuild it with {fix(url)}")
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(content))
+
+
+def remote_meta(path: Path) -> JSONObject | None:
+    """``remote.json`` of a cache directory; None for any other directory."""
+    try:
+        data = json.loads((Path(path) / REMOTE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StoreDamagedError(f"{path}/{REMOTE} cannot be read ({exc}); remove {path}") from None
+    return data if isinstance(data, dict) else None
+
+
+class RemoteStore:
+    """The build ``build`` on the server at ``url``, read like a pyoxigraph ``Store``."""
+
+    def __init__(self, url: str, build: str, named: list[str]) -> None:
+        self.endpoint = Endpoint(url)
+        self.build = build
+        self.named = {name: named_graph(build, name) for name in named}
+
+    def query(
+        self,
+        query: str,
+        prefixes: Mapping[str, str] | None = None,
+        substitutions: Mapping[Variable, Term] | None = None,
+    ) -> QuerySolutions | QueryBoolean | QueryTriples:
+        """Evaluate ``query`` on the server, with the build's data as the default graph.
+
+        It is checked and parsed here first (an empty local store gives pyoxigraph's own syntax
+        and binding errors), so nothing the embedded store would refuse is ever sent.
+        """
+        check(query)
+        Store().query(query, prefixes=dict(prefixes or {}), substitutions=dict(substitutions or {}) or None)
+        text = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in (prefixes or {}).items()) + query
+        text = _bind(text, substitutions or {})
+        response = self.endpoint.select(text, [data_graph(self.build)], list(self.named.values()))
+        if "n-triples" in response.headers.get("content-type", ""):
+            return _triples(response.content)
+        return parse_query_results(response.content, format=QueryResultsFormat.JSON)
+
+    def quads_for_pattern(
+        self,
+        subject: NamedNode | BlankNode | Triple | None,
+        predicate: NamedNode | None,
+        object: NamedNode | BlankNode | Literal | Triple | None,
+        graph_name: NamedNode | BlankNode | DefaultGraph | None = None,
+    ) -> Iterator[Quad]:
+        """Every quad of one graph (the only pattern the stages use), with the embedded store's graph name."""
+        if subject is not None or predicate is not None or object is not None or graph_name is None:
+            raise NotImplementedError("a remote store reads whole graphs: quads_for_pattern(None, None, None, graph)")
+        if isinstance(graph_name, DefaultGraph):
+            source = data_graph(self.build)
+        elif isinstance(graph_name, NamedNode) and graph_name.value in self.named:
+            source = self.named[graph_name.value]
+        else:
+            return iter(())
+        triples = parse(self.endpoint.get(source), format=RdfFormat.N_TRIPLES)
+        return (Quad(t.subject, t.predicate, t.object, graph_name) for t in triples)
+
+
+def _triples(ntriples: bytes) -> QueryTriples:
+    store = Store()
+    store.load(ntriples, format=RdfFormat.N_TRIPLES)
+    result = store.query("CONSTRUCT WHERE { ?s ?p ?o }")
+    assert isinstance(result, QueryTriples)
+    return result
+
+
+def _bind(query: str, substitutions: Mapping[Variable, Term]) -> str:
+    """``query`` with its bound variables as one VALUES row at the start of the outer group."""
+    if not substitutions:
+        return query
+    names = " ".join(str(v) for v in substitutions)
+    values = " ".join(str(t) for t in substitutions.values())
+    at = group_start(query)
+    return f"{query[: at + 1]} VALUES ({names}) {{ ({values}) }} {query[at + 1 :]}"
+
+
+def open_remote(path: Path) -> Store | None:
+    """A :class:`RemoteStore` for a cache directory (typed as the pyoxigraph Store whose calls it
+    answers); None for a local store."""
+    meta = remote_meta(path)
+    if meta is None:
+        return None
+    named = meta.get("named_graphs")
+    store = RemoteStore(
+        str(meta["url"]), str(meta["build"]), [str(n) for n in named] if isinstance(named, list) else []
+    )
+    return store  # type: ignore[return-value]

@@ -1,0 +1,303 @@
+"""``--store http://...``: the graph on a real ``oxigraph serve`` on loopback gives the answers of the
+embedded store (build, query, stats, validate, retrieve, serve, the agent tools), switches atomically,
+and never lets a user query make the server fetch anything (docs/deployment.md)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from pyoxigraph import DefaultGraph, NamedNode
+from starlette.testclient import TestClient
+
+from conftest import DEMO, demo_options
+from processkg.cli import main
+from processkg.errors import QueryRefusedError, RemoteStoreError
+from processkg.graph import remote
+from processkg.graph.store import canonical_ntriples, open_store, select, version_dir
+from processkg.pipeline import BuildOptions, build
+from processkg.serve.app import create_app, open_server
+from processkg.tools.toolbox import Toolbox
+
+SHAPES = NamedNode("https://w3id.org/processkg/shapes")
+QUERIES = sorted(p.stem for p in (Path(__file__).parents[1] / "src/processkg/assets/queries").glob("*.rq"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def oxigraph_binary() -> str:
+    found = shutil.which("oxigraph", path=str(Path(sys.executable).parent)) or shutil.which("oxigraph")
+    if not found:
+        pytest.fail("the oxigraph server (PyPI package oxigraph, in the test extra) is not installed")
+    return found
+
+
+def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``oxigraph serve`` on a free loopback port, once it answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [oxigraph_binary(), "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/query", params={"query": "ASK {}"}, timeout=2, trust_env=False)
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    pytest.fail("oxigraph serve did not answer within 30 s")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every remote cache of this module under its own folder."""
+    folder = tmp_path_factory.mktemp("remote-cache")
+    before = os.environ.get("PROCESSKG_CACHE")
+    os.environ["PROCESSKG_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        del os.environ["PROCESSKG_CACHE"]
+    else:
+        os.environ["PROCESSKG_CACHE"] = before
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[str]:
+    process, url = start_server(tmp_path_factory.mktemp("oxigraph"))
+    yield url
+    process.kill()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def stores(server: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The demo with its index, built into an embedded store and onto the server."""
+    local = tmp_path_factory.mktemp("embedded") / "store"
+    build(BuildOptions(store=local, index=True, **demo_options()))
+    build(BuildOptions(store=Path(server), index=True, **demo_options()))  # a Path folds '//': still a URL
+    return local, server
+
+
+def kg(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def test_the_same_triples_in_the_default_graph_and_the_shapes(stores):
+    local, url = stores
+    for graph in (DefaultGraph(), SHAPES):
+        mine = canonical_ntriples(q.triple for q in open_store(local).quads_for_pattern(None, None, None, graph))
+        theirs = canonical_ntriples(q.triple for q in open_store(url).quads_for_pattern(None, None, None, graph))
+        assert mine == theirs and mine.count(b"\n") > 100
+
+
+def test_kg_stats_prints_the_same(stores):
+    local, url = stores
+    assert kg("stats", "--store", local) == kg("stats", "--store", url)
+    assert "kg:EntitySet" in kg("stats", "--store", url)[1]
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_every_library_query_gives_the_same_rows(stores, name):
+    local, url = stores
+    assert kg("query", "--store", local, name, "--format", "json") == kg(
+        "query", "--store", url, name, "--format", "json"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, param",
+    [
+        ("entity-set-properties", "entitySet=A_SalesOrder"),
+        (
+            "entity-set-properties",
+            "entitySet=https://w3id.org/processkg/id/odata/DEMO_SALES_ORDER_SRV/set/A_SalesOrder",
+        ),
+        ("process-chain-after", "entitySet=A_SalesOrder"),
+        ("find-entity-sets", "text=order"),
+        ("navigation-paths", "from=A_SalesOrder"),
+    ],
+)
+def test_bound_library_queries_give_the_same_rows(stores, name, param):
+    local, url = stores
+    mine = kg("query", "--store", local, name, "--param", param, "--format", "json")
+    assert mine == kg("query", "--store", url, name, "--param", param, "--format", "json")
+    assert mine[0] == 0 and json.loads(mine[1]), mine
+
+
+def test_kg_validate_gives_the_same_results(stores):
+    local, url = stores
+    calls = DEMO / "calls.jsonl"
+    mine = kg("validate", "--store", local, calls, "--format", "json")
+    assert mine == kg("validate", "--store", url, calls, "--format", "json")
+    assert mine[0] == 1 and '"valid": false' in mine[1] and '"valid": true' in mine[1]
+
+
+@pytest.mark.parametrize(
+    "request_text", ["create a sales order for a customer", "bill the delivery", "approve a purchase order"]
+)
+def test_kg_retrieve_ranks_the_same(stores, request_text):
+    local, url = stores
+    mine = kg("retrieve", "--store", local, request_text, "--json", "--context")
+    assert mine == kg("retrieve", "--store", url, request_text, "--json", "--context")
+    assert mine[0] == 0 and json.loads(mine[1].splitlines()[0])
+
+
+def test_the_cache_is_keyed_by_the_build_the_pointer_names(stores):
+    _local, url = stores
+    folder = version_dir(Path(url))
+    assert folder.name == remote.pointer(remote.Endpoint(url))
+    assert {p.name for p in folder.iterdir()} >= {"build.json", "metadata", "index", remote.REMOTE}
+
+
+def test_kg_serve_answers_the_same_metadata_and_records(stores):
+    local, url = stores
+    root = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
+    answers = []
+    for store in (local, url):
+        with TestClient(create_app(open_server(Path(store), csrf=False))) as client:
+            answers.append([client.get(root + path).content for path in ("$metadata", "A_SalesOrder?$top=2")])
+    assert answers[0] == answers[1]
+    assert answers[1][0] == (DEMO / "odata" / "DEMO_SALES_ORDER_SRV.edmx").read_bytes()
+
+
+def test_the_agent_tools_of_kg_mcp_answer_the_same(stores):
+    local, url = stores
+    answers = []
+    for store in (local, url):
+        box = Toolbox(Path(store))
+        answers.append(
+            [
+                box.run("find_entity_sets", {"task": "create a sales order", "k": 3}),
+                box.run("describe", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"}),
+            ]
+        )
+        box.close()
+    assert answers[0] == answers[1]
+
+
+# ---------------------------------------------------------------- the switch
+
+
+def count(url: str) -> int:
+    """Triples of the build the pointer names now (a reader that looks the pointer up each time)."""
+    store = open_store(remote.resolve(url, fresh=True))
+    _names, rows = select(store, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    return int(rows[0][0].value)
+
+
+def test_a_reader_sees_the_old_or_the_new_build_never_a_mix(stores):
+    _local, url = stores
+    full = count(url)
+    without_mapping = {k: v for k, v in demo_options().items() if k != "mapping"}
+    seen: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append(count(url))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        build(BuildOptions(store=Path(url), **without_mapping))
+        smaller = count(url)
+        build(BuildOptions(store=Path(url), **demo_options()))
+    finally:
+        done.set()
+        reader.join()
+    assert smaller < full and count(url) == full
+    assert seen and set(seen) <= {full, smaller}, sorted(set(seen))
+    assert len(remote.builds(remote.Endpoint(url))) == 2  # the one before stays for readers; older are dropped
+
+
+def test_a_build_whose_pointer_changed_meanwhile_is_refused(stores, tmp_path):
+    _local, url = stores
+    started_from = remote.start(url)
+    build(BuildOptions(store=Path(url), **demo_options()))  # another build wins meanwhile
+    build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    version = version_dir(tmp_path / "store")
+    with pytest.raises(RemoteStoreError, match="another kg build switched the store meanwhile"):
+        remote.publish(url, started_from, version, version / "oxigraph")
+    assert len(remote.builds(remote.Endpoint(url))) == 2  # the refused build left nothing behind
+
+
+# ---------------------------------------------------------------- refusals
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        self.send_response(404)
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[str]]]:
+    Recorder.seen = []
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{web.server_address[1]}/sparql", Recorder.seen
+    web.shutdown()
+
+
+def test_a_service_query_is_refused_before_it_reaches_the_server(stores, recorder, tmp_path):
+    _local, url = stores
+    target, seen = recorder
+    hostile = tmp_path / "hostile.rq"
+    hostile.write_text(f"SELECT * WHERE {{ SERVICE <{target}> {{ ?s ?p ?o }} }}")
+    code, output = kg("query", "--store", url, hostile)
+    assert code == 2 and "SERVICE" in output
+    with pytest.raises(QueryRefusedError, match="SERVICE"):
+        open_store(url).query(hostile.read_text())
+    assert seen == []
+    # the danger is real: sent as is, the oxigraph server itself fetches the SERVICE
+    httpx.post(f"{url}/query", data={"query": hostile.read_text()}, timeout=30, trust_env=False)
+    assert seen
+
+
+def test_an_unreachable_server_is_one_line_naming_it():
+    url = f"http://127.0.0.1:{free_port()}"
+    code, output = kg("stats", "--store", url)
+    assert code == 2 and output.count("\n") == 1
+    assert output.startswith(f"error: {url}: the SPARQL server does not answer")
+
+
+def test_a_server_without_a_build_names_the_command_that_makes_one(tmp_path, cache):
+    process, url = start_server(tmp_path / "empty")
+    try:
+        code, output = kg("retrieve", "--store", url, "sales order")
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    assert code == 2 and output.count("\n") == 1
+    assert f"{url}: no processkg build on this SPARQL server (run `kg build ... --store {url}` first)" in output

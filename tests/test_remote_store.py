@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from conftest import DEMO, demo_options
 from processkg.cli import main
-from processkg.errors import QueryRefusedError, RemoteStoreError
+from processkg.errors import QueryRefusedError, RemoteStoreError, StoreNotFoundError
 from processkg.graph import remote
 from processkg.graph.store import canonical_ntriples, open_store, select, version_dir
 from processkg.pipeline import BuildOptions, build
@@ -241,6 +241,16 @@ def test_a_build_whose_pointer_changed_meanwhile_is_refused(stores, tmp_path):
     with pytest.raises(RemoteStoreError, match="another kg build switched the store meanwhile"):
         remote.publish(url, started_from, version, version / "oxigraph")
     assert len(remote.builds(remote.Endpoint(url))) == 2  # the refused build left nothing behind
+
+
+def test_a_reader_of_a_dropped_build_is_told_not_given_empty_answers(stores):
+    _local, url = stores
+    pinned = open_store(remote.resolve(url, fresh=True))
+    assert select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")[1] == []  # empty, and the build is there
+    for _ in range(2):
+        build(BuildOptions(store=Path(url), **demo_options()))
+    with pytest.raises(StoreNotFoundError, match="replaced by two newer builds and dropped; run the command again"):
+        select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")
 
 
 # ---------------------------------------------------------------- refusals

@@ -347,7 +347,17 @@ class RemoteStore:
         response = self.endpoint.select(text, [data_graph(self.build)], list(self.named.values()))
         if "n-triples" in response.headers.get("content-type", ""):
             return _triples(response.content)
+        if b'"bindings":[]' in response.content.replace(b" ", b""):
+            self._alive()  # no rows: from this build, or because two newer builds dropped it?
         return parse_query_results(response.content, format=QueryResultsFormat.JSON)
+
+    def _alive(self) -> None:
+        answer = self.endpoint.select(f"ASK {{ GRAPH <{data_graph(self.build)}> {{ ?s ?p ?o }} }}")
+        if b"true" not in answer.content:
+            raise StoreNotFoundError(
+                f"{self.endpoint.url}: the build {self.build} this process reads was replaced by two newer "
+                f"builds and dropped; run the command again (it reads the newest build)"
+            )
 
     def quads_for_pattern(
         self,

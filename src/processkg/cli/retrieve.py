@@ -23,6 +23,7 @@ from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
 from processkg.retrieve.index import build_index, index_dir, terminal_progress
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Result, RetrievalSettings, Retriever, check_query
+from processkg.serve.retrieval import ask
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
 
@@ -65,6 +66,10 @@ def _query_line(path: Path, n: int, item: JSONValue) -> tuple[object, str]:
 def render_table(results: list[Result]) -> str:
 
     rows = [[n, f"{r.score:.4f}", r.service, r.entity_set, r.source, r.path_text()] for n, r in enumerate(results, 1)]
+    return render_rows(rows)
+
+
+def render_rows(rows: list[list[object]]) -> str:
     return table(list(COLUMNS), rows) if rows else "(no results)"
 
 
@@ -76,7 +81,13 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 
 
 @click.command("retrieve")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (with index/).")
+@click.option("--store", type=click.Path(path_type=Path), help="Store directory (with index/).")
+@click.option(
+    "--server",
+    metavar="URL",
+    help="Ask the resident retriever of a running kg serve (GET URL/$processkg/retrieve) instead of "
+    "loading the index and model here; the server's store is used.",
+)
 @click.argument("query", required=False)
 @click.option("--queries", type=click.Path(path_type=Path), help='JSONL file of {"id", "query"} lines.')
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="Entity sets per query.")
@@ -96,7 +107,8 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 @click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
 @_clean_errors
 def retrieve_cmd(
-    store: Path,
+    store: Path | None,
+    server: str | None,
     query: str,
     queries: Path,
     k: int,
@@ -115,8 +127,16 @@ def retrieve_cmd(
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
     if query is not None:
         check_query(query)  # before the store and the model are loaded
+    if store is not None and server is not None:
+        raise click.UsageError("give either --store DIR or --server URL, not both")
     items = read_queries(queries) if queries else [(None, query)]
     settings = RetrievalSettings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
+    if server is not None:
+        for qid, text in items:
+            _emit_remote(ask(server, _params(text, k, settings, with_context)), qid, as_json, many=len(items) > 1)
+        return
+    if store is None:
+        raise click.UsageError("give --store DIR (or --server URL of a running kg serve)")
     retriever = Retriever(store, model=model)
     answers = retriever.retrieve_many([q for _, q in items], k, settings)
     for (qid, text), results in zip(items, answers):
@@ -142,6 +162,36 @@ def _emit(
     click.echo(render_table(results))
     if context:
         click.echo("\n" + context.rstrip("\n"))
+
+
+def _params(query: str, k: int, settings: RetrievalSettings, with_context: bool) -> dict[str, str]:
+    flags = {"mapping_edges": settings.mapping_edges, "sequence_edges": settings.sequence_edges}
+    flags |= {"verify_seeds": settings.verify_seeds, "context": with_context}
+    named = {"q": query, "k": str(k), "method": settings.method, "hops": str(settings.hops)}
+    return named | {name: str(value).lower() for name, value in flags.items()}
+
+
+def _emit_remote(line: JSONObject, qid: JSONValue, as_json: bool, many: bool) -> None:
+    """A resident retriever's answer, printed as ``kg retrieve`` prints its own."""
+    line = {**line, "id": qid}
+    if as_json:
+        click.echo(json.dumps(line, ensure_ascii=False))
+        return
+    if many:
+        click.echo(f"# {qid}: {line['query']}")
+    results = line["results"] if isinstance(line["results"], list) else []
+    click.echo(render_rows([_row(n, r) for n, r in enumerate(results, 1) if isinstance(r, dict)]))
+    if line.get("context"):
+        click.echo("\n" + str(line["context"]).rstrip("\n"))
+
+
+def _row(n: int, result: JSONObject) -> list[object]:
+    via = result.get("via")
+    sep = " < " if result.get("source") == "preceding" else " > "
+    path = sep.join(str(v) for v in via) if isinstance(via, list) else ""
+    score = result.get("score")
+    score_text = f"{score:.4f}" if isinstance(score, (int, float)) else ""
+    return [n, score_text, result.get("service"), result.get("entity_set"), result.get("source"), path]
 
 
 @click.command("index")

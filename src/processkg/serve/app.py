@@ -24,13 +24,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import ServeHTTPError, ServeQueryError, UnsupportedQueryError
+from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
 from processkg.serve import changes, etags, facts, odata_json, operations
 from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
 from processkg.serve.references import References
+from processkg.serve.retrieval import PATH as RETRIEVE_PATH
+from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical
 from processkg.validate.calls import CallResult, Validator
 from processkg.validate.payload_shapes import Model, Nav, TypeInfo
@@ -87,8 +89,10 @@ class Server:
         csrf: bool = True,
         store_facts: facts.StoreFacts | None = None,
         use_etags: bool = True,
+        retrieval: ResidentRetriever | None = None,
     ):
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
+        self.retrieval = retrieval  # GET /$processkg/retrieve (serve/retrieval.py)
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
         self.validate_lock = threading.Lock()
         self.csrf = csrf
@@ -424,7 +428,22 @@ def create_app(server: Server) -> Starlette:
             return await run_in_threadpool(admin, server, request.method, request.url.path)
         return await run_in_threadpool(answer, server, request.method, url, headers, raw)
 
-    return Starlette(routes=[Route("/{path:path}", handle, methods=METHODS)])
+    async def retrieve(request: Request) -> Response:
+        return await run_in_threadpool(resident_retrieve, server, dict(request.query_params))
+
+    return Starlette(
+        routes=[Route(RETRIEVE_PATH, retrieve, methods=["GET"]), Route("/{path:path}", handle, methods=METHODS)]
+    )
+
+
+def resident_retrieve(server: Server, params: dict[str, str]) -> Response:
+    """``GET /$processkg/retrieve``: ``kg retrieve --json``'s answer from the retriever the server keeps."""
+    if server.retrieval is None:
+        return JSONResponse({"error": "this server was started without a store to retrieve from"}, status_code=404)
+    try:
+        return JSONResponse(server.retrieval.answer(params))
+    except ProcessKGError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
 
 
 def admin(server: Server, method: str, path: str) -> Response:
@@ -558,4 +577,5 @@ def open_server(
         csrf=csrf,
         store_facts=store_facts,
         use_etags=use_etags,
+        retrieval=ResidentRetriever(store),
     )

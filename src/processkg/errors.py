@@ -241,5 +241,10 @@ class AgentEvalError(ProcessKGError):
     endpoint fails on the first run (a wrong URL or model) or keeps failing."""
 
 
+class TaskFileError(InputError):
+    """An agent task file (``kg eval agent``'s tasks, ``data/sap/tasks/tasks.jsonl``) holds a record that
+    is not a usable task: not JSON, a missing field, an unknown kind, a goal it cannot check."""
+
+
 class JsonValueLimitError(ValueError):
     """Raised inside the JSON parser's hooks when an object has more keys than the reader allows."""

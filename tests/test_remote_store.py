@@ -164,6 +164,15 @@ def test_kg_retrieve_ranks_the_same(stores, request_text):
     assert mine[0] == 0 and json.loads(mine[1].splitlines()[0])
 
 
+def test_kg_shapes_and_kg_audit_answer_the_same(stores, tmp_path):
+    local, url = stores
+    for n, store in enumerate((local, url)):
+        assert kg("shapes", "--store", store, "--out", tmp_path / f"{n}.ttl")[0] == 0
+    assert (tmp_path / "0.ttl").read_bytes() == (tmp_path / "1.ttl").read_bytes()
+    audit = ("--odata", DEMO / "odata", "--bpmn", DEMO / "bpmn", "--format", "json")
+    assert kg("audit", "--store", local, *audit) == kg("audit", "--store", url, *audit)
+
+
 def test_the_cache_is_keyed_by_the_build_the_pointer_names(stores):
     _local, url = stores
     folder = version_dir(Path(url))

@@ -117,7 +117,11 @@ class Endpoint:
     def put(self, graph: str, ntriples: bytes) -> None:
         headers = {"Content-Type": "application/n-triples"}
         url = f"{self.url}/store"
-        self._send(self.client.build_request("PUT", url, params={"graph": graph}, content=ntriples, headers=headers))
+        params = {"graph": graph, "no_transaction": ""}  # a fresh graph nobody points to yet: 5x faster on Oxigraph
+        self._send(self.client.build_request("PUT", url, params=params, content=ntriples, headers=headers))
+
+    def delete(self, graph: str) -> None:
+        self._send(self.client.build_request("DELETE", f"{self.url}/store", params={"graph": graph}))
 
     def get(self, graph: str) -> bytes:
         headers = {"Accept": "application/n-triples"}
@@ -181,10 +185,10 @@ def builds(endpoint: Endpoint) -> list[str]:
 
 
 def drop(endpoint: Endpoint, ids: list[str]) -> None:
-    """Drop every graph of the builds ``ids`` in one update."""
+    """Drop every graph of the builds ``ids`` (none of them is pointed to)."""
     graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) in ids]
-    if graphs:
-        endpoint.update(" ;\n".join(f"DROP SILENT GRAPH <{g}>" for g in graphs))
+    for graph in graphs:  # the Graph Store Protocol's DELETE: faster than DROP on Oxigraph
+        endpoint.delete(graph)
 
 
 def _build_of(graph: str) -> str | None:

@@ -55,7 +55,11 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     type=click.Path(path_type=Path),
     help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list.",
 )
-@click.option("--store", type=click.Path(path_type=Path), help="Store directory to (re)write atomically.")
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    help="Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the graph as Turtle here.")
 @click.option(
     "--on-error",

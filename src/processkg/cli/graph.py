@@ -21,7 +21,12 @@ from processkg.graph.store import load_query, open_store
 
 
 @click.command("stats")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Store directory written by kg build, or its SPARQL server's URL.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -50,7 +55,12 @@ def _library_epilog() -> str:
 
 
 @click.command("query", epilog=_library_epilog())
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Store directory written by kg build, or its SPARQL server's URL.",
+)
 @click.argument("query")
 @click.option(
     "--param",
@@ -143,7 +153,12 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
 
 
 @click.command("audit")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory written by kg build.")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Store directory written by kg build, or its SPARQL server's URL.",
+)
 @click.option(
     "--odata",
     multiple=True,

@@ -11,7 +11,7 @@ import click
 F = TypeVar("F", bound=Callable[..., object])
 
 
-def store_option(help: str = "Store directory written by kg build.") -> Callable[[F], F]:
+def store_option(help: str = "Store directory written by kg build, or its SPARQL server's URL.") -> Callable[[F], F]:
     """``--store DIR`` of a command that reads a store."""
     return click.option("--store", required=True, type=click.Path(path_type=Path), help=help)
 

@@ -81,7 +81,9 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 
 
 @click.command("retrieve")
-@click.option("--store", type=click.Path(path_type=Path), help="Store directory (with index/).")
+@click.option(
+    "--store", type=click.Path(path_type=Path), help="Store directory (with index/), or its SPARQL server's URL."
+)
 @click.option(
     "--server",
     metavar="URL",
@@ -195,7 +197,9 @@ def _row(n: int, result: JSONObject) -> list[object]:
 
 
 @click.command("index")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory.")
+@click.option(
+    "--store", required=True, type=click.Path(path_type=Path), help="Store directory, or its SPARQL server's URL."
+)
 @click.option("--model", help="Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
 @click.option(
     "--odata",

@@ -34,7 +34,12 @@ def _fail(exc: ProcessKGError) -> NoReturn:
 
 
 @click.command("validate")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Store directory (kg build), or its SPARQL server's URL.",
+)
 @click.argument("calls", type=click.Path(path_type=Path, allow_dash=True))
 @click.option(
     "--format",
@@ -125,7 +130,12 @@ def _emit(text: str, out: Path | None) -> None:
 
 
 @click.command("shapes")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store directory (kg build).")
+@click.option(
+    "--store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Store directory (kg build), or its SPARQL server's URL.",
+)
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Turtle file to write.")
 def shapes_cmd(store: Path, out: Path) -> None:
     """Write the payload shapes (SHACL) generated from the graph as Turtle.

@@ -19,7 +19,10 @@ from typing import ClassVar
 
 import httpx
 import pytest
+from anyio.from_thread import start_blocking_portal
 from click.testing import CliRunner
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from pyoxigraph import DefaultGraph, NamedNode
 from starlette.testclient import TestClient
 
@@ -204,6 +207,22 @@ def test_the_agent_tools_of_kg_mcp_answer_the_same(stores):
         )
         box.close()
     assert answers[0] == answers[1]
+
+
+def test_kg_mcp_over_stdio_serves_the_tools_on_the_server(stores):
+    local, url = stores
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    kg_bin = str(Path(sys.executable).parent / "kg")
+    params = StdioServerParameters(command=kg_bin, args=["mcp", "--store", url], env=env)
+    task = {"task": "create a sales order", "k": 3}
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
+        names = [t.name for t in portal.call(client.list_tools).tools]
+        found = portal.call(client.call_tool, "find_entity_sets", task)
+    box = Toolbox(local)
+    expected, _failed = box.run("find_entity_sets", task)
+    box.close()
+    assert names == ["find_entity_sets", "describe", "next_steps", "validate_call", "call"]
+    assert not found.is_error and found.structured_content == json.loads(json.dumps(expected))
 
 
 # ---------------------------------------------------------------- the switch

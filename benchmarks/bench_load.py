@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -165,9 +166,26 @@ def latency_report(tally: Tally) -> dict[str, dict[str, float | int]]:
     return report
 
 
-def build_demo(folder: Path) -> Path:
+def oxigraph(folder: Path, port: int) -> subprocess.Popen[bytes]:
+    """``oxigraph serve`` (the test extra's server) on loopback, once it answers."""
+    binary = shutil.which("oxigraph", path=str(Path(sys.executable).parent)) or "oxigraph"
+    command = [binary, "serve", "--location", str(folder / "oxigraph"), "--bind", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+            return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("oxigraph serve did not answer within 30 s")
+
+
+def build_demo(folder: Path, url: str | None = None) -> str:
+    """The demo built into ``folder/store`` or, given ``url``, onto that SPARQL server."""
     kg = Path(sys.executable).with_name("kg")
-    store = folder / "store"
+    store = url or str(folder / "store")
     args = ["--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn"), "--codes", str(DEMO / "codes")]
     subprocess.run(
         [str(kg), "build", "--store", str(store), *args, "--mapping", str(DEMO / "mapping.yaml"), "--no-index"],
@@ -176,7 +194,7 @@ def build_demo(folder: Path) -> Path:
     return store
 
 
-def start_server(store: Path, port: int, recording: Path) -> subprocess.Popen[bytes]:
+def start_server(store: str, port: int, recording: Path) -> subprocess.Popen[bytes]:
     kg = Path(sys.executable).with_name("kg")
     command = [str(kg), "serve", "--store", str(store), "--port", str(port), "--no-csrf", "--record", str(recording)]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -193,7 +211,8 @@ def start_server(store: Path, port: int, recording: Path) -> subprocess.Popen[by
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, help="a store built from data/demo (default: built here)")
+    parser.add_argument("--store", help="a store built from data/demo (default: built here)")
+    parser.add_argument("--remote", action="store_true", help="build the demo onto an oxigraph server (--store URL)")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "load.json")
@@ -202,7 +221,9 @@ def main() -> None:
     from bench_serve import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
-        store = args.store or build_demo(Path(tmp))
+        url = f"http://127.0.0.1:{free_port()}" if args.remote else None
+        sparql = oxigraph(Path(tmp), int(url.rsplit(":", 1)[1])) if url else None
+        store = args.store or build_demo(Path(tmp), url)
         recording, port = Path(tmp) / "recording.jsonl", free_port()
         server = start_server(store, port, recording)
         try:
@@ -212,8 +233,10 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=30)
+            if sparql is not None:
+                sparql.kill()
         result = {
-            "store": "demo" if args.store is None else str(args.store),
+            "store": args.store or ("demo on an oxigraph server" if args.remote else "demo"),
             "clients": args.clients,
             "seconds": round(elapsed, 1),
             "load_average": os.getloadavg(),

@@ -1,0 +1,200 @@
+"""Growth benchmark: build, index, retrieval, validation and ``kg stats`` on A2X-shaped corpora at 1x, 10x, 100x.
+
+Usage: ``python benchmarks/bench_scale.py [--sizes 1,10] [--queries 20] [--calls 2000] [--out FILE] [--plot FILE]``
+
+Each size's corpus comes from ``scale_corpus.py`` (copies of A2X + data/sap, renamed per copy).
+Every step runs as its own ``kg`` process, and ``os.wait4`` gives that process's own wall time,
+CPU time and peak RSS (so one step's memory is not another's):
+
+* ``kg build --no-index`` (OData, BPMN, mapping, SHACL shapes) and the store's size on disk;
+* ``kg index`` (every entity-set and activity text embedded, no cache shared between sizes);
+* retrieval: ``kg serve`` with the resident retriever, the first request (loads index and model)
+  and ``--queries`` warm requests (the dev queries, ``hybrid``), p50/p95;
+* validation: ``kg validate`` of 1 call and of ``--calls`` calls (a GET/POST mix on
+  API_SALES_ORDER_SRV, half of the POSTs invalid); throughput = (calls - 1) / the difference;
+* ``kg stats``.
+
+Writes ``benchmarks/results/scale.json`` (after each size, so a long run keeps what it measured)
+and ``benchmarks/results/scale.png``. Only the embedded store is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_retrieve_resident import queries  # noqa: E402
+from bench_serve import free_port  # noqa: E402
+from scale_corpus import generate  # noqa: E402
+
+SERVICE = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+ORDER = {"SalesOrderType": "OR", "SalesOrganization": "0001", "DistributionChannel": "01", "SoldToParty": "1"}
+
+
+def kg(*args: str | Path) -> list[str]:
+    return [str(Path(sys.executable).with_name("kg")), *map(str, args)]
+
+
+def measure(command: list[str], ok: tuple[int, ...] = (0,)) -> dict[str, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one child process, which must exit with ``ok``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in ok:
+        raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024)}
+
+
+def size_mb(folder: Path) -> float:
+    return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1)
+
+
+def calls_file(path: Path, n: int) -> Path:
+    """``n`` calls in kg validate's input format: reads, valid and invalid creates."""
+    lines = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            call = {"method": "GET", "url": f"{SERVICE}A_SalesOrder?$top={i % 50 + 1}"}
+        elif kind == 1:
+            call = {"method": "GET", "url": f"{SERVICE}A_SalesOrder('{i:010d}')"}
+        else:
+            order = ORDER if kind == 2 else {**ORDER, "SalesOrderType": 7}
+            call = {"method": "POST", "url": f"{SERVICE}A_SalesOrder", "payload": order}
+        lines.append(json.dumps({"id": f"c{i}", **call}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def validation(store: Path, folder: Path, n: int) -> dict[str, float]:
+    one = measure(kg("validate", "--store", store, "--format", "json", calls_file(folder / "one.jsonl", 1)), (0, 1))
+    many = measure(kg("validate", "--store", store, "--format", "json", calls_file(folder / "many.jsonl", n)), (0, 1))
+    extra = max(many["seconds"] - one["seconds"], 1e-3)
+    return {"one_call_seconds": one["seconds"], "calls": n, "seconds": many["seconds"], "calls_per_s": (n - 1) / extra}
+
+
+def retrieval(store: Path, n: int) -> dict[str, float]:
+    port = free_port()
+    start = time.perf_counter()
+    proc = subprocess.Popen(kg("serve", "--store", store, "--port", port), stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/$processkg/retrieve"
+    try:
+        while True:
+            try:
+                httpx.get(url, params={"q": " "}, timeout=5)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.perf_counter() - start > 1800:
+                    raise SystemExit("kg serve did not start") from None
+                time.sleep(0.2)
+        startup = time.perf_counter() - start
+        texts = queries()
+        seconds = []
+        with httpx.Client(timeout=1800) as client:
+            for i in range(n + 1):
+                t0 = time.perf_counter()
+                client.get(url, params={"q": texts[i % len(texts)]}).raise_for_status()
+                seconds.append(time.perf_counter() - t0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    warm = seconds[1:]
+    p95 = statistics.quantiles(warm, n=20)[18]
+    return {
+        "serve_startup_seconds": round(startup, 2),
+        "first_request_seconds": round(seconds[0], 2),
+        "p50_ms": round(statistics.median(warm) * 1e3, 1),
+        "p95_ms": round(p95 * 1e3, 1),
+    }
+
+
+def one_size(factor: int, folder: Path, args: argparse.Namespace) -> dict[str, object]:
+    corpus = generate(folder / "corpus", factor)
+    store = folder / "store"
+    sources = ["--odata", folder / "corpus" / "odata", "--bpmn", folder / "corpus" / "bpmn"]
+    build = measure(
+        kg("build", "--store", store, *sources, "--mapping", folder / "corpus" / "mapping.yaml", "--no-index")
+    )
+    build["store_mb"] = size_mb(store)
+    stats = measure(kg("stats", "--store", store))
+    index = measure(kg("index", "--store", store))
+    index["index_mb"] = size_mb(store / "index")
+    return {
+        "factor": factor,
+        "corpus": corpus,
+        "build": build,
+        "stats": stats,
+        "index": index,
+        "retrieval": retrieval(store, args.queries),
+        "validation": validation(store, folder, args.calls),
+        "load_average": os.getloadavg(),
+    }
+
+
+def plot(results: list[dict[str, object]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    factors = [r["factor"] for r in results]
+    series = {
+        "build s": [r["build"]["seconds"] for r in results],  # type: ignore[index]
+        "build peak RSS GB": [r["build"]["peak_rss_mb"] / 1024 for r in results],  # type: ignore[index]
+        "store GB": [r["build"]["store_mb"] / 1024 for r in results],  # type: ignore[index]
+        "index s": [r["index"]["seconds"] for r in results],  # type: ignore[index]
+        "retrieval p50 ms": [r["retrieval"]["p50_ms"] for r in results],  # type: ignore[index]
+        "retrieval p95 ms": [r["retrieval"]["p95_ms"] for r in results],  # type: ignore[index]
+        "validate calls/s": [r["validation"]["calls_per_s"] for r in results],  # type: ignore[index]
+        "kg stats s": [r["stats"]["seconds"] for r in results],  # type: ignore[index]
+    }
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6))
+    for ax, (name, values) in zip(axes.flat, series.items()):
+        ax.loglog(factors, values, "o-")
+        ax.set_title(name)
+        ax.set_xlabel("size (x A2X)")
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("processkg growth on A2X-shaped corpora (embedded store)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,10", help="comma-separated factors")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--work", type=Path, help="keep corpora and stores here (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
+    parser.add_argument("--plot", type=Path, default=HERE / "results" / "scale.png")
+    args = parser.parse_args()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    previous = json.loads(args.out.read_text())["sizes"] if args.out.exists() else []
+    results = {r["factor"]: r for r in previous}
+    with tempfile.TemporaryDirectory() as tmp:
+        for factor in [int(s) for s in args.sizes.split(",")]:
+            folder = (args.work or Path(tmp)) / f"x{factor}"
+            results[factor] = one_size(factor, folder, args)
+            ordered = [results[f] for f in sorted(results)]
+            args.out.write_text(json.dumps({"cpus": os.cpu_count(), "sizes": ordered}, indent=2) + "\n")
+            plot(ordered, args.plot)
+            print(json.dumps(results[factor]), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -167,6 +167,17 @@ def test_kg_retrieve_ranks_the_same(stores, request_text):
     assert mine[0] == 0 and json.loads(mine[1].splitlines()[0])
 
 
+def test_another_machine_builds_the_index_from_the_server_and_ranks_the_same(stores, tmp_path, monkeypatch):
+    local, url = stores
+    monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path))  # a reader that has no cache of this build yet
+    monkeypatch.setattr(remote, "_PINNED", {})
+    code, output = kg("retrieve", "--store", url, "bill the delivery")
+    assert code == 2 and output == f"error: {url}: no retrieval index (run `kg index --store {url}`)\n"
+    assert kg("index", "--store", url)[0] == 0
+    mine = kg("retrieve", "--store", local, "bill the delivery", "--json")
+    assert mine == kg("retrieve", "--store", url, "bill the delivery", "--json")
+
+
 def test_kg_shapes_and_kg_audit_answer_the_same(stores, tmp_path):
     local, url = stores
     for n, store in enumerate((local, url)):

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from processkg.cli.options import store_option
+from processkg.graph.remote import shown
 from processkg.serve.app import create_app, open_server
 
 
@@ -46,7 +47,7 @@ def serve_cmd(
     import uvicorn  # heavy: only this command needs the ASGI server
 
     server = open_server(store, record=record, data=data, csrf=csrf, use_etags=etags)
-    click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
+    click.echo(f"serving {len(server.roots)} services of {shown(store)} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)
     uvicorn.run(create_app(server), host=host, port=port, log_level="warning")

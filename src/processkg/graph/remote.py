@@ -72,6 +72,11 @@ def url_of(store: Path | str | None) -> str | None:
     return f"{found[1].lower()}://{found[2].rstrip('/')}" if found else None
 
 
+def shown(store: Path | str) -> str:
+    """``store`` as the user typed it: a server's URL with its ``//`` (a Path folds it), else the path."""
+    return url_of(store) or str(store)
+
+
 def fix(url: str) -> str:
     return f"`kg build ... --store {url}`"
 

@@ -9,6 +9,7 @@ from typing import Protocol
 from pyoxigraph import Store
 
 from processkg.aliases import JSONObject
+from processkg.graph.remote import shown
 from processkg.graph.store import records
 from processkg.vocab import PREFIXES
 
@@ -108,7 +109,7 @@ def build_summary(
         f"  {report.mapping_edges} mapping edges (uses:entitySet)",
     ]
     if store:
-        lines.append(f"store: {store}")
+        lines.append(f"store: {shown(store)}")
     if report.index is not None and store is not None:
         lines.append("index: " + report.index.summary(store / "index").splitlines()[0])
     if out:

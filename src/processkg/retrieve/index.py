@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # a heavy import, done only where a model is loaded
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
+from processkg.graph.remote import shown
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
 from processkg.retrieve import texts as summaries
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
@@ -429,7 +430,8 @@ def load_index(store_dir: Path) -> LoadedIndex:
     folder = index_dir(store_dir)
     manifest_path = folder / "index.json"
     if not manifest_path.exists():
-        raise IndexNotFoundError(f"{store_dir}: no retrieval index (run `kg index --store {store_dir}`)")
+        where = shown(store_dir)
+        raise IndexNotFoundError(f"{where}: no retrieval index (run `kg index --store {where}`)")
     manifest = _read_manifest(store_dir, manifest_path)
     if manifest.get("format") != FORMAT:
         raise IndexNotFoundError(

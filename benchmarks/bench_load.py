@@ -1,6 +1,9 @@
 """Load test of ``kg serve``: many concurrent clients for a bounded time, then the recording is checked.
 
-Usage: ``python benchmarks/bench_load.py [--store DIR] [--clients 50] [--seconds 30] [--out FILE]``
+Usage: ``python benchmarks/bench_load.py [--store DIR] [--remote] [--clients 50] [--seconds 30] [--out FILE]``
+
+``--remote`` builds the demo onto an ``oxigraph serve`` on loopback (``kg build --store URL``) and
+serves that (``benchmarks/results/load-remote.json``).
 
 Starts ``kg serve --no-csrf --record FILE`` on a free loopback port in its own process (the demo
 store from ``data/demo`` unless ``--store`` names a store built from it) and runs ``--clients``

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import cast
 from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
@@ -70,7 +71,7 @@ def load_tasks(path: Path) -> list[Task]:
     seen: dict[str, int] = {}
     try:
         for line, value in read_strict(path, what="tasks"):
-            task = _task(value, str(path), line)
+            task = _task(cast(JSONValue, value), str(path), line)
             if task.id in seen:
                 raise TaskFileError(f"task id {task.id!r} repeats the one of line {seen[task.id]}", str(path), line)
             seen[task.id] = line
@@ -82,7 +83,7 @@ def load_tasks(path: Path) -> list[Task]:
     return tasks
 
 
-def _task(value: object, file: str, line: int) -> Task:
+def _task(value: JSONValue, file: str, line: int) -> Task:
     def fail(message: str) -> TaskFileError:
         return TaskFileError(message, file, line)
 
@@ -107,7 +108,7 @@ def _task(value: object, file: str, line: int) -> Task:
     return Task(tid, kind, text, value["goal"], list(value.get("reference", [])), writes)
 
 
-def _goal_problem(goal: object, kind: str) -> str:
+def _goal_problem(goal: JSONValue, kind: str) -> str:
     if not isinstance(goal, dict) or not goal or set(goal) - {"answer", "state"}:
         return "goal must be an object with 'answer' and/or 'state'"
     if kind in WRITE_KINDS and "state" not in goal:
@@ -118,11 +119,11 @@ def _goal_problem(goal: object, kind: str) -> str:
     return answer or (_state_problem(goal["state"]) if "state" in goal else "")
 
 
-def _strings(value: object) -> bool:
+def _strings(value: JSONValue) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v.strip() for v in value)
 
 
-def _answer_problem(answer: object) -> str:
+def _answer_problem(answer: JSONValue) -> str:
     if not isinstance(answer, dict) or not answer or set(answer) - {"all", "any"}:
         return "goal.answer must be an object with 'all' and/or 'any'"
     if "all" in answer and not _strings(answer["all"]):
@@ -133,7 +134,7 @@ def _answer_problem(answer: object) -> str:
     return ""
 
 
-def _state_problem(state: object) -> str:
+def _state_problem(state: JSONValue) -> str:
     if not isinstance(state, dict) or set(state) - {"url", "where", "count", "expand"}:
         return "goal.state must be an object with 'url' and optional 'where', 'count', 'expand'"
     url = state.get("url")
@@ -152,19 +153,19 @@ def _state_problem(state: object) -> str:
     return problem
 
 
-def _item_rule_problem(rule: object, name: str) -> str:
+def _item_rule_problem(rule: JSONValue, name: str) -> str:
     if not isinstance(rule, dict) or set(rule) - {"min", "max", "where"}:
         return f"{name} must be an object (or a list of objects) with 'min', 'max', 'where'"
     return _range_problem(rule, name) or _where_problem(rule.get("where", {}), f"{name}.where")
 
 
-def _where_problem(where: object, name: str) -> str:
+def _where_problem(where: JSONValue, name: str) -> str:
     if not isinstance(where, dict) or not all(isinstance(v, WHERE_VALUE) for v in where.values()):
         return f"{name} must map property names to strings, numbers or booleans"
     return ""
 
 
-def _range_problem(rule: dict[str, JSONValue] | object, name: str) -> str:
+def _range_problem(rule: JSONValue, name: str) -> str:
     if not isinstance(rule, dict):
         return f"{name} must be an object with 'min' and/or 'max'"
     bounds = {k: rule[k] for k in ("min", "max") if k in rule}
@@ -175,7 +176,7 @@ def _range_problem(rule: dict[str, JSONValue] | object, name: str) -> str:
     return ""
 
 
-def _reference_problem(reference: object) -> str:
+def _reference_problem(reference: JSONValue) -> str:
     if not isinstance(reference, list):
         return "reference must be a list of calls"
     for i, call in enumerate(reference):

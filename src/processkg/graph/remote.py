@@ -226,10 +226,10 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
             if isinstance(graph, NamedNode):
                 endpoint.put(named_graph(build, graph.value), _ntriples(store, graph))
         endpoint.put(files_graph(build), _files_ntriples(version))
-        switch(endpoint, expected, build)
     except BaseException:
-        drop(endpoint, [build])
+        drop(endpoint, [build])  # never pointed to: nobody reads it
         raise
+    switch(endpoint, expected, build)  # past the update the pointer may name it: drop nothing on a failure
     done = builds(endpoint)
     keep = [b for b in (expected, build) if b]
     drop(endpoint, [b for b in done if b < min(keep)])

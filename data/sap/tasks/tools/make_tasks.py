@@ -227,14 +227,58 @@ LOOKUPS = [
         ["SalesContractItemCategory"],
         11,
     ),
+    (
+        "What is customer group {k2} called?",
+        V2 + "API_CUSTOMERGROUP_SRV/A_CustomerGroup('{k2}')/to_Text",
+        ["CustomerGroupName"],
+        5,
+    ),
+    (
+        "What is the name of product group {k9}?",
+        V2 + "API_PRODUCTGROUP_SRV/A_ProductGroup('{k9}')/to_Text",
+        ["MaterialGroupName"],
+        6,
+    ),
+    (
+        "What is sales district {k6} called?",
+        V2 + "API_SALESDISTRICT_SRV/A_SalesDistrict('{k6}')/to_Text",
+        ["SalesDistrictName"],
+        7,
+    ),
+    (
+        "Purchasing info record {k}: for which plant does it hold purchasing data, and what is the minimum order quantity?",
+        V2 + "API_INFORECORD_PROCESS_SRV/A_PurchasingInfoRecord('{k}')/to_PurgInfoRecdOrgPlantData",
+        ["Plant", "MinimumPurchaseOrderQuantity"],
+        8,
+    ),
+    (
+        "Which master warranty covers functional location {k}?",
+        V2 + "API_FUNCTIONALLOCATION/FunctionalLocation('{k}')/to_Warranty",
+        ["MasterWarranty"],
+        9,
+    ),
+    (
+        "What is the name of G/L account {k} in chart of accounts {k4}?",
+        V2
+        + "API_GLACCOUNTINCHARTOFACCOUNTS_SRV/A_GLAccountInChartOfAccounts(GLAccount='{k}',ChartOfAccounts='{k4}')/to_Text",
+        ["GLAccountName"],
+        10,
+    ),
+    (
+        "Material {k}: in which storage location is its stock, and how much is in the warehouse?",
+        V2 + "API_MATERIAL_STOCK_SRV/A_MaterialStock('{k}')/to_MatlStkInAcctMod",
+        ["StorageLocation", "MatlWrhsStkQtyInMatlBaseUnit"],
+        11,
+    ),
 ]
 
 
 def lookups() -> list[dict]:
     tasks = []
     for i, (text, url, fields, rec) in enumerate(LOOKUPS, 1):
-        k = n(rec)
-        tasks.append(read(f"lookup-{i:03d}", "lookup", text.format(k=k), [url.format(k=k)], [f"0.{f}" for f in fields]))
+        keys = {"k": n(rec), "k2": n(rec, 2), "k4": n(rec, 4), "k6": n(rec, 6), "k9": n(rec, 9)}
+        calls = [url.format(**keys)]
+        tasks.append(read(f"lookup-{i:03d}", "lookup", text.format(**keys), calls, [f"0.{f}" for f in fields]))
     return tasks
 
 

@@ -350,3 +350,35 @@ def test_a_server_without_a_build_names_the_command_that_makes_one(tmp_path, cac
         process.wait(timeout=10)
     assert code == 2 and output.count("\n") == 1
     assert f"{url}: no processkg build on this SPARQL server (run `kg build ... --store {url}` first)" in output
+
+
+def _switch(url: str, expected: str | None, build_id: str, barrier: threading.Barrier, outcomes: list[str]) -> None:
+    mine = remote.Endpoint(url)
+    barrier.wait()
+    try:
+        remote.switch(mine, expected, build_id)
+        outcomes.append("won")
+    except RemoteStoreError as exc:
+        assert "another kg build switched the store meanwhile" in str(exc)
+        outcomes.append("lost")
+
+
+def test_two_builds_switching_at_the_same_moment_leave_one_pointer_and_one_winner(stores):
+    """Oxigraph applies two simultaneous compare-and-swap updates both (two pointers were left in
+    the tenth try here before switch() handled it): the older build wins, the other withdraws."""
+    _local, url = stores
+    endpoint = remote.Endpoint(url)
+    for _trial in range(10):
+        expected = remote.pointer(endpoint)
+        ids = [f"{remote.new_build_id()}{n}" for n in range(2)]
+        for build_id in ids:
+            endpoint.put(remote.data_graph(build_id), b"<urn:a> <urn:b> <urn:c> .\n")
+        outcomes: list[str] = []
+        barrier = threading.Barrier(2)
+        threads = [threading.Thread(target=_switch, args=(url, expected, b, barrier, outcomes)) for b in ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["lost", "won"]
+        assert len(remote.pointers(endpoint)) == 1 and remote.pointer(endpoint) in ids

@@ -149,38 +149,49 @@ def files_graph(build: str) -> str:
     return f"{BUILD}{build}:files"
 
 
+def pointers(endpoint: Endpoint) -> list[str]:
+    """Every build id the pointer names, oldest first: one, or briefly two after two builds switched at once."""
+    rows = endpoint.rows(f"SELECT ?b WHERE {{ GRAPH <{CONTROL}> {{ <{POINTER}> <{CURRENT}> ?b }} }}")
+    return sorted(b.removeprefix(BUILD) for (b,) in rows)
+
+
 def pointer(endpoint: Endpoint) -> str | None:
-    """The build id the server's pointer names; None when nothing was built there."""
-    found = endpoint.rows(f"SELECT ?b WHERE {{ GRAPH <{CONTROL}> {{ <{POINTER}> <{CURRENT}> ?b }} }}")
-    if len(found) > 1:
-        raise StoreDamagedError(
-            f"{endpoint.url}: the store is damaged (two current builds); rebuild it with {fix(endpoint.url)}"
-        )
-    return found[0][0].removeprefix(BUILD) if found else None
+    """The build readers read: the oldest the pointer names (the winner when two builds switched at once)."""
+    found = pointers(endpoint)
+    return found[0] if found else None
 
 
 def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
-    """Point the store at ``build`` in one update, only if it still points at ``expected``."""
-    ctl, new = f"GRAPH <{CONTROL}>", f"<{data_graph(build)}>"
+    """Point the store at ``build`` in one update, only if it still points at ``expected``.
+
+    The update names ``expected`` in its WHERE (compare and swap). Oxigraph does not serialize
+    two updates that arrive together, so both may apply and leave two pointers: then the oldest
+    build wins (readers take it too), and the other removes its pointer and stops, leaving its
+    graphs to a later build's clean-up (a reader may have seen it for a moment).
+    """
+    ctl, new, current = f"GRAPH <{CONTROL}>", f"<{data_graph(build)}>", f"<{POINTER}> <{CURRENT}>"
     if expected is None:
         endpoint.update(
-            f"INSERT {{ {ctl} {{ <{POINTER}> <{CURRENT}> {new} }} }} "
-            f"WHERE {{ FILTER NOT EXISTS {{ {ctl} {{ <{POINTER}> <{CURRENT}> ?any }} }} }}"
+            f"INSERT {{ {ctl} {{ {current} {new} }} }} WHERE {{ FILTER NOT EXISTS {{ {ctl} {{ {current} ?any }} }} }}"
         )
     else:
-        old = f"<{data_graph(expected)}>"
+        old, previous = f"<{data_graph(expected)}>", f"<{POINTER}> <{PREVIOUS}>"
         endpoint.update(
-            f"DELETE {{ {ctl} {{ <{POINTER}> <{CURRENT}> {old} . <{POINTER}> <{PREVIOUS}> ?prev }} }} "
-            f"INSERT {{ {ctl} {{ <{POINTER}> <{CURRENT}> {new} . <{POINTER}> <{PREVIOUS}> {old} }} }} "
-            f"WHERE {{ {ctl} {{ <{POINTER}> <{CURRENT}> {old} OPTIONAL {{ <{POINTER}> <{PREVIOUS}> ?prev }} }} }}"
+            f"DELETE {{ {ctl} {{ {current} ?any . {previous} ?prev }} }} "
+            f"INSERT {{ {ctl} {{ {current} {new} . {previous} {old} }} }} "
+            f"WHERE {{ {ctl} {{ {current} {old} . {current} ?any OPTIONAL {{ {previous} ?prev }} }} }}"
         )
-    now = pointer(endpoint)
-    if now != build:
+    found = pointers(endpoint)
+    if found and found[0] == build:
+        return
+    if build in found:  # switched at the same moment as an older build: withdraw
+        endpoint.update(f"DELETE DATA {{ {ctl} {{ {current} {new} }} }}")
+    else:  # the update changed nothing: nobody ever saw this build
         drop(endpoint, [build])
-        raise RemoteStoreError(
-            f"{endpoint.url}: another kg build switched the store meanwhile (it now points to {now}); "
-            f"this build was not published, run it again"
-        )
+    raise RemoteStoreError(
+        f"{endpoint.url}: another kg build switched the store meanwhile (it now points to "
+        f"{found[0] if found else None}); this build was not published, run it again"
+    )
 
 
 def builds(endpoint: Endpoint) -> list[str]:

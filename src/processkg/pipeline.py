@@ -137,6 +137,7 @@ class Builder:
         ntriples = canonical_ntriples(self.triples)
         self.report.triples = ntriples.count(b"\n")
         self.report.classes = _class_counts(self.triples)
+        self.triples = []  # free the Triple objects (a third of the peak) before the store and shapes are written
         self.report.turtle = to_turtle(ntriples) if self.opt.out or not self.opt.store else b""
         self._write(ntriples)
         self.report.seconds = time.perf_counter() - start

@@ -118,7 +118,7 @@ def main() -> None:
             proc.wait(timeout=30)
     cold_stats, warm_stats = stats(cold_seconds), stats(warm_seconds)
     result = {
-        "store": "demo" if args.store is None else str(args.store),
+        "store": "demo" if args.store is None else args.store.name,
         "load_average": os.getloadavg(),
         "cold_process": cold_stats,
         "serve_startup_ms": startup * 1e3,

@@ -60,6 +60,7 @@ POINTER, CURRENT, PREVIOUS = "urn:processkg:store", "urn:processkg:current", "ur
 BUILD = "urn:processkg:build:"
 CONTENT, FILE = "urn:processkg:content", "urn:processkg:file:"
 TIMEOUT = httpx.Timeout(30.0, read=600.0)
+SETTLE = 0.25  # seconds a build waits after its switch before reading the pointer back
 _SAFE_FILE = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 _PINNED: dict[str, Path] = {}  # url -> cache directory of the build this process reads
 
@@ -167,9 +168,12 @@ def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
     The update names ``expected`` in its WHERE (compare and swap). Oxigraph does not serialize
     two updates that arrive together, so both may apply and leave two pointers: then the oldest
     build wins (readers take it too), and the other removes its pointer and stops, leaving its
-    graphs to a later build's clean-up (a reader may have seen it for a moment).
+    graphs to a later build's clean-up (a reader may have seen it for a moment). The pointer is
+    read back only after :func:`_settle`: read at once, a build saw only its own pointer, called
+    itself the winner, and the other update landed a moment later (both builds "won").
     """
     ctl, new, current = f"GRAPH <{CONTROL}>", f"<{data_graph(build)}>", f"<{POINTER}> <{CURRENT}>"
+    began = time.monotonic()
     if expected is None:
         endpoint.update(
             f"INSERT {{ {ctl} {{ {current} {new} }} }} WHERE {{ FILTER NOT EXISTS {{ {ctl} {{ {current} ?any }} }} }}"
@@ -181,6 +185,7 @@ def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
             f"INSERT {{ {ctl} {{ {current} {new} . {previous} {old} }} }} "
             f"WHERE {{ {ctl} {{ {current} {old} . {current} ?any OPTIONAL {{ {previous} ?prev }} }} }}"
         )
+    _settle(time.monotonic() - began)
     found = pointers(endpoint)
     if found and found[0] == build:
         return
@@ -192,6 +197,16 @@ def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
         f"{endpoint.url}: another kg build switched the store meanwhile (it now points to "
         f"{found[0] if found else None}); this build was not published, run it again"
     )
+
+
+def _settle(took: float) -> None:
+    """Wait until an update that was in flight when ours landed has landed too.
+
+    Such an update read the old pointer before ours committed, so it started before and lasts about
+    as long as ours: ``SETTLE`` plus four times our own round trip covers it (a build takes
+    minutes; the switch gains well under a second).
+    """
+    time.sleep(SETTLE + 4 * took)
 
 
 def builds(endpoint: Endpoint) -> list[str]:

@@ -117,7 +117,65 @@ def reads_in_qwen_text(messages: list[dict]) -> Turn:
     return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
 
 
+# ---------------------------------------------------------------- kg eval agent (tests/test_eval_agent.py)
+# The same task under every condition; a script reads the condition from the system prompt.
+
+
+def is_typed(messages: list[dict]) -> bool:
+    return "find_entity_sets" in messages[0]["content"]
+
+
+def looks_up_the_type(messages: list[dict]) -> Turn:
+    """GET the order, answer with its type: completes under every condition."""
+    if turn(messages) == 0:
+        return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000003')"})]}
+    return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
+
+
+def invents_a_code_then_repairs(messages: list[dict]) -> Turn:
+    """typed: find, describe, POST with an invented order type (refused), POST with the code labelled
+    "Standard Order"; chunkrag: search, POST with the invented type (the server's 400), POST with OR
+    from the 400's code list; chunkrag-vh: search, POST with OR from the code lists the search gave.
+    All answer with the new order's key."""
+    if is_typed(messages):
+        return typed_invents_then_repairs(messages)
+    answers, n = tool_answers(messages), turn(messages)
+    if n == 0:
+        return {"tools": [("search_metadata", {"query": "sales order type of a sales order header", "k": 5})]}
+    given = [line for line in answers[0].get("value_helps", []) if "A_SalesOrder.SalesOrderType:" in line]
+    if n == 1 and given:
+        body = dict(ORDER, SalesOrderType="OR" if " OR" in given[0] else "??")
+        return {"tools": [("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": body})]}
+    if n in (1, 2) and not given:
+        code = "ZSTD"
+        if n == 2:
+            listed = codes_in_hint(answers[-1]["answer"]["error"]["innererror"]["errordetails"][0]["message"])
+            code = "OR" if "OR" in listed else listed[0]
+        body = dict(ORDER, SalesOrderType=code)
+        return {"tools": [("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": body})]}
+    return {"answer": f"Created standard sales order {answers[-1]['answer']['d']['SalesOrder']}."}
+
+
+def answers_wrongly_without_types(messages: list[dict]) -> Turn:
+    """typed: GET the order, answer with its sold-to party. The chunk conditions: GET an order that
+    does not exist (404), then with an invented property in $select (400), then a wrong answer."""
+    n = turn(messages)
+    if is_typed(messages):
+        if n == 0:
+            return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000002')"})]}
+        return {"answer": "Sold-to party: " + tool_answers(messages)[-1]["answer"]["d"]["SoldToParty"]}
+    if n == 0:
+        return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000099')"})]}
+    if n == 1:
+        return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000002')?$select=CustomerNumber"})]}
+    return {"answer": "Sold-to party: 0000000009"}
+
+
 SCRIPTS: dict[str, Script] = {
+    "Which type has sales order 0000000003?": looks_up_the_type,
+    "Create a standard sales order (OR) for customer 0000000001.": invents_a_code_then_repairs,
+    "List every sales order there is, forever.": runaway,
+    "Which sold-to party has sales order 0000000002?": answers_wrongly_without_types,
     "Create a standard sales order for customer 0000000001.": typed_invents_then_repairs,
     "Find the sales order, forever.": runaway,
     "Create a sales order for customer 0000000001 (chunks).": chunkrag_invents_then_repairs,

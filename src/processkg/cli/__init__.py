@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import click
 
-from processkg.cli.agent import agent_group
+from processkg.cli.agent import agent_group, eval_agent_cmd
 from processkg.cli.build import build_cmd
 from processkg.cli.docs import docs_cmd
 from processkg.cli.eval import eval_group
@@ -101,6 +101,7 @@ eval_group.add_command(mapping_cmd)
 eval_group.add_command(socbench_cmd)
 eval_group.add_command(train_ranker_cmd)
 eval_group.add_command(processes_cmd)
+eval_group.add_command(eval_agent_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -13,8 +13,12 @@ from processkg.agent import local_model
 from processkg.agent.conditions import CONDITIONS
 from processkg.agent.llm import ChatSettings
 from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
+from processkg.aliases import JSONObject
 from processkg.cli.mcp import odata_options
 from processkg.cli.options import F, store_option
+from processkg.errors import AgentEvalError
+from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
+from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
 
 
 def llm_options() -> Callable[[F], F]:
@@ -157,3 +161,109 @@ def agent_local_model_cmd(
     command = local_model.server_command(model, port, context, threads)
     click.echo(f"serving {model} at http://127.0.0.1:{port}/v1 (Ctrl-C stops)", err=True)
     sys.exit(local_model.serve(command))
+
+
+def _choices(option: str, value: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated ``value`` of ``allowed`` names, in the order given; one line naming the unknown ones."""
+    chosen = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    unknown = [c for c in chosen if c not in allowed]
+    if unknown or not chosen:
+        shown = ", ".join(unknown) if unknown else repr(value)
+        raise AgentEvalError(f"{option}: {shown}; choose from {', '.join(allowed)}")
+    return chosen
+
+
+def _selected(tasks: list[Task], kinds: tuple[str, ...], limit: int | None) -> list[Task]:
+    chosen = [t for t in tasks if t.kind in kinds]
+    return chosen[:limit] if limit is not None else chosen
+
+
+def _summary(results: JSONObject) -> str:
+    lines = [f"{'condition':<12}{'runs':>4}{'completion':>12}{'invalid-call rate':>19}{'steps/task':>12}"]
+    for name, c in results["conditions"].items():
+        lines.append(
+            f"{name:<12}{c['runs']:>4}{c['completion_rate']:>12.3f}{c['invalid_call_rate']:>19.3f}"
+            f"{c['per_task']['steps']:>12.2f}"
+        )
+    return "\n".join(lines)
+
+
+@click.command("agent")
+@click.option(
+    "--tasks",
+    "tasks_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Task file (JSON Lines, as data/sap/tasks/tasks.jsonl).",
+)
+@store_option()
+@llm_options()
+@click.option(
+    "--conditions",
+    default=",".join(CONDITIONS),
+    show_default=True,
+    help="Comma-separated conditions to compare.",
+)
+@click.option("--runs", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per task and condition.")
+@click.option("--kinds", default=",".join(KINDS), show_default=True, help="Comma-separated task kinds to run.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Run only the first N tasks (after --kinds).")
+@click.option(
+    "--odata-url",
+    default=None,
+    help="Base URL of the OData server the agent calls, reset with POST /$reset before every run when it "
+    "answers it. Default: kg serve of the store, in-process on a free loopback port.",
+)
+@metadata_option()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("eval-agent"),
+    show_default=True,
+    help="Folder for report.md, results.json, plot.png and runs/ (a rerun resumes there).",
+)
+def eval_agent_cmd(
+    tasks_file: Path,
+    store: Path,
+    llm_url: str,
+    model: str,
+    max_steps: int,
+    temperature: float,
+    timeout: float,
+    api_key_env: str,
+    conditions: str,
+    runs: int,
+    kinds: str,
+    limit: int | None,
+    odata_url: str | None,
+    odata: tuple[Path, ...],
+    out: Path,
+) -> None:
+    """Run the agent on every task under every condition, check each goal, and report completion,
+    invalid and invented calls, cost per task and paired McNemar tests (docs/agent.md).
+
+    Each run starts from a reset server; finished runs in OUT are kept, so the same command resumes."""
+    chosen_conditions = _choices("--conditions", conditions, CONDITIONS)
+    chosen = _selected(load_tasks(tasks_file), _choices("--kinds", kinds, KINDS), limit)
+    if not chosen:
+        raise AgentEvalError(f"{tasks_file}: no task of the kinds {kinds}")
+    chat = chat_settings(llm_url, model, temperature, timeout, api_key_env)
+    command = "kg " + " ".join(sys.argv[1:]) if sys.argv and Path(sys.argv[0]).name == "kg" else ""
+    settings = EvalSettings(
+        store, chat, out, chosen_conditions, runs, max_steps, odata_url, tuple(odata), command=command
+    )
+    total, done = len(chosen_conditions) * len(chosen) * runs, [0]
+
+    def progress(label: str) -> None:
+        done[0] += 1
+        click.echo(f"[{done[0]}/{total}] {label}", err=True)
+
+    results = evaluate_agent(
+        chosen,
+        check_goal,
+        settings,
+        progress=progress if sys.stderr.isatty() else None,
+        warn=lambda message: click.echo(f"warning: {message}", err=True),
+    )
+    written = write_outputs(results, out)
+    click.echo(_summary(results))
+    click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)

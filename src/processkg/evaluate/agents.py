@@ -58,8 +58,16 @@ INVENTED = {
 #: The paper's figures (qwen3-coder:30b), printed beside ours.
 PAPER = {"typed": 0.387, "chunkrag": 0.103, "invalid_runs_typed": "3 of 101"}
 SAME_SETTINGS = ("model", "max_steps", "temperature")  # an OUT folder holds runs of one setting
-#: How the tasks' gold was made, for the report (the tasks are :mod:`processkg.evaluate.tasks`'s).
-GOLD = ""
+#: How a goal is judged, for the report; the task file's own README says how its goals were made.
+GOLD = (
+    "Each task's goal is checked by `processkg.evaluate.tasks.check_goal` after the run and before the next "
+    "reset: a read task's expected values must occur in the final answer (whole tokens, numbers by value), "
+    "a write task's records must exist on the server (the OData query is filtered again on the client). "
+    "The goals come from the task file, not from this run; for the bundled tasks, "
+    "`data/sap/tasks/README.md` says how they were made (expected values taken from the reference calls' "
+    "answers on `kg serve`'s generated records) and where they are weak (generated master data; related "
+    "documents share a number, so an agent that guesses the number finds the record)."
+)
 SAFE_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")  # a task id is a folder name
 GIVE_UP = 5  # consecutive endpoint errors after which the evaluation stops (1 before any run worked)
 

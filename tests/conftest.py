@@ -27,6 +27,7 @@ import pytest
 from filelock import FileLock
 from pyoxigraph import RdfFormat, Store
 
+import scripted_llm
 from processkg.graph.store import plain
 from processkg.pipeline import BuildOptions, BuildReport, build
 from processkg.retrieve.index import build_index
@@ -344,3 +345,12 @@ def demo_indexed_store(tmp_path_factory) -> Path:
         return tmp / "store"
 
     return once(tmp_path_factory, "demo-indexed", make)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    """The scripted OpenAI-compatible chat server of tests/scripted_llm.py on loopback, one per module."""
+    server = scripted_llm.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()

@@ -15,19 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import scripted_llm
 from conftest import DEMO
 from processkg.agent.llm import parse_reply
 from processkg.cli import main
 from processkg.errors import LLMError
-
-
-@pytest.fixture(scope="module")
-def llm():
-    server = scripted_llm.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
 
 
 def run(store: Path, llm, out: Path, task: str, *extra: str):

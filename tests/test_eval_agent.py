@@ -18,21 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import scripted_llm
 from conftest import DATA, DEMO
 from processkg.cli import main
 from processkg.tools.local_server import LocalServer
 
 TASKS = DATA / "tasks" / "eval-demo.jsonl"
 CONDITIONS = "typed,chunkrag,chunkrag-vh"
-
-
-@pytest.fixture(scope="module")
-def llm():
-    server = scripted_llm.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
 
 
 def evaluate(store: Path, llm, out: Path, *extra: str):

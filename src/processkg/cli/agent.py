@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -247,7 +248,7 @@ def eval_agent_cmd(
     if not chosen:
         raise AgentEvalError(f"{tasks_file}: no task of the kinds {kinds}")
     chat = chat_settings(llm_url, model, temperature, timeout, api_key_env)
-    command = "kg " + " ".join(sys.argv[1:]) if sys.argv and Path(sys.argv[0]).name == "kg" else ""
+    command = shlex.join(["kg", *sys.argv[1:]]) if Path(sys.argv[0]).name == "kg" else ""
     settings = EvalSettings(
         store, chat, out, chosen_conditions, runs, max_steps, odata_url, tuple(odata), command=command
     )

@@ -22,6 +22,7 @@ from processkg.validate.payload_shapes import (
     shapes_turtle,
     standard_codes,
     standard_list,
+    stored_shapes,
 )
 from processkg.validate.shacl import to_rdflib
 from processkg.vocab import KGT, RDF_TYPE
@@ -46,6 +47,20 @@ def _build(tmp_path_factory, name: str, **options):
 def a2x_shapes(a2x_store):
     triples = generate_shapes(open_store(a2x_store))
     return {(t.subject.value, t.predicate.value, t.object.value) for t in triples}
+
+
+# ---------------------------------------------------------------- shapes written by kg build
+
+
+@pytest.mark.parametrize("fixture", ["tasks_store", "fiori_all", "operations_store"])
+def test_the_shapes_kg_build_writes_service_by_service_are_the_shapes_of_the_whole_store(fixture, request):
+    """kg build generates the payload shapes of each service from its own triples while it lifts
+    (memory bounded by one service); together they are exactly the shapes of the finished store:
+    A2X with bound code lists, all of s4-fiori (annotation files, V4), and V2/V4 operations."""
+    store = open_store(request.getfixturevalue(fixture))
+    stored = {str(t) for t in stored_shapes(store)}
+    assert len(stored) > 1000
+    assert stored == {str(t) for t in generate_shapes(store)}
 
 
 # ---------------------------------------------------------------- graph shapes
@@ -84,7 +99,8 @@ def test_graph_shapes_name_a_broken_graph(tmp_path):
         Triple(ev, NamedNode("https://w3id.org/processkg/bpmn#next"), ev),
     ]
     (tmp_path / "s").mkdir()
-    write_store(tmp_path / "s", canonical_ntriples(triples), {})
+    (tmp_path / "data.nt").write_bytes(canonical_ntriples(triples))
+    write_store(tmp_path / "s", tmp_path / "data.nt", lambda _store: {})
     found = {
         (
             r["shape"],

@@ -18,12 +18,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pyoxigraph import DefaultGraph
 
 from conftest import DEMO, INVALID, demo_options
 from processkg.cli import main
 from processkg.errors import OutputRefusedError, StoreBusyError, StoreRefusedError
 from processkg.graph import stats as stats_mod
-from processkg.graph.store import open_store, read_meta, write_atomic
+from processkg.graph import store as store_mod
+from processkg.graph.store import (
+    SHAPES_GRAPH,
+    canonical_ntriples,
+    open_store,
+    read_meta,
+    write_atomic,
+)
 from processkg.pipeline import BuildOptions, build
 
 OLD = dict(odata=[DEMO / "odata"])  # a smaller graph than the full demo: the old build of the kill tests
@@ -153,6 +161,31 @@ def test_a_failed_first_build_leaves_no_store_behind(tmp_path):
     with pytest.raises(Exception, match=r"unresolved|not declared"):
         build(BuildOptions(store=tmp_path / "store", odata=[INVALID / "unresolved-association.edmx"]))
     assert os.listdir(tmp_path) == []
+
+
+def test_a_build_leaves_only_its_store_beside_it(tmp_path):
+    """The lifted triples and shapes are spooled to a hidden folder beside the store while it builds."""
+    build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    assert os.listdir(tmp_path) == ["store"]
+
+
+def _graphs(store: Path) -> dict[str, bytes]:
+    graph = open_store(store)
+    return {
+        name: canonical_ntriples(q.triple for q in graph.quads_for_pattern(None, None, None, g))
+        for name, g in (("data", DefaultGraph()), ("shapes", SHAPES_GRAPH))  # the ontology has blank nodes
+    }
+
+
+def test_a_store_loaded_in_parts_holds_the_graph_of_one_load(demo_built, tmp_path, monkeypatch):
+    """A large build is bulk-loaded LOAD_LINES N-Triples lines at a time (memory); 500 makes the demo
+    load in parts: the same data and shapes graphs and the same counts in build.json."""
+    monkeypatch.setattr(store_mod, "LOAD_LINES", 500)
+    report = build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    assert report.triples > 3 * 500
+    assert _graphs(tmp_path / "store") == _graphs(demo_built.store_dir)
+    assert read_meta(tmp_path / "store")["triples"] == read_meta(demo_built.store_dir)["triples"] == report.triples
+    assert report.classes == demo_built.report.classes
 
 
 # ---------------------------------------------------------------- damage

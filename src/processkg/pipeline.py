@@ -10,19 +10,22 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import NamedNode, RdfFormat, Store, Triple
 
 from processkg.aliases import JSONObject, ProgressCallback
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph import remote
 from processkg.graph.store import (
     DB,
+    Spool,
     StoreWriter,
-    add_graph,
-    canonical_ntriples,
+    canonical_lines,
+    records,
     to_turtle,
     version_dir,
     write_atomic,
@@ -39,8 +42,7 @@ from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, r
 from processkg.sources.odata import model as edm
 from processkg.sources.odata import read as csdl
 from processkg.sources.odata.lift import ServiceLifter
-from processkg.validate.payload_shapes import SHAPES_GRAPH, check_graph, generate_shapes
-from processkg.vocab import RDF_TYPE
+from processkg.validate.payload_shapes import batch_shapes, check_graph
 
 ON_ERROR = ("fail", "warn", "skip")
 METADATA = "metadata"  # folder of a store version holding the services' source documents
@@ -103,7 +105,6 @@ class Builder:
         self.opt = options
         self.report = BuildReport()
         self.progress = progress or (lambda item: None)
-        self.triples: list[Triple] = []
         self.entity_sets: dict[str, dict[str, list[NamedNode]]] = {}  # service name -> {set name: [IRI]}
         self.activities: list[ActivityRef] = []
         self.documents: dict[str, Path] = {}  # service name -> source document, kept in the store
@@ -126,6 +127,13 @@ class Builder:
 
     def _run(self) -> BuildReport:
         start = time.perf_counter()
+        with self._spools() as (self.data, self.shapes):
+            self._lift()
+            self._write(self.data.close(), self.shapes.close())
+        self.report.seconds = time.perf_counter() - start
+        return self.report
+
+    def _lift(self) -> None:
         codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
         self._read_bindings(codes)
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
@@ -134,14 +142,23 @@ class Builder:
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
             self._mapping(Path(self.opt.mapping))
-        ntriples = canonical_ntriples(self.triples)
-        self.report.triples = ntriples.count(b"\n")
-        self.report.classes = _class_counts(self.triples)
-        self.triples = []  # free the Triple objects (a third of the peak) before the store and shapes are written
-        self.report.turtle = to_turtle(ntriples) if self.opt.out or not self.opt.store else b""
-        self._write(ntriples)
-        self.report.seconds = time.perf_counter() - start
-        return self.report
+
+    @contextmanager
+    def _spools(self) -> Iterator[tuple[Spool, Spool]]:
+        """The lifted triples and their payload shapes go to two N-Triples files as each batch is
+        lifted, beside the store (the system's temporary folder without one); gone afterwards."""
+        store = Path(self.opt.store) if self.opt.store else None
+        where = {"dir": store.parent, "prefix": f".{store.name}.build-"} if store else {"prefix": "processkg-build-"}
+        with tempfile.TemporaryDirectory(**where) as tmp:
+            yield Spool(Path(tmp) / "data.nt"), Spool(Path(tmp) / "shapes.nt")
+
+    def _add(self, triples: list[Triple], shapes: bool = False) -> None:
+        """One batch: its triples to the data spool and, for services, their payload shapes."""
+        self.data.add(triples)
+        if shapes and self.opt.shapes:
+            start = time.perf_counter()
+            self.shapes.add(batch_shapes(triples))
+            self.report.shapes_seconds += time.perf_counter() - start
 
     # ---------------------------------------------------------------- OData
     def _odata(self, files: list[tuple[Path, str]], codes: CodeLists) -> None:
@@ -171,8 +188,7 @@ class Builder:
             return
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
-        self.triples.extend(lifter.lift())
-        self._bind_codes(lifter, doc, codes)
+        self._add(lifter.lift() + self._bind_codes(lifter, doc, codes), shapes=True)
         self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
         sets = self.entity_sets.setdefault(doc.name, {})
@@ -196,12 +212,13 @@ class Builder:
                 raise CodeListError(f"value list {b.value_list!r} is in no --codes CSV", path.name, b.line)
         self.report.files.append(path.name)
 
-    def _bind_codes(self, lifter: ServiceLifter, doc: csdl.ServiceDocument, codes: CodeLists) -> None:
-        rows = codes_for(codes, doc.name)
+    def _bind_codes(self, lifter: ServiceLifter, doc: csdl.ServiceDocument, codes: CodeLists) -> list[Triple]:
+        rows, bound = codes_for(codes, doc.name), []
         for binding, type_qname, prop in bound_properties(self.bindings, doc.name, doc.types.values()):
             if binding.value_list in rows:
-                self.triples.extend(lifter.bind_codes(type_qname, prop, rows[binding.value_list], binding.line))
+                bound.extend(lifter.bind_codes(type_qname, prop, rows[binding.value_list], binding.line))
                 self.bindings_used.add(binding.line)
+        return bound
 
     def _unused_bindings(self) -> None:
         name = Path(self.opt.code_bindings).name if self.opt.code_bindings else ""
@@ -216,7 +233,7 @@ class Builder:
             return
 
         result = openapi.lift_all(self.opt.openapi, self._failed, self.progress)
-        self.triples.extend(result.triples)
+        self._add(result.triples)  # OpenAPI operations get no payload shapes (validation reads OData)
         self.report.files.extend(result.files)
         self.report.services.update(result.services)
         self.report.warnings.extend(result.warnings)
@@ -232,7 +249,7 @@ class Builder:
                 continue
             self.report.warnings.extend(defs.warnings)
             self.report.dropped.extend([display, tag, element_id, line] for tag, element_id, line in defs.dropped)
-            self.triples.extend(DefinitionsLifter(defs, display).lift())
+            self._add(DefinitionsLifter(defs, display).lift())
             self.report.files.append(display)
             self._index_activities(defs, display)
 
@@ -255,20 +272,16 @@ class Builder:
                 good.append(entry)
             except ProcessKGError as exc:
                 self._failed(f"{display}:{entry.line}", exc)
-        self.triples.extend(lift_mapping(good, self.activities, self.entity_sets, display))
+        self._add(lift_mapping(good, self.activities, self.entity_sets, display))
         self.report.mapping_edges = len(good)
         self.report.files.append(display)
 
     # ---------------------------------------------------------------- output
-    def _shapes_and_check(self, tmp: Path) -> None:
-        start = time.perf_counter()
-        if self.opt.shapes:
-            add_graph(tmp, SHAPES_GRAPH, generate_shapes)
+    def _check(self, tmp: Path) -> None:
         if self.opt.check:
             violations = check_graph(tmp)
             if violations:
                 raise GraphCheckError(violations)
-        self.report.shapes_seconds = time.perf_counter() - start
 
     def _index(self, tmp: Path) -> None:
         if not self.opt.index:
@@ -286,26 +299,38 @@ class Builder:
             target.parent.mkdir(exist_ok=True)
             shutil.copyfile(source, target)
 
-    def _write(self, ntriples: bytes) -> None:
-        meta = self.report.as_meta()
-        if self.opt.store:
+    def _write(self, data: Path, shapes: Path) -> None:
+        """The store from the spools (the Turtle, when asked for, sorted from the data spool)."""
+        if self.opt.out or not self.opt.store:
+            self.report.turtle = to_turtle(canonical_lines(data.read_bytes()))
+        if not self.opt.store:
+            self._counts(_memory_store(data))
+        else:
             with self.writer.version() as tmp:
-                write_store(tmp, ntriples, meta)
+                write_store(tmp, data, self._meta, shapes if self.opt.shapes else None)
                 self._keep_documents(tmp)
-                self._shapes_and_check(tmp)
+                self._check(tmp)
                 self._index(tmp)
-                if self.opt.out:
-                    write_atomic(Path(self.opt.out), self.report.turtle)
-        elif self.opt.out:
+        if self.opt.out:
             write_atomic(Path(self.opt.out), self.report.turtle)
 
+    def _meta(self, store: Store) -> JSONObject:
+        self._counts(store)
+        return self.report.as_meta()
 
-def _class_counts(triples: list[Triple]) -> dict[str, int]:
-    typed = {
-        (t.subject, t.object.value) for t in triples if t.predicate == RDF_TYPE and isinstance(t.object, NamedNode)
-    }
-    counts = Counter(cls.rsplit("#", 1)[-1] for _node, cls in typed)
-    return dict(sorted(counts.items()))
+    def _counts(self, store: Store) -> None:
+        """Triples and instances per class (by local name) of the data graph, counted by the store."""
+        self.report.triples = int(records(store, "build-triples")[0]["triples"])
+        counts = Counter[str]()
+        for r in records(store, "build-classes"):
+            counts[str(r["class"]).rsplit("#", 1)[-1]] += int(r["instances"])
+        self.report.classes = dict(sorted(counts.items()))
+
+
+def _memory_store(data: Path) -> Store:
+    store = Store()
+    store.bulk_load(path=str(data), format=RdfFormat.N_TRIPLES)
+    return store
 
 
 def build(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:

@@ -34,17 +34,16 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Store, Triple
+from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Store, Triple
 from pyshacl import validate
 from rdflib import Graph, URIRef
 
 from processkg.aliases import Record
 from processkg.assets import graph_shapes_path
-from processkg.graph.store import canonical_ntriples, open_store, records, to_turtle
+from processkg.graph.store import SHAPES_GRAPH, canonical_ntriples, open_store, records, to_turtle
 from processkg.validate.shacl import ShaclEngine, to_rdflib
 from processkg.vocab import ID, PREFIXES, RDF_NS, RDF_TYPE, RDFS_LABEL, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
 
-SHAPES_GRAPH = NamedNode("https://w3id.org/processkg/shapes")
 RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
 
 #: Edm primitive type -> XSD datatype of its literals in the payload graph.
@@ -488,6 +487,15 @@ def generate_shapes(store: Store) -> list[Triple]:
     return model_shapes(load_validation_model(store))
 
 
+def batch_shapes(triples: list[Triple]) -> list[Triple]:
+    """The payload shapes of the services in ``triples`` alone (one service's lifted triples):
+    shapes are per service, so the batches' shapes together equal :func:`generate_shapes` of the
+    whole store, while a build holds one service at a time."""
+    store = Store()
+    store.bulk_extend(Quad(t.subject, t.predicate, t.object, DefaultGraph()) for t in triples)
+    return generate_shapes(store)
+
+
 def model_shapes(model: Model) -> list[Triple]:
     w = _Writer()
     for iri in sorted(model.types):
@@ -625,6 +633,7 @@ __all__ = [
     "ServiceInfo",
     "SetRules",
     "TypeInfo",
+    "batch_shapes",
     "generate_shapes",
     "is_required",
     "load_validation_model",

@@ -144,27 +144,38 @@ def retrieval(store: Path, n: int) -> dict[str, float]:
     }
 
 
-def one_size(factor: int, folder: Path, args: argparse.Namespace) -> dict[str, object]:
-    corpus = generate(folder / "corpus", factor)
-    store = folder / "store"
-    sources = ["--odata", folder / "corpus" / "odata", "--bpmn", folder / "corpus" / "bpmn"]
-    build = measure(
-        kg("build", "--store", store, *sources, "--mapping", folder / "corpus" / "mapping.yaml", "--no-index")
-    )
+STEPS = ("build", "stats", "index", "retrieval", "validation")  # in this order: each needs the ones before
+
+
+def build_step(folder: Path) -> dict[str, float]:
+    store, corpus = folder / "store", folder / "corpus"
+    sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
+    build = measure(kg("build", "--store", store, *sources, "--no-index"))
     build["store_mb"] = size_mb(store)
-    stats = measure(kg("stats", "--store", store))
-    index = measure(kg("index", "--store", store))
-    index["index_mb"] = size_mb(store / "index")
-    return {
-        "factor": factor,
-        "corpus": corpus,
-        "build": build,
-        "stats": stats,
-        "index": index,
-        "retrieval": retrieval(store, args.queries),
-        "validation": validation(store, folder, args.calls),
-        "load_average": os.getloadavg(),
+    return build
+
+
+def index_step(folder: Path) -> dict[str, float]:
+    index = measure(kg("index", "--store", folder / "store"))
+    index["index_mb"] = size_mb(folder / "store" / "index")
+    return index
+
+
+def one_size(factor: int, folder: Path, args: argparse.Namespace) -> dict[str, object]:
+    """The steps ``args.steps`` at ``factor``; a step left out keeps what an earlier run measured."""
+    result: dict[str, object] = {"factor": factor, "corpus": generate(folder / "corpus", factor)}
+    run = {
+        "build": lambda: build_step(folder),
+        "stats": lambda: measure(kg("stats", "--store", folder / "store")),
+        "index": lambda: index_step(folder),
+        "retrieval": lambda: retrieval(folder / "store", args.queries),
+        "validation": lambda: validation(folder / "store", folder, args.calls),
     }
+    for step in args.steps:
+        result[step] = run[step]()
+        result[f"{step}_measured"] = time.strftime("%Y-%m-%d")
+    result["load_average"] = os.getloadavg()
+    return result
 
 
 def plot(results: list[dict[str, object]], path: Path) -> None:
@@ -173,20 +184,20 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    factors = [r["factor"] for r in results]
     series = {
-        "build s": [r["build"]["seconds"] for r in results],  # type: ignore[index]
-        "build peak RSS GB": [r["build"]["peak_rss_mb"] / 1024 for r in results],  # type: ignore[index]
-        "store GB": [r["build"]["store_mb"] / 1024 for r in results],  # type: ignore[index]
-        "index s": [r["index"]["seconds"] for r in results],  # type: ignore[index]
-        "retrieval p50 ms": [r["retrieval"]["p50_ms"] for r in results],  # type: ignore[index]
-        "retrieval p95 ms": [r["retrieval"]["p95_ms"] for r in results],  # type: ignore[index]
-        "validate calls/s": [r["validation"]["calls_per_s"] for r in results],  # type: ignore[index]
-        "kg stats s": [r["stats"]["seconds"] for r in results],  # type: ignore[index]
+        "build s": ("build", "seconds", 1),
+        "build peak RSS GB": ("build", "peak_rss_mb", 1024),
+        "store GB": ("build", "store_mb", 1024),
+        "index s": ("index", "seconds", 1),
+        "retrieval p50 ms": ("retrieval", "p50_ms", 1),
+        "retrieval p95 ms": ("retrieval", "p95_ms", 1),
+        "validate calls/s": ("validation", "calls_per_s", 1),
+        "kg stats s": ("stats", "seconds", 1),
     }
     fig, axes = plt.subplots(2, 4, figsize=(14, 6))
-    for ax, (name, values) in zip(axes.flat, series.items()):
-        ax.loglog(factors, values, "o-")
+    for ax, (name, (step, key, scale)) in zip(axes.flat, series.items()):
+        points = [(r["factor"], r[step][key] / scale) for r in results if step in r]  # type: ignore[index]
+        ax.loglog([f for f, _ in points], [v for _, v in points], "o-")
         ax.set_title(name)
         ax.set_xlabel("size (x A2X)")
         ax.grid(True, which="both", alpha=0.3)
@@ -200,6 +211,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,10", help="comma-separated factors")
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument(
+        "--steps",
+        type=lambda v: [s for s in STEPS if s in v.split(",")],
+        default=list(STEPS),
+        help=f"comma-separated steps to measure (default: all of {','.join(STEPS)}); the others keep their earlier values",
+    )
     parser.add_argument("--work", type=Path, help="keep corpora and stores here (default: a temporary folder)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
     parser.add_argument("--plot", type=Path, default=HERE / "results" / "scale.png")
@@ -210,7 +227,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for factor in [int(s) for s in args.sizes.split(",")]:
             folder = (args.work or Path(tmp)) / f"x{factor}"
-            results[factor] = one_size(factor, folder, args)
+            results[factor] = {**results.get(factor, {}), **one_size(factor, folder, args)}
             ordered = [results[f] for f in sorted(results)]
             args.out.write_text(json.dumps({"cpus": os.cpu_count(), "sizes": ordered}, indent=2) + "\n")
             plot(ordered, args.plot)

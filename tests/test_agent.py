@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import DEMO
+from conftest import DATA, DEMO
 from processkg.agent.llm import parse_reply
 from processkg.cli import main
 from processkg.errors import LLMError
@@ -169,3 +169,17 @@ def test_a_tool_call_without_its_tags_is_understood_and_prose_is_an_answer():
     assert parse_reply(prose, 0.1).tool_calls == []
     other = b'{"choices":[{"message":{"role":"assistant","content":"{\\"name\\": \\"x\\", \\"price\\": 3}"}}]}'
     assert parse_reply(other, 0.1).tool_calls == []  # a JSON answer that is not a call
+
+
+#: The first answers of three real runs of the local model (kg eval agent, docs/agent.md "Local model").
+FENCED = json.loads((DATA / "llm" / "qwen-fenced-replies.json").read_text(encoding="utf-8"))["replies"]
+
+
+@pytest.mark.parametrize("reply", FENCED, ids=[r["run"] for r in FENCED])
+def test_the_first_call_in_a_fenced_json_block_is_the_call_and_other_json_is_an_answer(reply):
+    """Qwen2.5-Coder-1.5B under llama-cpp-python writes its call as a fenced JSON block, then more blocks
+    with calls on results it has not seen: only the first block counts; fenced JSON that is no call
+    (typed/lookup-002) leaves the prose an answer."""
+    body = {"choices": [{"message": {"role": "assistant", "content": reply["content"]}}]}
+    calls = parse_reply(json.dumps(body).encode(), 1.0).tool_calls
+    assert [[c.name, json.loads(c.arguments)] for c in calls] == reply["expected_calls"]

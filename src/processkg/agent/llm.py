@@ -4,8 +4,9 @@ Ollama, vLLM, a hosted API).
 The key is read by the caller from an environment variable and sent only in the Authorization
 header; it never reaches a trace. Answers are size-capped; a server that answers with an error
 status, not JSON or no choice raises :class:`~processkg.errors.LLMError` with one line.
-Models that write their tool calls into the text in Qwen's ``<tool_call>{...}</tool_call>`` form
-(a server without a tool-call parser) are understood too.
+Models that write their tool calls into the text (a server without a tool-call parser) are
+understood too: Qwen's ``<tool_call>{...}</tool_call>`` form, the same object without its tags, or
+in a fenced JSON block, of which only the first counts (see :func:`_fenced_call`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from processkg.errors import LLMError
 
 MAX_ANSWER = 4_000_000  # bytes of one chat completion
 _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
     if not calls and isinstance(content, str) and "<tool_call>" in content:
         calls = _tagged_calls(content)
     elif not calls and isinstance(content, str):
-        calls = _bare_calls(content)
+        calls = _bare_calls(content) or _fenced_call(content)
     kept: JSONObject = {"role": "assistant", "content": content}
     if calls:
         kept["tool_calls"] = [
@@ -144,6 +146,15 @@ def _bare_calls(content: str) -> list[ToolCall]:
             return []  # prose: an answer, not a call
         calls.append(ToolCall(f"call_{len(calls) + 1}", item[0], item[1]))
     return calls
+
+
+def _fenced_call(content: str) -> list[ToolCall]:
+    """A call in a fenced JSON block, as Qwen2.5-Coder-1.5B writes under llama-cpp-python: the first
+    block, when it is one ``{"name": ..., "arguments": {...}}`` object. The model often goes on with
+    more blocks, calls with results it has not seen yet; those are dropped, as a ReAct turn acts once."""
+    match = _FENCED.search(content)
+    item = _call_object(match.group(1)) if match else None
+    return [ToolCall("call_1", item[0], item[1])] if item else []
 
 
 def _call_object(text: str) -> tuple[str, str] | None:

@@ -24,7 +24,8 @@ from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
 
 def llm_options() -> Callable[[F], F]:
     """The chat endpoint and the loop's settings, shared by ``kg agent run`` and ``kg eval agent``:
-    ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--api-key-env``."""
+    ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--max-tokens``,
+    ``--api-key-env``."""
     options = [
         click.option("--llm-url", required=True, help="Base URL of an OpenAI-compatible chat endpoint (.../v1)."),
         click.option("--model", required=True, help="Model name the endpoint serves."),
@@ -34,6 +35,13 @@ def llm_options() -> Callable[[F], F]:
         click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True),
         click.option(
             "--timeout", type=click.FloatRange(1), default=120.0, show_default=True, help="Seconds per request."
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1),
+            default=None,
+            help="Tokens one answer may have at most (default: the endpoint's limit). A small model that "
+            "repeats itself otherwise writes until its context is full.",
         ),
         click.option(
             "--api-key-env",
@@ -62,9 +70,12 @@ def metadata_option() -> Callable[[F], F]:
     )
 
 
-def chat_settings(llm_url: str, model: str, temperature: float, timeout: float, api_key_env: str) -> ChatSettings:
+def chat_settings(
+    llm_url: str, model: str, temperature: float, timeout: float, max_tokens: int | None, api_key_env: str
+) -> ChatSettings:
     """The endpoint's settings; the key is read from the environment variable ``api_key_env``."""
-    return ChatSettings(llm_url, model, temperature, timeout, api_key=os.environ.get(api_key_env) or None)
+    key = os.environ.get(api_key_env) or None
+    return ChatSettings(llm_url, model, temperature, timeout, max_tokens=max_tokens, api_key=key)
 
 
 @click.group("agent")
@@ -101,6 +112,7 @@ def agent_run_cmd(
     max_steps: int,
     temperature: float,
     timeout: float,
+    max_tokens: int | None,
     api_key_env: str,
     odata_url: str | None,
     allow_writes: bool,
@@ -111,7 +123,7 @@ def agent_run_cmd(
 
     The run writes OUT/trace.jsonl (messages, tool calls, HTTP calls and answers, tokens, time) and
     OUT/calls.jsonl, the recording kg validate reads."""
-    chat = chat_settings(llm_url, model, temperature, timeout, api_key_env)
+    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     settings = RunSettings(
         store, chat, condition, max_steps, out, odata_url=odata_url, allow_writes=allow_writes, odata=list(odata)
     )
@@ -230,6 +242,7 @@ def eval_agent_cmd(
     max_steps: int,
     temperature: float,
     timeout: float,
+    max_tokens: int | None,
     api_key_env: str,
     conditions: str,
     runs: int,
@@ -247,7 +260,7 @@ def eval_agent_cmd(
     chosen = _selected(load_tasks(tasks_file), _choices("--kinds", kinds, KINDS), limit)
     if not chosen:
         raise AgentEvalError(f"{tasks_file}: no task of the kinds {kinds}")
-    chat = chat_settings(llm_url, model, temperature, timeout, api_key_env)
+    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     command = shlex.join(["kg", *sys.argv[1:]]) if Path(sys.argv[0]).name == "kg" else ""
     settings = EvalSettings(
         store, chat, out, chosen_conditions, runs, max_steps, odata_url, tuple(odata), command=command

@@ -84,7 +84,7 @@ def _stats_cli(store: Path) -> dict:
 
 def _leftovers(folder: Path) -> list[str]:
     """Names that are not part of a finished store or its inputs: temp dirs, unreferenced versions."""
-    found = [p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+    found = [p.name for p in folder.iterdir() if any(mark in p.name for mark in (".tmp-", ".old-", ".build-"))]
     store = folder / "store"
     current = os.readlink(store / "current")
     found += [p.name for p in store.iterdir() if p.name.startswith(("v-", ".current", ".legacy")) and p.name != current]
@@ -167,6 +167,21 @@ def test_a_build_leaves_only_its_store_beside_it(tmp_path):
     """The lifted triples and shapes are spooled to a hidden folder beside the store while it builds."""
     build(BuildOptions(store=tmp_path / "store", **demo_options()))
     assert os.listdir(tmp_path) == ["store"]
+
+
+def test_a_build_removes_the_spools_of_a_killed_build_of_its_store_and_nothing_else(tmp_path):
+    """A killed build leaves its spool folder (.store.build-XXXX, marked) beside the store; the next
+    build of that store, holding its writer lock, removes it; an unmarked look-alike is kept."""
+    build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    stale, alike = tmp_path / ".store.build-dead1234", tmp_path / ".store.build-mine"
+    stale.mkdir()
+    (stale / ".processkg-spool").touch()
+    (stale / "data.nt").write_bytes(b"<a:b> <a:c> <a:d> .\n")
+    alike.mkdir()
+    (alike / "notes.txt").write_text("not a spool")
+    build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    assert sorted(os.listdir(tmp_path)) == [".store.build-mine", "store"]
+    assert (alike / "notes.txt").read_text() == "not a spool"
 
 
 def _graphs(store: Path) -> dict[str, bytes]:

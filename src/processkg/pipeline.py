@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from glob import escape as glob_escape
 from pathlib import Path
 
 from pyoxigraph import NamedNode, RdfFormat, Store, Triple
@@ -46,6 +47,8 @@ from processkg.validate.payload_shapes import batch_shapes, check_graph
 
 ON_ERROR = ("fail", "warn", "skip")
 METADATA = "metadata"  # folder of a store version holding the services' source documents
+SPOOL = ".build-"  # a build's spools: a hidden folder .STORE.build-XXXX beside the store
+SPOOL_MARKER = ".processkg-spool"
 
 
 @dataclass
@@ -148,8 +151,11 @@ class Builder:
         """The lifted triples and their payload shapes go to two N-Triples files as each batch is
         lifted, beside the store (the system's temporary folder without one); gone afterwards."""
         store = Path(self.opt.store) if self.opt.store else None
-        where = {"dir": store.parent, "prefix": f".{store.name}.build-"} if store else {"prefix": "processkg-build-"}
+        if store:
+            _remove_stale_spools(store)
+        where = {"dir": store.parent, "prefix": f".{store.name}{SPOOL}"} if store else {"prefix": "processkg-build-"}
         with tempfile.TemporaryDirectory(**where) as tmp:
+            (Path(tmp) / SPOOL_MARKER).touch()
             yield Spool(Path(tmp) / "data.nt"), Spool(Path(tmp) / "shapes.nt")
 
     def _add(self, triples: list[Triple], shapes: bool = False) -> None:
@@ -325,6 +331,14 @@ class Builder:
         for r in records(store, "build-classes"):
             counts[str(r["class"]).rsplit("#", 1)[-1]] += int(r["instances"])
         self.report.classes = dict(sorted(counts.items()))
+
+
+def _remove_stale_spools(store: Path) -> None:
+    """The spools of earlier builds of ``store`` that were killed: the caller holds the store's one
+    writer lock, so no other build is using them; only folders carrying the marker are removed."""
+    for folder in store.parent.glob(f".{glob_escape(store.name)}{SPOOL}*"):
+        if (folder / SPOOL_MARKER).is_file():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _memory_store(data: Path) -> Store:

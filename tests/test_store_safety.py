@@ -184,6 +184,17 @@ def test_a_build_removes_the_spools_of_a_killed_build_of_its_store_and_nothing_e
     assert (alike / "notes.txt").read_text() == "not a spool"
 
 
+def test_a_refused_out_file_leaves_the_old_store(tmp_path):
+    """--out is written before the new build becomes current: refused, the store stays as it was."""
+    store = tmp_path / "store"
+    build(BuildOptions(store=store, **demo_options()))
+    before = read_meta(store)
+    (tmp_path / "folder.ttl").mkdir()
+    with pytest.raises(OutputRefusedError, match=r"folder\.ttl: exists and is not a regular file"):
+        build(BuildOptions(store=store, odata=[DEMO / "odata"], out=tmp_path / "folder.ttl"))
+    assert read_meta(store) == before and before["mapping_edges"] > 0
+
+
 def _graphs(store: Path) -> dict[str, bytes]:
     graph = open_store(store)
     return {

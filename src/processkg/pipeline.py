@@ -311,12 +311,16 @@ class Builder:
             self.report.turtle = to_turtle(canonical_lines(data.read_bytes()))
         if not self.opt.store:
             self._counts(_memory_store(data))
-        else:
-            with self.writer.version() as tmp:
-                write_store(tmp, data, self._meta, shapes if self.opt.shapes else None)
-                self._keep_documents(tmp)
-                self._check(tmp)
-                self._index(tmp)
+            self._write_turtle()
+            return
+        with self.writer.version() as tmp:  # a failure before its end leaves the old store
+            write_store(tmp, data, self._meta, shapes if self.opt.shapes else None)
+            self._keep_documents(tmp)
+            self._check(tmp)
+            self._index(tmp)
+            self._write_turtle()
+
+    def _write_turtle(self) -> None:
         if self.opt.out:
             write_atomic(Path(self.opt.out), self.report.turtle)
 

@@ -367,6 +367,8 @@ GET_CASES = [
     ("/A_SalesOrderItem(SalesOrder='1',SalesOrderItem='10')", []),
     ("/A_SalesOrder?$filter=to_Item/any(d:d/Material eq 'TG11') and startswith(SoldToParty,'17')", []),
     ("/A_SalesOrders", [("unknown-entity-set", "")]),
+    ("/$metadata", []),  # the metadata document is a resource; the local model's GET (docs/agent.md):
+    ("/$metadata?%24format=json&%24select=Material,Quantity&%24filter=SalesOrder='0000000003'", []),
     ("/A_SalesOrderItem('1')", [("missing-required", "/key")]),
     (
         "/A_SalesOrderItem(SalesOrder='1',Item='10')",
@@ -386,6 +388,12 @@ GET_CASES = [
 def test_get_urls_on_a2x(a2x_validator, url, expected):
     result = a2x_validator.validate_call({"id": "g", "method": "GET", "url": GET_ROOT + url})
     assert kinds(result) == expected, result.as_dict()
+
+
+def test_only_a_get_of_the_metadata_document_is_valid(a2x_validator):
+    """The local model's POST to .../$metadata#SalesOrder (docs/agent.md) is no entity set."""
+    result = a2x_validator.validate_call({"method": "POST", "url": GET_ROOT + "/$metadata#SalesOrder", "payload": {}})
+    assert kinds(result) == [("unknown-entity-set", "")]
 
 
 def test_service_is_found_in_the_url_or_by_name(a2x_validator):

@@ -67,6 +67,7 @@ TOKEN = re.compile(
 """,
     re.VERBOSE,
 )
+METADATA = "$metadata"  # the service's metadata document: a resource, not an entity set
 #: Query options of a call that are not parameters of a V2 function import (SAP's client and language).
 NOT_PARAMETERS = frozenset({"sap-client", "sap-language", "search"})
 MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
@@ -155,6 +156,9 @@ def resolve_service(model: Model, target: CallTarget) -> None:
     target["segments"] = segments
     if not segments and target["method"] == "GET":
         target["service_document"] = True  # GET of the service root: the list of entity sets
+        return
+    if [name for name, _key in segments] == [METADATA] and target["method"] == "GET":
+        target["metadata_document"] = True  # GET of $metadata (its query options ignored, as servers do)
         return
     if not segments:
         bad.append(("malformed", "", f"the URL names service {svc.name} but no entity set", None))
@@ -252,7 +256,7 @@ def _bound(model: Model, target: CallTarget, name: str) -> bool:
 
 
 def check_get(model: Model, target: CallTarget) -> list[Finding]:
-    if target.get("service_document"):
+    if target.get("service_document") or target.get("metadata_document"):
         return []
     svc = model.services[target["service"]]
     t = model.types.get(svc.sets[target["set"]][0])

@@ -147,6 +147,14 @@ def retrieval(store: Path, n: int) -> dict[str, float]:
 STEPS = ("build", "stats", "index", "retrieval", "validation")  # in this order: each needs the ones before
 
 
+def steps(value: str) -> list[str]:
+    """``--steps``: known step names, in STEPS order; a misspelt one is an error, not a skipped step."""
+    unknown = set(value.split(",")) - set(STEPS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown step(s) {', '.join(sorted(unknown))}; known: {','.join(STEPS)}")
+    return [s for s in STEPS if s in value.split(",")]
+
+
 def build_step(folder: Path) -> dict[str, float]:
     store, corpus = folder / "store", folder / "corpus"
     sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
@@ -213,7 +221,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument(
         "--steps",
-        type=lambda v: [s for s in STEPS if s in v.split(",")],
+        type=steps,
         default=list(STEPS),
         help=f"comma-separated steps to measure (default: all of {','.join(STEPS)}); the others keep their earlier values",
     )

@@ -171,7 +171,7 @@ def test_a_tool_call_without_its_tags_is_understood_and_prose_is_an_answer():
     assert parse_reply(other, 0.1).tool_calls == []  # a JSON answer that is not a call
 
 
-#: The first answers of three real runs of the local model (kg eval agent, docs/agent.md "Local model").
+#: The first answers of three real runs of the local model (kg eval agent, docs/agent.md "The offline smoke model").
 FENCED = json.loads((DATA / "llm" / "qwen-fenced-replies.json").read_text(encoding="utf-8"))["replies"]
 
 

@@ -10,10 +10,12 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from rdflib import RDF, Namespace
 
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
 from processkg.pipeline import BuildOptions, build
+from processkg.validate import calls as calls_module
 from processkg.validate.calls import KINDS, Validator, read_calls
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -578,6 +580,56 @@ def test_batch_and_single_agree_on_generated_calls(a2x_validator):
     assert len({k for k, _ in injected}) == len(bench.INJECTED)
     assert all(kind in {v.kind for v in r.violations} for kind, r in injected)
     assert all(r.valid for (_c, kind), r in zip(pairs, batch) if not kind)
+
+
+OD = "API_OUTBOUND_DELIVERY_SRV"
+SH = Namespace("http://www.w3.org/ns/shacl#")
+
+
+def test_a_service_engine_holds_that_service_shapes_alone(a2x_validator):
+    a2x_validator.validate_call(post(SO, "A_SalesOrder", SAP_SALES_ORDER))
+    types = a2x_validator.model.types.values()
+    type_shapes = a2x_validator.engine(SO).known & {t.iri + "/shape" for t in types}
+    assert type_shapes == {t.iri + "/shape" for t in types if t.service == SO}
+    assert len({t.service for t in types}) > 30  # the other services' shapes were not parsed for it
+
+
+def test_a_batch_over_two_services_has_one_report_with_both_results(a2x_validator):
+    calls = [
+        post(SO, "A_SalesOrder", {"TransactionCurrency": "EURO"}),
+        post(OD, "A_OutbDeliveryHeaderText", {"Language": "EN"}),
+    ]
+    batch = a2x_validator.validate_calls(calls)
+    assert [kinds(r) for r in batch] == [
+        [("invalid-code", "/TransactionCurrency")],
+        [("missing-required", "/TextElementText")],
+    ]
+    report = a2x_validator.report_graph()
+    (root,) = report.subjects(RDF.type, SH.ValidationReport)
+    assert report.value(root, SH.conforms).toPython() is False
+    assert len(list(report.objects(root, SH.result))) == 2
+    assert [kinds(r) for r in batch] == [kinds(a2x_validator.validate_call(c)) for c in calls]
+
+
+def test_a_conforming_batch_over_two_services_conforms(a2x_validator):
+    calls = [
+        post(SO, "A_SalesOrder", SAP_SALES_ORDER),
+        post(OD, "A_OutbDeliveryHeaderText", {"Language": "EN", "TextElementText": "x"}),
+    ]
+    assert all(r.valid for r in a2x_validator.validate_calls(calls))
+    (root,) = a2x_validator.last_report.subjects(RDF.type, SH.ValidationReport)
+    assert a2x_validator.last_report.value(root, SH.conforms).toPython() is True
+
+
+def test_engines_are_kept_for_the_most_recent_services_only(a2x_store, monkeypatch):
+    monkeypatch.setattr(calls_module, "ENGINES_KEPT", 1)
+    validator = Validator(a2x_store)
+    first = validator.engine(SO)
+    assert validator.engine(SO) is first
+    validator.engine(OD)
+    assert validator.engine(SO) is not first
+    wrong = post(SO, "A_SalesOrder", {"TransactionCurrency": "EURO"})
+    assert kinds(validator.validate_call(wrong)) == [("invalid-code", "/TransactionCurrency")]
 
 
 def _invoke(command, args):

@@ -15,6 +15,7 @@ the agent use it), ``validate_calls`` for a batch in one pySHACL run.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from processkg.validate.payload_shapes import (
     load_validation_model,
     model_shapes,
 )
-from processkg.validate.shacl import ShaclEngine
+from processkg.validate.shacl import ShaclEngine, merge_reports
 from processkg.validate.urls import (
     CallTarget,
     check_get,
@@ -58,6 +59,7 @@ NIL = RDF.nil
 JSON_DT = URIRef(RDF_JSON)
 MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
 MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
+ENGINES_KEPT = 64  # SHACL engines (one per service) a Validator keeps; the least recently used goes first
 KINDS = (
     "unknown-service",
     "unknown-entity-set",
@@ -148,7 +150,9 @@ def _no_calls(calls: list[tuple[int, JSONValue]]) -> str:
 
 
 class Validator:
-    """Validates calls against one store's services; shapes are built once per instance."""
+    """Validates calls against one store's services. A service's SHACL engine (its payload shapes,
+    parsed) is built when a call first needs it, and the :data:`ENGINES_KEPT` most recently used are
+    kept: a server over thousands of services never parses or holds every shape at once."""
 
     def __init__(self, store_or_dir: Store | Path | str, model: Model | None = None) -> None:
         store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
@@ -157,14 +161,18 @@ class Validator:
         self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
         self.operations = {op.iri: op for svc in self.model.services.values() for op in svc.operations}
         self.names.update({p.iri: p for op in self.operations.values() for p in op.params.values()})
-        self._engine: ShaclEngine | None = None
+        self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
         self.last_report: Graph | None = None  # SHACL report of the last validate_calls
 
-    @property
-    def engine(self) -> ShaclEngine:
-        if self._engine is None:
-            self._engine = ShaclEngine(model_shapes(self.model))
-        return self._engine
+    def engine(self, service: str) -> ShaclEngine:
+        """The SHACL engine with the payload shapes of ``service`` (its name), built on first use."""
+        found = self._engines.pop(service, None)
+        if found is None:
+            found = ShaclEngine(model_shapes(self.model, {service}))
+        self._engines[service] = found
+        while len(self._engines) > ENGINES_KEPT:
+            self._engines.popitem(last=False)
+        return found
 
     def validate_call(self, call: JSONValue, line: int | None = None) -> CallResult:
         """Validate one recorded call (a dict as in the JSONL file)."""
@@ -188,7 +196,7 @@ class Validator:
         if calls is not None:
             self.validate_calls(calls)
         if self.last_report is None:
-            self.last_report = self.engine.run(Graph(), set())[1]
+            self.last_report = merge_reports([])
         return self.last_report
 
     # ------------------------------------------------------------ before SHACL
@@ -291,9 +299,10 @@ class Validator:
 
     # ------------------------------------------------------------ SHACL
     def _shacl(self, pending: Payloads, results: list[CallResult]) -> None:
-        _conforms, report = self.engine.run(pending.graph, pending.shapes)
-        self.last_report = report
-        for focus, path, comp, value, shape in self.engine.results(report):
+        data = pending.graph
+        runs = [self.engine(name).run(data, pending.shapes) for name in sorted(pending.services)]
+        self.last_report = merge_reports(runs)
+        for focus, path, comp, value, shape in ShaclEngine.results(self.last_report):
             i, pointer = _node_pointer(focus)
             if i is None:
                 continue
@@ -351,6 +360,7 @@ class Payloads:
     def __init__(self) -> None:
         self.triples: list[tuple[URIRef, URIRef, Node]] = []
         self.shapes: set[str] = set()  # IRIs of the shapes this batch needs
+        self.services: set[str] = set()  # names of the services whose shapes those are
         self.pointers: dict[PayloadKey, str] = {}  # (node, predicate[, object]) -> JSON pointer
         self.values: dict[PayloadKey, JSONValue] = {}
         self.messages: dict[PayloadKey, str] = {}
@@ -397,6 +407,7 @@ class Converter:
             )
             return
         self.p.types[node] = t
+        self.p.services.add(t.service)
         self.level += 1
         for key in sorted(obj):
             self.member(node, t, key, obj[key], f"{pointer}/{_esc(key)}")
@@ -512,6 +523,7 @@ class UpdateConverter(Converter):
         self.keys = entity_key(self.model, target)
         node = self.node("")
         self.p.types[node] = t
+        self.p.services.add(t.service)
         payload = target["payload"]
         for key in sorted(payload):
             self.change_member(node, t, key, payload[key], f"/{_esc(key)}")

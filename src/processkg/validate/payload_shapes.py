@@ -29,7 +29,7 @@ class target validates all entities of a type in one pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -496,16 +496,20 @@ def batch_shapes(triples: list[Triple]) -> list[Triple]:
     return generate_shapes(store)
 
 
-def model_shapes(model: Model) -> list[Triple]:
+def model_shapes(model: Model, services: Collection[str] | None = None) -> list[Triple]:
+    """The payload shapes of ``services`` (names; ``None``: every service of ``model``). A type's
+    shapes name only its own service's types, so one service's shapes validate its payloads alone."""
     w = _Writer()
     for iri in sorted(model.types):
         t = model.types[iri]
+        if services is not None and t.service not in services:
+            continue
         w.node_shape(t)
         for name in sorted(t.props):
             w.once(t.props[name].iri, w.property_shape, t.props[name])
         for name in sorted(t.navs):
             w.once(t.navs[name].iri, w.nav_shape, t.navs[name])
-    for service in sorted(model.services):
+    for service in sorted(model.services if services is None else set(services) & set(model.services)):
         for op in model.services[service].operations:
             w.node_shape(op.as_type())
             for name in sorted(op.params):

@@ -19,13 +19,14 @@ from pyshacl.constraints.core.other_constraints import ClosedConstraintComponent
 from pyshacl.graph_abstraction import DataGraph
 from pyshacl.shape import Shape
 from pyshacl.shapes_graph import ShapesGraph
-from rdflib import BNode, Graph, URIRef
+from rdflib import RDF, BNode, Graph, Namespace, URIRef
 from rdflib import Literal as RLiteral
 from rdflib.term import Node
 
 from processkg.aliases import Term
 from processkg.vocab import SH_NS, XSD_STRING
 
+_SH = Namespace(SH_NS)
 _QUIET = logging.getLogger("processkg.shacl")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -147,4 +148,26 @@ class ShaclEngine:
             )
 
 
-__all__ = ["ShaclEngine", "to_rdflib", "to_rdflib_term"]
+def merge_reports(runs: list[tuple[bool, Graph]]) -> Graph:
+    """One ``sh:ValidationReport`` of several runs (each with one service's shapes, so no result is
+    in two of them): conforms if every run does, with every run's results. No run: a conforming report."""
+    if len(runs) == 1:
+        return runs[0][1]
+    if not runs:
+        return ShaclEngine([]).run(Graph(), set())[1]
+    merged, report = Graph(), BNode()
+    for prefix, namespace in runs[0][1].namespaces():
+        merged.bind(prefix, namespace)
+    merged.add((report, RDF.type, _SH["ValidationReport"]))
+    merged.add((report, _SH["conforms"], RLiteral(all(conforms for conforms, _ in runs))))
+    for _conforms, graph in runs:
+        root = graph.value(predicate=RDF.type, object=_SH["ValidationReport"])
+        for s, p, o in graph:
+            if s != root:
+                merged.add((s, p, o))
+            elif p == _SH["result"]:
+                merged.add((report, p, o))
+    return merged
+
+
+__all__ = ["ShaclEngine", "merge_reports", "to_rdflib", "to_rdflib_term"]

@@ -115,6 +115,26 @@ def test_the_same_triples_in_the_default_graph_and_the_shapes(stores):
         assert mine == theirs and mine.count(b"\n") > 100
 
 
+def test_a_build_sent_in_small_chunks_arrives_whole(stores, tmp_path, monkeypatch):
+    local, _url = stores
+    monkeypatch.setattr(remote, "SEND_PART", 4096)
+    parts = list(remote._ntriples(open_store(local), DefaultGraph()))
+    assert len(parts) > 10 and {len(p) for p in parts[:-1]} == {4096}
+    process, url = start_server(tmp_path / "db")
+    try:
+        build(BuildOptions(store=Path(url), **demo_options()))
+        mine = canonical_ntriples(
+            q.triple for q in open_store(local).quads_for_pattern(None, None, None, DefaultGraph())
+        )
+        theirs = canonical_ntriples(
+            q.triple for q in open_store(url).quads_for_pattern(None, None, None, DefaultGraph())
+        )
+        assert mine == theirs == b"".join(sorted(b"".join(parts).splitlines(keepends=True)))
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
 def test_kg_stats_prints_the_same(stores):
     local, url = stores
     assert kg("stats", "--store", local) == kg("stats", "--store", url)

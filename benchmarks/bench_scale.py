@@ -13,10 +13,13 @@ CPU time and peak RSS (so one step's memory is not another's):
 * validation: ``kg validate`` of 1 call (a POST, so the SHACL engine of every payload shape is
   built), and the engine's throughput validating ``--calls`` calls one at a time as ``kg serve``
   does (a GET/POST mix on API_SALES_ORDER_SRV, half of the POSTs invalid);
-* ``kg stats``.
+* ``kg stats``;
+* remote: ``kg build --no-index`` and ``kg stats`` with ``--store URL`` of an ``oxigraph serve`` on
+  loopback (its own empty database per size), the server's database size on disk and the
+  server's own CPU time and peak RSS over both (read when it is stopped).
 
 Writes ``benchmarks/results/scale.json`` (after each size, so a long run keeps what it measured)
-and ``benchmarks/results/scale.png``. Only the embedded store is measured here.
+and ``benchmarks/results/scale.png``.
 """
 
 from __future__ import annotations
@@ -144,7 +147,53 @@ def retrieval(store: Path, n: int) -> dict[str, float]:
     }
 
 
-STEPS = ("build", "stats", "index", "retrieval", "validation")  # in this order: each needs the ones before
+def remote(folder: Path) -> dict[str, object]:
+    """Build and stats against a fresh ``oxigraph serve``; the kg processes' and the server's costs."""
+    db, cache = folder / "remote-db", folder / "remote-cache"
+    for old in (db, cache):
+        subprocess.run(["rm", "-rf", str(old)], check=True)
+    port, corpus = free_port(), folder / "corpus"
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("oxigraph")),
+            "serve",
+            "--location",
+            str(db),
+            "--bind",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    os.environ["PROCESSKG_CACHE"] = str(cache)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"{url}/query", params={"query": "ASK {}"}, timeout=5).raise_for_status()
+            break
+        except httpx.HTTPError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise SystemExit("oxigraph serve did not start") from None
+            time.sleep(0.2)
+    try:
+        sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
+        build = measure(kg("build", "--store", url, *sources, "--no-index"))
+        stats = measure(kg("stats", "--store", url))
+    finally:
+        server.terminate()
+        _pid, _status, usage = os.wait4(server.pid, 0)
+        del os.environ["PROCESSKG_CACHE"]
+    cpu = round(usage.ru_utime + usage.ru_stime, 2)
+    return {
+        "build": {**build, "server_db_mb": size_mb(db)},
+        "stats": stats,
+        "server": {"cpu_seconds": cpu, "peak_rss_mb": round(usage.ru_maxrss / 1024)},
+    }
+
+
+STEPS = ("build", "stats", "index", "retrieval", "validation", "remote")  # in this order: each needs the ones before
 
 
 def steps(value: str) -> list[str]:
@@ -178,6 +227,7 @@ def one_size(factor: int, folder: Path, args: argparse.Namespace) -> dict[str, o
         "index": lambda: index_step(folder),
         "retrieval": lambda: retrieval(folder / "store", args.queries),
         "validation": lambda: validation(folder / "store", folder, args.calls),
+        "remote": lambda: remote(folder),
     }
     for step in args.steps:
         result[step] = run[step]()
@@ -186,30 +236,41 @@ def one_size(factor: int, folder: Path, args: argparse.Namespace) -> dict[str, o
     return result
 
 
+def _dig(result: object, keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        if not isinstance(result, dict) or key not in result:
+            return None
+        result = result[key]
+    return float(result) if isinstance(result, (int, float)) else None
+
+
 def plot(results: list[dict[str, object]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = {
-        "build s": ("build", "seconds", 1),
-        "build peak RSS GB": ("build", "peak_rss_mb", 1024),
-        "store GB": ("build", "store_mb", 1024),
-        "index s": ("index", "seconds", 1),
-        "retrieval p50 ms": ("retrieval", "p50_ms", 1),
-        "retrieval p95 ms": ("retrieval", "p95_ms", 1),
-        "validate calls/s": ("validation", "calls_per_s", 1),
-        "kg stats s": ("stats", "seconds", 1),
+    series = {  # panel: [(label, path to the value in a size's result, divisor)]
+        "build s": [("embedded", ("build", "seconds"), 1), ("remote", ("remote", "build", "seconds"), 1)],
+        "build peak RSS GB": [("kg build", ("build", "peak_rss_mb"), 1024)],
+        "store GB": [("embedded", ("build", "store_mb"), 1024), ("remote", ("remote", "build", "server_db_mb"), 1024)],
+        "index s": [("", ("index", "seconds"), 1)],
+        "retrieval ms": [("p50", ("retrieval", "p50_ms"), 1), ("p95", ("retrieval", "p95_ms"), 1)],
+        "validate calls/s": [("", ("validation", "calls_per_s"), 1)],
+        "validate one POST s": [("", ("validation", "one_call_seconds"), 1)],
+        "kg stats s": [("embedded", ("stats", "seconds"), 1), ("remote", ("remote", "stats", "seconds"), 1)],
     }
     fig, axes = plt.subplots(2, 4, figsize=(14, 6))
-    for ax, (name, (step, key, scale)) in zip(axes.flat, series.items()):
-        points = [(r["factor"], r[step][key] / scale) for r in results if step in r]  # type: ignore[index]
-        ax.loglog([f for f, _ in points], [v for _, v in points], "o-")
+    for ax, (name, lines) in zip(axes.flat, series.items()):
+        for label, keys, scale in lines:
+            points = [(r["factor"], value / scale) for r in results if (value := _dig(r, keys)) is not None]
+            ax.loglog([f for f, _ in points], [v for _, v in points], "o-", label=label or None)
+        if len(lines) > 1:
+            ax.legend(fontsize=8)
         ax.set_title(name)
         ax.set_xlabel("size (x A2X)")
         ax.grid(True, which="both", alpha=0.3)
-    fig.suptitle("processkg growth on A2X-shaped corpora (embedded store)")
+    fig.suptitle("processkg growth on A2X-shaped corpora")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -14,9 +14,9 @@ CPU time and peak RSS (so one step's memory is not another's):
   built), and the engine's throughput validating ``--calls`` calls one at a time as ``kg serve``
   does (a GET/POST mix on API_SALES_ORDER_SRV, half of the POSTs invalid);
 * ``kg stats``;
-* remote: ``kg build --no-index`` and ``kg stats`` with ``--store URL`` of an ``oxigraph serve`` on
-  loopback (its own empty database per size), the server's database size on disk and the
-  server's own CPU time and peak RSS over both (read when it is stopped).
+* remote: ``kg build --no-index``, ``kg stats`` and ``kg validate`` of the one POST with ``--store URL``
+  of an ``oxigraph serve`` on loopback (its own empty database per size), the server's database
+  size on disk and the server's own CPU time and peak RSS over all three (read when it is stopped).
 
 Writes ``benchmarks/results/scale.json`` (after each size, so a long run keeps what it measured)
 and ``benchmarks/results/scale.png``.
@@ -181,6 +181,8 @@ def remote(folder: Path) -> dict[str, object]:
         sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
         build = measure(kg("build", "--store", url, *sources, "--no-index"))
         stats = measure(kg("stats", "--store", url))
+        one = calls_file(folder / "one.jsonl", 1)
+        validate = measure(kg("validate", "--store", url, "--format", "json", one), (0, 1))
     finally:
         server.terminate()
         _pid, _status, usage = os.wait4(server.pid, 0)
@@ -189,6 +191,7 @@ def remote(folder: Path) -> dict[str, object]:
     return {
         "build": {**build, "server_db_mb": size_mb(db)},
         "stats": stats,
+        "validation_one_post": validate,
         "server": {"cpu_seconds": cpu, "peak_rss_mb": round(usage.ru_maxrss / 1024)},
     }
 
@@ -251,13 +254,19 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     series = {  # panel: [(label, path to the value in a size's result, divisor)]
-        "build s": [("embedded", ("build", "seconds"), 1), ("remote", ("remote", "build", "seconds"), 1)],
+        "build CPU s (kg process)": [
+            ("embedded", ("build", "cpu_seconds"), 1),
+            ("remote", ("remote", "build", "cpu_seconds"), 1),
+        ],
         "build peak RSS GB": [("kg build", ("build", "peak_rss_mb"), 1024)],
         "store GB": [("embedded", ("build", "store_mb"), 1024), ("remote", ("remote", "build", "server_db_mb"), 1024)],
-        "index s": [("", ("index", "seconds"), 1)],
+        "index CPU s": [("", ("index", "cpu_seconds"), 1)],
         "retrieval ms": [("p50", ("retrieval", "p50_ms"), 1), ("p95", ("retrieval", "p95_ms"), 1)],
         "validate calls/s": [("", ("validation", "calls_per_s"), 1)],
-        "validate one POST s": [("", ("validation", "one_call_seconds"), 1)],
+        "validate one POST s": [
+            ("embedded", ("validation", "one_call_seconds"), 1),
+            ("remote", ("remote", "validation_one_post", "seconds"), 1),
+        ],
         "kg stats s": [("embedded", ("stats", "seconds"), 1), ("remote", ("remote", "stats", "seconds"), 1)],
     }
     fig, axes = plt.subplots(2, 4, figsize=(14, 6))

@@ -9,7 +9,7 @@ of an update that differ from a create (:class:`UpdateConverter`: what may chang
 full replace) and of a DELETE (:func:`~processkg.validate.urls.check_write_target`).
 
 :class:`Validator` is the Python API: ``validate_call`` for one call (the mock server and
-the agent use it), ``validate_calls`` for a batch in one pySHACL run.
+the agent use it), ``validate_calls`` for a batch in one pySHACL run per service.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class Validator:
         return self.validate_calls([(line, call)])[0]
 
     def validate_calls(self, calls: Sequence[tuple[int | None, JSONValue] | JSONValue]) -> list[CallResult]:
-        """Validate ``[(line, call)]`` (or bare calls); POST payloads in one pySHACL run."""
+        """Validate ``[(line, call)]`` (or bare calls); the payloads of each service in one pySHACL run."""
         pairs = [c if isinstance(c, tuple) else (None, c) for c in calls]
         results, pending = [], Payloads()
         self.last_report = None

@@ -249,10 +249,10 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
     endpoint, build = Endpoint(url), new_build_id()
     store = Store.read_only(str(db))
     try:
-        endpoint.put(data_graph(build), _ntriples(store, DefaultGraph()))
+        _upload(endpoint, data_graph(build), store, DefaultGraph())
         for graph in store.named_graphs():
             if isinstance(graph, NamedNode):
-                endpoint.put(named_graph(build, graph.value), _ntriples(store, graph))
+                _upload(endpoint, named_graph(build, graph.value), store, graph)
         endpoint.put(files_graph(build), _files_ntriples(version))
     except BaseException:
         drop(endpoint, [build])  # never pointed to: nobody reads it
@@ -266,15 +266,16 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
     return _PINNED[url]
 
 
-def _ntriples(store: Store, graph: NamedNode | DefaultGraph) -> Iterator[bytes]:
-    """The graph as N-Triples in parts of :data:`SEND_PART` bytes, spooled to a temporary file first:
-    the body of a 100x build (gigabytes) never has to fit in memory; it is sent chunked."""
-    quads = store.quads_for_pattern(None, None, None, graph)
+def _upload(endpoint: Endpoint, name: str, store: Store, graph: NamedNode | DefaultGraph) -> None:
+    """PUT ``graph`` of ``store`` as the server's graph ``name``: its N-Triples are spooled to a
+    temporary file in full, then sent in parts of :data:`SEND_PART` bytes. So the body of a 100x
+    build (gigabytes) never has to fit in memory, and the server never waits for it: serializing
+    while sending left Oxigraph without body bytes for minutes, and it answered 500 (os error 11)."""
     with tempfile.TemporaryFile() as spool:
+        quads = store.quads_for_pattern(None, None, None, graph)
         serialize((Triple(q.subject, q.predicate, q.object) for q in quads), spool, format=RdfFormat.N_TRIPLES)
         spool.seek(0)
-        while part := spool.read(SEND_PART):
-            yield part
+        endpoint.put(name, iter(lambda: spool.read(SEND_PART), b""))
 
 
 def _files_ntriples(version: Path) -> bytes:

@@ -258,7 +258,10 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
             ("embedded", ("build", "cpu_seconds"), 1),
             ("remote", ("remote", "build", "cpu_seconds"), 1),
         ],
-        "build peak RSS GB": [("kg build", ("build", "peak_rss_mb"), 1024)],
+        "build peak RSS GB (kg process)": [
+            ("embedded", ("build", "peak_rss_mb"), 1024),
+            ("remote", ("remote", "build", "peak_rss_mb"), 1024),
+        ],
         "store GB": [("embedded", ("build", "store_mb"), 1024), ("remote", ("remote", "build", "server_db_mb"), 1024)],
         "index CPU s": [("", ("index", "cpu_seconds"), 1)],
         "retrieval ms": [("p50", ("retrieval", "p50_ms"), 1), ("p95", ("retrieval", "p95_ms"), 1)],

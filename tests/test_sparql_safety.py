@@ -224,7 +224,7 @@ def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
     (tmp_path / "forever.rq").write_text(CARTESIAN, encoding="utf-8")
     kg_cmd = [sys.executable, "-c", "from processkg.cli import main; main()"]
     proc = subprocess.Popen(
-        [*kg_cmd, "query", "--store", str(demo_store), str(tmp_path / "forever.rq"), "--timeout", "0"],
+        [*kg_cmd, "query", "--store", str(demo_store), str(tmp_path / "forever.rq"), "--timeout", "0", "--limit", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -228,6 +228,9 @@ def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a pytest-xdist worker ignores SIGINT, and a child that inherits that
+        # ignores Ctrl-C too (Python installs KeyboardInterrupt only over the default handler)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,6 +63,11 @@ def measure(command: list[str], ok: tuple[int, ...] = (0,)) -> dict[str, float]:
         raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
     cpu = usage.ru_utime + usage.ru_stime
     return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024)}
+
+
+def sources(corpus: Path) -> list[str | Path]:
+    """``kg build``'s input options for a corpus that ``scale_corpus.py`` wrote."""
+    return ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
 
 
 def size_mb(folder: Path) -> float:
@@ -151,7 +157,7 @@ def remote(folder: Path) -> dict[str, object]:
     """Build and stats against a fresh ``oxigraph serve``; the kg processes' and the server's costs."""
     db, cache = folder / "remote-db", folder / "remote-cache"
     for old in (db, cache):
-        subprocess.run(["rm", "-rf", str(old)], check=True)
+        shutil.rmtree(old, ignore_errors=True)
     port, corpus = free_port(), folder / "corpus"
     server = subprocess.Popen(
         [
@@ -178,8 +184,7 @@ def remote(folder: Path) -> dict[str, object]:
                 raise SystemExit("oxigraph serve did not start") from None
             time.sleep(0.2)
     try:
-        sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
-        build = measure(kg("build", "--store", url, *sources, "--no-index"))
+        build = measure(kg("build", "--store", url, *sources(corpus), "--no-index"))
         stats = measure(kg("stats", "--store", url))
         one = calls_file(folder / "one.jsonl", 1)
         validate = measure(kg("validate", "--store", url, "--format", "json", one), (0, 1))
@@ -209,8 +214,7 @@ def steps(value: str) -> list[str]:
 
 def build_step(folder: Path) -> dict[str, float]:
     store, corpus = folder / "store", folder / "corpus"
-    sources = ["--odata", corpus / "odata", "--bpmn", corpus / "bpmn", "--mapping", corpus / "mapping.yaml"]
-    build = measure(kg("build", "--store", store, *sources, "--no-index"))
+    build = measure(kg("build", "--store", store, *sources(corpus), "--no-index"))
     build["store_mb"] = size_mb(store)
     return build
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,6 +14,8 @@ from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
+from processkg.pipeline import BuildOptions, build
+from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import Retriever
 
 
@@ -65,10 +68,62 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
     type=click.IntRange(min=1),
     help="Fold seeds of each cross-validation inside a fold's training (the shipped model used 3).",
 )
-def processes_cmd(store: Path, queries_file: Path, out: Path | None, fold_seeds: int) -> None:
-    """Leave processes out: train the routed hybrid without some processes, test it on their queries."""
+@click.option(
+    "--odata",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The store's OData inputs: with --bpmn, each fold is also built again without its held-out processes.",
+)
+@click.option(
+    "--bpmn",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="The store's BPMN inputs (one process per file for the held-out ones). Repeatable.",
+)
+@click.option("--mapping", type=click.Path(path_type=Path), help="The store's mapping; held-out entries are dropped.")
+@click.option("--codes", multiple=True, type=click.Path(path_type=Path), help="The store's code lists. Repeatable.")
+@click.option("--code-bindings", type=click.Path(path_type=Path), help="The store's code bindings.")
+@click.option(
+    "--work",
+    type=click.Path(path_type=Path),
+    help="Folder for the folds' stores (with --bpmn; default: OUT/folds).",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(path_type=Path),
+    help="Embedding cache shared by the folds' indexes (default: WORK/embedding-cache).",
+)
+def processes_cmd(
+    store: Path,
+    queries_file: Path,
+    out: Path | None,
+    fold_seeds: int,
+    odata: tuple[Path, ...],
+    bpmn: tuple[Path, ...],
+    mapping: Path | None,
+    codes: tuple[Path, ...],
+    code_bindings: Path | None,
+    work: Path | None,
+    cache_dir: Path | None,
+) -> None:
+    """Leave processes out: train the routed hybrid without some processes, test it on their queries.
+
+    With --odata and --bpmn (and --mapping), each fold is also built again without its held-out
+    processes (BPMN, mapping edges, texts, index), and both protocols are reported side by side."""
     queries = read_queries(queries_file)
-    report = processes.run(Retriever(store), queries, log=click.echo, fold_seeds=fold_seeds)
+    rebuild = None
+    if bpmn:
+        if not odata:
+            raise ProcessKGError("--bpmn needs the --odata the store was built from")
+        folder = work or (out / "folds" if out else None)
+        if folder is None:
+            raise ProcessKGError("--bpmn needs --work or --out: the folds' stores are built there")
+        inputs = BuildOptions(
+            odata=list(odata), bpmn=list(bpmn), mapping=mapping, codes=list(codes), code_bindings=code_bindings
+        )
+        rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
+    report = processes.run(Retriever(store), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild)
     command = "kg eval processes " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     text = processes.render(report, command)
     click.echo(text)
@@ -77,3 +132,17 @@ def processes_cmd(store: Path, queries_file: Path, out: Path | None, fold_seeds:
         (out / "report.md").write_text(text, encoding="utf-8")
         (out / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         click.echo(f"wrote {out / 'report.md'}\nwrote {out / 'results.json'}")
+
+
+def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild:
+    """Each fold's store: the build of ``inputs`` without the fold's held-out processes, with its own
+    index, under WORK/without-FOLD."""
+
+    def make(held_out: list[str]) -> Retriever:
+        folder = work / f"without-{processes.fold_of(held_out[0]) + 1}"
+        kept, kept_mapping = processes.without_processes(inputs.bpmn, inputs.mapping, held_out, folder)
+        build(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=folder / "store"))
+        build_index(folder / "store", cache_dir=cache, progress=None)
+        return Retriever(folder / "store")
+
+    return make

@@ -220,8 +220,9 @@ def test_bounded_run_gives_what_select_gives(demo_store):
     )
 
 
-def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
-    (tmp_path / "forever.rq").write_text(CARTESIAN, encoding="utf-8")
+def _forever(demo_store, tmp_path, query: str = CARTESIAN) -> tuple[subprocess.Popen, psutil.Process]:
+    """``kg query`` of a never-ending query, and its query child once the query runs."""
+    (tmp_path / "forever.rq").write_text(query, encoding="utf-8")
     kg_cmd = [sys.executable, "-c", "from processkg.cli import main; main()"]
     proc = subprocess.Popen(
         [*kg_cmd, "query", "--store", str(demo_store), str(tmp_path / "forever.rq"), "--timeout", "0", "--limit", "0"],
@@ -237,11 +238,57 @@ def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
         time.sleep(0.1)
     worker = psutil.Process(proc.pid).children()[0]
     time.sleep(0.5)
+    return proc, worker
+
+
+def _gone(worker: psutil.Process, within: float) -> bool:
+    """Whether ``worker`` ended within ``within`` seconds (an orphan's zombie counts as ended)."""
+    deadline = time.monotonic() + within
+    while not _ended(worker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _ended(worker: psutil.Process) -> bool:
+    try:
+        return worker.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_ctrl_c_exits_130_and_stops_the_query(demo_store, tmp_path):
+    proc, worker = _forever(demo_store, tmp_path)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted" and out == ""
-    assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+    assert _gone(worker, 0)
+
+
+@pytest.mark.parametrize(
+    "sig, query",
+    [
+        (signal.SIGKILL, CARTESIAN),
+        (signal.SIGTERM, CARTESIAN),
+        (signal.SIGKILL, CARTESIAN + " ORDER BY ?a"),
+        (signal.SIGTERM, "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"),
+    ],
+    ids=["kill", "term", "kill-order-by", "term-count"],
+)
+def test_query_child_dies_with_kg_query(demo_store, tmp_path, sig, query):
+    """kg query killed (no handler runs: SIGKILL, or SIGTERM's default action) leaves no query
+    running, even while pyoxigraph's native code sorts or counts."""
+    proc, worker = _forever(demo_store, tmp_path, query)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -sig
+    try:
+        assert _gone(worker, 5), "the query child outlived kg query"
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            worker.kill()
 
 
 # ---------------------------------------------------------------- kg query is helpful

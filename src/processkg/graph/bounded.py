@@ -3,7 +3,9 @@
 A cartesian product in pyoxigraph's native code cannot be interrupted from Python, so
 ``kg query`` runs its query (checked by :func:`processkg.graph.sparql.check` first) in a child
 Python process that is killed when the time is up, answers with at most ``limit`` rows, and
-runs under an address-space cap.
+runs under an address-space cap. The child also ends when its parent does, however the parent
+ends (SIGKILL and SIGTERM run no cleanup in the parent): it watches a pipe only the parent can
+write to, which reads end-of-file once the parent is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,13 +41,27 @@ def run_bounded(
     (0: no bound on time or rows)."""
     check(query)
     job = {"store": str(store_dir), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from processkg.graph.bounded import serve; serve()"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_child_env(),
-    )
+    lifeline, held = os.pipe()  # the child watches lifeline; it reads end-of-file when held closes
+    try:
+        return _run(job, lifeline, timeout, memory)
+    finally:
+        os.close(held)
+
+
+def _run(
+    job: dict[str, object], lifeline: int, timeout: float, memory: int
+) -> tuple[list[str], list[list[PlainValue]]]:
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", f"from processkg.graph.bounded import serve; serve({lifeline})"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_child_env(),
+            pass_fds=(lifeline,),
+        )
+    finally:
+        os.close(lifeline)
     try:
         out, err = proc.communicate(json.dumps(job).encode("utf-8"), timeout=timeout or None)
     except subprocess.TimeoutExpired:
@@ -86,8 +103,10 @@ def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list[str], 
     raise RuntimeError(f"query process failed: {last}")
 
 
-def serve() -> None:
-    """The child's side of run_bounded: one job on stdin, one JSON answer on stdout."""
+def serve(lifeline: int) -> None:
+    """The child's side of run_bounded: one job on stdin, one JSON answer on stdout; it exits
+    as soon as ``lifeline`` reads end-of-file (the parent is gone)."""
+    _exit_with_parent(lifeline)
     job = json.loads(sys.stdin.buffer.read())
     _cap_memory(job["memory"])
     limit = job["limit"]
@@ -108,6 +127,19 @@ def serve() -> None:
         answer = {"names": names, "rows": table}
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
+
+
+def _exit_with_parent(lifeline: int) -> None:
+    """Exit at once when ``lifeline``, a pipe the parent holds open and never writes to, reads
+    end-of-file. pyoxigraph releases the GIL while it evaluates, so this thread runs even during
+    a cartesian product behind ORDER BY or COUNT."""
+
+    def watch() -> None:
+        while os.read(lifeline, 1):
+            pass
+        os._exit(1)  # nobody is left to read an answer
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()
 
 
 def _cap_memory(limit: int) -> None:

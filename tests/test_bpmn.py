@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from conftest import DATA, INVALID, SHARED, shared
 from processkg.cli import main
-from processkg.errors import DuplicateDeclarationError, MissingIdError, NotBPMNError
+from processkg.errors import DuplicateDeclarationError, FlowTooLargeError, MissingIdError, NotBPMNError
 from processkg.sources.bpmn import read as bpmn
 
 ORDER_FLOW = DATA / "bpmn" / "order-flow.bpmn"
@@ -419,3 +419,45 @@ def test_odata_given_as_bpmn_is_not_bpmn():
         bpmn.read_definitions(DATA / "odata" / "HANDMADE_PURCHASING.xml", "HANDMADE_PURCHASING.xml")
     with pytest.raises(NotBPMNError, match=r"API_SALES_ORDER_SRV\.edmx:\d+: root element is .*Edmx"):
         bpmn.read_definitions(shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx"), "API_SALES_ORDER_SRV.edmx")
+
+
+def _fan_in_out(ways: int) -> str:
+    """``ways`` tasks into one gateway that splits into ``ways`` tasks: ``ways ** 2`` next pairs."""
+    parts = ['<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="D" targetNamespace="urn:t">']
+    parts.append('<process id="P">\n<exclusiveGateway id="G"/>')
+    for i in range(ways):
+        parts.append(
+            f'<task id="I{i}"/><task id="O{i}"/><sequenceFlow id="A{i}" sourceRef="I{i}" targetRef="G"/>'
+            f'<sequenceFlow id="B{i}" sourceRef="G" targetRef="O{i}"/>'
+        )
+    return "\n".join(parts + ["</process></definitions>"])
+
+
+def test_next_pairs_over_the_bound_are_refused_naming_the_gateway(tmp_path):
+    path = tmp_path / "fan.bpmn"
+    path.write_text(_fan_in_out(10), encoding="utf-8")
+    defs = bpmn.read_definitions(path, "fan.bpmn")
+    assert len(bpmn.next_activities(defs, limit=100)) == 100
+    with pytest.raises(FlowTooLargeError) as caught:
+        bpmn.next_activities(defs, limit=99)
+    assert str(caught.value) == (
+        "fan.bpmn:3: exclusiveGateway 'G': the model derives more than 99 bpmn:next pairs "
+        "(it joins 10 flows and leads to 10 activities); split the gateway or the model"
+    )
+
+
+def test_kg_build_skips_a_quadratic_gateway_with_on_error_warn(tmp_path):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "fan.bpmn").write_text(_fan_in_out(400), encoding="utf-8")  # 160,000 pairs
+    (folder / "order-flow.bpmn").write_bytes(ORDER_FLOW.read_bytes())
+    runner = CliRunner()
+    failed = runner.invoke(main, ["build", "--bpmn", str(folder), "--out", str(tmp_path / "a.ttl")])
+    assert failed.exit_code == 2, failed.output
+    assert "error: models/fan.bpmn:3: exclusiveGateway 'G': the model derives more than 100,000" in failed.output
+    warned = runner.invoke(
+        main, ["build", "--bpmn", str(folder), "--out", str(tmp_path / "b.ttl"), "--on-error", "warn"]
+    )
+    assert warned.exit_code == 0, warned.output
+    assert "skipped 1 file(s):\n  models/fan.bpmn:3: exclusiveGateway 'G'" in warned.output
+    assert "ReserveStock" in (tmp_path / "b.ttl").read_text() and "O399" not in (tmp_path / "b.ttl").read_text()

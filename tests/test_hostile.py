@@ -86,6 +86,7 @@ CASES = [
     Case("bpmn-task-without-id", "task-without-id.bpmn", BPMN, XML_AT + r".*(?i:task).*\bid\b"),
     Case("bpmn-flow-without-id", "flow-without-id.bpmn", BPMN, XML_AT + r".*(?i:sequenceFlow).*\bid\b"),
     Case("bpmn-fan-out-3000", "fan-out.bpmn", BPMN, codes=(0,), timeout=15),
+    Case("bpmn-fan-in-out-3000", "fan-in-out.bpmn", BPMN, XML_AT + r"exclusiveGateway 'G'.*bpmn:next", timeout=15),
     # a dangling reference drops only the element that holds it, with a warning naming file:line and id
     Case(
         "bpmn-dangling-default",

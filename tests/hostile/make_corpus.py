@@ -104,6 +104,19 @@ def _fan_out(ways: int) -> str:
     return _process("".join(lines))
 
 
+def _fan_in_out(ways: int) -> str:
+    """``ways`` tasks all flowing into one exclusive gateway that splits into ``ways`` other tasks:
+    every task before it is followed by every task after it (``ways ** 2`` ``bpmn:next`` pairs)."""
+    lines = ['    <exclusiveGateway id="G"/>\n']
+    for i in range(ways):
+        lines.append(
+            f'    <task id="I{i}" name="In {i}"/>\n    <task id="O{i}" name="Out {i}"/>\n'
+            f'    <sequenceFlow id="A{i}" sourceRef="I{i}" targetRef="G"/>\n'
+            f'    <sequenceFlow id="B{i}" sourceRef="G" targetRef="O{i}"/>\n'
+        )
+    return _process("".join(lines))
+
+
 def text(content: str) -> Generator:
     def write(path: Path, ctx: Context) -> None:
         path.write_text(content, encoding="utf-8", newline="")
@@ -285,6 +298,7 @@ GENERATORS: dict[str, Generator] = {
     "task-without-id.bpmn": text(_linear('    <task name="No id"/>\n')),
     "flow-without-id.bpmn": text(_linear('    <sequenceFlow sourceRef="S" targetRef="E"/>\n')),
     "fan-out.bpmn": text(_fan_out(3000)),
+    "fan-in-out.bpmn": text(_fan_in_out(3000)),
     "dangling-default.bpmn": text(_linear('    <exclusiveGateway id="G" default="NoSuchFlow"/>\n')),
     "dangling-lane.bpmn": text(
         _linear('    <laneSet id="LS"><lane id="L"><flowNodeRef>NoSuchTask</flowNodeRef></lane></laneSet>\n')

@@ -26,6 +26,10 @@ MAX_BYTES = {
 #: code becomes graph nodes and a member of a SHACL ``sh:in`` list, so 50,000 codes build in about
 #: 10 s and 0.7 GB, while 1,000,000 took 196 s and 9 GB (measured on the demo, see reliability.md).
 MAX_CODE_ROWS = 50_000
+#: Most ``bpmn:next`` pairs one BPMN file may derive. A gateway joining M branches and splitting
+#: into N makes M x N pairs (1,000 x 1,000: 1.02 M triples, 54 s and 1 GB); the largest file in
+#: ../shared/data/bpmn derives 45. Over the bound the file is refused, naming the gateway.
+MAX_NEXT_PAIRS = 100_000
 
 
 def read_bytes(path: Path | str, kind: str, display: str | None = None, error: type[InputError] = InputError) -> bytes:

@@ -26,11 +26,13 @@ from lxml import etree
 
 from processkg.errors import (
     DuplicateDeclarationError,
+    FlowTooLargeError,
     InputError,
     MissingIdError,
     NotBPMNError,
     UnresolvedReferenceError,
 )
+from processkg.sources.limits import MAX_NEXT_PAIRS
 from processkg.sources.xmlio import local, namespace, parse_xml
 
 _E = TypeVar("_E", "FlowNode", "SequenceFlow")
@@ -458,7 +460,7 @@ def _resolve_lane(defs: Definitions, lane: Lane) -> None:
 # ---------------------------------------------------------------- bpmn:next
 
 
-def next_activities(defs: Definitions) -> list[tuple[str, str]]:
+def next_activities(defs: Definitions, limit: int = MAX_NEXT_PAIRS) -> list[tuple[str, str]]:
     """Pairs (activity, next activity): through gateways and events, into and out of sub-processes.
 
     A sub-process is followed by its first inner activities and by its own successors; its
@@ -468,16 +470,39 @@ def next_activities(defs: Definitions) -> list[tuple[str, str]]:
     normal flow: they are never entered from their sub-process and never leave it; their own
     inner activities are still chained.
 
-    Linear in the flows (plus the pairs it returns): the activities behind each gateway or
-    event are computed once, not once per activity that reaches it, so a gateway joining and
-    splitting thousands of branches costs no more than its flows.
+    Linear in the flows plus the pairs it returns: the activities behind each gateway or
+    event are computed once, not once per activity that reaches it. The pairs themselves are
+    not linear (a gateway joining M branches and splitting into N makes M x N), so more than
+    ``limit`` pairs raise :class:`FlowTooLargeError` naming the gateway or event where most meet.
     """
     graph = _FlowGraph(defs)
-    pairs: set[tuple[str, str]] = set()
+    pairs: list[tuple[str, str]] = []
     for node in defs.nodes.values():
         if node.category == "activity":
-            pairs.update((node.id, nxt) for nxt in graph.reach(node))
+            pairs.extend((node.id, nxt) for nxt in graph.reach(node))
+            if len(pairs) > limit:
+                raise _too_many_pairs(defs, graph, node, limit)
     return sorted(pairs)
+
+
+def _too_many_pairs(defs: Definitions, graph: _FlowGraph, activity: FlowNode, limit: int) -> FlowTooLargeError:
+    """The error naming the gateway or event with the most (incoming flows x activities behind
+    it), or ``activity`` itself when no gateway or event multiplies the pairs."""
+    incoming: dict[str, int] = defaultdict(int)
+    for flow in defs.flows.values():
+        incoming[flow.target] += 1
+    node_id = max(graph.behind, key=lambda n: incoming[n] * len(graph.behind[n]), default="")
+    if node_id and incoming[node_id] > 1:
+        node = defs.nodes[node_id]
+        ways = f"it joins {incoming[node_id]:,} flows and leads to {len(graph.behind[node_id]):,} activities"
+    else:
+        node, ways = activity, f"it is followed by {len(graph.reach(activity)):,} activities"
+    return FlowTooLargeError(
+        f"{node.tag} {node.id!r}: the model derives more than {limit:,} bpmn:next pairs ({ways}); "
+        f"split the gateway or the model",
+        defs.file,
+        node.line,
+    )
 
 
 class _FlowGraph:

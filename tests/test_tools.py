@@ -1,15 +1,17 @@
 """processkg.tools without a face: the toolbox's answers and argument errors, and the OData client
-(service roots, SAP's CSRF protocol against a real kg serve, credentials from the environment)."""
+(service roots, SAP's CSRF protocol against a real kg serve, credentials from the environment, and
+the rule that requests, and so credentials, go only under the configured OData root)."""
 
 from __future__ import annotations
 
 import http.server
 import re
 import threading
+from collections.abc import Iterator
 
 import pytest
 
-from processkg.errors import ODataClientError
+from processkg.errors import ODataClientError, ODataURLError
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient, service_root
 from processkg.tools.specs import tool_list
@@ -153,3 +155,138 @@ def test_credentials_come_from_the_environment_and_stay_out_of_the_exchanges(mon
     assert all(
         "s3cret" not in str(e.as_dict()) and "t0ken" not in str(e.as_dict()) for e in basic.exchanges + bearer.exchanges
     )
+
+
+# ---------------------------------------------------------------- requests stay under the OData root
+
+
+class Recorder(http.server.ThreadingHTTPServer):
+    """A real HTTP server on a free loopback port that records (path, Authorization) of every request;
+    it answers an empty V2 collection, or a redirect to ``redirect_to`` for a path with ``REDIRECT``."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), RecordingHandler)
+        self.seen: list[tuple[str, str]] = []
+        self.redirect_to = ""
+        self.port = self.server_address[1]
+
+
+class RecordingHandler(http.server.BaseHTTPRequestHandler):
+    server: Recorder
+
+    def do_GET(self) -> None:
+        self.server.seen.append((self.path, self.headers.get("Authorization", "")))
+        if "REDIRECT" in self.path and self.server.redirect_to:
+            self.send_response(302)
+            self.send_header("Location", self.server.redirect_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b'{"d": {"results": []}}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def recorders() -> Iterator[tuple[Recorder, Recorder]]:
+    """The OData server the client is configured for, and another server on another port."""
+    servers = (Recorder(), Recorder())
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    servers[0].redirect_to = f"http://127.0.0.1:{servers[1].port}/stolen"
+    yield servers
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def rooted(demo_store, recorders) -> Iterator[Toolbox]:
+    """A toolbox whose client has a bearer token and the root V2 (of DEMO_SALES_ORDER_SRV) on the first recorder."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PROCESSKG_ODATA_TOKEN", "t0ken")
+        client = ODataClient(f"http://127.0.0.1:{recorders[0].port}{V2}")
+    box = Toolbox(demo_store, client)
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def fresh(recorders) -> tuple[Recorder, Recorder]:
+    for server in recorders:
+        server.seen.clear()
+    return recorders
+
+
+OTHER_SET = "DEMO_DELIVERY_BILLING_SRV/A_OutbDeliveryHeader"  # a valid call, in another service than the root
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("http://127.0.0.1:{other}" + V2 + "A_SalesOrder", id="absolute-other-port"),
+        pytest.param("http://localhost:{port}" + V2 + "A_SalesOrder", id="absolute-other-host"),
+        pytest.param("https://127.0.0.1:{port}" + V2 + "A_SalesOrder", id="other-scheme"),
+        pytest.param("//127.0.0.1:{other}" + V2 + "A_SalesOrder", id="protocol-relative"),
+        pytest.param("http://127.0.0.1:{port}@127.0.0.1:{other}" + V2 + "A_SalesOrder", id="user-at-other-host"),
+        pytest.param("http://user@127.0.0.1:{port}" + V2 + "A_SalesOrder", id="user-at-same-host"),
+        pytest.param("http://127.0.0.1:{port}/sap/opu/odata/sap/" + OTHER_SET, id="same-origin-outside-root"),
+        pytest.param("../" + OTHER_SET, id="dot-dot"),
+        pytest.param(V2 + "../" + OTHER_SET, id="dot-dot-in-absolute-path"),
+        pytest.param("%2e%2e/" + OTHER_SET, id="percent-2e"),
+        pytest.param("%2E%2E/" + OTHER_SET, id="percent-2E"),
+        pytest.param(".%2e/" + OTHER_SET, id="dot-percent-2e"),
+        pytest.param("%252e%252e/" + OTHER_SET, id="double-encoded-dots"),
+        pytest.param("..%2f" + OTHER_SET, id="encoded-slash"),
+        pytest.param("..\\" + OTHER_SET, id="backslash-dot-dot"),
+        pytest.param("\\\\127.0.0.1:{other}" + V2 + "A_SalesOrder", id="backslashes-as-authority"),
+        pytest.param("/\\127.0.0.1:{other}" + V2 + "A_SalesOrder", id="slash-backslash-authority"),
+        pytest.param("\uff0e\uff0e\uff0f" + OTHER_SET, id="fullwidth-dots-and-slash"),
+        pytest.param("\uff0f\uff0f127.0.0.1:{other}" + V2 + "A_SalesOrder", id="fullwidth-slashes"),
+        pytest.param("http\uff1a//127.0.0.1:{other}" + V2 + "A_SalesOrder", id="fullwidth-colon"),
+        pytest.param("http://127.0.0.1:{other}/stolen", id="absolute-anything"),
+    ],
+)
+def test_a_url_outside_the_odata_root_is_refused_and_nothing_is_sent(rooted, fresh, url):
+    own, other = fresh
+    url = url.format(port=own.port, other=other.port)
+    root = f"http://127.0.0.1:{own.port}{V2}"
+    for tool in ("call", "validate_call"):
+        answer, is_error = rooted.run(tool, {"method": "GET", "url": url})
+        assert is_error, (tool, answer)
+        assert f"is not under the OData root {root}" in answer["error"]
+    with pytest.raises(ODataURLError, match=re.escape(root)):
+        rooted.client.send("GET", url)  # kg agent and kg eval send through the client directly
+    assert other.seen == [] and own.seen == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "A_SalesOrder",
+        "./A_SalesOrder?$top=1",
+        "A_Customer/../A_SalesOrder",
+        V2 + "A_SalesOrder",
+        "http://127.0.0.1:{port}" + V2 + "A_SalesOrder",
+        "HTTP://127.0.0.1:{port}" + V2 + "A_SalesOrder",
+    ],
+)
+def test_a_url_under_the_odata_root_is_sent_there_with_the_credentials(rooted, fresh, url):
+    own, other = fresh
+    answer, is_error = rooted.run("call", {"method": "GET", "url": url.format(port=own.port)})
+    assert not is_error and answer["status"] == 200
+    assert [(path.split("?")[0], auth) for path, auth in own.seen] == [(V2 + "A_SalesOrder", "Bearer t0ken")]
+    assert other.seen == []
+
+
+def test_a_redirect_to_another_origin_is_not_followed(rooted, fresh):
+    own, other = fresh
+    answer, is_error = rooted.run("call", {"method": "GET", "url": "A_SalesOrder('REDIRECT')"})
+    assert not is_error and answer["sent"] is True and answer["status"] == 302
+    assert len(own.seen) == 1 and other.seen == []

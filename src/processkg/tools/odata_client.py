@@ -4,7 +4,12 @@ Credentials come from environment variables only (:data:`USER_ENV` and :data:`PA
 basic authentication, or :data:`TOKEN_ENV` for a bearer token) and are never written to a trace.
 Modifying requests carry SAP's CSRF token: fetched with a GET of the service root and the header
 ``x-csrf-token: Fetch`` before the first write to a service, fetched again once when the server
-answers 403 with ``x-csrf-token: Required``. Every exchange is kept in :attr:`ODataClient.exchanges`
+answers 403 with ``x-csrf-token: Required``.
+
+Requests go only under the base URL (the OData root): :meth:`ODataClient.url` refuses another origin
+(an absolute or protocol-relative URL of another scheme, host or port, or with a user name) and any
+path that leaves the root (``..``, also percent-encoded, full-width or with backslashes), so that
+the credentials never reach another server; redirects are not followed. Every exchange is kept in :attr:`ODataClient.exchanges`
 (method, URL, body, status, answer, seconds) for the agent's trace, and can be appended to a
 recording in ``kg validate``'s input format.
 """
@@ -13,21 +18,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 import httpx
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import ODataClientError
+from processkg.errors import ODataClientError, ODataURLError
 
 USER_ENV = "PROCESSKG_ODATA_USER"
 PASSWORD_ENV = "PROCESSKG_ODATA_PASSWORD"
 TOKEN_ENV = "PROCESSKG_ODATA_TOKEN"
 MAX_ANSWER = 2_000_000  # bytes of one answer read; more is cut and marked
 SERVICE_MARKERS = ("/sap/opu/odata4/sap/", "/sap/opu/odata/sap/")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass
@@ -69,9 +78,11 @@ class ODataClient:
     """Sends requests to one OData server; keeps cookies and CSRF tokens per service root."""
 
     def __init__(self, base_url: str, timeout: float = 30.0, record: Path | None = None) -> None:
-        if not urlsplit(base_url).scheme.startswith("http"):
-            raise ODataClientError(f"the OData URL must start with http:// or https://, not {base_url!r}")
-        self.base_url = base_url.rstrip("/") + "/"
+        base = urlsplit(base_url)
+        if base.scheme not in DEFAULT_PORTS or not base.hostname:
+            raise ODataClientError(f"the OData URL must start with http:// or https:// and a host, not {base_url!r}")
+        self.base_url = urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + "/", "", ""))
+        self.base = urlsplit(self.base_url)
         auth, headers = credentials_from_environment()
         self.http = httpx.Client(auth=auth, headers=headers, timeout=timeout, follow_redirects=False)
         self.tokens: dict[str, str] = {}
@@ -84,8 +95,50 @@ class ODataClient:
         self.http.close()
 
     def url(self, url: str) -> str:
-        """An absolute URL: a path (``/sap/opu/...``) or relative URL resolved against the base URL."""
-        return url if urlsplit(url).scheme else urljoin(self.base_url, url)
+        """The absolute URL under the base URL that ``url`` names: a path (``/sap/opu/...``), a URL
+        relative to the base URL, or an absolute URL of the base URL's origin. Anything else is an
+        :class:`ODataURLError` naming the root: it is checked as written, with backslashes read as
+        slashes, and in Unicode NFKC form (full-width dots and slashes), and each must stay under the root."""
+        if CONTROL.search(url):
+            raise self._outside(url)
+        slashed = url.replace("\\", "/")
+        for view in (url, slashed, unicodedata.normalize("NFKC", slashed)):
+            if self._resolve(view) is None:
+                raise self._outside(url)
+        resolved = self._resolve(url)
+        assert resolved is not None
+        return resolved
+
+    def _resolve(self, url: str) -> str | None:
+        """``url`` resolved against the base URL, or None if that leaves the base URL's origin or root."""
+        parts = urlsplit(url)
+        if (parts.scheme or parts.netloc) and not self._same_origin(parts):
+            return None
+        joined = urlsplit(urljoin(self.base_url, url))
+        if not under_root(joined.path, self.base.path):
+            return None
+        return urlunsplit((self.base.scheme, self.base.netloc, joined.path, joined.query, ""))
+
+    def _same_origin(self, parts: SplitResult) -> bool:
+        """Whether an absolute (or protocol-relative) URL names the base URL's scheme, host and port, without a user."""
+        scheme = parts.scheme.lower() or self.base.scheme
+        try:
+            port = parts.port or DEFAULT_PORTS.get(scheme)
+        except ValueError:
+            return False
+        return (
+            "@" not in parts.netloc
+            and scheme == self.base.scheme
+            and parts.hostname == self.base.hostname
+            and port == (self.base.port or DEFAULT_PORTS[self.base.scheme])
+        )
+
+    def _outside(self, url: str) -> ODataURLError:
+        shown = url if len(url) <= 200 else url[:200] + "..."
+        return ODataURLError(
+            f"{shown!r} is not under the OData root {self.base_url}: give a path under it "
+            "(an absolute URL only of the same scheme, host and port)"
+        )
 
     def send(self, method: str, url: str, body: JSONValue = None) -> Exchange:
         """Send one request (CSRF handled for writes) and return the exchange, error answers included."""
@@ -143,6 +196,19 @@ class ODataClient:
         self.record.parent.mkdir(parents=True, exist_ok=True)
         with self.record.open("a", encoding="utf-8") as out:
             out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def under_root(path: str, root: str) -> bool:
+    """Whether a resolved URL path lies under the root path (which ends with ``/``): it starts with
+    the root, has no empty segment, and no ``.`` or ``..`` segment even once percent-decoded (three
+    times, for double encodings), NFKC-normalised, and with ``\\`` read as ``/``."""
+    if not (path + "/").startswith(root) or "//" in path:
+        return False
+    decoded = path
+    for _ in range(3):
+        decoded = unquote(decoded)
+    segments = re.split(r"[/\\]", unicodedata.normalize("NFKC", decoded))
+    return not any(segment in (".", "..") for segment in segments)
 
 
 def service_root(url: str) -> str:

@@ -142,7 +142,7 @@ class Toolbox:
             checked = self.validate_call(method, url, body)
             if not checked["valid"]:
                 return {"sent": False, "status": 400, "violations": checked["violations"]}
-        exchange = self.client.send(method, self.client.url(url), body if method != "GET" else None)
+        exchange = self.client.send(method, url, body if method != "GET" else None)
         return {"sent": True, "status": exchange.status, "answer": trimmed(exchange.answer)}
 
     # ------------------------------------------------------------ helpers
@@ -159,7 +159,8 @@ class Toolbox:
         return self.roots.get(service, "/") + entity_set
 
     def full_url(self, url: str) -> str:
-        """The URL as the validator reads it: resolved against the OData server's base URL, if any."""
+        """The URL as the validator reads it: resolved against the OData server's base URL, if any (a URL
+        outside that root is refused, as ``call`` would refuse it)."""
         return self.client.url(url) if self.client is not None else url
 
     def _brief(self, result: Result) -> JSONObject:

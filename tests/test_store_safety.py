@@ -134,6 +134,25 @@ def test_build_refuses_a_store_holding_the_current_directory_or_the_inputs(tmp_p
     assert sorted(os.listdir(tmp_path / "project")) == ["odata"]
 
 
+def test_build_refuses_a_store_inside_an_input_folder(tmp_path):
+    """Read back as input, a store inside an input folder doubled the services at the next build
+    (its versions keep each service's source document): refused, one line, exit 2, nothing written."""
+    inputs = tmp_path / "odata"
+    shutil.copytree(DEMO / "odata", inputs)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for store in (inputs / "sub", inputs / "deeper" / "store"):
+        for _attempt in range(2):
+            result = CliRunner().invoke(main, ["build", "--odata", str(inputs), "--store", str(store), "--no-index"])
+            assert result.exit_code == 2, result.output
+            assert result.output == (
+                f"error: --store {store}: it is inside the input folder {inputs}, so the next build would "
+                f"read the store's files as input; choose a store path outside it\n"
+            )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    with pytest.raises(StoreRefusedError, match="inside the input folder"):
+        build(BuildOptions(store=tmp_path / "b" / "s", odata=[inputs / "DEMO_SALES_ORDER_SRV.edmx"], bpmn=[tmp_path]))
+
+
 def test_a_store_of_the_previous_layout_is_replaced_and_an_empty_folder_accepted(tmp_path, references):
     legacy = tmp_path / "legacy"
     version = references["root"] / "old" / "current"

@@ -285,13 +285,20 @@ def _contains(outer: Path, inner: Path) -> bool:
 
 def check_store_path(store: Path, inputs: Sequence[Path | str] | None = None) -> None:
     """Refuse a ``--store`` that kg build must not replace: one that is not a processkg store
-    (a plain file, a folder of other files), or one that holds the current directory or an input."""
+    (a plain file, a folder of other files), one that holds the current directory or an input,
+    or one inside an input folder (a build would read the store's files back as input)."""
     store = Path(store)
     real = Path(os.path.realpath(store))
     named = [("the current directory", Path.cwd())] + [(f"the input {p}", Path(p)) for p in inputs or [] if p]
     for what, path in named:
         if _contains(real, Path(os.path.realpath(path))):
             raise StoreRefusedError(f"--store {store}: it contains {what}; choose a store path outside it")
+    for root in inputs or []:
+        if root and Path(root).is_dir() and _contains(Path(os.path.realpath(root)), real):
+            raise StoreRefusedError(
+                f"--store {store}: it is inside the input folder {root}, so the next build would read the "
+                f"store's files as input; choose a store path outside it"
+            )
     if os.path.lexists(store) and not store.is_dir():
         raise StoreRefusedError(
             f"--store {store}: exists and is not a directory; kg build replaces only a "

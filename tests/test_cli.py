@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import re
 
 import pytest
@@ -353,6 +355,41 @@ def test_a_crash_shows_its_traceback_with_processkg_debug(monkeypatch):
     result = CliRunner().invoke(_group_with(KeyError("x")), ["boom"])
     assert result.exit_code == 3
     assert "Traceback" in result.stderr and result.stderr.splitlines()[-1].startswith("internal error: KeyError")
+
+
+@pytest.mark.parametrize(
+    "exc, line",
+    [
+        (PermissionError(errno.EACCES, "Permission denied", "/srv/out.ttl"), "error: /srv/out.ttl: Permission denied"),
+        (
+            OSError(errno.EXDEV, "Invalid cross-device link", "/a", None, "/b"),
+            "error: /a -> /b: Invalid cross-device link",
+        ),
+        (OSError(errno.ENOSPC, "No space left on device"), "error: No space left on device"),
+        (
+            OSError(errno.EROFS, "Read-only file system", "/x\nerror: forged"),
+            r"error: /x\nerror: forged: Read-only file system",
+        ),
+        (
+            OSError("IO error: No space left on device: While appending to file: /s/1.sst"),
+            "error: IO error: No space left on device: While appending to file: /s/1.sst",
+        ),
+    ],
+    ids=["path", "rename", "no-path", "control-characters", "oxigraph"],
+)
+def test_an_environment_error_is_one_line_and_exit_2(monkeypatch, exc, line):
+    monkeypatch.delenv("PROCESSKG_DEBUG", raising=False)
+    result = CliRunner().invoke(_group_with(exc), ["boom"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [line]
+
+
+@pytest.mark.parametrize("number", [errno.EBADF, errno.EINVAL, errno.ESPIPE])
+def test_an_os_error_of_a_bug_stays_exit_3(monkeypatch, number):
+    monkeypatch.delenv("PROCESSKG_DEBUG", raising=False)
+    result = CliRunner().invoke(_group_with(OSError(number, os.strerror(number))), ["boom"])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("internal error: OSError: ")
 
 
 def test_ctrl_c_is_exit_130_with_one_line():

@@ -21,17 +21,57 @@ from processkg.cli.ranker import processes_cmd, train_ranker_cmd
 from processkg.cli.retrieve import index_cmd, retrieve_cmd
 from processkg.cli.serve import serve_cmd
 from processkg.cli.socbench import socbench_cmd
-from processkg.cli.validate import shapes_cmd, validate_cmd
+from processkg.cli.validate import printable, shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
 
 #: Exit codes of every command (listed in ``kg --help``).
 EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
+#: OSError numbers that are a problem of the machine (disk, permissions, limits, network), not a
+#: bug: exit 2 with the path and the cause. Any other number (EBADF, EINVAL, ...) is exit 3.
+ENVIRONMENT_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.EIO,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENOENT,
+        errno.EEXIST,
+        errno.ENOTEMPTY,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EXDEV,
+        errno.EBUSY,
+        errno.ETXTBSY,
+        errno.ENXIO,
+        errno.ENODEV,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ENOMEM,
+        errno.EAGAIN,
+        errno.EADDRINUSE,
+        errno.EADDRNOTAVAIL,
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+    }
+)
+
 
 class _Group(click.Group):
     """One line on stderr and a distinct exit code for whatever ends a command, never a traceback.
 
-    An input error is exit 2. A crash (a bug) is exit 3, so that it is never mistaken for
+    An input error is exit 2, and so is a problem of the environment (a full or read-only disk,
+    no permission, a file where a folder should be, a limit reached): an OSError numbered in
+    :data:`ENVIRONMENT_ERRNOS`, or one of Oxigraph's storage errors (they carry no number, and
+    their message names the file). A crash (a bug) is exit 3, so that it is never mistaken for
     exit 1, which commands such as ``kg validate`` use for "some calls invalid";
     PROCESSKG_DEBUG=1 shows its traceback. Ctrl-C is exit 130.
     """
@@ -50,14 +90,48 @@ class _Group(click.Group):
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader of our output went away: click handles it
                 raise
-            _internal_error(exc)
+            if exc.errno is not None and exc.errno not in ENVIRONMENT_ERRNOS:
+                _internal_error(exc)
+            _traceback_if_debug(exc)
+            click.echo(f"error: {environment_message(exc)}", err=True)
+            sys.exit(EXIT_ERROR)
         except Exception as exc:
             _internal_error(exc)
 
 
-def _internal_error(exc: BaseException) -> NoReturn:
+def environment_message(exc: OSError) -> str:
+    """``PATH: cause`` (``SOURCE -> TARGET: cause`` for a rename) on one line.
+
+    An error with no file names the stream click.echo failed to write, if that is where it
+    came from; an error with no number (Oxigraph's storage errors) is its own message.
+    """
+    if exc.errno is None:
+        return " ".join(str(exc).split())
+    cause = exc.strerror or os.strerror(exc.errno)
+    if exc.errno == errno.EEXIST and exc.filename is not None and not os.path.isdir(exc.filename):
+        cause += " and is not a directory"  # Path.mkdir(parents=True) of a path that is a file
+    names = [printable(os.fsdecode(name)) for name in (exc.filename, exc.filename2) if name is not None]
+    where = " -> ".join(names) or _echo_stream(exc)
+    return f"{where}: {cause}" if where else cause
+
+
+def _echo_stream(exc: BaseException) -> str:
+    """The stream click.echo failed to write when it raised ``exc`` ("standard output" or "error"), or ""."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_globals.get("__name__") != "click.utils" or tb.tb_frame.f_code.co_name != "echo":
+        return ""
+    return "standard error" if tb.tb_frame.f_locals.get("err") else "standard output"
+
+
+def _traceback_if_debug(exc: BaseException) -> None:
     if os.environ.get("PROCESSKG_DEBUG", "") not in ("", "0"):
         traceback.print_exception(exc, file=sys.stderr)
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
+    _traceback_if_debug(exc)
     detail = " ".join(f"{type(exc).__name__}: {exc}".split())
     click.echo(f"internal error: {detail}; please report (PROCESSKG_DEBUG=1 shows the traceback)", err=True)
     sys.exit(EXIT_INTERNAL)
@@ -73,7 +147,9 @@ def main() -> None:
       0    success
       1    the command ran and found problems (kg validate: some calls invalid;
            kg audit: counts differ; kg docs --check: pages out of date)
-      2    bad input or usage: one line "error: ..." on stderr
+      2    bad input or usage, or a problem of the environment (disk full or
+           read-only, no permission, a limit reached): one line "error: ..."
+           on stderr
       3    internal error (a bug): one line "internal error: ..."; please report it,
            PROCESSKG_DEBUG=1 shows the traceback
       130  interrupted (Ctrl-C)

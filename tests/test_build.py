@@ -5,6 +5,9 @@ from __future__ import annotations
 import http.server
 import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -393,3 +396,45 @@ def test_check_passes_on_the_demo_and_keeps_the_old_store_when_it_fails(tmp_path
     )
     assert tree_digest(store) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["People.xml", "store"]
+
+
+# ---------------------------------------------------------------- the temporary folder
+
+_HOLD_TMP = """
+import time
+from processkg.pipeline import owned_tmp
+
+with owned_tmp() as folder:
+    (folder / "data.nt").write_bytes(b"x" * 100_000)
+    print(folder, flush=True)
+    time.sleep(600)
+"""
+
+
+def _holding_tmp(env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
+    """A process inside a build's temporary folder (as a build is while it lifts), and the folder."""
+    process = subprocess.Popen([sys.executable, "-c", _HOLD_TMP], stdout=subprocess.PIPE, text=True, env=env)
+    assert process.stdout is not None
+    return process, Path(process.stdout.readline().strip())
+
+
+def test_the_next_build_removes_a_killed_builds_temporary_folder_and_keeps_a_live_ones(tmp_path):
+    """A build without a folder store spools (and a remote build stores) in the system's temporary
+    folder; SIGKILLed, it left the folder there for good. The next build removes it; a folder whose
+    build still runs stays."""
+    private = tmp_path / "tmpdir"
+    private.mkdir()
+    env = os.environ | {"TMPDIR": str(private)}
+    killed, dead = _holding_tmp(env)
+    live, alive = _holding_tmp(env)
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        assert dead.is_dir() and alive.is_dir() and dead.parent == private
+        kg = [str(Path(sys.executable).parent / "kg"), "build", "--odata", str(DATA / "odata")]
+        result = subprocess.run([*kg, "--out", str(tmp_path / "g.ttl")], env=env, capture_output=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert list(private.iterdir()) == [alive]
+    finally:
+        live.kill()
+        live.wait(timeout=30)

@@ -6,7 +6,10 @@ returns a :class:`BuildReport`; the CLI only wires options and prints the report
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import stat
 import tempfile
 import time
 from collections import Counter
@@ -49,6 +52,8 @@ ON_ERROR = ("fail", "warn", "skip")
 METADATA = "metadata"  # folder of a store version holding the services' source documents
 SPOOL = ".build-"  # a build's spools: a hidden folder .STORE.build-XXXX beside the store
 SPOOL_MARKER = ".processkg-spool"
+TMP = "processkg-build-"  # a build's folder in the system's temporary folder: processkg-build-PID-XXXX
+TMP_LOCK = ".processkg-owner"  # flock'd by the build that owns the folder, for as long as it runs
 
 
 @dataclass
@@ -153,10 +158,13 @@ class Builder:
         store = Path(self.opt.store) if self.opt.store else None
         if store:
             _remove_stale_spools(store)
-        where = {"dir": store.parent, "prefix": f".{store.name}{SPOOL}"} if store else {"prefix": "processkg-build-"}
-        with tempfile.TemporaryDirectory(**where) as tmp:
-            (Path(tmp) / SPOOL_MARKER).touch()
-            yield Spool(Path(tmp) / "data.nt"), Spool(Path(tmp) / "shapes.nt")
+        if not store:
+            with owned_tmp() as tmp:
+                yield Spool(tmp / "data.nt"), Spool(tmp / "shapes.nt")
+            return
+        with tempfile.TemporaryDirectory(dir=store.parent, prefix=f".{store.name}{SPOOL}") as spool:
+            (Path(spool) / SPOOL_MARKER).touch()
+            yield Spool(Path(spool) / "data.nt"), Spool(Path(spool) / "shapes.nt")
 
     def _add(self, triples: list[Triple], shapes: bool = False) -> None:
         """One batch: its triples to the data spool and, for services, their payload shapes."""
@@ -345,6 +353,45 @@ def _remove_stale_spools(store: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextmanager
+def owned_tmp() -> Iterator[Path]:
+    """A folder of this build in the system's temporary folder, removed when the build ends.
+
+    The build holds a lock on a file in it for as long as it runs; a build that was killed
+    (SIGKILL, a crash) leaves the folder with its lock free, and the next build removes it.
+    """
+    _remove_dead_tmps(Path(tempfile.gettempdir()))
+    folder = Path(tempfile.mkdtemp(prefix=f"{TMP}{os.getpid()}-"))
+    fd = os.open(folder / f"{TMP_LOCK}.new", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(folder / f"{TMP_LOCK}.new", folder / TMP_LOCK)  # seen by others only once it is locked
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(fd)
+
+
+def _remove_dead_tmps(root: Path) -> None:
+    """Folders of killed builds in ``root``: only those carrying the lock file, and only while
+    their lock is free (its owner is gone); a running build holds it, so its folder stays."""
+    for folder in root.glob(f"{TMP}*"):
+        try:
+            mine = stat.S_ISDIR(os.lstat(folder).st_mode) and os.lstat(folder).st_uid == os.getuid()
+            fd = os.open(folder / TMP_LOCK, os.O_RDONLY) if mine else -1
+        except OSError:  # no lock file (not a build's, or just being made), or gone meanwhile: leave it
+            continue
+        if fd < 0:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+
+
 def _memory_store(data: Path) -> Store:
     store = Store()
     store.bulk_load(path=str(data), format=RdfFormat.N_TRIPLES)
@@ -363,9 +410,9 @@ def _build_remote(url: str, options: BuildOptions, progress: ProgressCallback | 
     """Build into a local store in a temporary folder, then load it onto the SPARQL server at
     ``url`` and switch its pointer (graph/remote.py); the server must answer before the build starts."""
     expected = remote.start(url)
-    with tempfile.TemporaryDirectory(prefix="processkg-build-") as tmp:
-        report = Builder(replace(options, store=Path(tmp) / "store"), progress).run()
-        version = version_dir(Path(tmp) / "store")
+    with owned_tmp() as tmp:
+        report = Builder(replace(options, store=tmp / "store"), progress).run()
+        version = version_dir(tmp / "store")
         remote.publish(url, expected, version, version / DB)
     return report
 

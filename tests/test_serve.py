@@ -35,7 +35,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def served(demo_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve") / "calls.jsonl"
-    server = open_server(demo_store, record=record, csrf=False)
+    server = open_server(demo_store, record=record, csrf=False, allow_reset=True)
     port = free_port()
     config = uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning")
     web = uvicorn.Server(config)
@@ -374,5 +374,16 @@ def test_kg_serve_help_lists_its_options():
 
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--store", "--host", "--port", "--record", "--data", "--no-csrf", "--no-etags", "/$reset"):
+    for option in (
+        "--store",
+        "--host",
+        "--port",
+        "--allowed-host",
+        "--allow-reset",
+        "--record",
+        "--data",
+        "--no-csrf",
+        "--no-etags",
+        "/$reset",
+    ):
         assert option in result.output

@@ -56,7 +56,7 @@ def running(server: Server) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="module")
 def served(a2x_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve-a2x") / "calls.jsonl"
-    server = open_server(a2x_store, record=record, csrf=False)
+    server = open_server(a2x_store, record=record, csrf=False, allow_reset=True)
     with running(server) as client:
         yield server, client, record
 

@@ -62,7 +62,7 @@ def running(server: Server) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="module")
 def a2x_served(a2x_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve-operations") / "calls.jsonl"
-    with running(open_server(a2x_store, record=record, csrf=False)) as client:
+    with running(open_server(a2x_store, record=record, csrf=False, allow_reset=True)) as client:
         yield client, record
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 import click
 
 from processkg.cli.options import store_option
+from processkg.errors import ServeBindError
 from processkg.graph.remote import shown
 from processkg.serve.app import create_app, open_server
 
@@ -15,6 +18,19 @@ from processkg.serve.app import create_app, open_server
 @store_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Also answer requests whose Host header is NAME (at any port, or at PORT); repeatable. "
+    "By default only the address listened on is accepted (and loopback names on loopback).",
+)
+@click.option(
+    "--allow-reset",
+    is_flag=True,
+    help="Answer POST /$reset (drops every change; needs the CSRF token unless --no-csrf).",
+)
 @click.option(
     "--record",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -38,16 +54,53 @@ from processkg.serve.app import create_app, open_server
     help="Require If-Match on changes to entity sets whose metadata declares ETags (--no-etags for simple clients).",
 )
 def serve_cmd(
-    store: Path, host: str, port: int, record: Path | None, data: Path | None, csrf: bool, etags: bool
+    store: Path,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    allow_reset: bool,
+    record: Path | None,
+    data: Path | None,
+    csrf: bool,
+    etags: bool,
 ) -> None:
     """Serve every OData service of the store; validate each call before it touches the data.
 
-    Besides the services: POST /$reset restores the records the server started with, GET /$dump
-    returns every record as JSON (see docs/serve.md)."""
+    Besides the services: POST /$reset restores the records the server started with (with
+    --allow-reset), GET /$dump returns every record as JSON (see docs/serve.md)."""
     import uvicorn  # heavy: only this command needs the ASGI server
 
-    server = open_server(store, record=record, data=data, csrf=csrf, use_etags=etags)
+    listening = bind(host, port)  # before the store is opened: a busy port is told at once
+    port = int(listening.getsockname()[1])
+    server = open_server(
+        store,
+        record=record,
+        data=data,
+        csrf=csrf,
+        use_etags=etags,
+        allow_reset=allow_reset,
+        allowed_hosts=frozenset(allowed_hosts),
+    )
     click.echo(f"serving {len(server.roots)} services of {shown(store)} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)
-    uvicorn.run(create_app(server), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(server), log_level="warning")
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; a busy port or an address this machine lacks is a ServeBindError."""
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ServeBindError(f"cannot listen on {host}: {exc.strerror}") from None
+    listening = socket.socket(family, kind, proto)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(address)
+    except OSError as exc:
+        listening.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeBindError(f"port {port} on {host} is in use") from None
+        raise ServeBindError(f"cannot listen on port {port} of {host}: {exc.strerror}") from None
+    return listening

@@ -10,7 +10,10 @@ is appended to the recording in ``kg validate``'s input format with the status i
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import logging
+import math
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -39,6 +42,8 @@ from processkg.validate.payload_shapes import Model, Nav, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
 MAX_BODY = 1_000_000
+MAX_ENTITIES = 10_000  # entities in one answer, $expand included (a $batch shares one budget)
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 READ_OPTIONS = {
     "$filter",
     "$select",
@@ -56,6 +61,7 @@ METHODS = ["GET", "POST", "PATCH", "PUT", "MERGE", "DELETE"]
 CHANGES = ("PATCH", "MERGE", "PUT", "DELETE")  # on one entity, by key
 TUNNELED = {"MERGE", "PATCH", "PUT", "DELETE"}  # what a POST may carry in X-HTTP-Method (V2 clients)
 ADMIN = {"/$reset": "POST", "/$dump": "GET"}  # server state, at the server root (not OData, not recorded)
+log = logging.getLogger(__name__)
 
 
 def service_root(name: str, version: str, namespaces: set[str]) -> str:
@@ -66,6 +72,23 @@ def service_root(name: str, version: str, namespaces: set[str]) -> str:
             return f"/sap/opu/odata4/sap/{short}/srvd_a2x/sap/{short}/0001/"
         return f"/sap/opu/odata4/sap/{name.lower()}/"
     return f"/sap/opu/odata/sap/{name}/"
+
+
+class Budget:
+    """How many more entities one answer may hold; taking past the end stops the work with a 400."""
+
+    def __init__(self, limit: int = MAX_ENTITIES) -> None:
+        self.limit, self.left = limit, limit
+
+    def take(self, n: int = 1) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ServeHTTPError(
+                400,
+                "answer-too-large",
+                f"the answer would hold more than {self.limit} entities: "
+                "narrow it with $top, $filter or a shallower $expand",
+            )
 
 
 @dataclass
@@ -90,7 +113,11 @@ class Server:
         store_facts: facts.StoreFacts | None = None,
         use_etags: bool = True,
         retrieval: ResidentRetriever | None = None,
+        allow_reset: bool = False,
+        allowed_hosts: frozenset[str] = frozenset(),
     ):
+        self.allow_reset = allow_reset  # POST /$reset (off unless asked for: it drops every change)
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)  # besides the bound address
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.retrieval = retrieval  # GET /$processkg/retrieve (serve/retrieval.py)
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
@@ -111,6 +138,18 @@ class Server:
                 403,
                 "csrf-token-required",
                 "CSRF token validation failed: fetch one with a GET and the header x-csrf-token: Fetch",
+            )
+
+    def check_host(self, host: str | None, bound: tuple[str, int] | None) -> None:
+        """Refuse a ``Host`` that is not the address the server listens on (DNS rebinding: a page on
+        another name reaching the loopback server through the browser). Loopback names are one address
+        when the server listens on loopback; ``allowed_hosts`` adds names (any port) or ``name:port``."""
+        if not host_allowed(host or "", bound, self.allowed_hosts):
+            where = f"{bound[0]}:{bound[1]}" if bound else "this server"
+            raise ServeHTTPError(
+                421,
+                "host-not-allowed",
+                f"Host {host!r} is not the address of {where}; start kg serve with --allowed-host to accept it",
             )
 
     # ------------------------------------------------------------ routing
@@ -138,7 +177,7 @@ class Server:
         return table
 
     # ------------------------------------------------------------ GET
-    def get(self, res: Resource, query: dict[str, str], url: str) -> Response:
+    def get(self, res: Resource, query: dict[str, str], url: str, budget: Budget) -> Response:
         version = self.version(res.service)
         if not res.rest:
             sets = sorted(self.model.services[res.service].sets)
@@ -154,7 +193,7 @@ class Server:
         if single:
             if not records:
                 raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
-            item = self.shape(table, records[0], base, query)
+            item = self.shape(table, records[0], base, query, budget)
             headers = {"ETag": etags.etag(records[0])} if self.uses_etags(table) else None
             return JSONResponse(odata_json.single(table.type, item, table.name), headers=headers)
         if res.rest[-1][0] == "$count":
@@ -163,7 +202,7 @@ class Server:
         total = len(selected)
         selected = self.paged(table, selected, query)
         count = total if query.get("$count") == "true" or query.get("$inlinecount") == "allpages" else None
-        items = [self.shape(table, r, base, query) for r in selected]
+        items = [self.shape(table, r, base, query, budget) for r in selected]
         return JSONResponse(odata_json.collection(table.type, items, table.name, count))
 
     def metadata(self, service: str) -> Response:
@@ -233,14 +272,18 @@ class Server:
         top = count_option(query.get("$top"), "$top")
         return records[skip:] if top is None else records[skip : skip + top]
 
-    def shape(self, table: Table, record: JSONObject, base: str, query: dict[str, str]) -> dict[str, object]:
+    def shape(
+        self, table: Table, record: JSONObject, base: str, query: dict[str, str], budget: Budget
+    ) -> dict[str, object]:
         select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
+        budget.take()
         item = self.entity(table, record, base, select)
         for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
-            self.expand(table, record, item, path.replace("/", "/"), base)
+            self.expand(table, record, item, path, base, budget)
         return item
 
-    def expand(self, table: Table, record: JSONObject, item: JSONObject, path: str, base: str) -> None:
+    def expand(self, table: Table, record: JSONObject, item: JSONObject, path: str, base: str, budget: Budget) -> None:
+        """Put the records ``path`` leads to into ``item``, taking each from ``budget`` before it is made."""
         name, _, rest = path.partition("/")
         name, options = _v4_options(name)
         nav = table.type.navs.get(name)
@@ -251,11 +294,12 @@ class Server:
             item[name] = [] if nav.to_many else None
             return
         rest = rest or options.get("$expand", "")
+        budget.take(len(related))
         children = []
         for r in related:
             child = self.entity(target, r, base)
             for sub in [s for s in split_top(rest, ",") if s]:
-                self.expand(target, r, child, sub, base)
+                self.expand(target, r, child, sub, base, budget)
             children.append(child)
         item[name] = _nav_value(target.type, nav, children)
 
@@ -417,18 +461,94 @@ def _rejected(result: CallResult) -> ServeHTTPError:
     return ServeHTTPError(400, "invalid-call", summary, details)
 
 
+def host_allowed(host: str, bound: tuple[str, int] | None, allowed: frozenset[str]) -> bool:
+    """Whether a request's ``Host`` names the address the server listens on (``bound``), a loopback
+    name while it listens on loopback, or one of ``allowed`` (``name`` at any port, or ``name:port``)."""
+    name, port = split_host(host.strip().lower())
+    if not name:
+        return False
+    if name in allowed or f"{name}:{port}" in allowed or f"[{name}]:{port}" in allowed:
+        return True
+    if bound is None:  # no socket address (not a TCP server): loopback names only
+        return name in LOOPBACK_NAMES
+    bound_host, bound_port = bound[0].lower(), bound[1]
+    if port != bound_port:
+        return False
+    return name == bound_host or (is_loopback(bound_host) and name in LOOPBACK_NAMES)
+
+
+def split_host(host: str) -> tuple[str, int | None]:
+    """``name:port``, ``[v6]:port`` or a bare name as (name, port); port 80 when none is given, None when
+    it is not a number."""
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif host.count(":") == 1:
+        name, _, port_text = host.partition(":")
+    else:
+        name, port_text = host, ""
+    if not port_text:
+        return name, 80
+    return name, int(port_text) if port_text.isascii() and port_text.isdigit() and len(port_text) <= 5 else None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, read no further than :data:`MAX_BODY` bytes: a longer one (announced by
+    ``Content-Length`` or found while streaming) is a 413 before the rest is read."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        if not (length.isascii() and length.isdigit()):
+            raise ServeHTTPError(400, "malformed", f"Content-Length {length[:40]!r} is not a number")
+        if len(length) > 12 or int(length) > MAX_BODY:
+            raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _bound(request: Request) -> tuple[str, int] | None:
+    server = request.scope.get("server")
+    return (str(server[0]), int(server[1])) if server and server[1] is not None else None
+
+
 def create_app(server: Server) -> Starlette:
     """The ASGI application of ``server``."""
 
     async def handle(request: Request) -> Response:
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        raw = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            server.check_host(headers.get("host"), _bound(request))
+            raw = await read_body(request)
+        except ServeHTTPError as exc:  # refused before the body was read (whole)
+            response = _error_response(server, url, exc)
+            response.headers["connection"] = "close"  # the rest of the body is not read: uvicorn drops the socket
+            if server.recorder is not None and request.url.path not in ADMIN and request.method != "HEAD":
+                server.recorder.record(request.method, url, None, response.status_code, exc.code)
+            return response
         if request.url.path in ADMIN:
-            return await run_in_threadpool(admin, server, request.method, request.url.path)
+            return await run_in_threadpool(admin, server, request.method, request.url.path, headers)
         return await run_in_threadpool(answer, server, request.method, url, headers, raw)
 
     async def retrieve(request: Request) -> Response:
+        try:
+            server.check_host(request.headers.get("host"), _bound(request))
+        except ServeHTTPError as exc:
+            return _error_response(server, RETRIEVE_PATH, exc)
         return await run_in_threadpool(resident_retrieve, server, dict(request.query_params))
 
     return Starlette(
@@ -446,20 +566,38 @@ def resident_retrieve(server: Server, params: dict[str, str]) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=400)
 
 
-def admin(server: Server, method: str, path: str) -> Response:
-    """``POST /$reset``: back to the records the server started with (204); ``GET /$dump``: all records."""
-    if method != ADMIN[path]:
-        body = odata_json.error("4.0", "method-not-allowed", f"{path} takes {ADMIN[path]}")
-        return JSONResponse(body, status_code=405)
-    if path == "/$reset":
-        server.data.reset()
-        return Response(status_code=204)
+def admin(server: Server, method: str, path: str, headers: dict[str, str]) -> Response:
+    """``POST /$reset``: back to the records the server started with (204), when the server allows it and
+    with the CSRF token like any other change; ``GET /$dump``: all records (and a token on request)."""
+    try:
+        if method != ADMIN[path]:
+            raise ServeHTTPError(405, "method-not-allowed", f"{path} takes {ADMIN[path]}")
+        if path == "/$reset":
+            if not server.allow_reset:
+                raise ServeHTTPError(403, "reset-not-allowed", "POST /$reset is off: start kg serve with --allow-reset")
+            server.check_csrf(method, headers)
+            server.data.reset()
+            return Response(status_code=204)
+    except ServeHTTPError as exc:
+        response = JSONResponse(odata_json.error("4.0", exc.code, exc.message), status_code=exc.status)
+        if exc.code == "csrf-token-required":
+            response.headers["x-csrf-token"] = "Required"
+        return response
     with server.data.lock:
-        return JSONResponse(server.data.dump())
+        response = JSONResponse(server.data.dump())
+    if headers.get("x-csrf-token", "").lower() == "fetch":
+        response.headers["x-csrf-token"] = server.csrf_token
+    return response
 
 
-def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: bytes) -> Response:
-    """One request, answered and recorded; errors become OData error bodies, never a traceback."""
+def answer(
+    server: Server, method: str, url: str, headers: dict[str, str], raw: bytes, budget: Budget | None = None
+) -> Response:
+    """One request, answered and recorded; errors become OData error bodies, never a traceback.
+
+    An exception no check foresaw is a bug: it is logged with its traceback, answered with a 500 OData
+    error and recorded like any other call. ``budget`` is shared by the requests of one ``$batch``."""
+    in_batch, budget = budget is not None, budget or Budget()
     body: object = None
     error: str | None = None  # the error code of a failed call, recorded beside its status
     tunneled = headers.get("x-http-method", "").upper()
@@ -471,14 +609,20 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
         is_batch = urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST"
         body = None if is_batch else _json_body(method, raw)
         server.check_csrf(method, headers)
+        if is_batch and in_batch:
+            raise ServeHTTPError(400, "malformed", "$batch: a request of a batch cannot be a $batch")
         if is_batch:
-            return batch(server, url, headers, raw)
-        response = dispatch(server, method, url, body, headers)
+            return batch(server, url, headers, raw, budget)
+        response = dispatch(server, method, url, body, headers, budget)
     except ServeHTTPError as exc:
         response, error = _error_response(server, url, exc), exc.code
     except (ServeQueryError, UnsupportedQueryError) as exc:
         status = 501 if isinstance(exc, UnsupportedQueryError) else 400
         response, error = _error_response(server, url, ServeHTTPError(status, "bad-query", str(exc))), "bad-query"
+    except Exception as exc:  # a bug: visible in the log and as a 500, and still recorded
+        log.exception("kg serve: %s %s failed", method, url)
+        bug = ServeHTTPError(500, "internal-error", f"kg serve failed on this request ({type(exc).__name__}): a bug")
+        response, error = _error_response(server, url, bug), bug.code
     if method == "GET" and headers.get("x-csrf-token", "").lower() == "fetch":
         response.headers["x-csrf-token"] = server.csrf_token
     elif response.status_code == 403:
@@ -488,7 +632,7 @@ def answer(server: Server, method: str, url: str, headers: dict[str, str], raw: 
     return response
 
 
-def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Response:
+def batch(server: Server, url: str, headers: dict[str, str], raw: bytes, budget: Budget) -> Response:
     """``$batch``: every request answered (and recorded) on its own; change sets all or nothing."""
     root = server.resource(urlsplit(url).path).root
     content_type = headers.get("content-type", "")
@@ -498,12 +642,13 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
             if content_type.startswith("application/json")
             else batch_mod.parse_multipart(content_type, raw)
         )
-    except (ValueError, json.JSONDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise ServeHTTPError(400, "malformed", f"$batch: {exc}") from None
 
     def handle(part: batch_mod.Part) -> batch_mod.Answer:
         target = part.url if part.url.startswith("/") else root + part.url
-        response = answer(server, part.method, target, {**part.headers, "x-csrf-token": server.csrf_token}, part.body)
+        part_headers = {**part.headers, "x-csrf-token": server.csrf_token}
+        response = answer(server, part.method, target, part_headers, part.body, budget)
         return batch_mod.Answer(
             response.status_code,
             {"content-type": response.headers.get("content-type", "")},
@@ -525,7 +670,14 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes) -> Resp
     )
 
 
-def dispatch(server: Server, method: str, url: str, body: JSONValue, headers: dict[str, str] | None = None) -> Response:
+def dispatch(
+    server: Server,
+    method: str,
+    url: str,
+    body: JSONValue,
+    headers: dict[str, str] | None = None,
+    budget: Budget | None = None,
+) -> Response:
     path = urlsplit(url).path
     res = server.resource(path)
     query = parse_call_url(url)["query"]
@@ -534,7 +686,7 @@ def dispatch(server: Server, method: str, url: str, body: JSONValue, headers: di
             server, method, url, body, res.root, lambda rest: server.walk(Resource(res.service, res.root, rest))
         )
     if method == "GET":
-        return server.get(res, query, url)
+        return server.get(res, query, url, budget or Budget())
     if method == "POST":
         return server.post(res, body, url)
     if method in CHANGES:
@@ -543,12 +695,31 @@ def dispatch(server: Server, method: str, url: str, body: JSONValue, headers: di
 
 
 def _json_body(method: str, raw: bytes) -> object:
+    """The JSON of a request body: strict JSON only (no NaN or Infinity, no number beyond a double, no
+    integer of more than Python's 4300 digits, no lone surrogate), or a 400 that says why."""
     if method in ("GET", "DELETE") or not raw:
         return None
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ServeHTTPError(400, "malformed", f"the request body is not JSON: {exc}") from None
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) cannot be stored
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeError are ValueErrors
+        raise ServeHTTPError(400, "malformed", f"the request body is not JSON: {_one_line(exc)}") from None
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def _text(raw: bytes) -> str | None:
@@ -564,7 +735,13 @@ def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONRespon
 
 
 def open_server(
-    store: Path, record: Path | None = None, data: Path | None = None, csrf: bool = True, use_etags: bool = True
+    store: Path,
+    record: Path | None = None,
+    data: Path | None = None,
+    csrf: bool = True,
+    use_etags: bool = True,
+    allow_reset: bool = False,
+    allowed_hosts: frozenset[str] = frozenset(),
 ) -> Server:
     """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder,
     and what else the store says (source documents, ETag sets, referential constraints)."""
@@ -578,4 +755,6 @@ def open_server(
         store_facts=store_facts,
         use_etags=use_etags,
         retrieval=ResidentRetriever(store),
+        allow_reset=allow_reset,
+        allowed_hosts=allowed_hosts,
     )

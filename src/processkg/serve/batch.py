@@ -129,7 +129,7 @@ def _http_answer(a: Answer) -> bytes:
 
 def parse_json(raw: bytes) -> list[Part | list[Part]]:
     """A V4 JSON batch: ``{"requests": [{id, method, url, headers, body, atomicityGroup}]}``."""
-    doc = json.loads(raw)
+    doc = json.loads(raw)  # ValueError (JSONDecodeError, too many digits) and RecursionError: a 400
     requests = doc.get("requests") if isinstance(doc, dict) else None
     if not isinstance(requests, list) or len(requests) > MAX_PARTS:
         raise ValueError(f"a JSON batch needs a list 'requests' of at most {MAX_PARTS} requests")
@@ -140,9 +140,9 @@ def parse_json(raw: bytes) -> list[Part | list[Part]]:
             raise ValueError("each request of a JSON batch is an object")
         body = r.get("body")
         part = Part(
-            str(r.get("method", "GET")).upper(),
-            str(r.get("url", "")),
-            {k.lower(): str(v) for k, v in (r.get("headers") or {}).items()},
+            _text_field(r, "method", "GET").upper(),
+            _text_field(r, "url", ""),
+            _headers(r.get("headers")),
             json.dumps(body).encode() if body is not None else b"",
             str(r.get("id")) if r.get("id") is not None else None,
         )
@@ -155,6 +155,24 @@ def parse_json(raw: bytes) -> list[Part | list[Part]]:
             groups[group] = [part]
             items.append(groups[group])
     return items
+
+
+def _text_field(request: dict[str, object], name: str, default: str) -> str:
+    value = request.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"the {name} of a request in a JSON batch is a string, not {json.dumps(value)[:40]}")
+    return value
+
+
+def _headers(value: object) -> dict[str, str]:
+    """A JSON batch request's ``headers``: an object of strings (absent or null: none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(
+            f"the headers of a request in a JSON batch are an object of strings, not {json.dumps(value)[:40]}"
+        )
+    return {k.lower(): v for k, v in value.items()}
 
 
 def render_json(answers: list[Answer | list[Answer]]) -> bytes:

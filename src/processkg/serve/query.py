@@ -47,6 +47,8 @@ FUNCTIONS: dict[str, Callable[..., object]] = {
     "toupper": lambda s: _text(s).upper(),
 }
 MAX_FILTER = 4_000
+MAX_DEPTH = 100  # nested parentheses, function calls and ``not`` in one $filter
+MAX_COUNT_DIGITS = 18  # $top and $skip: any number a collection could reach
 
 Expr: TypeAlias = Callable[[JSONObject], object]
 """A ``$filter`` (sub)expression: its value on one stored record (compared, or taken as true or false)."""
@@ -61,6 +63,13 @@ class Parser:
     tokens: list[tuple[str, str]]
     type: TypeInfo
     pos: int = 0
+    depth: int = 0
+
+    def enter(self) -> None:
+        """One level deeper; past :data:`MAX_DEPTH` the filter is refused before the parser recurses further."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ServeQueryError(f"$filter nests deeper than {MAX_DEPTH} levels (parentheses, functions, not)")
 
     def peek(self) -> tuple[str, str]:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else ("end", "")
@@ -89,7 +98,9 @@ class Parser:
     def negation(self) -> Expr:
         if self.peek()[1] == "not":
             self.take()
+            self.enter()
             inner = self.negation()
+            self.depth -= 1
             return lambda r: not inner(r)
         return self.comparison()
 
@@ -107,8 +118,10 @@ class Parser:
     def operand(self) -> tuple[Expr, str | None]:
         kind, text = self.take()
         if text == "(":
+            self.enter()
             inner = self.expression()
             self.take(")")
+            self.depth -= 1
             return inner, None
         if kind == "name" and self.peek()[1] == "(":
             return self.call(text), None
@@ -120,11 +133,13 @@ class Parser:
         if name not in FUNCTIONS:
             raise UnsupportedQueryError(f"$filter function {name} is not supported")
         self.take("(")
+        self.enter()
         args = [self.operand()[0]]
         while self.peek()[1] == ",":
             self.take()
             args.append(self.operand()[0])
         self.take(")")
+        self.depth -= 1
         fn = FUNCTIONS[name]
         return lambda r: fn(*(a(r) for a in args))
 
@@ -205,9 +220,11 @@ def _sort_key(edm: str, name: str) -> Callable[[JSONObject], tuple[bool, object]
 
 
 def count_option(text: str | None, name: str) -> int | None:
-    """``$top``/``$skip`` as a non-negative integer, None when absent."""
+    """``$top``/``$skip`` as a non-negative integer (ASCII digits, at most 18), None when absent."""
     if text is None:
         return None
-    if not text.isdigit():
-        raise ServeQueryError(f"{name} must be a non-negative integer, not {text!r}")
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_COUNT_DIGITS:
+        raise ServeQueryError(
+            f"{name} must be a non-negative integer of at most {MAX_COUNT_DIGITS} digits, not {text[:40]!r}"
+        )
     return int(text)

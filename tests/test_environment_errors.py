@@ -193,10 +193,14 @@ def test_output_name_too_long(tmp_path, demo_store, command):
     one_error_line(kg(writers(folder, demo_store)[command]), str(folder), r"File name too long")
 
 
-def test_too_few_file_descriptors_for_oxigraph(demo_store):
+@pytest.mark.parametrize("command", ["stats", "query"])
+def test_too_few_file_descriptors_for_oxigraph(demo_store, command):
+    """kg query opens the store in its query child, which reports the error back."""
+
     def few() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
-    result = kg(["stats", "--store", str(demo_store)], preexec=few)
+    args = {"stats": ["stats"], "query": ["query", "stats-services"]}[command]
+    result = kg([*args, "--store", str(demo_store)], preexec=few)
     line = one_error_line(result, "", r"Oxigraph needs at least \d+ file descriptors.*ulimit -n")
     assert "damaged" not in line and "rebuild" not in line, "a limit of the process is not a damaged store"

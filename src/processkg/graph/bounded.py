@@ -91,6 +91,9 @@ def _answer(code: int, out: bytes, err: bytes, memory: int) -> tuple[list[str], 
         answer = None
     if isinstance(answer, dict) and "error" in answer:
         raise (QueryLimitError if answer.get("limit") else QueryError)(answer["error"])
+    if isinstance(answer, dict) and "oserror" in answer:  # raised again here, for the CLI to classify
+        number, text, filename = answer["oserror"]
+        raise OSError(text) if number is None else OSError(number, text, filename)
     if code == 0 and isinstance(answer, dict):
         return answer["names"], answer["rows"]
     text = err.decode("utf-8", "replace")
@@ -123,10 +126,16 @@ def serve(lifeline: int) -> None:
         answer = {"error": str(exc), "limit": True}
     except ProcessKGError as exc:
         answer = {"error": str(exc)}
+    except OSError as exc:  # the environment, e.g. too few file descriptors for Oxigraph
+        answer = {"oserror": [exc.errno, str(exc) if exc.errno is None else exc.strerror, _filename(exc)]}
     else:
         answer = {"names": names, "rows": table}
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
+
+
+def _filename(exc: OSError) -> str | None:
+    return None if exc.filename is None else os.fsdecode(exc.filename)
 
 
 def _exit_with_parent(lifeline: int) -> None:

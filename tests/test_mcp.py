@@ -3,19 +3,25 @@
 The stdio server is a real ``kg mcp`` process whose ``call`` talks to a real kg serve started on a
 free loopback port (``--odata-url``); the HTTP server is a real ``kg mcp --http`` process that
 serves the store in-process itself. One server of each kind per module; the SDK client lives in
-an anyio blocking portal so that the tests can share it.
+an anyio blocking portal so that the tests can share it. Requests the SDK cannot parse are sent as
+raw JSON-RPC lines (stdio) and bodies (HTTP).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
@@ -56,21 +62,25 @@ def stdio(demo_indexed_store, served):
 
 
 @pytest.fixture(scope="module")
-def http(demo_indexed_store, tmp_path_factory):
+def http_server(demo_indexed_store, tmp_path_factory):
+    """A real kg mcp --http process: (its endpoint URL, its recording)."""
     record = tmp_path_factory.mktemp("mcp-http") / "calls.jsonl"
     port = free_port()
     args = ["mcp", "--store", str(demo_indexed_store), "--http", str(port), "--allow-writes", "--record", str(record)]
     process = subprocess.Popen([KG, *args], env=ENV, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(port, process)
-        with (
-            start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(Client(f"http://127.0.0.1:{port}/mcp")) as client,
-        ):
-            yield portal, client, record
+        yield f"http://127.0.0.1:{port}/mcp", record
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def http(http_server):
+    url, record = http_server
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(url)) as client:
+        yield portal, client, record
 
 
 def _wait_for(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
@@ -205,3 +215,143 @@ def test_http_describes_and_serves_resources(http):
     assert described.structured_content["path"] == "/sap/opu/odata4/sap/demo_procurement/PurchaseOrder"
     text = portal.call(client.read_resource, resource_uri("DEMO_PROCUREMENT", "PurchaseOrder")).contents[0].text
     assert "PurchaseOrder" in text
+
+
+# ---------------------------------------------------------------- only under the OData root
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[tuple[int, list[str]]]:
+    """Another real HTTP server on loopback: (its port, the paths it was asked for)."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("tool", ["call", "validate_call"])
+@pytest.mark.parametrize("url", ["http://127.0.0.1:{other}" + V2 + "A_SalesOrder", "//127.0.0.1:{other}" + V2])
+def test_stdio_refuses_a_url_of_another_origin_naming_the_root(stdio, served, elsewhere, tool, url):
+    server, _record = served
+    port, seen = elsewhere
+    result = call(stdio, tool, {"method": "GET", "url": url.format(other=port)})
+    assert result.is_error and f"is not under the OData root {server.url.rstrip('/')}/" in result.content[0].text
+    assert seen == []
+
+
+# ---------------------------------------------------------------- requests the SDK cannot parse
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+BIG = "9" * 5000
+DEEP = "[" * 10_000 + "]" * 10_000
+ARGS = '"arguments":{"task":"orders","k":' + BIG + "}"
+HOSTILE = [
+    # (raw request, id of the answer, JSON-RPC error code)
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"find_entity_sets",' + ARGS + "}}", 1, -32700),
+    (
+        '{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"validate_call","arguments":'
+        '{"method":"POST","url":"' + V2 + 'A_SalesOrder","body":{"SalesOrderType":' + DEEP + "}}}}",
+        "deep",
+        -32700,
+    ),
+    ('{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":' + DEEP + '},"id":3}', 3, -32700),
+    ('{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"id":4,"k":' + BIG + "}}}", None, -32700),
+    ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"', 5, -32700),
+    ("hello", None, -32700),
+    ('{"jsonrpc":"2.0","id":"bad","method":5}', "bad", -32600),
+]
+
+
+class RawStdio:
+    """A kg mcp process over stdio, spoken to line by line; answers are read by a thread so that a
+    missing answer is a timeout, not a hang."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.process = subprocess.Popen(
+            [KG, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV
+        )
+        self.answers: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.answers.put(json.loads(line))
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, seconds: float = 60) -> dict:
+        try:
+            return self.answers.get(timeout=seconds)
+        except queue.Empty:
+            pytest.fail(f"kg mcp gave no answer within {seconds} s")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def raw_stdio(demo_indexed_store, served) -> Iterator[RawStdio]:
+    server, _record = served
+    raw = RawStdio(["mcp", "--store", str(demo_indexed_store), "--odata-url", server.url])
+    raw.send(json.dumps(INITIALIZE))
+    assert raw.answer()["id"] == 0
+    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    yield raw
+    raw.close()
+
+
+@pytest.mark.parametrize(("request_line", "request_id", "code"), HOSTILE, ids=[str(h[1]) for h in HOSTILE])
+def test_stdio_answers_a_request_it_cannot_parse_and_serves_the_next(raw_stdio, request_line, request_id, code):
+    raw_stdio.send(request_line)
+    answer = raw_stdio.answer(seconds=30)
+    assert answer["id"] == request_id and answer["error"]["code"] == code
+    assert "\n" not in answer["error"]["message"]
+    raw_stdio.send(json.dumps({"jsonrpc": "2.0", "id": 100, "method": "tools/list"}))
+    after = raw_stdio.answer(seconds=30)
+    assert after["id"] == 100 and len(after["result"]["tools"]) == 5
+
+
+def test_stdio_ignores_a_blank_line(raw_stdio):
+    raw_stdio.send("")
+    raw_stdio.send(json.dumps({"jsonrpc": "2.0", "id": 101, "method": "ping"}))
+    assert raw_stdio.answer(seconds=30) == {"jsonrpc": "2.0", "id": 101, "result": {}}
+
+
+@pytest.mark.parametrize(("request_line", "request_id", "code"), HOSTILE[:3], ids=["digits", "deep", "deep-id-last"])
+def test_http_answers_a_request_it_cannot_parse_and_serves_the_next(http_server, request_line, request_id, code):
+    url, _record = http_server
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with httpx.Client(timeout=30) as client:
+        opened = client.post(url, headers=headers, json=INITIALIZE)
+        headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        client.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        refused = client.post(url, headers=headers, content=request_line)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == code
+        after = client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 100, "method": "tools/list"})
+    assert after.status_code == 200 and '"id":100' in after.text and "find_entity_sets" in after.text

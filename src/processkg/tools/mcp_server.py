@@ -8,7 +8,11 @@ schema) and as its JSON text. The typed context of every entity set is also a re
 ``processkg://SERVICE/ENTITYSET`` (Markdown, as ``kg retrieve --context`` renders it).
 
 Transports: stdio (:func:`run_stdio`) and streamable HTTP (:func:`http_app`, served by uvicorn on
-loopback).
+loopback). Over stdio, a line the SDK cannot read as a JSON-RPC message (not JSON, a number of more
+than 4,300 digits, arrays or objects nested about 200 deep, not a JSON-RPC envelope) would be dropped
+without an answer; it gets a JSON-RPC error instead (parse error -32700 or invalid request -32600),
+with the request's id when the line shows one, else id null, and the next line is served.
+Over HTTP the SDK answers such a body itself (400, parse error, id null).
 """
 
 from __future__ import annotations
@@ -16,17 +20,23 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
+import anyio
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp.shared.message import SessionMessage
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from processkg.errors import ProcessKGError
@@ -37,6 +47,8 @@ from processkg.tools.toolbox import Toolbox
 
 T = TypeVar("T")
 SCHEME = "processkg"
+JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')  # the strings and brackets of a JSON text
+ID_VALUE = re.compile(r'\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")')
 INSTRUCTIONS = (
     "Tools over a process-aware knowledge graph of OData services. Discover progressively: "
     "find_entity_sets for a business task, describe the entity set you need, validate_call before call."
@@ -140,12 +152,71 @@ class MCPFace:
         return render_set(self.toolbox.graph, Result(service, entity_set, 1.0, iri=iri))
 
     async def run_stdio(self) -> None:
+        """Serve over stdio; every line the SDK cannot read is answered by :func:`answer_unreadable`."""
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+            readable, messages = anyio.create_memory_object_stream[SessionMessage](0)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(answer_unreadable, read_stream, readable, write_stream)
+                await self.server.run(messages, write_stream, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Starlette:
         """The streamable-HTTP application (endpoint ``/mcp``); DNS-rebinding protection on loopback."""
         return self.server.streamable_http_app(host=host)
+
+
+async def answer_unreadable(
+    incoming: ReadStream[SessionMessage | Exception],
+    readable: MemoryObjectSendStream[SessionMessage],
+    outgoing: WriteStream[SessionMessage],
+) -> None:
+    """Pass the messages the SDK's stdio reader read on to the server; answer each line it could not
+    read (which it hands on as an exception, and the server drops) with a JSON-RPC error."""
+    async with readable:
+        async for item in incoming:
+            if isinstance(item, SessionMessage):
+                await readable.send(item)
+                continue
+            error = unreadable_error(item)
+            if error is not None:
+                await outgoing.send(SessionMessage(error))
+
+
+def unreadable_error(exc: Exception) -> types.JSONRPCError | None:
+    """The JSON-RPC error answering a line that failed to parse (``exc``); None for a blank line."""
+    problems = exc.errors() if isinstance(exc, ValidationError) else []
+    invalid_json = next((p for p in problems if p["type"] == "json_invalid"), None)
+    if invalid_json is not None:
+        line = invalid_json["input"] if isinstance(invalid_json["input"], str) else ""
+        if not line.strip():
+            return None
+        message = str(invalid_json["msg"]).replace("Invalid JSON", "Parse error", 1)
+        return _error(request_id(line), PARSE_ERROR, message)
+    envelope = next((p["input"] for p in problems if isinstance(p["input"], dict) and "jsonrpc" in p["input"]), {})
+    found = envelope.get("id")
+    known = found if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)) else None
+    return _error(known, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request, notification or response")
+
+
+def request_id(line: str) -> str | int | None:
+    """The ``id`` member of the top-level object of a JSON text that cannot be parsed as a whole (a
+    number too long, nesting too deep), found by scanning its strings and brackets; None if there is none."""
+    depth = 0
+    for token in JSON_TOKEN.finditer(line):
+        text = token.group()
+        if text in ("{", "["):
+            depth += 1
+        elif text in ("}", "]"):
+            depth -= 1
+        elif depth == 1 and text == '"id"':
+            value = ID_VALUE.match(line, token.end())
+            if value is not None:
+                found = json.loads(value.group(1))
+                return found if isinstance(found, str | int) else None
+    return None
+
+
+def _error(request: str | int | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request, error=types.ErrorData(code=code, message=message))
 
 
 def _collected(work: Callable[[], T]) -> T:
@@ -167,4 +238,4 @@ def parse_resource_uri(uri: str) -> tuple[str, str]:
     return unquote(parts.netloc), name
 
 
-__all__ = ["MCPFace", "mcp_tool", "parse_resource_uri", "resource_uri"]
+__all__ = ["MCPFace", "mcp_tool", "parse_resource_uri", "request_id", "resource_uri", "unreadable_error"]

@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -417,7 +418,7 @@ def test_two_builds_switching_at_the_same_moment_leave_one_pointer_and_one_winne
     endpoint = remote.Endpoint(url)
     for _trial in range(10):
         expected = remote.pointer(endpoint)
-        ids = [f"{remote.new_build_id()}{n}" for n in range(2)]
+        ids = [remote.new_build_id() for _ in range(2)]
         for build_id in ids:
             endpoint.put(remote.data_graph(build_id), b"<urn:a> <urn:b> <urn:c> .\n")
         outcomes: list[str] = []
@@ -429,3 +430,157 @@ def test_two_builds_switching_at_the_same_moment_leave_one_pointer_and_one_winne
             thread.join()
         assert sorted(outcomes) == ["lost", "won"]
         assert len(remote.pointers(endpoint)) == 1 and remote.pointer(endpoint) in ids
+
+
+# ---------------------------------------------------------------- hostile servers and killed builds
+
+
+def _update(url: str, text: str) -> None:
+    httpx.post(f"{url}/update", content=text, headers={"Content-Type": "application/sparql-update"}, trust_env=False)
+
+
+@pytest.mark.parametrize("hostile", ["../../../escaped", "20261203T103133Z-9061d490/../../../../escaped", "/tmp/x"])
+def test_a_pointer_that_is_not_a_build_id_is_refused_not_used_as_a_path(tmp_path, monkeypatch, hostile):
+    """A pointer written into the server by hand named a cache folder outside the cache
+    (``kg stats`` wrote ``.../escaped.tmp-PID`` there): only the exact form of new_build_id() is read."""
+    monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path / "home" / "cache"))
+    process, url = start_server(tmp_path / "db")
+    try:
+        _update(
+            url,
+            f"INSERT DATA {{ GRAPH <{remote.CONTROL}> {{ <{remote.POINTER}> <{remote.CURRENT}> <{remote.BUILD}{hostile}> }} }}",
+        )
+        _update(url, f"INSERT DATA {{ GRAPH <{remote.BUILD}{hostile}:files> {{ <urn:a> <urn:b> <urn:c> }} }}")
+        for command in ("stats", "retrieve"):
+            code, output = kg(command, "--store", url, *(["sales order"] if command == "retrieve" else []))
+            assert code == 2 and output.count("\n") == 1, output
+            assert output.startswith(f"error: {url}: the store is damaged (its pointer names '{remote.BUILD}{hostile}'")
+        code, output = kg("build", "--odata", DEMO / "odata", "--store", url, "--no-index")
+        assert code == 2 and "the store is damaged" in output and output.count("\n") == 1
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    assert not list(tmp_path.rglob("*escaped*")) and not (tmp_path / "home").exists()
+
+
+class NotSparql(http.server.BaseHTTPRequestHandler):
+    """A web server that is not a SPARQL server: an HTML page for every request, with ``status``."""
+
+    status: ClassVar[int] = 200
+
+    def do_GET(self) -> None:
+        body = b"<!DOCTYPE html><html><body><h1>Welcome</h1></body></html>"
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_PUT = do_DELETE = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [200, 404])
+@pytest.mark.parametrize("command", ["stats", "build", "retrieve"])
+def test_a_url_that_is_not_a_sparql_server_is_one_line_naming_it(status, command, tmp_path, monkeypatch):
+    """An HTML page with 200 was an internal error (exit 3, a SPARQL results parser's SyntaxError)."""
+    monkeypatch.setattr(NotSparql, "status", status)
+    monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path))
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotSparql)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{web.server_address[1]}"
+    args = {"stats": [], "build": ["--odata", DEMO / "odata", "--no-index"], "retrieve": ["sales order"]}[command]
+    try:
+        code, output = kg(command, "--store", url, *args) if command != "build" else kg(command, *args, "--store", url)
+    finally:
+        web.shutdown()
+    assert code == 2 and output.count("\n") == 1, output
+    assert output.startswith(f"error: {url}/query: ")
+    cause = "answered text/html, not SPARQL results" if status == 200 else "HTTP 404: Welcome"
+    assert cause in output and "is the URL that of an `oxigraph serve`" in output
+    assert list(tmp_path.iterdir()) == []
+
+
+_SLOW_UPLOAD = """
+import sys, time
+from processkg.cli import main
+from processkg.graph import remote
+
+real = remote.Endpoint.put
+
+
+def put(endpoint, graph, body):  # the real upload, then a pause: the test kills the build here
+    real(endpoint, graph, body)
+    print(graph, flush=True)
+    time.sleep(600)
+
+
+remote.Endpoint.put = put
+main(sys.argv[1:])
+"""
+
+
+def _kg_process(args: list[str], env: dict[str, str], script: str | None = None) -> subprocess.Popen[str]:
+    command = [sys.executable, "-c", script, *args] if script else [str(Path(sys.executable).parent / "kg"), *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_a_killed_remote_build_leaves_nothing_once_the_next_build_ran(tmp_path):
+    """SIGKILLed while it uploaded, a build left its temporary store (149 MB at A2X) in TMPDIR and a
+    graph nobody points to on the server, and the next build removed neither. Now the next build
+    removes both, and keeps the published build and the one before it."""
+    private = tmp_path / "tmpdir"
+    private.mkdir()
+    env = os.environ | {"TMPDIR": str(private), "PROCESSKG_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    args = ["build", "--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn"), "--no-index"]
+    process, url = start_server(tmp_path / "db")
+    endpoint = remote.Endpoint(url)
+    try:
+        first = _kg_process([*args, "--store", url], env)
+        assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
+        published = remote.pointer(endpoint)
+        killed = _kg_process([*args, "--store", url], env, _SLOW_UPLOAD)
+        assert killed.stdout is not None
+        uploaded = killed.stdout.readline()  # the server holds a graph of the killed build now
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        partial = remote.builds(endpoint)
+        assert uploaded.startswith(remote.BUILD) and len(partial) == 2 and published in partial, (uploaded, partial)
+        assert [p.name[:16] for p in private.iterdir()] == ["processkg-build-"]  # the leftover
+        again = _kg_process([*args, "--store", url], env)
+        assert again.wait(timeout=300) == 0, again.stderr.read() if again.stderr else ""
+        current = remote.pointer(endpoint)
+        assert sorted(remote.builds(endpoint)) == sorted([published, current])
+        assert sorted(remote.origins(endpoint)) == sorted([published, current])
+        assert list(private.iterdir()) == []
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def test_the_sweep_keeps_a_build_that_may_still_win_and_drops_the_doomed(tmp_path):
+    """After a switch, a build that started from the new pointer may still switch: it stays. A
+    build that started from another pointer can never switch: dropped, as is a graph with no record."""
+    process, url = start_server(tmp_path / "db")
+    endpoint = remote.Endpoint(url)
+    try:
+        previous, current, live, doomed, orphan = (remote.new_build_id() for _ in range(5))
+        for build_id, started in ((previous, None), (current, previous), (live, current), (doomed, previous)):
+            origin = remote.data_graph(started) if started else remote.NOTHING
+            _update(
+                url,
+                f"INSERT DATA {{ GRAPH <{remote.CONTROL}> {{ <{remote.data_graph(build_id)}> <{remote.REPLACES}> <{origin}> }} }}",
+            )
+        for build_id in (previous, current, live, doomed, orphan):
+            endpoint.put(remote.data_graph(build_id), b"<urn:a> <urn:b> <urn:c> .\n")
+        remote.switch(endpoint, None, previous)
+        remote.switch(endpoint, previous, current)
+        remote.sweep(endpoint, current, previous)
+        assert remote.builds(endpoint) == sorted([previous, current, live])
+        assert sorted(remote.origins(endpoint)) == sorted([previous, current, live])
+        assert remote.pointer(endpoint) == current
+    finally:
+        process.kill()
+        process.wait(timeout=10)

@@ -58,12 +58,15 @@ from processkg.graph.sparql import check, group_start
 REMOTE = "remote.json"  # in a cache directory: which server and build it stands for
 CONTROL = "urn:processkg:control"
 POINTER, CURRENT, PREVIOUS = "urn:processkg:store", "urn:processkg:current", "urn:processkg:previous"
+REPLACES, NOTHING = "urn:processkg:replaces", "urn:processkg:nothing"  # a build's record: the pointer it started from
 BUILD = "urn:processkg:build:"
 CONTENT, FILE = "urn:processkg:content", "urn:processkg:file:"
 TIMEOUT = httpx.Timeout(30.0, read=600.0)
 SEND_PART = 1 << 20  # bytes of N-Triples read from the spool per chunk of a graph upload
 SETTLE = 0.25  # seconds a build waits after its switch before reading the pointer back
 _SAFE_FILE = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
+BUILD_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # exactly what new_build_id() writes (fullmatch)
+RESULTS = ("application/sparql-results+json", "application/n-triples")  # what a SPARQL server answers here
 _PINNED: dict[str, Path] = {}  # url -> cache directory of the build this process reads
 
 Term = NamedNode | BlankNode | Literal | Triple
@@ -102,9 +105,14 @@ class Endpoint:
                 f"{self.url}: the SPARQL server does not answer ({type(exc).__name__}: {exc}); "
                 f"start it (`oxigraph serve --location DIR --bind HOST:PORT`) or fix the URL"
             ) from None
-        if response.status_code >= 400:
-            text = " ".join(response.text.split())[:200]
-            raise RemoteStoreError(f"{request.url.copy_with(query=None)}: HTTP {response.status_code}: {text}")
+        where = request.url.copy_with(query=None)
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if response.status_code >= 400:  # a web page (not a SPARQL server) is shown as its text
+            html = "html" in kind
+            text = " ".join((re.sub(r"<[^>]*>", " ", response.text) if html else response.text).split())[:200]
+            raise RemoteStoreError(f"{where}: HTTP {response.status_code}: {text}{_NOT_SPARQL if html else ''}")
+        if request.method in ("POST", "GET") and "/update" not in where.path and kind not in RESULTS:
+            raise RemoteStoreError(f"{where}: answered {kind or 'no content type'}, not SPARQL results{_NOT_SPARQL}")
         return response
 
     def select(self, query: str, default: list[str] | None = None, named: list[str] | None = None) -> httpx.Response:
@@ -114,8 +122,9 @@ class Endpoint:
 
     def rows(self, query: str) -> list[list[str]]:
         """Values of a control query's rows (IRIs and literals as text)."""
-        result = parse_query_results(self.select(query).content, format=QueryResultsFormat.JSON)
-        assert isinstance(result, QuerySolutions)
+        result = results(self.select(query), self.url)
+        if not isinstance(result, QuerySolutions):
+            raise RemoteStoreError(f"{self.url}/query: answered a SELECT without rows{_NOT_SPARQL}")
         return [[v.value if v is not None else "" for v in row] for row in result]
 
     def update(self, text: str) -> None:
@@ -137,6 +146,21 @@ class Endpoint:
         return self._send(self.client.build_request("GET", url, params={"graph": graph}, headers=headers)).content
 
 
+_NOT_SPARQL = "; is the URL that of an `oxigraph serve` (`oxigraph serve --location DIR --bind HOST:PORT`)?"
+
+
+def results(response: httpx.Response, url: str) -> QuerySolutions | QueryBoolean:
+    """The SPARQL results (JSON) of ``response``; a body that is not is one line naming the URL."""
+    try:
+        return parse_query_results(response.content, format=QueryResultsFormat.JSON)
+    except (SyntaxError, ValueError) as exc:
+        raise RemoteStoreError(f"{url}/query: the answer is not SPARQL results ({_line(exc)}){_NOT_SPARQL}") from None
+
+
+def _line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:160]
+
+
 # ---------------------------------------------------------------- the pointer
 
 
@@ -153,9 +177,22 @@ def files_graph(build: str) -> str:
 
 
 def pointers(endpoint: Endpoint) -> list[str]:
-    """Every build id the pointer names, oldest first: one, or briefly two after two builds switched at once."""
+    """Every build id the pointer names, oldest first: one, or briefly two after two builds switched at once.
+
+    An id is later a folder name of the cache: one that is not of the exact form kg build writes
+    (``../../X``, anything written into the server by hand) is refused.
+    """
     rows = endpoint.rows(f"SELECT ?b WHERE {{ GRAPH <{CONTROL}> {{ <{POINTER}> <{CURRENT}> ?b }} }}")
-    return sorted(b.removeprefix(BUILD) for (b,) in rows)
+    found = []
+    for (value,) in rows:
+        build = _build_of(value)
+        if build is None or value != data_graph(build):
+            raise StoreDamagedError(
+                f"{endpoint.url}: the store is damaged (its pointer names {value[:120]!r}, not a build of kg build); "
+                f"delete the graph <{CONTROL}> on the server and rebuild with {fix(endpoint.url)}"
+            )
+        found.append(build)
+    return sorted(found)
 
 
 def pointer(endpoint: Endpoint) -> str | None:
@@ -212,20 +249,48 @@ def _settle(took: float) -> None:
 
 
 def builds(endpoint: Endpoint) -> list[str]:
-    """Every build id with a graph on the server, oldest first (ids start with their UTC time)."""
+    """Every build id with a graph on the server, oldest first (ids start with their UTC time);
+    graphs whose name is not of a build kg build writes are not kg build's and are left alone."""
     rows = endpoint.rows(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{}} FILTER(STRSTARTS(STR(?g), "{BUILD}")) }}')
-    return sorted({g.removeprefix(BUILD).split(":", 1)[0] for (g,) in rows})
+    return sorted({b for (g,) in rows if (b := _build_of(g))})
 
 
 def drop(endpoint: Endpoint, ids: list[str]) -> None:
-    """Drop every graph of the builds ``ids`` (none of them is pointed to)."""
+    """Drop every graph of the builds ``ids`` (none of them is pointed to), then their records."""
     graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) in ids]
     for graph in graphs:  # the Graph Store Protocol's DELETE: faster than DROP on Oxigraph
         endpoint.delete(graph)
+    for build in ids:
+        endpoint.update(f"DELETE WHERE {{ GRAPH <{CONTROL}> {{ <{data_graph(build)}> <{REPLACES}> ?from }} }}")
 
 
 def _build_of(graph: str) -> str | None:
-    return graph.removeprefix(BUILD).split(":", 1)[0] if graph.startswith(BUILD) else None
+    """The build id of one of kg build's graphs; None for any other name."""
+    build = graph.removeprefix(BUILD).split(":", 1)[0] if graph.startswith(BUILD) else ""
+    return build if BUILD_ID.fullmatch(build) else None
+
+
+def origins(endpoint: Endpoint) -> dict[str, str | None]:
+    """Every build's record: its id -> the build it started from (None: an empty server)."""
+    rows = endpoint.rows(f"SELECT ?b ?from WHERE {{ GRAPH <{CONTROL}> {{ ?b <{REPLACES}> ?from }} }}")
+    return {b: _build_of(e) for (g, e) in rows if (b := _build_of(g))}
+
+
+def sweep(endpoint: Endpoint, build: str, expected: str | None) -> None:
+    """Right after ``build`` switched the pointer from ``expected``: drop every other build.
+
+    Every build records the pointer it started from before it uploads anything, and can only
+    switch if the pointer still names that build. So a build not kept here whose record names
+    another build than ``build`` (or that has no record) was killed, or is still uploading but
+    will lose its switch: neither is read by anyone. A build whose record names ``build`` started
+    after our switch and may still win: it stays. The graphs are listed before the records, so a
+    build that writes its record and then its graphs meanwhile is seen with its record.
+    """
+    present = builds(endpoint)
+    started = origins(endpoint)
+    keep = {build, expected}
+    doomed = [b for b in sorted(set(present) | set(started)) if b not in keep and started.get(b, "") != build]
+    drop(endpoint, doomed)
 
 
 def new_build_id() -> str:
@@ -248,6 +313,8 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
     """
     endpoint, build = Endpoint(url), new_build_id()
     store = Store.read_only(str(db))
+    started = f"<{data_graph(expected)}>" if expected else f"<{NOTHING}>"
+    endpoint.update(f"INSERT DATA {{ GRAPH <{CONTROL}> {{ <{data_graph(build)}> <{REPLACES}> {started} }} }}")
     try:
         _upload(endpoint, data_graph(build), store, DefaultGraph())
         for graph in store.named_graphs():
@@ -258,9 +325,7 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
         drop(endpoint, [build])  # never pointed to: nobody reads it
         raise
     switch(endpoint, expected, build)  # past the update the pointer may name it: drop nothing on a failure
-    done = builds(endpoint)
-    keep = [b for b in (expected, build) if b]
-    drop(endpoint, [b for b in done if b < min(keep)])
+    sweep(endpoint, build, expected)  # the builds before the previous one, and those killed or doomed
     index = version / "index"
     _PINNED[url] = _materialize(endpoint, build, index if index.is_dir() else None)
     return _PINNED[url]
@@ -324,6 +389,10 @@ def resolve(url: str, fresh: bool = False) -> Path:
 
 def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:
     """The cache directory of ``build``: filled once from its files graph, then renamed into place."""
+    if not BUILD_ID.fullmatch(build):
+        raise StoreDamagedError(
+            f"{endpoint.url}: the store is damaged (a build id {build[:120]!r}); rebuild it with {fix(endpoint.url)}"
+        )
     target = cache_root(endpoint.url) / build
     if (target / REMOTE).is_file():
         return target
@@ -349,9 +418,15 @@ def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:
 def _write_file(root: Path, name: str, content: str, url: str) -> None:
     if not _SAFE_FILE.match(name) or ".." in name.split("/"):
         raise StoreDamagedError(f"{url}: the store is damaged (a file named {name!r}); rebuild it with {fix(url)}")
+    try:
+        data = base64.b64decode(content, validate=True)
+    except ValueError:
+        raise StoreDamagedError(
+            f"{url}: the store is damaged (the file {name!r} is not base64); rebuild it with {fix(url)}"
+        ) from None
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(base64.b64decode(content))
+    path.write_bytes(data)
 
 
 def remote_meta(path: Path) -> JSONObject | None:
@@ -393,7 +468,7 @@ class RemoteStore:
             return _triples(response.content)
         if b'"bindings":[]' in response.content.replace(b" ", b""):
             self._alive()  # no rows: from this build, or because two newer builds dropped it?
-        return parse_query_results(response.content, format=QueryResultsFormat.JSON)
+        return results(response, self.endpoint.url)
 
     def _alive(self) -> None:
         answer = self.endpoint.select(f"ASK {{ GRAPH <{data_graph(self.build)}> {{ ?s ?p ?o }} }}")

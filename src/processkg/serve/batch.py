@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.data import Rows, Table
 
 MAX_PARTS = 1_000
@@ -157,14 +158,14 @@ def parse_json(raw: bytes) -> list[Part | list[Part]]:
     return items
 
 
-def _text_field(request: dict[str, object], name: str, default: str) -> str:
+def _text_field(request: JSONObject, name: str, default: str) -> str:
     value = request.get(name, default)
     if not isinstance(value, str):
         raise ValueError(f"the {name} of a request in a JSON batch is a string, not {json.dumps(value)[:40]}")
     return value
 
 
-def _headers(value: object) -> dict[str, str]:
+def _headers(value: JSONValue) -> dict[str, str]:
     """A JSON batch request's ``headers``: an object of strings (absent or null: none)."""
     if value is None:
         return {}

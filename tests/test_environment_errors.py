@@ -8,8 +8,9 @@ with its output where it cannot be written:
   namespace (``unshare --mount``), so nothing is left mounted whatever happens to the test;
 * in a folder without write permission (EACCES): as root, the child drops CAP_DAC_OVERRIDE from
   its capability bounding set before it executes ``kg``, so the folder's mode bits apply to it;
-* past the file size limit (EFBIG: RLIMIT_FSIZE, with SIGXFSZ ignored as a shell's ``ulimit -f``
-  leaves it) and with a name longer than the file system allows (ENAMETOOLONG);
+* past the file size limit (EFBIG: RLIMIT_FSIZE as ``ulimit -f`` sets it, SIGXFSZ at its default
+  action: Python ignores SIGXFSZ from startup, so the write fails instead of the signal killing
+  kg) and with a name longer than the file system allows (ENAMETOOLONG);
 * standard output on a full disk (``/dev/full``), and too few file descriptors for Oxigraph.
 """
 
@@ -179,7 +180,8 @@ def test_output_in_a_folder_without_write_permission(tmp_path, demo_store, comma
 
 
 def _file_size_limit() -> None:
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    """As ``ulimit -f``: SIGXFSZ keeps its default action (kill); kg's Python ignores it."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
 
 

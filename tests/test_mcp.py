@@ -352,6 +352,15 @@ def test_http_answers_a_request_it_cannot_parse_and_serves_the_next(http_server,
         headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
         client.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
         refused = client.post(url, headers=headers, content=request_line)
-        assert refused.status_code == 400 and refused.json()["error"]["code"] == code
+        assert refused.status_code == 400 and refused.json()["id"] is None and refused.json()["error"]["code"] == code
         after = client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 100, "method": "tools/list"})
     assert after.status_code == 200 and '"id":100' in after.text and "find_entity_sets" in after.text
+
+
+@pytest.mark.parametrize(
+    ("header", "status"), [({"Host": "evil.example"}, 421), ({"Origin": "http://evil.example"}, 403)]
+)
+def test_http_refuses_another_host_or_origin(http_server, header, status):
+    url, _record = http_server
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert httpx.post(url, headers=headers | header, json=INITIALIZE, timeout=30).status_code == status

@@ -125,10 +125,19 @@ CASES = [
     Case("dev-zero-calls", "", ("validate", "--store", "{store}", "/dev/zero"), ZERO),
     Case("dev-zero-query", "", ("query", "--store", "{store}", "/dev/zero"), ZERO),
     Case("dev-zero-retrieve-queries", "", ("retrieve", "--store", "{store}", "--queries", "/dev/zero"), ZERO),
-    # OpenAPI: a long $ref chain, an allOf bomb (9**10 leaves if expanded), 50 MB
+    # OpenAPI: a long $ref chain, an allOf bomb (9**10 leaves if expanded), 15 MB read, 50 MB refused,
+    # 12 MB of operations (1.6 M triples if lifted) refused
     Case("openapi-ref-chain-4000", "ref-chain.json", OPENAPI, r"{name}(:\d+)?: .*\$ref", codes=(0, 2), timeout=15),
     Case("openapi-allof-bomb", "allof-bomb.json", OPENAPI, r"{name}(:\d+)?: .*(?i:allOf)", codes=(0, 2), timeout=15),
-    Case("openapi-50-mb", "big.json", OPENAPI, r"{name}: .*(?i:MB|large|limit)", codes=(0, 2), timeout=30),
+    Case("openapi-15-mb", "big-15.json", OPENAPI, codes=(0,), stdout=r"built \d+ triples", timeout=40),
+    Case("openapi-50-mb", "big.json", OPENAPI, r"{name}: OpenAPI document is 50\.0 MB, over the limit of 16 MB"),
+    Case(
+        "openapi-12-mb-of-operations",
+        "many-operations.json",
+        OPENAPI,
+        r"{name}:\d+: at #/paths/\S+: the document describes more than 50,000 operations",
+        timeout=60,
+    ),
     # recorded calls (JSON Lines)
     Case("calls-25-mb-line", "long-line.jsonl", CALLS, JSONL_AT + r".*limit"),
     Case("calls-100k-nesting", "deep-nesting.jsonl", CALLS, JSONL_AT + r".*nested deeper"),

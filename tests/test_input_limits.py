@@ -12,7 +12,7 @@ from processkg.errors import CodeListError, MappingError, OpenAPIReferenceError,
 from processkg.sources import limits
 from processkg.sources.codes import read_code_lists
 from processkg.sources.mapping import read_mapping
-from processkg.sources.openapi import MAX_REF_CHAIN, read_spec
+from processkg.sources.openapi import MAX_GRAPH_NODES, MAX_REF_CHAIN, read_spec
 
 
 def test_a_fifo_and_a_folder_are_refused_before_any_read(tmp_path):
@@ -116,3 +116,30 @@ def test_an_allof_bomb_is_refused_by_the_expansion_budget(tmp_path):
     path = openapi(tmp_path, schemas, "#/components/schemas/L0")
     with pytest.raises(OpenAPIStructureError, match=r"openapi\.json:\d+: at .*more than 10,000 schema nodes \(allOf"):
         read_spec(path)
+
+
+def _operations(paths: int) -> dict:
+    """``paths`` path items of 20 graph nodes each: a GET (itself, a path and a query parameter)
+    and a POST (itself, the path parameter, 5 body properties with 2 enum values each)."""
+    props = {f"p{k}": {"type": "string", "enum": ["A", "B"]} for k in range(5)}
+    body = {"content": {"application/json": {"schema": {"type": "object", "properties": props}}}}
+    item = {
+        "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "integer"}}], "responses": {}},
+        "post": {"requestBody": body, "responses": {}},
+    }
+    return {"openapi": "3.0.3", "info": {"title": "Big"}, "paths": {f"/t{i}/{{id}}": item for i in range(paths)}}
+
+
+def test_a_document_lifting_to_more_graph_nodes_than_the_limit_is_refused(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_operations(MAX_GRAPH_NODES // 20), indent=1), encoding="utf-8")
+    assert len(read_spec(path, "big.json").operations) == MAX_GRAPH_NODES // 10
+    path.write_text(json.dumps(_operations(MAX_GRAPH_NODES // 20 + 1), indent=1), encoding="utf-8")
+    line = path.read_text(encoding="utf-8").splitlines().index(' "paths": {') + 2 + 73 * (MAX_GRAPH_NODES // 20)
+    with pytest.raises(OpenAPIStructureError) as caught:
+        read_spec(path, "big.json")
+    assert str(caught.value) == (
+        f"big.json:{line}: at #/paths/~1t2500~1{{id}}: the document describes more than 50,000 "
+        f"operations, parameters and enum values; split it into several documents"
+    )

@@ -193,6 +193,28 @@ def big_openapi(megabytes: int) -> Generator:
     return write
 
 
+def many_operations(megabytes: int) -> Generator:
+    """A valid OpenAPI document of ``megabytes`` made of path items, each a GET and a POST whose
+    body has 5 properties with an enum (20 graph nodes and about 200 triples per path item)."""
+
+    def write(path: Path, ctx: Context) -> None:
+        props = {f"p{k}": {"type": "string", "description": "x" * 20, "enum": ["A", "B"]} for k in range(5)}
+        item = {
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "integer"}}], "responses": {}},
+            "post": {"requestBody": {"content": {"application/json": {"schema": {"properties": props}}}}},
+        }
+        body = json.dumps(item, indent=1)
+        head = '{"openapi": "3.0.3", "info": {"title": "Many", "version": "1"}, "paths": {\n'
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(head)
+            for i in range(megabytes * MB // (len(body) + 20)):
+                fh.write(f'"/things{i}/{{id}}": {body},\n')
+            fh.write(f'"/last": {body}\n}}}}\n')
+
+    return write
+
+
 # ---------------------------------------------------------------- JSON Lines (recorded calls)
 
 GET = {"method": "GET", "url": "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/A_SalesOrder?$select=SalesOrder"}
@@ -313,6 +335,8 @@ GENERATORS: dict[str, Generator] = {
     "ref-chain.json": json_doc(lambda: _ref_chain(4000)),
     "allof-bomb.json": json_doc(lambda: _all_of_bomb(10, 9)),
     "big.json": big_openapi(50),
+    "big-15.json": big_openapi(15),
+    "many-operations.json": many_operations(12),
     # recorded calls (JSON Lines)
     "long-line.jsonl": long_line(25),
     "deep-nesting.jsonl": text("[" * 100_000 + "]" * 100_000 + "\n"),

@@ -56,6 +56,10 @@ _LITERAL_KEYS = frozenset({"example", "default", "enum", "const"})
 MAX_REF_CHAIN = 64
 #: Most schema nodes one request body may expand to (``allOf``/``oneOf``/``anyOf`` multiply them).
 MAX_SCHEMA_NODES = 10_000
+#: Most graph nodes (operations, parameters, enum values) one document may lift to; each is about
+#: ten triples. A 12 MB document of 160,000 such nodes made 1.6 M triples and took 48 s and 1.7 GB
+#: to build; the largest SOCBench-D document has under 50 (see docs/reliability.md).
+MAX_GRAPH_NODES = 50_000
 _NEWLINE = re.compile(r"\n")
 
 Pointer: TypeAlias = tuple[str | int, ...]
@@ -285,10 +289,25 @@ def read_spec(path: Path, display: str | None = None, name: str | None = None) -
     servers = reader.arr(root.get("servers", []), ("servers",))
     spec.servers = [s["url"] for s in servers if isinstance(s, dict) and isinstance(s.get("url"), str)]
     paths = reader.obj(root.get("paths", {}), ("paths",))
+    nodes = 0
     for path_key in paths:
         if not path_key.startswith("x-"):  # specification extensions are no paths
-            spec.operations.extend(reader.path_item(path_key, paths[path_key]))
+            operations = reader.path_item(path_key, paths[path_key])
+            nodes += sum(_graph_nodes(op) for op in operations)
+            if nodes > MAX_GRAPH_NODES:
+                raise OpenAPIStructureError(
+                    f"at {pointer(('paths', path_key))}: the document describes more than {MAX_GRAPH_NODES:,} "
+                    f"operations, parameters and enum values; split it into several documents",
+                    display,
+                    line_of(paths[path_key]),
+                )
+            spec.operations.extend(operations)
     return spec
+
+
+def _graph_nodes(op: Operation) -> int:
+    """The graph nodes ``op`` lifts to: itself, each parameter and each distinct enum value."""
+    return 1 + sum(1 + len(set(p.enum)) for p in op.parameters)
 
 
 def _version(root: JSONValue, display: str) -> str:

@@ -385,12 +385,14 @@ def test_kg_build_openapi_option_lifts_operations_into_the_store(tmp_path):
             }
         },
     }
-    folder = tmp_path / "Shop Service"
-    folder.mkdir()
+    folder = tmp_path / "apis" / "Shop Service"
+    folder.mkdir(parents=True)
     (folder / "openapi.json").write_text(json.dumps(doc))
-    (tmp_path / "queries.json").write_text('{"queries": []}')
-    store = tmp_path / "store"
-    result = CliRunner().invoke(main, ["build", "--openapi", str(tmp_path), "--store", str(store), "--no-index"])
+    (tmp_path / "apis" / "queries.json").write_text('{"queries": []}')
+    store = tmp_path / "store"  # outside the input folder, which kg build refuses
+    result = CliRunner().invoke(
+        main, ["build", "--openapi", str(tmp_path / "apis"), "--store", str(store), "--no-index"]
+    )
     assert result.exit_code == 0, result.output
     assert "1 Operation" in result.output
     assert "ignored 1 JSON file(s) that are not OpenAPI documents" in result.output

@@ -84,11 +84,22 @@ class Spool:
         self._file = path.open("wb")
 
     def add(self, triples: Iterable[Triple]) -> None:
-        self._file.write(serialize(triples, format=RdfFormat.N_TRIPLES) or b"")
+        try:
+            self._file.write(serialize(triples, format=RdfFormat.N_TRIPLES) or b"")
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
     def close(self) -> Path:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise named(exc, self.path) from exc
         return self.path
+
+
+def named(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path``: a write to an open file (a full disk, a size limit) names none."""
+    return exc if exc.filename is not None else OSError(exc.errno, exc.strerror, str(path))
 
 
 def to_turtle(ntriples: bytes, prefixes: dict[str, str] = PREFIXES) -> bytes:
@@ -270,6 +281,8 @@ def _write_synced(tmp: Path, data: bytes, target: Path) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
+    except OSError as exc:
+        raise named(exc, target) from exc
     finally:
         os.close(fd)
     if target.exists():
@@ -549,6 +562,8 @@ def open_store(path: Path) -> Store:
         except (OSError, RuntimeError) as exc:
             if version_dir(path) != version:
                 continue
+            if "file descriptors" in str(exc):  # this process's limit (ulimit -n), not damage: exit 2
+                raise
             raise StoreDamagedError(f"{path}: the store is damaged ({_damage(exc, path)}); {_rebuild(path)}") from None
     raise StoreBusyError(f"{path}: the store kept changing while it was opened; try again")
 

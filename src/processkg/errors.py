@@ -121,6 +121,11 @@ class MissingIdError(InputError):
     has no ``id``; several would collapse into one node."""
 
 
+class FlowTooLargeError(InputError):
+    """A BPMN model whose derived ``bpmn:next`` pairs exceed the bound: a gateway joining M
+    branches and splitting into N makes M x N pairs, which would grow the graph quadratically."""
+
+
 class StoreNotFoundError(ProcessKGError):
     """No processkg store at the given path (nothing built there yet)."""
 
@@ -226,6 +231,10 @@ class ServeHTTPError(ProcessKGError):
         self.status, self.code, self.message, self.details = status, code, message, details or []
 
 
+class ServeBindError(ProcessKGError):
+    """``kg serve`` cannot listen on the address it was given (the port is in use, the host is unknown)."""
+
+
 class ToolArgumentError(ProcessKGError):
     """A tool of ``processkg.tools`` called with arguments it cannot use (an unknown entity set, a
     missing argument): the message goes back to the agent, which can repair the call."""
@@ -234,6 +243,11 @@ class ToolArgumentError(ProcessKGError):
 class ODataClientError(ProcessKGError):
     """The OData server a ``call`` tool talks to cannot be reached or refused the connection setup
     (not an error answer of the server: those are returned to the agent as they are)."""
+
+
+class ODataURLError(ProcessKGError):
+    """A URL the OData client will not send to: another origin than its base URL, or a path that
+    leaves the base URL's root (so that its credentials never reach another server)."""
 
 
 class AgentEvalError(ProcessKGError):

@@ -61,7 +61,7 @@ def free_port() -> int:
 
 def start_server(store: Path, port: int) -> subprocess.Popen:
     kg = Path(sys.executable).with_name("kg")
-    command = [str(kg), "serve", "--store", str(store), "--port", str(port), "--no-csrf"]
+    command = [str(kg), "serve", "--store", str(store), "--port", str(port), "--no-csrf", "--allow-reset"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -29,7 +29,7 @@ BAD = INVALID / "tasks"
 
 @pytest.fixture(scope="module")
 def served(tasks_store):
-    with LocalServer(tasks_store) as server:
+    with LocalServer(tasks_store, allow_reset=True) as server:
         client = ODataClient(server.url)
         yield server, client, Validator(tasks_store)
         client.close()
@@ -147,7 +147,9 @@ def test_any_needs_one_of_each_list():
 @pytest.mark.parametrize("task", ALL, ids=[t.id for t in ALL])
 def test_the_reference_meets_the_goal_and_the_start_state_does_not(served, task: Task):
     server, client, validator = served
-    assert client.http.post(server.url + "$reset").status_code == 204
+    assert (
+        client.http.post(server.url + "$reset", headers={"x-csrf-token": server.server.csrf_token}).status_code == 204
+    )
     assert not check_goal(task, client, "").met
     assert not check_goal(task, client, task.task).met  # repeating the question is not an answer
     returned: list[str] = []
@@ -170,14 +172,17 @@ def test_the_reference_meets_the_goal_and_the_start_state_does_not(served, task:
         partial = " | ".join(expected[:-1])
         assert not check_goal(task, client, partial).met
     else:
-        assert client.http.post(server.url + "$reset").status_code == 204
+        assert (
+            client.http.post(server.url + "$reset", headers={"x-csrf-token": server.server.csrf_token}).status_code
+            == 204
+        )
         assert not check_goal(task, client, answer).met
 
 
 def test_a_state_goal_reads_through_filter_and_expand(served):
     server, client, _ = served
     task = next(t for t in ALL if t.id == "deep-write-001")
-    client.http.post(server.url + "$reset")
+    client.http.post(server.url + "$reset", headers={"x-csrf-token": server.server.csrf_token})
     for call in task.reference:
         client.send(call["method"], call["url"], call.get("body"))
     verdict = check_goal(task, client, "")

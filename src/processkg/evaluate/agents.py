@@ -221,7 +221,7 @@ class Runner:
             toolbox = Toolbox(settings.store)
             stack.callback(toolbox.close)
             if settings.odata_url is None:
-                base_url = stack.enter_context(LocalServer(settings.store)).url
+                base_url = stack.enter_context(LocalServer(settings.store, allow_reset=True)).url
             else:
                 base_url = settings.odata_url
             chat = ChatClient(settings.chat)
@@ -272,10 +272,13 @@ class Runner:
 
 
 def reset(base_url: str) -> bool:
-    """``POST /$reset`` at the server's root; False when the server does not answer it with success."""
+    """``POST /$reset`` at the server's root, with the CSRF token a GET of ``base_url`` gives (kg serve
+    treats it as any other change); False when the server does not answer it with success."""
     parts = urlsplit(base_url)
     try:
-        answer = httpx.post(f"{parts.scheme}://{parts.netloc}/$reset", timeout=30)
+        token = httpx.get(base_url, headers={"x-csrf-token": "Fetch"}, timeout=30).headers.get("x-csrf-token")
+        headers = {"x-csrf-token": token} if token else {}
+        answer = httpx.post(f"{parts.scheme}://{parts.netloc}/$reset", headers=headers, timeout=30)
     except httpx.HTTPError:
         return False
     return answer.status_code < 300

@@ -32,8 +32,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalServer:
     """``with LocalServer(store, record) as server:`` serves the store at ``server.url`` until the block ends."""
 
-    def __init__(self, store: Path, record: Path | None = None, csrf: bool = True) -> None:
-        self.store, self.record, self.csrf = Path(store), record, csrf
+    def __init__(self, store: Path, record: Path | None = None, csrf: bool = True, allow_reset: bool = False) -> None:
+        self.store, self.record, self.csrf, self.allow_reset = Path(store), record, csrf, allow_reset
         self.port = 0
         self.server: Server | None = None
         self._web: uvicorn.Server | None = None
@@ -46,7 +46,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         import uvicorn  # heavy: only a run that serves the store needs the ASGI server
 
-        self.server = open_server(self.store, record=self.record, csrf=self.csrf)
+        self.server = open_server(self.store, record=self.record, csrf=self.csrf, allow_reset=self.allow_reset)
         self.port = free_port()
         config = uvicorn.Config(create_app(self.server), host="127.0.0.1", port=self.port, log_level="warning")
         web = uvicorn.Server(config)

@@ -40,6 +40,8 @@ BPMN = ("build", "--bpmn", "{f}", "--out", "{out}")
 OPENAPI = ("build", "--openapi", "{f}", "--out", "{out}")
 CODES = ("build", "--codes", "{f}", "--out", "{out}")
 MAPPING = ("build", "--odata", "{demo}/odata", "--bpmn", "{demo}/bpmn", "--mapping", "{f}", "--out", "{out}")
+BINDINGS = ("build", "--codes", "{demo}/codes", "--code-bindings", "{f}", "--out", "{out}")
+PROPOSALS = ("eval", "mapping", "--proposals", "{f}", "--gold", "{demo}/mapping.yaml")
 CALLS = ("validate", "--store", "{store}", "{f}")
 QUERY = ("query", "--store", "{store}", "{f}")
 STORE_BUILD = ("build", "--bpmn", "{demo}/bpmn", "--no-index", "--store")
@@ -113,6 +115,11 @@ CASES = [
     Case("odata-duplicate-entity-types", "duplicate-types.xml", ODATA, duplicate("Thing")),
     Case("codes-unterminated-quote", "unterminated.csv", CODES, r"{name}:\d+: .*(?i:quot)"),
     Case("mapping-duplicate-keys", "duplicate-keys.mapping.yaml", MAPPING, r"{name}:\d+: .*(?i:duplicate).*entity_set"),
+    # YAML nested 20,000 deep (the composer recurses per level) and an alias bomb, in each YAML reader
+    Case("mapping-nested-20000", "deep.mapping.yaml", MAPPING, r"{name}:1: YAML nested deeper than 64 levels"),
+    Case("mapping-alias-bomb", "alias-bomb.mapping.yaml", MAPPING, r"{name}:2: .*(?i:alias)"),
+    Case("bindings-nested-20000", "deep.bindings.yaml", BINDINGS, r"{name}:1: YAML nested deeper than 64 levels"),
+    Case("proposals-nested-20000", "deep.proposals.yaml", PROPOSALS, r"{name}:1: YAML nested deeper than 64 levels"),
     # /dev/zero where a file is expected: never read to the end (it has none)
     Case(
         "dev-zero-mapping",
@@ -121,6 +128,7 @@ CASES = [
         r"\bzero\b",
     ),
     Case("dev-zero-codes", "", ("build", "--codes", "/dev/zero", "--out", "{out}"), ZERO),
+    Case("dev-zero-code-bindings", "", tuple(a.replace("{f}", "/dev/zero") for a in BINDINGS), r"\bzero\b"),
     Case("dev-zero-openapi", "", ("build", "--openapi", "/dev/zero", "--out", "{out}"), ZERO),
     Case("dev-zero-calls", "", ("validate", "--store", "{store}", "/dev/zero"), ZERO),
     Case("dev-zero-query", "", ("query", "--store", "{store}", "/dev/zero"), ZERO),

@@ -305,6 +305,20 @@ DUPLICATE_KEYS = """mappings:
     mode: write
 """
 
+
+def _deep_yaml(key: str, levels: int) -> str:
+    """``key:`` holding a flow sequence nested ``levels`` deep (YAML's composer recurses per level)."""
+    return f"{key}: " + "[" * levels + "]" * levels + "\n"
+
+
+def _yaml_alias_bomb(key: str, levels: int, fan: int) -> str:
+    """``key:`` holding an alias bomb: each anchor lists the one before ``fan`` times (``fan ** levels`` nodes)."""
+    lines = ["a0: &a0 [x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fan)}]")
+    return "\n".join(lines) + f"\n{key}: [*a{levels}]\n"
+
+
 GENERATORS: dict[str, Generator] = {
     # XML prolog and DTDs
     "prolog.xml": text(_prolog() + V4_SERVICE.format(types=THING)),
@@ -331,6 +345,10 @@ GENERATORS: dict[str, Generator] = {
     # code lists and mapping
     "unterminated.csv": text('value_list,code,description\nVL_A,"A1,first\nVL_A,A2,second\n'),
     "duplicate-keys.mapping.yaml": text(DUPLICATE_KEYS),
+    "deep.mapping.yaml": text(_deep_yaml("mappings", 20_000)),
+    "alias-bomb.mapping.yaml": text(_yaml_alias_bomb("mappings", 9, 9)),
+    "deep.bindings.yaml": text(_deep_yaml("bindings", 20_000)),
+    "deep.proposals.yaml": text(_deep_yaml("mappings", 20_000)),
     # OpenAPI
     "ref-chain.json": json_doc(lambda: _ref_chain(4000)),
     "allof-bomb.json": json_doc(lambda: _all_of_bomb(10, 9)),

@@ -43,6 +43,7 @@ from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, P
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
 from processkg.retrieve.retriever import Lexical
 from processkg.retrieve.texts import lexicon, type_facts
+from processkg.sources.limits import compose_yaml, read_text
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 
 EdgeKey: TypeAlias = tuple[str, ...]
@@ -495,8 +496,10 @@ def write_proposals(
 def read_proposals(path: Path) -> list[Proposal]:
     """A proposals file (or any mapping file: score 0, no reason) as proposals."""
     entries = read_mapping(Path(path))
+    text = read_text(path, "mapping", str(path), MappingError)
+    compose_yaml(text, str(path), MappingError)  # bounded depth, no aliases: safe to construct
     try:
-        raw = (yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}).get("mappings") or []
+        raw = (yaml.safe_load(text) or {}).get("mappings") or []
     except (yaml.YAMLError, AttributeError) as exc:
         raise MappingError(f"cannot read proposals: {exc}", str(path)) from None
     out = []

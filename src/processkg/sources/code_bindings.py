@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from processkg.errors import CodeListError
+from processkg.sources.limits import compose_yaml, read_text
 from processkg.sources.odata.read import StructuredType
 
 
@@ -50,15 +51,7 @@ class Binding:
 def read_bindings(path: Path, display: str | None = None) -> list[Binding]:
     """The bindings of one file, in file order; every error names the file and line."""
     name = display or str(path)
-    try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise CodeListError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}", name, mark.line + 1 if mark else None
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CodeListError(f"cannot read code-binding file: {exc}", name) from None
+    root = compose_yaml(read_text(path, "code bindings", name, CodeListError), name, CodeListError)
     return _bindings(_bindings_node(root, name), name)
 
 

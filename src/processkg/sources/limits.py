@@ -12,6 +12,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import yaml
+
 from processkg.errors import InputError
 
 MB = 1024 * 1024
@@ -30,6 +32,9 @@ MAX_CODE_ROWS = 50_000
 #: into N makes M x N pairs (1,000 x 1,000: 1.02 M triples, 54 s and 1 GB); the largest file in
 #: ../shared/data/bpmn derives 45. Over the bound the file is refused, naming the gateway.
 MAX_NEXT_PAIRS = 100_000
+#: Deepest nesting of YAML sequences and maps (PyYAML's composer recurses once per level; a
+#: mapping file needs 3).
+MAX_YAML_DEPTH = 64
 
 
 def read_bytes(path: Path | str, kind: str, display: str | None = None, error: type[InputError] = InputError) -> bytes:
@@ -60,3 +65,28 @@ def read_text(path: Path | str, kind: str, display: str | None = None, error: ty
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"{kind} is not UTF-8 text (byte {exc.start})", display or str(path), line) from None
+
+
+def compose_yaml(text: str, name: str, error: type[InputError] = InputError) -> yaml.Node | None:
+    """The YAML node tree of ``text``, once a pass over its events (iterative) has found it at most
+    :data:`MAX_YAML_DEPTH` deep and without aliases (``*a``: a few lines can make a billion nodes).
+    Every problem raises ``error`` naming the file and line."""
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise error(f"YAML alias *{event.anchor} is not allowed here; write the value out", name, _line(event))
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise error(f"YAML nested deeper than {MAX_YAML_DEPTH} levels", name, _line(event))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise error(f"not valid YAML: {getattr(exc, 'problem', exc)}", name, mark.line + 1 if mark else None) from None
+
+
+def _line(event: yaml.Event) -> int | None:
+    return event.start_mark.line + 1 if event.start_mark else None

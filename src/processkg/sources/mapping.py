@@ -24,7 +24,7 @@ import yaml
 from pyoxigraph import NamedNode, Triple
 
 from processkg.errors import MappingError
-from processkg.sources.limits import read_text
+from processkg.sources.limits import compose_yaml, read_text
 from processkg.triples import Triples, child
 from processkg.vocab import USEST
 
@@ -57,14 +57,7 @@ class MappingEntry:
 
 def read_mapping(path: Path, display: str | None = None) -> list[MappingEntry]:
     name = display or str(path)
-    text = read_text(path, "mapping", name, MappingError)
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise MappingError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}", name, mark.line + 1 if mark else None
-        ) from None
+    root = compose_yaml(read_text(path, "mapping", name, MappingError), name, MappingError)
     _refuse_duplicate_keys(root, name)
     items = _mappings_node(root, name)
     return [_entry(node, name) for node in items]

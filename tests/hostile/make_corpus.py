@@ -193,7 +193,7 @@ def big_openapi(megabytes: int) -> Generator:
     return write
 
 
-def many_operations(megabytes: int) -> Generator:
+def many_operations(megabytes: float) -> Generator:
     """A valid OpenAPI document of ``megabytes`` made of path items, each a GET and a POST whose
     body has 5 properties with an enum (20 graph nodes and about 200 triples per path item)."""
 
@@ -208,7 +208,7 @@ def many_operations(megabytes: int) -> Generator:
         head = '{"openapi": "3.0.3", "info": {"title": "Many", "version": "1"}, "paths": {\n'
         with path.open("w", encoding="utf-8") as fh:
             fh.write(head)
-            for i in range(megabytes * MB // (len(body) + 20)):
+            for i in range(int(megabytes * MB) // (len(body) + 20)):
                 fh.write(f'"/things{i}/{{id}}": {body},\n')
             fh.write(f'"/last": {body}\n}}}}\n')
 

@@ -51,7 +51,7 @@ class Binding:
 def read_bindings(path: Path, display: str | None = None) -> list[Binding]:
     """The bindings of one file, in file order; every error names the file and line."""
     name = display or str(path)
-    root = compose_yaml(read_text(path, "code bindings", name, CodeListError), name, CodeListError)
+    root = compose_yaml(read_text(path, "code-binding file", name, CodeListError), name, CodeListError)
     return _bindings(_bindings_node(root, name), name)
 
 

@@ -258,12 +258,13 @@ class Builder:
             self.progress(display)
             try:
                 defs = bpmn.read_definitions(path, display, strict=self.opt.on_error != "warn")
+                triples = DefinitionsLifter(defs, display).lift()  # may refuse a quadratic bpmn:next
             except ProcessKGError as exc:
                 self._failed(display, exc)
                 continue
             self.report.warnings.extend(defs.warnings)
             self.report.dropped.extend([display, tag, element_id, line] for tag, element_id, line in defs.dropped)
-            self._add(DefinitionsLifter(defs, display).lift())
+            self._add(triples)
             self.report.files.append(display)
             self._index_activities(defs, display)
 

@@ -598,6 +598,7 @@ def answer(
     An exception no check foresaw is a bug: it is logged with its traceback, answered with a 500 OData
     error and recorded like any other call. ``budget`` is shared by the requests of one ``$batch``."""
     in_batch, budget = budget is not None, budget or Budget()
+    url = plus_as_space(url)
     body: object = None
     error: str | None = None  # the error code of a failed call, recorded beside its status
     tunneled = headers.get("x-http-method", "").upper()
@@ -692,6 +693,14 @@ def dispatch(
     if method in CHANGES:
         return server.change(res, method, body, url, headers or {})
     raise ServeHTTPError(405, "method-not-allowed", f"{method} is not supported by this version of kg serve")
+
+
+def plus_as_space(url: str) -> str:
+    """``url`` with every ``+`` of its query string written ``%20``: in a query string ``+`` is a space
+    (form encoding, what pyodata and other clients built on ``requests`` send), and a literal plus
+    arrives as ``%2B``. The path keeps its ``+``."""
+    path, sep, query = url.partition("?")
+    return f"{path}{sep}{query.replace('+', '%20')}" if sep else url
 
 
 def _json_body(method: str, raw: bytes) -> object:

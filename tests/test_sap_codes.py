@@ -252,3 +252,61 @@ def test_cli_warns_about_a_binding_that_matches_nothing(tmp_path):
     assert result.exit_code == 0, result.output
     assert "b.yaml:3: binding '*/*/NoSuchProperty' matches no property in this build" in result.output
     assert "sales-document-types.csv" in (tmp_path / "g.ttl").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- the default binding file (issue 21)
+
+SO_FILE = A2X / f"{SO}.edmx"
+
+
+def bound_codes(store: Path) -> set[tuple[str, str]]:
+    """(property IRI, code) of every code from a code-list CSV in the store."""
+    query = f"""PREFIX kg: <{KG}>
+    SELECT ?p ?v WHERE {{ ?p kg:valueList/kg:code ?c . ?c kg:codeValue ?v ; kg:codeSource "codelist" }}"""
+    return {(row["p"].value, row["v"].value) for row in open_store(store).query(query)}
+
+
+def test_a_codes_folder_with_bindings_yaml_binds_without_code_bindings(tmp_path):
+    """kg build --codes data/sap/codes, without --code-bindings, binds what the explicit file binds."""
+    default = build(BuildOptions(odata=[SO_FILE], codes=[CODES], store=tmp_path / "default"))
+    explicit = build(BuildOptions(odata=[SO_FILE], codes=[CODES], code_bindings=BINDINGS, store=tmp_path / "explicit"))
+    assert "codes/bindings.yaml" in default.files
+    assert bound_codes(tmp_path / "default") == bound_codes(tmp_path / "explicit")
+    assert len(bound_codes(tmp_path / "default")) > 20
+    assert not [w for w in default.warnings if "reached no property" in w]
+    assert len(default.warnings) == len(explicit.warnings)
+
+
+def test_code_lists_that_reach_no_property_are_a_warning(tmp_path):
+    """The SAP lists without their binding file reach no A2X property: say so instead of nothing."""
+    folder = tmp_path / "codes"
+    folder.mkdir()
+    for csv_file in CODES.glob("*.csv"):
+        (folder / csv_file.name).write_bytes(csv_file.read_bytes())
+    report = build(BuildOptions(odata=[SO_FILE], codes=[folder], store=tmp_path / "store"))
+    assert not bound_codes(tmp_path / "store")
+    assert [w for w in report.warnings if "the --codes lists reached no property" in w]
+
+
+def test_two_codes_folders_with_a_binding_file_each_are_refused(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "bindings.yaml").write_text("bindings: {}\n", encoding="utf-8")
+    (other / "x.csv").write_text("value_list,code,description\nX,1,one\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        main,
+        [
+            "build",
+            "--odata",
+            str(SO_FILE),
+            "--codes",
+            str(CODES),
+            "--codes",
+            str(other),
+            "--store",
+            str(tmp_path / "s"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "several --codes folders hold a bindings.yaml" in result.output
+    assert "name one with --code-bindings" in result.output

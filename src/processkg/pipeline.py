@@ -39,7 +39,7 @@ from processkg.retrieve.index import IndexReport, build_index
 from processkg.sources import openapi
 from processkg.sources.bpmn import read as bpmn
 from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
-from processkg.sources.code_bindings import bound_properties, read_bindings
+from processkg.sources.code_bindings import BINDINGS_FILE, bound_properties, read_bindings
 from processkg.sources.codes import CodeLists, codes_for, read_code_lists
 from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
@@ -146,6 +146,7 @@ class Builder:
         self._read_bindings(codes)
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._unused_bindings()
+        self._codes_reached_nothing(codes)
         self._openapi()
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
@@ -203,6 +204,7 @@ class Builder:
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
         self._add(lifter.lift() + self._bind_codes(lifter, doc, codes), shapes=True)
+        self.codes_reached += lifter.codelist_codes
         self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
         sets = self.entity_sets.setdefault(doc.name, {})
@@ -214,17 +216,41 @@ class Builder:
             self.report.metadata[doc.name] = f"{METADATA}/{doc.name}.xml"
 
     def _read_bindings(self, codes: CodeLists) -> None:
-        """Read --code-bindings; a binding naming a value list that no --codes CSV has is an error."""
-        self.bindings, self.bindings_used = [], set[int]()
-        if not self.opt.code_bindings:
+        """Read the binding file (:meth:`_bindings_file`); a binding naming a value list that no --codes CSV
+        has is an error."""
+        self.bindings, self.bindings_used, self.codes_reached = [], set[int](), 0
+        found = self._bindings_file()
+        self.bindings_name = found[1] if found else ""
+        if found is None:
             return
-        path = Path(self.opt.code_bindings)
-        self.bindings = read_bindings(path, path.name)
+        path, name = found
+        self.bindings = read_bindings(path, name)
         known = {vl for by_vl in codes.values() for vl in by_vl}
         for b in self.bindings:
             if b.value_list not in known:
-                raise CodeListError(f"value list {b.value_list!r} is in no --codes CSV", path.name, b.line)
-        self.report.files.append(path.name)
+                raise CodeListError(f"value list {b.value_list!r} is in no --codes CSV", name, b.line)
+        self.report.files.append(name)
+
+    def _bindings_file(self) -> tuple[Path, str] | None:
+        """``--code-bindings``, or else the ``bindings.yaml`` of the ``--codes`` folder that has one (as
+        ``data/sap/codes`` does), with its display name; None when there is neither."""
+        if self.opt.code_bindings:
+            return Path(self.opt.code_bindings), Path(self.opt.code_bindings).name
+        found = [Path(r) / BINDINGS_FILE for r in self.opt.codes if (Path(r) / BINDINGS_FILE).is_file()]
+        if len(found) > 1:
+            names = ", ".join(str(f) for f in found)
+            raise ProcessKGError(
+                f"several --codes folders hold a {BINDINGS_FILE} ({names}); name one with --code-bindings"
+            )
+        return (found[0], f"{found[0].parent.name}/{BINDINGS_FILE}") if found else None
+
+    def _codes_reached_nothing(self, codes: CodeLists) -> None:
+        """Warn when code lists were read but not one of their codes reached a property of the build."""
+        if any(codes.values()) and self.opt.odata and not self.codes_reached:
+            self.report.warnings.append(
+                "the --codes lists reached no property: no value help of the metadata names their value "
+                f"lists and no binding file binds them (--code-bindings, or a {BINDINGS_FILE} in the codes folder)"
+            )
 
     def _bind_codes(self, lifter: ServiceLifter, doc: csdl.ServiceDocument, codes: CodeLists) -> list[Triple]:
         rows, bound = codes_for(codes, doc.name), []
@@ -235,7 +261,7 @@ class Builder:
         return bound
 
     def _unused_bindings(self) -> None:
-        name = Path(self.opt.code_bindings).name if self.opt.code_bindings else ""
+        name = self.bindings_name
         self.report.warnings.extend(
             f"{name}:{b.line}: binding {b.pattern!r} matches no property in this build"
             for b in self.bindings

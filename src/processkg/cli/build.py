@@ -53,7 +53,8 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
 @click.option(
     "--code-bindings",
     type=click.Path(path_type=Path),
-    help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list.",
+    help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list "
+    "(default: the bindings.yaml of a --codes folder, if one has it).",
 )
 @click.option(
     "--store",

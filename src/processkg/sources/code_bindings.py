@@ -8,6 +8,8 @@ help's collection path (``--codes``) reaches few of its properties. A binding fi
       API_SALES_ORDER_SRV/A_SalesOrderType/SalesOrderType: SalesDocumentType
       "*/*/SalesOrganization": SalesOrganization
 
+Without ``--code-bindings``, a ``bindings.yaml`` in a ``--codes`` folder is used (:data:`BINDINGS_FILE`).
+
 Each key is ``SERVICE/EntityType/Property`` (the entity type's simple name, the property
 it declares); each segment may use ``*`` and ``?`` wildcards (shell-style, case-sensitive).
 Each value is a ``value_list`` name of a code-list CSV given with ``--codes``. When several
@@ -27,6 +29,9 @@ import yaml
 from processkg.errors import CodeListError
 from processkg.sources.limits import compose_yaml, read_text
 from processkg.sources.odata.read import StructuredType
+
+#: The binding file ``kg build`` uses by default: the one in a ``--codes`` folder.
+BINDINGS_FILE = "bindings.yaml"
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ class ServiceLifter:
         self.t = Triples(service.file)
         self.base = mint("odata", iri_key)
         self.codes = codes or {}
+        self.codelist_codes = 0  # codes of --codes lists given to a property (by value help or binding)
         self.value_lists: dict[tuple[str, str], dict[str, Any]] = {}
         self.value_list_terms: dict[tuple[str, str], int] = {}
         self.set_iris: dict[str, NamedNode] = {}
@@ -252,6 +253,8 @@ class ServiceLifter:
         file: str | None = None,
     ) -> None:
         entry = self.value_lists[(prop_iri.value, qualifier)]
+        if source == "codelist":
+            self.codelist_codes += 1
         if value in entry["codes"]:
             return
         code = child(vl, "code", value)

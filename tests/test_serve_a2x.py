@@ -91,6 +91,25 @@ def test_deep_insert_of_a_sales_order_with_items(client):
     assert by_key.status_code == 200 and by_key.json()["d"]["RequestedQuantity"] == "1"
 
 
+def test_post_on_a_navigation_property_adds_a_child_to_an_existing_parent(client):
+    """``POST A_SalesOrder('3')/to_Item``: SAP's way to add an item; the parent's key comes from the URL."""
+    item = {"Material": PRODUCT, "RequestedQuantity": "3", "RequestedQuantityUnit": "PC"}
+    created = client.post(SO + "A_SalesOrder('0000000003')/to_Item", json=item)
+    assert created.status_code == 201, created.text
+    body = created.json()["d"]
+    assert (body["SalesOrder"], body["Material"]) == ("0000000003", PRODUCT)
+    key = f"A_SalesOrderItem(SalesOrder='0000000003',SalesOrderItem='{body['SalesOrderItem']}')"
+    assert created.headers["location"].endswith(SO + key)
+    items = client.get(SO + "A_SalesOrder('0000000003')/to_Item").json()["d"]["results"]
+    assert body["SalesOrderItem"] in [i["SalesOrderItem"] for i in items]
+    missing = client.post(SO + "A_SalesOrder('0000009999')/to_Item", json=item)
+    assert missing.status_code == 404 and "0000009999" in missing.json()["error"]["message"]["value"]
+    other = client.post(SO + "A_SalesOrder('0000000003')/to_Item", json={**item, "SalesOrder": "0000000004"})
+    details = other.json()["error"]["innererror"]["errordetails"]
+    assert other.status_code == 400 and [(d["code"], d["target"]) for d in details] == [("read-only", "/SalesOrder")]
+    assert client.post(SO + "A_SalesOrder('0000000003')/to_Partner/$count", json=item).status_code == 405
+
+
 def test_v4_deep_insert_along_a_rap_composition(client):
     created = client.post(
         SO_V4 + "SalesOrder",

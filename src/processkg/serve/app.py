@@ -305,21 +305,44 @@ class Server:
 
     # ------------------------------------------------------------ POST
     def post(self, res: Resource, body: JSONValue, url: str) -> Response:
-        if len(res.rest) != 1 or res.rest[0][1] is not None:
+        """Create an entity in an entity set, or a child of an existing entity through a to-many navigation
+        property (``A_SalesOrder('1')/to_Item``, SAP's way to add an item: the parent's key comes from the
+        URL)."""
+        child_of = _child_post(res)
+        if child_of is None and (len(res.rest) != 1 or res.rest[0][1] is not None):
             raise ServeHTTPError(
-                405, "method-not-allowed", "POST creates entities in an entity set (no key, no navigation)"
+                405,
+                "method-not-allowed",
+                "POST creates entities in an entity set, or through a navigation property of one entity",
             )
         table = self.table(res)
         self.check_call({"method": "POST", "url": url, "payload": body})
         payload = _payload(body)
         with self.data.lock:
-            _check_references(self.references.check(table, payload))
-            record = self.insert(table, payload, {})
-        item = self.entity(table, record, res.root)
+            inherited: dict[str, object] = {}
+            if child_of is not None:
+                table, inherited = self.parent_of_child(table, res, child_of)
+            _check_references(self.references.check(table, {**payload, **inherited}))
+            record = self.insert(table, payload, inherited)
+            item = self.entity(table, record, res.root)
         headers = {"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"}
         if self.uses_etags(table):
             headers["ETag"] = etags.etag(record)
         return JSONResponse(odata_json.single(table.type, item, table.name), status_code=201, headers=headers)
+
+    def parent_of_child(self, table: Table, res: Resource, nav_name: str) -> tuple[Table, dict[str, object]]:
+        """For ``POST Set(key)/nav``: the table the child goes to and the parent's key properties it repeats;
+        a missing parent is a 404, a navigation that is not to-many a 405."""
+        parent = table.rows.get(parse_key(table.type, res.rest[0][1] or ""))
+        if parent is None:
+            raise ServeHTTPError(404, "not-found", f"no {table.name} with the key {res.rest[0][1]}: create it first")
+        nav = table.type.navs.get(nav_name)
+        if nav is None:
+            raise ServeHTTPError(404, "not-found", f"{table.type.qname} has no navigation property {nav_name}")
+        target = self.data.target(table, nav)
+        if target is None or not nav.to_many:
+            raise ServeHTTPError(405, "method-not-allowed", f"POST through {nav_name} needs a to-many navigation")
+        return target, {k: parent[k] for k in target.keys if k in parent}
 
     # ------------------------------------------------------------ PATCH, MERGE, PUT, DELETE
     def change(self, res: Resource, method: str, body: JSONValue, url: str, headers: dict[str, str]) -> Response:
@@ -382,6 +405,14 @@ class Server:
         for child in items:
             if isinstance(child, dict) and not _is_link(child):
                 self.insert(target, child, shared)
+
+
+def _child_post(res: Resource) -> str | None:
+    """The navigation property of ``POST Set(key)/nav`` (one entity, then one navigation without key)."""
+    if len(res.rest) == 2 and res.rest[0][1] is not None and res.rest[1][1] is None:
+        name = res.rest[1][0]
+        return None if name.startswith("$") else name
+    return None
 
 
 def _nav_value(t: TypeInfo, nav: Nav, children: list[JSONObject]) -> JSONValue:

@@ -91,6 +91,20 @@ def test_deep_insert_of_a_sales_order_with_items(client):
     assert by_key.status_code == 200 and by_key.json()["d"]["RequestedQuantity"] == "1"
 
 
+def test_the_created_answer_of_a_deep_insert_holds_the_children(client):
+    """What SAP answers and the Cloud SDK reads back: the 201 holds the inserted items (V2 and V4)."""
+    created = client.post(SO + "A_SalesOrder", json=order()).json()["d"]
+    assert [(i["SalesOrder"], i["SalesOrderItem"]) for i in created["to_Item"]["results"]] == [
+        ("0000000021", "10"),
+        ("0000000021", "20"),
+    ]
+    v4 = client.post(
+        SO_V4 + "SalesOrder", json={"SalesOrderType": "OR", "SoldToParty": CUSTOMER, "_Item": [{"Product": PRODUCT}]}
+    )
+    assert v4.status_code == 201, v4.text
+    assert [i["SalesOrder"] for i in v4.json()["_Item"]] == [v4.json()["SalesOrder"]]
+
+
 def test_post_on_a_navigation_property_adds_a_child_to_an_existing_parent(client):
     """``POST A_SalesOrder('3')/to_Item``: SAP's way to add an item; the parent's key comes from the URL."""
     item = {"Material": PRODUCT, "RequestedQuantity": "3", "RequestedQuantityUnit": "PC"}

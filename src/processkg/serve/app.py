@@ -307,7 +307,7 @@ class Server:
     def post(self, res: Resource, body: JSONValue, url: str) -> Response:
         """Create an entity in an entity set, or a child of an existing entity through a to-many navigation
         property (``A_SalesOrder('1')/to_Item``, SAP's way to add an item: the parent's key comes from the
-        URL)."""
+        URL). The 201 holds the created entity with the children a deep insert created."""
         child_of = _child_post(res)
         if child_of is None and (len(res.rest) != 1 or res.rest[0][1] is not None):
             raise ServeHTTPError(
@@ -325,6 +325,8 @@ class Server:
             _check_references(self.references.check(table, {**payload, **inherited}))
             record = self.insert(table, payload, inherited)
             item = self.entity(table, record, res.root)
+            for path in _inserted_paths(self.model.types, table.type, payload):
+                self.expand(table, record, item, path, res.root, Budget())
         headers = {"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"}
         if self.uses_etags(table):
             headers["ETag"] = etags.etag(record)
@@ -413,6 +415,22 @@ def _child_post(res: Resource) -> str | None:
         name = res.rest[1][0]
         return None if name.startswith("$") else name
     return None
+
+
+def _inserted_paths(types: dict[str, TypeInfo], t: TypeInfo, payload: JSONObject) -> list[str]:
+    """The ``$expand`` paths of what a deep insert created (``to_Item``, ``to_Item/to_ScheduleLine``)."""
+    paths: list[str] = []
+    for name, value in payload.items():
+        if name not in t.navs:
+            continue
+        items = value.get("results", []) if isinstance(value, dict) and "results" in value else value
+        children = [c for c in (items if isinstance(items, list) else [items]) if isinstance(c, dict)]
+        if not children or all(_is_link(c) for c in children):
+            continue
+        target = types.get(t.navs[name].target or "")
+        deeper = sorted({p for c in children for p in _inserted_paths(types, target, c)}) if target else []
+        paths.extend([f"{name}/{p}" for p in deeper] or [name])
+    return paths
 
 
 def _nav_value(t: TypeInfo, nav: Nav, children: list[JSONObject]) -> JSONValue:

@@ -124,6 +124,27 @@ def test_post_on_a_navigation_property_adds_a_child_to_an_existing_parent(client
     assert client.post(SO + "A_SalesOrder('0000000003')/to_Partner/$count", json=item).status_code == 405
 
 
+def test_select_inside_expand_restricts_the_children_and_keeps_empty_selected_properties(client):
+    """``$select=SalesOrder,to_Item/Material`` (V2) and ``$expand=_Item($select=Product)`` (V4)."""
+    number = client.post(SO + "A_SalesOrder", json=order()).json()["d"]["SalesOrder"]
+    read = client.get(
+        SO + f"A_SalesOrder('{number}')",
+        params={"$expand": "to_Item", "$select": "SalesOrder,PurchaseOrderByCustomer,to_Item/Material"},
+    )
+    assert read.status_code == 200, read.text
+    body = read.json()["d"]
+    assert {k: v for k, v in body.items() if k not in ("__metadata", "to_Item")} == {
+        "SalesOrder": number,
+        "PurchaseOrderByCustomer": None,  # selected, never given: null, not dropped
+    }
+    items = body["to_Item"]["results"]
+    assert [sorted(k for k in i if k != "__metadata") for i in items] == [["Material"], ["Material"]]
+    assert [i["Material"] for i in items] == [PRODUCT, "0000000002"]
+    v4 = client.get(SO_V4 + "SalesOrder('0000000002')", params={"$expand": "_Item($select=Product)"})
+    assert v4.status_code == 200, v4.text
+    assert {k for i in v4.json()["_Item"] for k in i if not k.startswith("@")} == {"Product"}
+
+
 def test_v4_deep_insert_along_a_rap_composition(client):
     created = client.post(
         SO_V4 + "SalesOrder",

@@ -275,15 +275,26 @@ class Server:
     def shape(
         self, table: Table, record: JSONObject, base: str, query: dict[str, str], budget: Budget
     ) -> dict[str, object]:
-        select = [s.strip() for s in query["$select"].split(",")] if "$select" in query else None
+        select = [s.strip() for s in split_top(query["$select"], ",")] if "$select" in query else None
         budget.take()
-        item = self.entity(table, record, base, select)
+        item = self.entity(table, record, base, _own(select))
         for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
-            self.expand(table, record, item, path, base, budget)
+            self.expand(table, record, item, path, base, budget, select)
         return item
 
-    def expand(self, table: Table, record: JSONObject, item: JSONObject, path: str, base: str, budget: Budget) -> None:
-        """Put the records ``path`` leads to into ``item``, taking each from ``budget`` before it is made."""
+    def expand(
+        self,
+        table: Table,
+        record: JSONObject,
+        item: JSONObject,
+        path: str,
+        base: str,
+        budget: Budget,
+        select: list[str] | None = None,
+    ) -> None:
+        """Put the records ``path`` leads to into ``item``, taking each from ``budget`` before it is made.
+        ``select`` is the ``$select`` of the entity ``item`` is: its ``path/Property`` entries (V2) or the
+        ``$select`` of the expansion (V4, ``to_Item($select=Material)``) restrict the children."""
         name, _, rest = path.partition("/")
         name, options = _v4_options(name)
         nav = table.type.navs.get(name)
@@ -294,12 +305,13 @@ class Server:
             item[name] = [] if nav.to_many else None
             return
         rest = rest or options.get("$expand", "")
+        inner = _beneath(select, name, options.get("$select"))
         budget.take(len(related))
         children = []
         for r in related:
-            child = self.entity(target, r, base)
+            child = self.entity(target, r, base, _own(inner))
             for sub in [s for s in split_top(rest, ",") if s]:
-                self.expand(target, r, child, sub, base, budget)
+                self.expand(target, r, child, sub, base, budget, inner)
             children.append(child)
         item[name] = _nav_value(target.type, nav, children)
 
@@ -407,6 +419,26 @@ class Server:
         for child in items:
             if isinstance(child, dict) and not _is_link(child):
                 self.insert(target, child, shared)
+
+
+def _own(select: list[str] | None) -> list[str] | None:
+    """The properties of the entity itself a ``$select`` names (``to_Item/Material`` is a child's);
+    None (all) when there is no ``$select``, it has ``*``, or it names only children."""
+    if select is None or "*" in select:
+        return None
+    own = [s for s in select if "/" not in s]
+    return own or None
+
+
+def _beneath(select: list[str] | None, nav: str, v4_select: str | None) -> list[str] | None:
+    """The ``$select`` of the children reached by ``nav``: V4's ``nav($select=...)``, else the V2 entries
+    ``nav/...`` without their prefix; None (all) when nothing restricts them or ``nav`` itself is selected."""
+    if v4_select is not None:
+        return [s.strip() for s in split_top(v4_select, ",")]
+    if select is None or nav in select:
+        return None
+    inner = [s.split("/", 1)[1] for s in select if s.startswith(nav + "/")]
+    return inner or None
 
 
 def _child_post(res: Resource) -> str | None:

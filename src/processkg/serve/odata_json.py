@@ -43,8 +43,10 @@ def entity(
         uri = f"{base}{set_name}{key_predicate(t, record)}"
         out["__metadata"] = {"id": uri, "uri": uri, "type": t.qname}
     for name, prop in t.props.items():
-        if name in record and (select is None or name in select):
+        if select is None and name in record:
             out[name] = to_json(record[name], prop.edm_type, v2)
+        elif select is not None and name in select:  # a selected property without a value is null
+            out[name] = to_json(record.get(name), prop.edm_type, v2)
     return out
 
 

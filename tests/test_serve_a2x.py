@@ -145,6 +145,23 @@ def test_select_inside_expand_restricts_the_children_and_keeps_empty_selected_pr
     assert {k for i in v4.json()["_Item"] for k in i if not k.startswith("@")} == {"Product"}
 
 
+def test_put_may_repeat_read_only_values_unchanged_but_not_change_them(client):
+    """The Cloud SDK PUTs back the entity it read, read-only properties (``sap:updatable="false"``) and
+    V2 dates included: unchanged they are accepted, a changed one is still a ``read-only`` violation."""
+    url = SO + "A_SalesOrder('0000000003')"
+    read = client.get(url)
+    entity = {k: v for k, v in read.json()["d"].items() if not isinstance(v, dict)}  # no __metadata, no links
+    assert entity["CreationDate"].startswith("/Date(") and "CreatedByUser" in entity
+    put = client.put(url, json={**entity, "PurchaseOrderByCustomer": "SDK"}, headers={"If-Match": read.headers["etag"]})
+    assert put.status_code == 204, put.text
+    assert client.get(url).json()["d"]["PurchaseOrderByCustomer"] == "SDK"
+    changed = client.put(url, json={**entity, "CreatedByUser": "SOMEONE"}, headers={"If-Match": "*"})
+    details = changed.json()["error"]["innererror"]["errordetails"]
+    assert changed.status_code == 400 and [(d["code"], d["target"]) for d in details] == [
+        ("read-only", "/CreatedByUser")
+    ]
+
+
 def test_v4_deep_insert_along_a_rap_composition(client):
     created = client.post(
         SO_V4 + "SalesOrder",

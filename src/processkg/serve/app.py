@@ -36,7 +36,7 @@ from processkg.serve.recorder import Recorder
 from processkg.serve.references import References
 from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
-from processkg.serve.values import canonical
+from processkg.serve.values import canonical, comparable
 from processkg.validate.calls import CallResult, Validator
 from processkg.validate.payload_shapes import Model, Nav, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
@@ -226,6 +226,42 @@ class Server:
         if not result.valid:
             raise _rejected(result)
 
+    def check_change(self, call: JSONObject, res: Resource) -> None:
+        """Validate a change like :meth:`check_call`, except that a read-only property the body repeats with
+        the value the entity has is no violation: a client that writes back what it read (the Cloud SDK's
+        PUT) changes nothing read-only. A changed read-only value is still rejected."""
+        with self.validate_lock:
+            result = self.validator.validate_call(call)
+        if result.valid:
+            return
+        payload = call.get("payload")
+        unchanged = self.unchanged(res, payload) if isinstance(payload, dict) else set()
+        result.violations = [
+            v for v in result.violations if not (v.kind == "read-only" and v.path.lstrip("/") in unchanged)
+        ]
+        if not result.valid:
+            raise _rejected(result)
+
+    def unchanged(self, res: Resource, payload: JSONObject) -> set[str]:
+        """The properties of ``payload`` whose values equal those of the entity ``res`` addresses (none
+        when it addresses no single stored entity)."""
+        with self.data.lock:
+            try:
+                table, records, single = self.walk(res)
+            except ServeHTTPError:
+                return set()
+            if not single or len(records) != 1:
+                return set()
+            record, v2 = records[0], odata_json.is_v2(table.type)
+            return {
+                name
+                for name, value in payload.items()
+                if (prop := table.type.props.get(name)) is not None
+                and prop.complex_type is None
+                and not prop.collection
+                and _same(canonical(value, prop.edm_type, v2), record.get(name), prop.edm_type)
+            }
+
     def entity(self, table: Table, record: JSONObject, base: str, select: list[str] | None = None) -> dict[str, object]:
         """One record as JSON, with its ETag where the entity set uses them."""
         item = odata_json.entity(table.type, record, base, table.name, select)
@@ -367,7 +403,7 @@ class Server:
             raise ServeHTTPError(405, "method-not-allowed", "MERGE is OData V2; a V4 service takes PATCH")
         if not res.rest:
             raise ServeHTTPError(405, "method-not-allowed", f"{method} changes one entity: address it by key")
-        self.check_call({"method": method, "url": url, **({} if method == "DELETE" else {"payload": body})})
+        self.check_change({"method": method, "url": url, **({} if method == "DELETE" else {"payload": body})}, res)
         with self.data.lock:
             table, records, single = self.walk(res)
             if not single or res.rest[-1][0].startswith("$"):
@@ -419,6 +455,13 @@ class Server:
         for child in items:
             if isinstance(child, dict) and not _is_link(child):
                 self.insert(target, child, shared)
+
+
+def _same(given: object, stored: object, edm_type: str) -> bool:
+    """Whether a value from a body is the stored one (a date read as ``/Date(ms)/`` is the stored day)."""
+    if given is None or stored is None:
+        return given is stored
+    return comparable(str(given), edm_type) == comparable(str(stored), edm_type)
 
 
 def _own(select: list[str] | None) -> list[str] | None:

@@ -20,7 +20,6 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from conftest import shared
 from processkg.cli.retrieve import index_cmd
 from processkg.graph.store import open_store
 from processkg.pipeline import BuildOptions, build
@@ -209,10 +208,13 @@ def test_kg_build_indexes_a_service_with_run_together_names(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def fiori_indexed(tmp_path_factory):
-    """The whole s4-fiori corpus (63 services) built WITH the index, once for the module."""
+def fiori_indexed(tmp_path_factory, fiori_all):
+    """The whole s4-fiori corpus (63 services): the session's build without index (``fiori_all``, shared
+    with the audit tests), copied and indexed by ``build_index`` once for the module, its embeddings
+    kept in a cache of its own for the re-index below."""
     tmp = tmp_path_factory.mktemp("fiori-indexed")
-    report = build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=tmp / "store", index=True))
+    shutil.copytree(fiori_all, tmp / "store", symlinks=True)
+    report = build_index(tmp / "store", cache_dir=tmp / "cache", progress=None)
     return tmp, report
 
 
@@ -222,7 +224,7 @@ def test_whole_fiori_corpus_builds_with_its_index(fiori_indexed):
     index = load_index(tmp / "store")
     names = {s["name"] for s in index.items["set"]}
     assert "VL_SH_RELIFNRCN" in names  # the set whose name recursed without end
-    assert report.index.counts["set"] == len(index.items["set"]) == index.vectors["set"].shape[0] > 3000
+    assert report.counts["set"] == len(index.items["set"]) == index.vectors["set"].shape[0] > 3000
 
 
 @pytest.mark.slow
@@ -231,10 +233,12 @@ def test_kg_index_on_a_store_built_without_index(fiori_indexed, fiori_all):
     store = tmp / "plain"
     shutil.copytree(fiori_all, store, symlinks=True)  # the session's build of the corpus without index
     assert not (store / "index").exists()
-    cache = tmp / ".store.embeddings"  # the first build's cache: nothing needs encoding again
+    cache = tmp / "cache"  # the first index's cache: nothing needs encoding again
     result = CliRunner().invoke(index_cmd, ["--store", str(store), "--cache", str(cache)])
     assert result.exit_code == 0, result.output
+    assert "(0 encoded," in result.output, result.output
     assert load_index(store).items["set"] == load_index(tmp / "store").items["set"]
+    assert np.array_equal(load_index(store).vectors["set"], load_index(tmp / "store").vectors["set"])
 
 
 def test_activity_texts_carry_documentation_lane_and_process(demo_indexed):

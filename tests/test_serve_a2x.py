@@ -8,6 +8,7 @@ store of API_SALES_ORDER_SRV with SAP's code lists bound by ``data/sap/codes/bin
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -160,6 +161,30 @@ def test_put_may_repeat_read_only_values_unchanged_but_not_change_them(client):
     assert changed.status_code == 400 and [(d["code"], d["target"]) for d in details] == [
         ("read-only", "/CreatedByUser")
     ]
+
+
+def test_sap_response_conventions(client):
+    """Version headers, deferred links, V2 DateTimeOffset with its offset, an absolute Location, 406."""
+    read = client.get(SO + "A_SalesOrder('0000000003')")
+    assert read.headers["dataserviceversion"] == "2.0"
+    body = read.json()["d"]
+    assert body["to_Item"] == {"__deferred": {"uri": SO + "A_SalesOrder('0000000003')/to_Item"}}
+    assert re.fullmatch(r"/Date\(\d+\+0000\)/", body["LastChangeDateTime"]), "Edm.DateTimeOffset"
+    assert re.fullmatch(r"/Date\(\d+\)/", body["CreationDate"]), "Edm.DateTime"
+    expanded = client.get(SO + "A_SalesOrder('0000000003')?$expand=to_Item").json()["d"]
+    assert "results" in expanded["to_Item"] and "__deferred" in expanded["to_Partner"]
+    assert client.get(SO_V4 + "SalesOrder('0000000003')").headers["odata-version"] == "4.0"
+    created = client.post(SO + "A_SalesOrder", json=order())
+    assert created.headers["location"] == f"{client.base_url}".rstrip("/") + SO + "A_SalesOrder('0000000021')"
+    for url, accept in [
+        (SO + "A_SalesOrder('0000000003')", "application/atom+xml"),
+        (SO + "$metadata", "application/json"),
+    ]:
+        refused = client.get(url, headers={"accept": accept})
+        assert refused.status_code == 406 and refused.json()["error"]["code"] == "not-acceptable", url
+    assert client.get(SO + "A_SalesOrder?$format=json", headers={"accept": "application/atom+xml"}).status_code == 200
+    assert client.get(SO + "$metadata", headers={"accept": "application/xml"}).status_code == 200
+    assert client.get(SO + "A_SalesOrder/$count", headers={"accept": "application/json"}).text == "21"
 
 
 def test_v4_deep_insert_along_a_rap_composition(client):

@@ -659,14 +659,18 @@ def create_app(server: Server) -> Starlette:
             server.check_host(headers.get("host"), _bound(request))
             raw = await read_body(request)
         except ServeHTTPError as exc:  # refused before the body was read (whole)
-            response = _error_response(server, url, exc)
-            response.headers["connection"] = "close"  # the rest of the body is not read: uvicorn drops the socket
+            refused = _error_response(server, url, exc)
+            refused.headers["connection"] = "close"  # the rest of the body is not read: uvicorn drops the socket
             if server.recorder is not None and request.url.path not in ADMIN and request.method != "HEAD":
-                server.recorder.record(request.method, url, None, response.status_code, exc.code)
-            return response
+                server.recorder.record(request.method, url, None, refused.status_code, exc.code)
+            return refused
         if request.url.path in ADMIN:
             return await run_in_threadpool(admin, server, request.method, request.url.path, headers)
-        return await run_in_threadpool(answer, server, request.method, url, headers, raw)
+        response = await run_in_threadpool(answer, server, request.method, url, headers, raw)
+        location = response.headers.get("location")
+        if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
+            response.headers["location"] = str(request.base_url).rstrip("/") + location
+        return response
 
     async def retrieve(request: Request) -> Response:
         try:
@@ -737,7 +741,8 @@ def answer(
         if is_batch and in_batch:
             raise ServeHTTPError(400, "malformed", "$batch: a request of a batch cannot be a $batch")
         if is_batch:
-            return batch(server, url, headers, raw, budget)
+            return versioned(server, url, batch(server, url, headers, raw, budget))
+        check_accept(url, headers.get("accept"))
         response = dispatch(server, method, url, body, headers, budget)
     except ServeHTTPError as exc:
         response, error = _error_response(server, url, exc), exc.code
@@ -754,7 +759,38 @@ def answer(
         response.headers["x-csrf-token"] = "Required"
     if server.recorder is not None and not head:
         server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code, error)
+    return versioned(server, url, response)
+
+
+def versioned(server: Server, url: str, response: Response) -> Response:
+    """``response`` with the protocol version header of the service ``url`` is in, as SAP answers:
+    ``DataServiceVersion: 2.0`` (V2) or ``OData-Version: 4.0`` (V4)."""
+    try:
+        version = server.version(server.resource(urlsplit(url).path).service)
+    except ServeHTTPError:
+        return response
+    if version.startswith("4"):
+        response.headers["OData-Version"] = "4.0"
+    else:
+        response.headers["DataServiceVersion"] = "2.0"
     return response
+
+
+def check_accept(url: str, accept: str | None) -> None:
+    """A 406 when ``Accept`` rules out what the answer would be: JSON, or XML for ``$metadata``
+    (``$format=json`` overrides ``Accept``, as in SAP Gateway; ``$count`` is text whatever was asked)."""
+    path = urlsplit(url).path.rstrip("/")
+    if not accept or path.endswith("/$count") or "$format=json" in urlsplit(url).query:
+        return
+    media = "application/xml" if path.endswith("/$metadata") else "application/json"
+    kind = media.split("/")[0]
+    for item in accept.split(","):
+        name, *params = [p.strip().lower() for p in item.split(";")]
+        if name in (media, f"{kind}/*", "*/*", "*") and not any(p.replace(" ", "") in ("q=0", "q=0.0") for p in params):
+            return
+        if media == "application/xml" and name == "text/xml":
+            return
+    raise ServeHTTPError(406, "not-acceptable", f"this answer is {media}; the request accepts only {accept[:200]}")
 
 
 def batch(server: Server, url: str, headers: dict[str, str], raw: bytes, budget: Budget) -> Response:

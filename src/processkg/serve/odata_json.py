@@ -47,6 +47,10 @@ def entity(
             out[name] = to_json(record[name], prop.edm_type, v2)
         elif select is not None and name in select:  # a selected property without a value is null
             out[name] = to_json(record.get(name), prop.edm_type, v2)
+    if v2:  # a navigation property not expanded is a deferred link (an expansion replaces it)
+        for nav in sorted(t.navs):
+            if select is None or nav in select:
+                out[nav] = {"__deferred": {"uri": f"{uri}/{nav}"}}
     return out
 
 

@@ -59,8 +59,10 @@ def to_json(value: JSONValue, edm_type: str, v2: bool) -> object:
         return value == "true"
     if edm_type in NUMERIC:
         return value if v2 and edm_type in V2_STRING_NUMBERS else _number(value)
-    if v2 and edm_type in ("Edm.DateTime", "Edm.DateTimeOffset"):
+    if v2 and edm_type == "Edm.DateTime":
         return _v2_date(value)
+    if v2 and edm_type == "Edm.DateTimeOffset":  # SAP Gateway writes the offset: /Date(ms+0000)/
+        return _v2_date(value).replace(")/", "+0000)/") if _moment(value) else value
     return value
 
 

@@ -284,19 +284,26 @@ HOSTILE = [
 
 class RawStdio:
     """A kg mcp process over stdio, spoken to line by line; answers are read by a thread so that a
-    missing answer is a timeout, not a hang."""
+    missing answer is a timeout, not a hang. Its stderr lines are kept in ``said`` as they come."""
 
     def __init__(self, args: list[str]) -> None:
         self.process = subprocess.Popen(
-            [KG, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV
+            [KG, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV
         )
         self.answers: queue.Queue[dict] = queue.Queue()
+        self.said: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.answers.put(json.loads(line))
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.said.append(line.decode().rstrip("\n"))
 
     def send(self, line: str) -> None:
         assert self.process.stdin is not None
@@ -364,3 +371,42 @@ def test_http_refuses_another_host_or_origin(http_server, header, status):
     url, _record = http_server
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     assert httpx.post(url, headers=headers | header, json=INITIALIZE, timeout=30).status_code == status
+
+
+# ---------------------------------------------------------------- start-up (issue 22)
+
+
+def _ready_lines(said: list[str]) -> list[str]:
+    return [line for line in said if line.startswith("kg mcp: ") and " ready (" in line]
+
+
+def test_stdio_answers_before_loading_and_a_call_at_once_waits_for_it(tasks_store):
+    """On A2X, initialize and tools/list come back while the toolbox (45 services' validator, the
+    in-process kg serve) and the embedding model are still loading in the background; tool calls
+    sent right after them wait for what they need and get the right answers."""
+    raw = RawStdio(["mcp", "--store", str(tasks_store)])
+    try:
+        raw.send(json.dumps(INITIALIZE))
+        assert raw.answer()["result"]["serverInfo"]["name"] == "processkg"
+        raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        listed = raw.answer()
+        ready_when_listed = _ready_lines(raw.said)
+        assert [tool["name"] for tool in listed["result"]["tools"]] == TOOLS
+        assert ready_when_listed == [], "the tool list must not wait for the toolbox or the model"
+        check = {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": {"Colour": 1}}
+        find = {"task": "create a sales order for a customer", "k": 3}
+        for number, (name, arguments) in enumerate([("validate_call", check), ("find_entity_sets", find)], 2):
+            params = {"name": name, "arguments": arguments}
+            raw.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}))
+        answers = {answer["id"]: answer["result"] for answer in (raw.answer(180), raw.answer(180))}
+    finally:
+        raw.close()
+    checked, found = answers[2]["structuredContent"], answers[3]["structuredContent"]
+    assert checked["valid"] is False and ("unknown-property", "/Colour") in {
+        (v["kind"], v["path"]) for v in checked["violations"]
+    }
+    first = found["results"][0]
+    assert (first["service"], first["entity_set"]) == ("API_SALES_ORDER_SRV", "A_SalesOrder")
+    loaded = sorted(line.split(" ready (")[0] for line in _ready_lines(raw.said))
+    assert loaded == ["kg mcp: embedding model", "kg mcp: tools"], raw.said

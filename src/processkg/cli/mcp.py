@@ -9,8 +9,11 @@ from pathlib import Path
 import click
 
 from processkg.cli.options import F, store_option
+from processkg.graph.store import open_store
+from processkg.retrieve.index import load_encoder_model, load_index
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
+from processkg.tools.specs import tool_list
 from processkg.tools.toolbox import Toolbox
 
 
@@ -85,13 +88,30 @@ def mcp_cmd(
 
     from processkg.tools.mcp_server import MCPFace  # heavy: the MCP SDK
 
+    open_store(store)  # a missing or damaged store is an error (exit 2) before anything is served
     with ExitStack() as stack:
-        client = odata_client(stack, store, odata_url, record)
-        face = MCPFace(lambda: Toolbox(store, client, allow_writes=allow_writes))
+        served = stack.enter_context(ExitStack())  # closed after the face has finished loading
+
+        def make_toolbox() -> Toolbox:
+            client = odata_client(served, store, odata_url, record)
+            return Toolbox(store, client, allow_writes=allow_writes)
+
+        face = MCPFace(make_toolbox, tool_list(allow_writes), lambda: load_model(store), say)
+        stack.callback(face.close)
+        say(f"kg mcp: serving {store}; loading its tools and the embedding model in the background")
         if http_port is None:
             anyio.run(face.run_stdio)
             return
         import uvicorn
 
-        click.echo(f"MCP (streamable HTTP) for {store} on http://{host}:{http_port}/mcp", err=True)
+        say(f"MCP (streamable HTTP) for {store} on http://{host}:{http_port}/mcp")
         uvicorn.run(face.http_app(host), host=host, port=http_port, log_level="warning")
+
+
+def load_model(store: Path) -> None:
+    """Import sentence-transformers and load the embedding model of the store's index (once per process)."""
+    load_encoder_model(load_index(store).model)
+
+
+def say(line: str) -> None:
+    click.echo(line, err=True)

@@ -18,11 +18,13 @@ Over HTTP the SDK answers such a body itself (400, parse error, id null).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import re
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -35,10 +37,11 @@ from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
+from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.retrieve.context import render_set
 from processkg.retrieve.retriever import Result
@@ -77,12 +80,36 @@ def resource_uri(service: str, entity_set: str) -> str:
 
 class MCPFace:
     """The MCP server of one toolbox. Tools run one at a time in one worker thread of their own: the
-    store's query results (pyoxigraph) must be used and dropped on the thread that made them."""
+    store's query results (pyoxigraph) must be used and dropped on the thread that made them.
 
-    def __init__(self, make_toolbox: Callable[[], Toolbox], name: str = "processkg") -> None:
+    Nothing heavy happens before the server answers: the toolbox (``make_toolbox``: the store, the
+    validator of every service, the OData server ``call`` sends to) is made on the worker thread in
+    the background, and ``load_model`` (importing sentence-transformers and loading the embedding
+    model) runs at the same time on a thread of its own. ``initialize``, ``tools/list`` and
+    ``resources/templates/list`` answer at once; a tool call or resource read waits for what it
+    needs. ``say`` gets a line when each part is ready (``kg mcp`` writes them to stderr)."""
+
+    def __init__(
+        self,
+        make_toolbox: Callable[[], Toolbox],
+        specs: list[ToolSpec],
+        load_model: Callable[[], None] | None = None,
+        say: Callable[[str], None] | None = None,
+        name: str = "processkg",
+    ) -> None:
         gc.collect()  # what the caller left behind is collected here, not later on the worker
+        # Automatic collection stays off while the two threads load: it would run on whichever thread
+        # allocates (mostly the model's imports) and could drop the worker's query results there.
+        # The worker collects after each job itself, and turns it back on once both are loaded.
+        gc.disable()
+        self.specs = specs
+        self.say = say or _silent
+        self.started = time.monotonic()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="processkg-tools")
-        self.toolbox = self.worker.submit(_collected, make_toolbox).result()
+        self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="processkg-model")
+        self.loading: Future[Toolbox] = self.worker.submit(_collected, lambda: self._load(make_toolbox))
+        self.worker.submit(_collected, self._open_retriever)
+        self.model: Future[None] = self.loader.submit(self._load_model, load_model)
         self.server: Server = Server(
             name,
             instructions=INSTRUCTIONS,
@@ -93,18 +120,61 @@ class MCPFace:
             on_read_resource=self.read_resource,
         )
 
+    # ------------------------------------------------------------ loading in the background
+    def _load(self, make_toolbox: Callable[[], Toolbox]) -> Toolbox:
+        try:
+            toolbox = make_toolbox()
+        except Exception as exc:
+            self.say(f"kg mcp: the tools could not be loaded: {_reason(exc)}")
+            raise
+        self.say(f"kg mcp: tools ready ({time.monotonic() - self.started:.1f} s)")
+        return toolbox
+
+    def _open_retriever(self) -> None:
+        """Open the retriever (the store's index) on the worker, after the toolbox; without an index
+        ``find_entity_sets`` says so when it is called."""
+        if self.loading.exception() is None:
+            with contextlib.suppress(ProcessKGError):
+                self.loading.result().retriever  # noqa: B018 -- the property opens it
+
+    def _load_model(self, load_model: Callable[[], None] | None) -> None:
+        try:
+            if load_model is not None:
+                load_model()
+                self.say(f"kg mcp: embedding model ready ({time.monotonic() - self.started:.1f} s)")
+        except ProcessKGError as exc:  # find_entity_sets loads it again and answers the error
+            self.say(f"kg mcp: the embedding model is not loaded: {exc}")
+        finally:
+            self.worker.submit(_collected, gc.enable)
+
+    async def toolbox(self) -> Toolbox:
+        """The toolbox, once made; MCPError (internal error) naming why if it could not be made."""
+        try:
+            return await asyncio.wrap_future(self.loading)
+        except Exception as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=f"the tools could not be loaded: {_reason(exc)}") from None
+
+    def close(self) -> None:
+        """Wait for the loading threads (a client that leaves at once does not cut a load short)."""
+        self.loader.shutdown(wait=True)
+        self.worker.shutdown(wait=True)
+
+    # ------------------------------------------------------------ the MCP requests
     async def list_tools(
         self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[mcp_tool(spec) for spec in self.toolbox.specs])
+        return types.ListToolsResult(tools=[mcp_tool(spec) for spec in self.specs])
 
     async def call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        answer, is_error = await self.in_worker(lambda: self.toolbox.run(params.name, params.arguments or {}))
-        text = json.dumps(answer, ensure_ascii=False)
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
-        if is_error:
-            return types.CallToolResult(content=content, is_error=True)
-        return types.CallToolResult(content=content, structured_content=answer)
+        if params.name == "find_entity_sets":
+            with contextlib.suppress(Exception):  # a model that did not load: the tool answers why
+                await asyncio.wrap_future(self.model)
+        try:
+            toolbox = await self.toolbox()
+        except MCPError as exc:
+            return _tool_result({"error": exc.error.message}, is_error=True)
+        answer, is_error = await self.in_worker(lambda: toolbox.run(params.name, params.arguments or {}))
+        return _tool_result(answer, is_error)
 
     async def in_worker(self, work: Callable[[], T]) -> T:
         return await asyncio.wrap_future(self.worker.submit(_collected, work))
@@ -119,7 +189,7 @@ class MCPFace:
                 description=f"typed context of {name} in {service}",
                 mime_type="text/markdown",
             )
-            for service, name in sorted(self.toolbox.sets)
+            for service, name in sorted((await self.toolbox()).sets)
         ]
         return types.ListResourcesResult(resources=resources)
 
@@ -138,18 +208,14 @@ class MCPFace:
         self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
+        toolbox = await self.toolbox()
         try:
-            text = await self.in_worker(lambda: self._context(uri))
+            text = await self.in_worker(lambda: _context(toolbox, uri))
         except ProcessKGError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
         )
-
-    def _context(self, uri: str) -> str:
-        service, entity_set = parse_resource_uri(uri)
-        iri = self.toolbox.iri(service, entity_set)
-        return render_set(self.toolbox.graph, Result(service, entity_set, 1.0, iri=iri))
 
     async def run_stdio(self) -> None:
         """Serve over stdio; every line the SDK cannot read is answered by :func:`answer_unreadable`."""
@@ -212,6 +278,31 @@ def request_id(line: str) -> str | int | None:
             if value is not None:
                 found = json.loads(value.group(1))
                 return found if isinstance(found, str | int) else None
+    return None
+
+
+def _context(toolbox: Toolbox, uri: str) -> str:
+    """The typed context of the entity set ``uri`` names, as Markdown."""
+    service, entity_set = parse_resource_uri(uri)
+    iri = toolbox.iri(service, entity_set)
+    return render_set(toolbox.graph, Result(service, entity_set, 1.0, iri=iri))
+
+
+def _tool_result(answer: JSONObject, is_error: bool) -> types.CallToolResult:
+    """A tool's answer as structured content and as its JSON text (only the text for an error)."""
+    text = json.dumps(answer, ensure_ascii=False)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if is_error:
+        return types.CallToolResult(content=content, is_error=True)
+    return types.CallToolResult(content=content, structured_content=answer)
+
+
+def _reason(exc: Exception) -> str:
+    """One line saying why: the message of a ProcessKGError, else also the exception's type (a bug)."""
+    return str(exc) if isinstance(exc, ProcessKGError) else f"{type(exc).__name__}: {exc}"
+
+
+def _silent(line: str) -> None:
     return None
 
 

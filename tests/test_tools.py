@@ -5,6 +5,7 @@ the rule that requests, and so credentials, go only under the configured OData r
 from __future__ import annotations
 
 import http.server
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from processkg.errors import ODataClientError, ODataURLError
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient, service_root
 from processkg.tools.specs import tool_list
-from processkg.tools.toolbox import MAX_ROWS, Toolbox, trimmed
+from processkg.tools.toolbox import MAX_ROWS, Toolbox, trimmed, v2_date
 
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
 ORDER = {
@@ -290,3 +291,170 @@ def test_a_redirect_to_another_origin_is_not_followed(rooted, fresh):
     answer, is_error = rooted.run("call", {"method": "GET", "url": "A_SalesOrder('REDIRECT')"})
     assert not is_error and answer["sent"] is True and answer["status"] == 302
     assert len(own.seen) == 1 and other.seen == []
+
+
+# ---------------------------------------------------------------- the protocol, against kg serve of A2X
+
+SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+
+
+@pytest.fixture(scope="module")
+def a2x_box(tasks_store) -> Iterator[Toolbox]:
+    """A writing toolbox on the tasks store, calling a real kg serve of it (CSRF and ETags on)."""
+    with LocalServer(tasks_store) as server:
+        box = Toolbox(tasks_store, ODataClient(server.url), allow_writes=True)
+        yield box
+        box.close()
+
+
+def sent(box: Toolbox, since: int) -> list[tuple[str, int, str | None]]:
+    """(method, status, If-Match) of the exchanges after the first ``since``."""
+    assert box.client is not None
+    return [(e.method, e.status, e.headers.get("If-Match")) for e in box.client.exchanges[since:]]
+
+
+def test_a_change_without_if_match_is_refused_by_the_server(a2x_box):
+    """What the agent met before: A_SalesOrder has ETags, and kg serve answers 428 without If-Match."""
+    assert a2x_box.client is not None
+    exchange = a2x_box.client.send("PATCH", SO + "A_SalesOrder('0000000005')", {"PurchaseOrderByCustomer": "PO-1"})
+    assert exchange.status == 428
+
+
+def test_call_patches_and_deletes_an_entity_with_an_etag_without_the_agent_giving_one(a2x_box):
+    assert a2x_box.client is not None
+    before = len(a2x_box.client.exchanges)
+    url = SO + "A_SalesOrder('0000000003')"
+    answer, is_error = a2x_box.run("call", {"method": "PATCH", "url": url, "body": {"PurchaseOrderByCustomer": "PO-7"}})
+    assert not is_error and answer["status"] == 204, answer
+    assert answer["notes"][0].startswith('If-Match: W/"') and "a GET of the entity" in answer["notes"][0]
+    read, _ = a2x_box.run("call", {"method": "GET", "url": url, "select": ["PurchaseOrderByCustomer"]})
+    assert read["answer"] == {"d": {"PurchaseOrderByCustomer": "PO-7"}}
+    deleted, _ = a2x_box.run("call", {"method": "DELETE", "url": SO + "A_SalesOrder('0000000004')"})
+    assert deleted["status"] == 204, deleted
+    gone, _ = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder('0000000004')"})
+    assert gone["status"] == 404
+    steps = sent(a2x_box, before)
+    assert [(m, s) for m, s, _ in steps] == [
+        ("GET", 200),
+        ("PATCH", 204),
+        ("GET", 200),
+        ("GET", 200),
+        ("DELETE", 204),
+        ("GET", 404),
+    ]
+    assert steps[1][2] is not None and steps[1][2].startswith('W/"') and steps[4][2] is not None
+
+
+def test_an_if_match_given_is_sent_as_it_is(a2x_box):
+    assert a2x_box.client is not None
+    before = len(a2x_box.client.exchanges)
+    url = SO + "A_SalesOrder('0000000006')"
+    stale, _ = a2x_box.run(
+        "call", {"method": "PATCH", "url": url, "body": {"PurchaseOrderByCustomer": "X"}, "if_match": 'W/"old"'}
+    )
+    assert stale["status"] == 412 and stale["answer"]["error"]["code"] == "precondition-failed"
+    star, _ = a2x_box.run(
+        "call", {"method": "PATCH", "url": url, "body": {"PurchaseOrderByCustomer": "X"}, "if_match": "*"}
+    )
+    assert star["status"] == 204 and "notes" not in star
+    assert sent(a2x_box, before) == [("PATCH", 412, 'W/"old"'), ("PATCH", 204, "*")]
+
+
+def test_iso_dates_are_sent_as_v2_dates_and_the_answer_says_so(a2x_box):
+    url = SO + "A_SalesOrder('0000000007')"
+    body = {"RequestedDeliveryDate": "2026-07-01", "CustomerPurchaseOrderDate": "2026-06-30T22:00:00-02:00"}
+    checked, _ = a2x_box.run("validate_call", {"method": "PATCH", "url": url, "body": body})
+    assert checked["valid"] is True
+    answer, _ = a2x_box.run("call", {"method": "PATCH", "url": url, "body": body})
+    assert answer["status"] == 204, answer
+    assert answer["notes"][:2] == [
+        "/RequestedDeliveryDate: 2026-07-01 sent as /Date(1782864000000)/ (OData V2 JSON date)",
+        "/CustomerPurchaseOrderDate: 2026-06-30T22:00:00-02:00 sent as /Date(1782864000000)/ (OData V2 JSON date)",
+    ]
+    read, _ = a2x_box.run(
+        "call", {"method": "GET", "url": url, "select": "RequestedDeliveryDate,CustomerPurchaseOrderDate"}
+    )
+    assert read["answer"]["d"] == {
+        "RequestedDeliveryDate": "/Date(1782864000000)/",
+        "CustomerPurchaseOrderDate": "/Date(1782864000000)/",
+    }
+
+
+def test_a_date_in_a_deep_insert_child_is_converted_too(a2x_box):
+    target = a2x_box.target("POST", SO + "A_SalesOrder")
+    line = {"ScheduleLine": "1", "RequestedDeliveryDate": "2026-01-02"}
+    body = {"SalesOrderType": "OR", "to_Item": [{"Material": "1", "to_ScheduleLine": {"results": [line]}}]}
+    converted, notes = a2x_box.v2_dates(target, body)
+    assert converted["to_Item"][0]["to_ScheduleLine"]["results"][0] == dict(
+        line, RequestedDeliveryDate="/Date(1767312000000)/"
+    )
+    assert notes == [
+        "/to_Item/0/to_ScheduleLine/results/0/RequestedDeliveryDate: 2026-01-02 sent as /Date(1767312000000)/ "
+        "(OData V2 JSON date)"
+    ]
+    assert body["to_Item"][0]["to_ScheduleLine"]["results"][0]["RequestedDeliveryDate"] == "2026-01-02"  # not changed
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "expected"),
+    [
+        ("2026-07-01", False, "/Date(1782864000000)/"),
+        ("2026-07-01T00:00:00Z", False, "/Date(1782864000000)/"),
+        ("2026-07-01T02:00:00+02:00", True, "/Date(1782864000000+0000)/"),
+        ("/Date(1782864000000)/", False, None),
+        ("July 1st", False, None),
+        ("2026-13-01", False, None),
+    ],
+)
+def test_v2_date(text, offset, expected):
+    assert v2_date(text, offset) == expected
+
+
+def test_answers_come_without_metadata_and_deferred_links(a2x_box):
+    answer, _ = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder?$top=2&$expand=to_Item"})
+    text = json.dumps(answer)
+    assert answer["status"] == 200 and "__metadata" not in text and "__deferred" not in text
+    order = answer["answer"]["d"]["results"][0]
+    assert "to_Partner" not in order and isinstance(order["to_Item"]["results"], list) and order["to_Item"]["results"]
+    cut, _ = a2x_box.run(
+        "call",
+        {
+            "method": "GET",
+            "url": SO + "A_SalesOrder?$top=2&$expand=to_Item",
+            "select": ["SalesOrder", "to_Item/SalesOrderItem"],
+        },
+    )
+    first = cut["answer"]["d"]["results"][0]
+    assert set(first) == {"SalesOrder", "to_Item"}
+    assert all(set(item) == {"SalesOrderItem"} for item in first["to_Item"]["results"])
+
+
+def test_trimmed_drops_v2_metadata_deferred_links_and_v4_control_information():
+    v2 = {
+        "d": {
+            "__metadata": {"uri": "x", "type": "T", "etag": 'W/"1"'},
+            "SalesOrder": "1",
+            "to_Partner": {"__deferred": {"uri": "x/to_Partner"}},
+            "to_Item": {"results": [{"__metadata": {"uri": "y"}, "SalesOrderItem": "10", "Material": "M"}]},
+        }
+    }
+    assert trimmed(v2) == {
+        "d": {"SalesOrder": "1", "to_Item": {"results": [{"SalesOrderItem": "10", "Material": "M"}]}}
+    }
+    v4 = {"@odata.context": "$metadata#X", "@odata.count": 1, "value": [{"@odata.etag": 'W/"1"', "ID": 1}]}
+    assert trimmed(v4) == {"@odata.count": 1, "value": [{"ID": 1}]}
+    assert trimmed(v4, ["Name"]) == {"@odata.count": 1, "value": [{}]}
+
+
+def test_an_empty_result_says_what_was_searched(a2x_box):
+    url = SO + "A_SalesOrder?$filter=SoldToParty eq 'NOBODY'&$top=5"
+    answer, _ = a2x_box.run("call", {"method": "GET", "url": url})
+    assert answer["answer"] == {"d": {"results": []}}
+    assert answer["notes"] == [
+        "nothing found: A_SalesOrder of API_SALES_ORDER_SRV with $filter=SoldToParty eq 'NOBODY' has no records"
+    ]
+
+
+def test_select_must_name_fields(a2x_box):
+    answer, is_error = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder", "select": [1]})
+    assert is_error and "argument 'select' must be a list of property names" in answer["error"]

@@ -50,6 +50,7 @@ class Exchange:
     answer: JSONValue
     seconds: float
     headers: dict[str, str] = field(default_factory=dict)  # request headers, credentials left out
+    etag: str = ""  # the ETag header of the answer, if any
 
     def as_dict(self) -> JSONObject:
         return {
@@ -140,11 +141,12 @@ class ODataClient:
             "(an absolute URL only of the same scheme, host and port)"
         )
 
-    def send(self, method: str, url: str, body: JSONValue = None) -> Exchange:
-        """Send one request (CSRF handled for writes) and return the exchange, error answers included."""
+    def send(self, method: str, url: str, body: JSONValue = None, headers: dict[str, str] | None = None) -> Exchange:
+        """Send one request (CSRF handled for writes) and return the exchange, error answers included;
+        ``headers`` are added to the request (``If-Match``)."""
         method = method.upper()
         target = self.url(url)
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **(headers or {})}
         if method != "GET":
             headers["x-csrf-token"] = self.token(target)
         exchange = self._exchange(method, target, body, headers)
@@ -152,6 +154,14 @@ class ODataClient:
             self.tokens.pop(service_root(target), None)
             headers["x-csrf-token"] = self.token(target)
             exchange = self._exchange(method, target, body, headers)
+        return exchange
+
+    def etag(self, url: str) -> Exchange:
+        """A GET of the entity ``url`` names (its query left out), for its ETag: the ``ETag`` header, else
+        the one in the body (V2 ``__metadata.etag``, V4 ``@odata.etag``); ``Exchange.etag`` holds it."""
+        exchange = self.send("GET", urlunsplit(urlsplit(self.url(url))._replace(query="", fragment="")))
+        if not exchange.etag and exchange.status == 200:
+            exchange.etag = _body_etag(exchange.answer)
         return exchange
 
     def token(self, url: str) -> str:
@@ -175,8 +185,16 @@ class ODataClient:
         except httpx.HTTPError as exc:
             raise ODataClientError(f"cannot reach {url}: {exc}") from None
         self._csrf_required = response.headers.get("x-csrf-token", "").lower() == "required"
+        seconds = time.perf_counter() - start
         exchange = Exchange(
-            method, url, body, response.status_code, _answer(response), time.perf_counter() - start, headers
+            method,
+            url,
+            body,
+            response.status_code,
+            _answer(response),
+            seconds,
+            headers,
+            response.headers.get("etag", ""),
         )
         self.exchanges.append(exchange)
         self._record(exchange)
@@ -226,6 +244,16 @@ def service_root(url: str) -> str:
     else:
         path = path.rsplit("/", 1)[0] + "/"
     return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _body_etag(answer: JSONValue) -> str:
+    """The ETag an entity's JSON carries: V2 ``d.__metadata.etag``, V4 ``@odata.etag``; else ``""``."""
+    if not isinstance(answer, dict):
+        return ""
+    inner = answer.get("d")
+    meta = inner.get("__metadata") if isinstance(inner, dict) else None
+    tag = meta.get("etag") if isinstance(meta, dict) else answer.get("@odata.etag")
+    return tag if isinstance(tag, str) else ""
 
 
 def _answer(response: httpx.Response) -> JSONValue:

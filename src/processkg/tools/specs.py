@@ -54,6 +54,12 @@ _CALL_ARGS = {
     "url": {"type": "string", "description": "path from describe, with key and query options"},
     "body": {"type": "object", "description": "JSON payload of a write"},
 }
+_SELECT = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "only these fields of each record in the answer (to_Item/Material for expanded ones)",
+}
+_IF_MATCH = {"type": "string", "description": "ETag for If-Match; left out, call reads the entity's ETag itself"}
 
 FIND = ToolSpec(
     "find_entity_sets",
@@ -103,13 +109,23 @@ def call_spec(allow_writes: bool) -> ToolSpec:
     """``call``: read-only (GET only) unless writes are allowed, then possibly destructive."""
     methods = METHODS if allow_writes else ["GET"]
     what = "Send an OData request" if allow_writes else "Send a GET request (writes are off)"
-    arguments = dict(_CALL_ARGS, method={"type": "string", "enum": methods})
+    arguments = dict(_CALL_ARGS, method={"type": "string", "enum": methods}, select=_SELECT)
+    if allow_writes:
+        arguments["if_match"] = _IF_MATCH
     return ToolSpec(
         "call",
-        f"{what} to the OData server; it is validated first and not sent if invalid. Returns the status and answer.",
+        f"{what} to the OData server; it is validated first and not sent if invalid. Returns the status and "
+        "the answer (without __metadata and deferred links). ETags and CSRF tokens are handled for you; "
+        "ISO 8601 dates are accepted for V2 date fields.",
         _obj(arguments, ["method", "url"]),
         _out(
-            {"sent": {"type": "boolean"}, "status": {"type": "integer"}, "answer": {}, "violations": _VIOLATIONS},
+            {
+                "sent": {"type": "boolean"},
+                "status": {"type": "integer"},
+                "answer": {},
+                "violations": _VIOLATIONS,
+                "notes": {"type": "array", "items": _STR},
+            },
             ["sent", "status"],
         ),
         read_only=not allow_writes,

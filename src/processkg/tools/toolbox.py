@@ -8,10 +8,12 @@ agent sent and turns a mistake in them (an unknown entity set, a missing argumen
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable
 from pathlib import Path
 
-from processkg.aliases import JSONObject, JSONValue
+from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
 from processkg.graph.store import open_store, records
 from processkg.retrieve.context import key_predicate, set_context
@@ -19,11 +21,17 @@ from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
-from processkg.validate.calls import Validator
-from processkg.validate.urls import did_you_mean
+from processkg.validate.calls import UPDATES, Validator
+from processkg.validate.payload_shapes import Model, TypeInfo
+from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, resolve_service
 
 MAX_ROWS = 20  # records of a collection shown to the agent; the rest are counted
 MAX_K = 20
+#: V4 control information left out of an answer (the ETag is handled by ``call``; count and next link stay).
+V4_CONTROL = frozenset({"@odata.context", "@odata.etag", "@odata.metadataEtag", "@odata.id", "@odata.editLink"})
+V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
+ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class Toolbox:
@@ -47,13 +55,16 @@ class Toolbox:
         self.sets = {(r["service"], r["name"]): r["set"] for r in records(self.graph, "retrieve-sets")}
         services = self.validator.model.services.values()
         self.roots = {s.name: service_root(s.name, s.version, s.namespaces) for s in services}
+        self.etag_types = _etag_types(self.validator.model, records(self.graph, "serve-concurrency"))
         self._retriever: Retriever | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
             "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", 5)),
             "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set")),
             "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set")),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
-            "call": lambda a: self.call(_text(a, "method"), _text(a, "url"), a.get("body")),
+            "call": lambda a: self.call(
+                _text(a, "method"), _text(a, "url"), a.get("body"), _optional_text(a, "if_match"), _select(a)
+            ),
         }
 
     @property
@@ -119,8 +130,18 @@ class Toolbox:
         return {"service": service, "entity_set": entity_set, "next_steps": steps}
 
     def validate_call(self, method: str, url: str, body: JSONValue = None) -> JSONObject:
-        """``kg validate`` of one call: violations with their repair hints."""
-        call: JSONObject = {"method": _method(method), "url": self.full_url(url)}
+        """``kg validate`` of one call: violations with their repair hints. ISO 8601 dates in a V2
+        service's ``/Date(...)/`` fields are read as ``call`` sends them (a note says so)."""
+        method = _method(method)
+        target = self.target(method, url)
+        body, notes = self.v2_dates(target, body)
+        answer = self._checked(method, url, body)
+        if notes:
+            answer["notes"] = notes + answer.get("notes", [])
+        return answer
+
+    def _checked(self, method: str, url: str, body: JSONValue) -> JSONObject:
+        call: JSONObject = {"method": method, "url": self.full_url(url)}
         if body is not None:
             call["body"] = body
         result = self.validator.validate_call(call)
@@ -129,8 +150,18 @@ class Toolbox:
             answer["notes"] = [n.message for n in result.notes]
         return answer
 
-    def call(self, method: str, url: str, body: JSONValue = None) -> JSONObject:
-        """Send one request to the OData server (validated first, unless switched off); its answer, errors included."""
+    def call(
+        self,
+        method: str,
+        url: str,
+        body: JSONValue = None,
+        if_match: str | None = None,
+        select: list[str] | None = None,
+    ) -> JSONObject:
+        """Send one request to the OData server (validated first, unless switched off); its answer, errors
+        included, trimmed (no ``__metadata``, no deferred links, only ``select`` if given). The protocol is
+        handled here: ISO 8601 dates of V2 ``/Date(...)/`` fields are converted, and a change to an entity
+        with an ETag sends ``If-Match``: ``if_match`` if given, else the ETag a GET of the entity returns."""
         method = _method(method)
         if self.client is None:
             raise ToolArgumentError("no OData server is configured for call (give --odata-url or serve the store)")
@@ -138,12 +169,52 @@ class Toolbox:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
         if body is not None and not isinstance(body, dict):
             raise ToolArgumentError(f"the body of a {method} must be a JSON object")
+        target = self.target(method, url)
+        body, notes = self.v2_dates(target, body if method != "GET" else None)
         if self.validate_before_send:
-            checked = self.validate_call(method, url, body)
+            checked = self._checked(method, url, body)
             if not checked["valid"]:
-                return {"sent": False, "status": 400, "violations": checked["violations"]}
-        exchange = self.client.send(method, url, body if method != "GET" else None)
-        return {"sent": True, "status": exchange.status, "answer": trimmed(exchange.answer)}
+                return {"sent": False, "status": 400, "violations": checked["violations"], **_notes(notes)}
+        headers, read = self.if_match(method, url, target, if_match)
+        notes += read
+        exchange = self.client.send(method, url, body, headers)
+        answer = trimmed(exchange.answer, select)
+        if method == "GET" and exchange.status == 200 and _empty(answer):
+            notes.append(_nothing_found(target))
+        return {"sent": True, "status": exchange.status, "answer": answer, **_notes(notes)}
+
+    def target(self, method: str, url: str) -> CallTarget:
+        """What the URL addresses (service, entity set, type, query options) as the validator reads it;
+        its ``violations`` say what it could not resolve."""
+        target = parse_call_url(self.full_url(url))
+        target["method"], target["violations"] = method, []
+        resolve_service(self.validator.model, target)
+        return target
+
+    def if_match(
+        self, method: str, url: str, target: CallTarget, given: str | None
+    ) -> tuple[dict[str, str], list[str]]:
+        """The ``If-Match`` header of a change (and a note on where it came from): ``given``, else, when
+        the entity's type carries an ETag, the ETag a GET of the entity returns; none for other calls."""
+        if method not in (*UPDATES, "DELETE") or self.client is None:
+            return {}, []
+        if given is not None:
+            return {"If-Match": given}, []
+        if target.get("type") not in self.etag_types:
+            return {}, []
+        read = self.client.etag(url)
+        if not read.etag:
+            return {}, [f"no ETag: a GET of the entity answered {read.status}, so no If-Match was sent"]
+        return {"If-Match": read.etag}, [f"If-Match: {read.etag} (the ETag a GET of the entity returned)"]
+
+    def v2_dates(self, target: CallTarget, body: JSONValue) -> tuple[JSONValue, list[str]]:
+        """``body`` with the ISO 8601 dates of its V2 ``Edm.DateTime``/``DateTimeOffset`` fields (deep
+        insert included) written as ``/Date(ms)/``, and one note per converted value."""
+        t = self.validator.model.types.get(str(target.get("type")))
+        if t is None or not isinstance(body, dict) or not str(target.get("service_version", "")).startswith(("1", "2")):
+            return body, []
+        notes: list[str] = []
+        return _dated(self.validator.model, t, body, "", notes), notes
 
     # ------------------------------------------------------------ helpers
     def iri(self, service: str, entity_set: str) -> str:
@@ -183,8 +254,11 @@ class Toolbox:
             self.client.close()
 
 
-def trimmed(answer: JSONValue) -> JSONValue:
-    """An OData answer with at most :data:`MAX_ROWS` records per collection (V2 ``d.results``, V4 ``value``)."""
+def trimmed(answer: JSONValue, select: list[str] | None = None) -> JSONValue:
+    """An OData answer as the agent is shown it: at most :data:`MAX_ROWS` records per collection (V2
+    ``d.results``, V4 ``value``), without ``__metadata``, deferred links and V4 control information,
+    each record cut to the ``select`` paths (``Name``, ``to_Item/Material``) when given."""
+    answer = _clean(answer)
     if not isinstance(answer, dict):
         return answer
     inner = answer.get("d")
@@ -192,10 +266,126 @@ def trimmed(answer: JSONValue) -> JSONValue:
         (inner, "results") if isinstance(inner, dict) and isinstance(inner.get("results"), list) else (answer, "value")
     )
     rows = holder.get(key)
+    if select:
+        tree = _select_tree(select)
+        if isinstance(rows, list):
+            holder[key] = rows = [_selected(r, tree) for r in rows]
+        elif isinstance(inner, dict):
+            answer["d"] = _selected(inner, tree)
+        else:
+            answer = _selected(answer, tree)
     if not isinstance(rows, list) or len(rows) <= MAX_ROWS:
         return answer
     cut = dict(holder, **{key: rows[:MAX_ROWS]}, processkg_truncated=f"{len(rows) - MAX_ROWS} more records not shown")
     return {"d": cut} if holder is inner else cut
+
+
+def _clean(value: JSONValue) -> JSONValue:
+    """``value`` without ``__metadata``, members that are only a deferred link, and V4 control information."""
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        k: _clean(v)
+        for k, v in value.items()
+        if k != "__metadata" and k not in V4_CONTROL and not (isinstance(v, dict) and "__deferred" in v)
+    }
+
+
+def _select_tree(paths: list[str]) -> JSONObject:
+    """``["A", "to_Item/B"]`` as ``{"A": {}, "to_Item": {"B": {}}}``."""
+    tree: JSONObject = {}
+    for path in paths:
+        node = tree
+        for name in [p.strip() for p in path.split("/") if p.strip()]:
+            node = node.setdefault(name, {})
+    return tree
+
+
+def _selected(value: JSONValue, tree: JSONObject) -> JSONValue:
+    """A record (or the records of an expanded navigation) cut to the members of ``tree``."""
+    if isinstance(value, list):
+        return [_selected(v, tree) for v in value]
+    if not isinstance(value, dict) or not tree:
+        return value
+    if isinstance(value.get("results"), list) and "results" not in tree:
+        return dict(value, results=_selected(value["results"], tree))
+    return {k: _selected(v, tree[k]) for k, v in value.items() if k in tree}
+
+
+def _empty(answer: JSONValue) -> bool:
+    """Whether an answer is an empty collection (V2 ``d.results`` or V4 ``value``)."""
+    if not isinstance(answer, dict):
+        return False
+    inner = answer.get("d")
+    rows = inner.get("results") if isinstance(inner, dict) else answer.get("value")
+    return rows == []
+
+
+def _nothing_found(target: CallTarget) -> str:
+    """What an empty read searched: the resource path in its service and the query options."""
+    segments = target.get("segments") or []
+    path = "/".join(name + (f"({key})" if key is not None else "") for name, key in segments)
+    query = target.get("query") or {}
+    options = [f"{k}={v}" for k, v in query.items() if k in ("$filter", "$search", "search", "$skip")]
+    searched = f" with {' and '.join(options)}" if options else ""
+    return f"nothing found: {path} of {target.get('service')}{searched} has no records"
+
+
+def _notes(notes: list[str]) -> JSONObject:
+    return {"notes": notes} if notes else {}
+
+
+def _etag_types(model: Model, sets: list[Record]) -> set[str]:
+    """The entity types (IRIs) of the entity sets whose entities carry an ETag (``serve-concurrency``)."""
+    found = set()
+    for row in sets:
+        service = model.services.get(str(row["service"]))
+        if service is not None and str(row["name"]) in service.sets:
+            found.add(service.sets[str(row["name"])][0])
+    return found
+
+
+def _dated(model: Model, t: TypeInfo, record: JSONObject, pointer: str, notes: list[str]) -> JSONObject:
+    """A V2 payload with ISO 8601 dates converted to ``/Date(ms)/`` (``DateTimeOffset``: ``/Date(ms+0000)/``),
+    into deep-inserted children too."""
+    out: JSONObject = {}
+    for name, value in record.items():
+        prop, nav = t.props.get(name), t.navs.get(name)
+        if prop is not None and prop.edm_type in V2_DATE_TYPES and isinstance(value, str):
+            converted = v2_date(value, prop.edm_type == "Edm.DateTimeOffset")
+            if converted is not None:
+                notes.append(f"{pointer}/{name}: {value} sent as {converted} (OData V2 JSON date)")
+                value = converted
+        elif nav is not None and nav.target in model.types:
+            value = _dated_children(model, model.types[str(nav.target)], value, f"{pointer}/{name}", notes)
+        out[name] = value
+    return out
+
+
+def _dated_children(model: Model, t: TypeInfo, value: JSONValue, pointer: str, notes: list[str]) -> JSONValue:
+    if isinstance(value, dict) and isinstance(value.get("results"), list):
+        return dict(value, results=_dated_children(model, t, value["results"], pointer + "/results", notes))
+    if isinstance(value, list):
+        return [_dated_children(model, t, v, f"{pointer}/{i}", notes) for i, v in enumerate(value)]
+    return _dated(model, t, value, pointer, notes) if isinstance(value, dict) else value
+
+
+def v2_date(text: str, offset: bool) -> str | None:
+    """``2026-05-01`` or ``2026-05-01T10:00:00+02:00`` as OData V2's ``/Date(ms)/`` (UTC; a time without
+    a zone is read as UTC, as SAP's Edm.DateTime is); None for anything else (``/Date(...)/`` included)."""
+    text = text.strip()
+    candidate = text + "T00:00:00" if ISO_DAY.match(text) else text
+    if "T" not in candidate:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(candidate[:-1] + "+00:00" if candidate.endswith("Z") else candidate)
+    except ValueError:
+        return None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+    ms = int((moment - EPOCH).total_seconds() * 1000)
+    return f"/Date({ms}+0000)/" if offset else f"/Date({ms})/"
 
 
 def _text(arguments: JSONObject, name: str) -> str:
@@ -203,6 +393,25 @@ def _text(arguments: JSONObject, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolArgumentError(f"argument {name!r} must be a non-empty string")
     return value.strip()
+
+
+def _optional_text(arguments: JSONObject, name: str) -> str | None:
+    if arguments.get(name) is None:
+        return None
+    return _text(arguments, name)
+
+
+def _select(arguments: JSONObject) -> list[str] | None:
+    """The ``select`` argument: property names (``to_Item/Material`` for an expanded navigation), as a
+    list of strings or one comma-separated string."""
+    value = arguments.get("select")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ToolArgumentError("argument 'select' must be a list of property names (or one comma-separated string)")
+    return [str(v).strip() for v in value]
 
 
 def _int(arguments: JSONObject, name: str, default: int) -> int:
@@ -282,4 +491,4 @@ def _near(name: str, known: list[str]) -> str:
     return did_you_mean(name, known) or f"; it has {len(known)} entity sets, find_entity_sets finds them"
 
 
-__all__ = ["Toolbox", "trimmed"]
+__all__ = ["Toolbox", "trimmed", "v2_date"]

@@ -59,3 +59,26 @@ def test_filter_order_by_and_filtered_count(served, fresh):
     assert [o.SalesOrder for o in descending] == ["0000000020", "0000000019", "0000000018"]
     assert orders.get_entities().filter("SalesOrder gt '0000000015'").count().execute() == 5
     assert orders.get_entities().count().execute() == 20
+
+
+def test_the_catalog_service_lists_the_v2_services_to_pyodata(served, session):
+    """SAP's V2 catalog (``IWFND/CATALOGSERVICE;v=2``) read by pyodata: its $metadata and ServiceCollection."""
+    catalog = service(served, session, "/sap/opu/odata/IWFND/CATALOGSERVICE;v=2/")
+    entries = catalog.entity_sets.ServiceCollection.get_entities().execute()
+    names = [e.TechnicalServiceName for e in entries]
+    assert "API_SALES_ORDER_SRV" in names and len(names) == 39, "the 39 V2 services of the A2X corpus"
+    sales = next(e for e in entries if e.TechnicalServiceName == "API_SALES_ORDER_SRV")
+    _server, client = served
+    assert sales.ServiceUrl == f"{client.base_url}".rstrip("/") + SO
+    assert pyodata.Client(sales.ServiceUrl, session).entity_sets.A_SalesOrder  # the URL is usable as it is
+
+
+def test_the_root_lists_every_service_path(served):
+    _server, client = served
+    root = client.get("/")
+    assert root.status_code == 200
+    services = {s["service"]: s for s in root.json()["services"]}
+    assert len(services) == 45 and services["API_SALES_ORDER_SRV"]["url"].endswith(SO)
+    assert services["CE_SALESORDER_0001"]["version"].startswith("4")
+    unknown = client.get("/sap/opu/odata/sap/NO_SUCH_SRV/")
+    assert unknown.status_code == 404 and "GET / lists the paths of the 45 services" in unknown.text

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.serve import batch as batch_mod
-from processkg.serve import changes, etags, facts, odata_json, operations
+from processkg.serve import catalog, changes, etags, facts, odata_json, operations
 from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
@@ -38,7 +38,7 @@ from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical, comparable
 from processkg.validate.calls import CallResult, Validator
-from processkg.validate.payload_shapes import Model, Nav, TypeInfo
+from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
 MAX_BODY = 1_000_000
@@ -159,11 +159,7 @@ class Server:
                 rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
                 return Resource(self.roots[root], root, rest)
         raise ServeHTTPError(
-            404,
-            "not-found",
-            f"no service at {path}; services are served under "
-            + ", ".join(sorted(self.roots)[:3])
-            + (" ..." if len(self.roots) > 3 else ""),
+            404, "not-found", f"no service at {path}; GET / lists the paths of the {len(self.roots)} services"
         )
 
     def version(self, service: str) -> str:
@@ -259,7 +255,7 @@ class Server:
                 if (prop := table.type.props.get(name)) is not None
                 and prop.complex_type is None
                 and not prop.collection
-                and _same(canonical(value, prop.edm_type, v2), record.get(name), prop.edm_type)
+                and _same(value, record.get(name), prop, v2)
             }
 
     def entity(self, table: Table, record: JSONObject, base: str, select: list[str] | None = None) -> dict[str, object]:
@@ -457,11 +453,12 @@ class Server:
                 self.insert(target, child, shared)
 
 
-def _same(given: object, stored: object, edm_type: str) -> bool:
+def _same(value: JSONValue, stored: JSONValue, prop: Prop, v2: bool) -> bool:
     """Whether a value from a body is the stored one (a date read as ``/Date(ms)/`` is the stored day)."""
+    given = canonical(value, prop.edm_type, v2)
     if given is None or stored is None:
         return given is stored
-    return comparable(str(given), edm_type) == comparable(str(stored), edm_type)
+    return comparable(str(given), prop.edm_type) == comparable(str(stored), prop.edm_type)
 
 
 def _own(select: list[str] | None) -> list[str] | None:
@@ -666,6 +663,8 @@ def create_app(server: Server) -> Starlette:
             return refused
         if request.url.path in ADMIN:
             return await run_in_threadpool(admin, server, request.method, request.url.path, headers)
+        if request.url.path == "/" or catalog.is_catalog(request.url.path):
+            return discovery(server, request.method, request.url.path, str(request.base_url).rstrip("/"))
         response = await run_in_threadpool(answer, server, request.method, url, headers, raw)
         location = response.headers.get("location")
         if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
@@ -682,6 +681,23 @@ def create_app(server: Server) -> Starlette:
     return Starlette(
         routes=[Route(RETRIEVE_PATH, retrieve, methods=["GET"]), Route("/{path:path}", handle, methods=METHODS)]
     )
+
+
+def discovery(server: Server, method: str, path: str, origin: str) -> Response:
+    """``GET /`` (every service and its path) and SAP's V2 catalog service (``serve/catalog.py``);
+    not OData calls of a store service, so not validated and not recorded."""
+    services = {root: (name, server.version(name)) for root, name in server.roots.items()}
+    try:
+        if method not in ("GET", "HEAD"):
+            raise ServeHTTPError(405, "method-not-allowed", f"{path} is read with GET")
+        if path == "/":
+            return JSONResponse(catalog.root_page(services, origin))
+        kind, body = catalog.answer(path, services, origin)
+    except ServeHTTPError as exc:
+        return JSONResponse(odata_json.error("2.0", exc.code, exc.message), status_code=exc.status)
+    if kind == "xml":
+        return Response(str(body), media_type="application/xml", headers={"DataServiceVersion": "2.0"})
+    return JSONResponse(body, headers={"DataServiceVersion": "2.0"})
 
 
 def resident_retrieve(server: Server, params: dict[str, str]) -> Response:

@@ -13,13 +13,16 @@ import httpx
 import pyodata
 import pytest
 import requests
+from pyodata.exceptions import HttpError
 from pyodata.v2.service import Service
+from pyodata.vendor.SAP import BusinessGatewayError
 
 from processkg.serve.app import Server, open_server
 from test_serve_a2x import running
 
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 PRODUCT = "/sap/opu/odata/sap/API_PRODUCT_SRV/"
+PARTNER = "/sap/opu/odata/sap/API_BUSINESS_PARTNER/"
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +85,70 @@ def test_the_root_lists_every_service_path(served):
     assert services["CE_SALESORDER_0001"]["version"].startswith("4")
     unknown = client.get("/sap/opu/odata/sap/NO_SUCH_SRV/")
     assert unknown.status_code == 404 and "GET / lists the paths of the 45 services" in unknown.text
+
+
+def test_reads_navigation_and_expand_over_several_services(served, fresh):
+    product = service(served, fresh, PRODUCT).entity_sets.A_Product.get_entity("0000000002").execute()
+    assert product.Product == "0000000002"
+    partners = service(served, fresh, PARTNER).entity_sets.A_BusinessPartner.get_entities()
+    page = partners.select("BusinessPartner").skip(2).top(3).execute()
+    assert [p.BusinessPartner for p in page] == ["0000000003", "0000000004", "0000000005"]
+    orders = service(served, fresh, SO).entity_sets.A_SalesOrder
+    order = orders.get_entity("0000000004").expand("to_Item").execute()
+    assert [i.SalesOrder for i in order.to_Item] == ["0000000004"] * len(order.to_Item) and order.to_Item
+    items = orders.get_entity("0000000004").execute().nav("to_Item").get_entities().execute()
+    assert [i.SalesOrderItem for i in items] == [i.SalesOrderItem for i in order.to_Item]
+
+
+def test_deep_insert_update_with_etag_and_delete(served, fresh):
+    orders = service(served, fresh, SO).entity_sets.A_SalesOrder
+    item = {"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}
+    body = {"SalesOrderType": "OR", "SoldToParty": "0000000001", "to_Item": [item, {**item, "Material": "0000000002"}]}
+    created = orders.create_entity().set(**body).execute()
+    assert created.SalesOrder == "0000000021"
+    assert [i.Material for i in created.to_Item] == ["0000000001", "0000000002"], "the 201 holds the items"
+    read = orders.get_entity("0000000021").execute()
+    update = orders.update_entity(SalesOrder="0000000021").set(PurchaseOrderByCustomer="PYODATA")
+    update.add_headers({"If-Match": read.etag})  # pyodata's add_headers returns None
+    update.execute()
+    assert orders.get_entity("0000000021").execute().PurchaseOrderByCustomer == "PYODATA"
+    stale = orders.update_entity(SalesOrder="0000000021").set(PurchaseOrderByCustomer="AGAIN")
+    stale.add_headers({"If-Match": read.etag})
+    with pytest.raises(HttpError) as failed:
+        stale.execute()
+    assert failed.value.response.status_code == 412
+    current = orders.get_entity("0000000021").execute().etag
+    delete = orders.delete_entity(SalesOrder="0000000021")
+    delete.add_headers({"If-Match": current})
+    delete.execute()
+    with pytest.raises(HttpError) as gone:
+        orders.get_entity("0000000021").execute()
+    assert gone.value.response.status_code == 404
+
+
+def test_batch_with_a_read_and_a_change_set(served, fresh):
+    orders = service(served, fresh, SO)
+    batch = orders.create_batch()
+    batch.add_request(orders.entity_sets.A_SalesOrder.get_entity("0000000005"))
+    changes = orders.create_changeset()
+    update = orders.entity_sets.A_SalesOrder.update_entity(SalesOrder="0000000005").set(PurchaseOrderByCustomer="X")
+    update.add_headers({"If-Match": "*"})
+    changes.add_request(update)
+    batch.add_request(changes)
+    read, changed = batch.execute()
+    assert read.SalesOrder == "0000000005" and changed == [None]
+    assert orders.entity_sets.A_SalesOrder.get_entity("0000000005").execute().PurchaseOrderByCustomer == "X"
+
+
+def test_a_rejected_call_is_parsed_by_pyodatas_sap_error_type(served, fresh):
+    """pyodata's SAP vendor error reads the server's message and one detail per violation."""
+    orders = service(served, fresh, SO).entity_sets.A_SalesOrder
+    HttpError.VendorType = BusinessGatewayError
+    try:
+        with pytest.raises(BusinessGatewayError) as rejected:
+            orders.create_entity().set(SalesOrderType="OR", SoldToParty="NOSUCHCUST").execute()
+    finally:
+        HttpError.VendorType = None
+    assert rejected.value.response.status_code == 400
+    assert str(rejected.value).startswith("1 unknown reference(s); first at /SoldToParty")
+    assert len(rejected.value.errordetails) == 1 and "NOSUCHCUST" in rejected.value.errordetails[0]

@@ -410,3 +410,18 @@ def test_stdio_answers_before_loading_and_a_call_at_once_waits_for_it(tasks_stor
     assert (first["service"], first["entity_set"]) == ("API_SALES_ORDER_SRV", "A_SalesOrder")
     loaded = sorted(line.split(" ready (")[0] for line in _ready_lines(raw.said))
     assert loaded == ["kg mcp: embedding model", "kg mcp: tools"], raw.said
+
+
+def test_a_bad_odata_url_is_refused_before_serving(demo_indexed_store):
+    done = subprocess.run(
+        [KG, "mcp", "--store", str(demo_indexed_store), "--odata-url", "ftp://host/"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: the OData URL must start with http:// or https:// and a host, not 'ftp://host/'"
+    ]

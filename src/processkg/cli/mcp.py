@@ -88,17 +88,18 @@ def mcp_cmd(
 
     from processkg.tools.mcp_server import MCPFace  # heavy: the MCP SDK
 
-    open_store(store)  # a missing or damaged store is an error (exit 2) before anything is served
+    open_store(store)  # a missing or damaged store, or a bad --odata-url, is exit 2 before anything is served
     with ExitStack() as stack:
         served = stack.enter_context(ExitStack())  # closed after the face has finished loading
+        remote = None if odata_url is None else odata_client(served, store, odata_url, record)
 
         def make_toolbox() -> Toolbox:
-            client = odata_client(served, store, odata_url, record)
+            client = remote if remote is not None else odata_client(served, store, None, record)
             return Toolbox(store, client, allow_writes=allow_writes)
 
+        say(f"kg mcp: serving {store}; loading its tools and the embedding model in the background")
         face = MCPFace(make_toolbox, tool_list(allow_writes), lambda: load_model(store), say)
         stack.callback(face.close)
-        say(f"kg mcp: serving {store}; loading its tools and the embedding model in the background")
         if http_port is None:
             anyio.run(face.run_stdio)
             return

@@ -1,4 +1,5 @@
-"""A store on a SPARQL server: ``--store http://HOST:PORT`` (an ``oxigraph serve``; see docs/deployment.md).
+"""A store on a SPARQL server: ``--store http://HOST:PORT`` (an ``oxigraph serve``) or the URL of any SPARQL 1.1
+query endpoint with its update and Graph Store Protocol endpoints (:class:`Layout`; see docs/deployment.md).
 
 Every build lives in its own named graphs on the server (``urn:processkg:build:ID`` the data,
 ``urn:processkg:build:ID:g:<name>`` each named graph of the embedded store, ``...:files`` the
@@ -29,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote, urljoin, urlsplit, urlunsplit
 
 import httpx
 from pyoxigraph import (
@@ -62,6 +63,7 @@ REPLACES, NOTHING = "urn:processkg:replaces", "urn:processkg:nothing"  # a build
 BUILD = "urn:processkg:build:"
 CONTENT, FILE = "urn:processkg:content", "urn:processkg:file:"
 TIMEOUT = httpx.Timeout(30.0, read=600.0)
+FILE_PART = 16_000  # base64 characters per triple of a file (a multiple of 4)
 SEND_PART = 1 << 20  # bytes of N-Triples read from the spool per chunk of a graph upload
 SETTLE = 0.25  # seconds a build waits after its switch before reading the pointer back
 _SAFE_FILE = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
@@ -90,14 +92,54 @@ def fix(url: str) -> str:
 # ---------------------------------------------------------------- the protocol
 
 
+class Layout:
+    """Where one server takes queries, updates and graphs, read from the ``--store`` URL.
+
+    ``http://HOST:PORT`` (no path) is Oxigraph's layout: ``/query``, ``/update``, ``/store``.
+    A URL with a path names the SPARQL 1.1 query endpoint; ``update=PATH`` and ``store=PATH`` in its
+    query string name the update endpoint and the Graph Store Protocol service (each defaults to
+    the query endpoint, as on a Fuseki dataset URL), and ``timeout=N`` is sent as the ``timeout``
+    parameter of every query, in the server's own unit (Virtuoso: milliseconds). For Virtuoso:
+    ``http://HOST:8890/sparql?store=/sparql-graph-crud``.
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        given = parse_qs(parts.query, keep_blank_values=True)
+        unknown = sorted(set(given) - set(_LAYOUT_KEYS))
+        repeated = sorted(k for k, v in given.items() if len(v) > 1)
+        if unknown or repeated:
+            raise RemoteStoreError(
+                f"{url}: the store URL takes only {', '.join(f'{k}=' for k in _LAYOUT_KEYS)} once each in its query "
+                f"string, not {', '.join(f'{k}=' for k in unknown or repeated)} (docs/deployment.md)"
+            )
+        root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+        self.oxigraph = parts.path in ("", "/")
+        self.query = root + ("/query" if self.oxigraph else parts.path)
+        self.update = urljoin(self.query, given["update"][0]) if "update" in given else _default(root, "/update", self)
+        self.store = urljoin(self.query, given["store"][0]) if "store" in given else _default(root, "/store", self)
+        self.timeout = given["timeout"][0] if "timeout" in given else None
+        if self.timeout is not None and not self.timeout.isdigit():
+            raise RemoteStoreError(f"{url}: timeout= takes a whole number (the server's unit), not {self.timeout!r}")
+
+
+_LAYOUT_KEYS = ("update", "store", "timeout")
+
+
+def _default(root: str, path: str, layout: Layout) -> str:
+    return root + path if layout.oxigraph else layout.query
+
+
 class Endpoint:
-    """The SPARQL protocol, SPARQL Update and the Graph Store Protocol of one server (Oxigraph's paths)."""
+    """The SPARQL 1.1 Protocol, SPARQL Update and the Graph Store Protocol of one server (:class:`Layout`)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.layout = Layout(url)
         self.client = httpx.Client(timeout=TIMEOUT, trust_env=False)
 
-    def _send(self, request: httpx.Request) -> httpx.Response:
+    def _send(self, request: httpx.Request, answers: str | None = None) -> httpx.Response:
+        """Send ``request``; ``answers`` is the content type a query's answer must have (None: any)."""
         try:
             response = self.client.send(request)
         except httpx.HTTPError as exc:
@@ -111,50 +153,96 @@ class Endpoint:
             html = "html" in kind
             text = " ".join((re.sub(r"<[^>]*>", " ", response.text) if html else response.text).split())[:200]
             raise RemoteStoreError(f"{where}: HTTP {response.status_code}: {text}{_NOT_SPARQL if html else ''}")
-        if request.method in ("POST", "GET") and "/update" not in where.path and kind not in RESULTS:
+        if answers is not None and kind not in RESULTS:
             raise RemoteStoreError(f"{where}: answered {kind or 'no content type'}, not SPARQL results{_NOT_SPARQL}")
+        if answers is not None and "x-sql-state" in response.headers:  # Virtuoso: a partial answer at its timeout
+            message = " ".join(response.headers.get("x-sql-message", "").split())[:200]
+            raise RemoteStoreError(f"{where}: the server stopped the query and answered part of it ({message})")
         return response
 
-    def select(self, query: str, default: list[str] | None = None, named: list[str] | None = None) -> httpx.Response:
+    def select(
+        self, query: str, default: list[str] | None = None, named: list[str] | None = None, triples: bool = False
+    ) -> httpx.Response:
+        """POST ``query`` (SPARQL 1.1 Protocol); ``triples``: a CONSTRUCT or DESCRIBE, answered as N-Triples."""
         form = {"query": query, "default-graph-uri": default or [], "named-graph-uri": named or []}
-        accept = "application/sparql-results+json, application/n-triples;q=0.5"
-        return self._send(self.client.build_request("POST", f"{self.url}/query", data=form, headers={"Accept": accept}))
+        if self.layout.timeout is not None:
+            form["timeout"] = self.layout.timeout
+        accept = RESULTS[1] if triples else RESULTS[0]
+        request = self.client.build_request("POST", self.layout.query, data=form, headers={"Accept": accept})
+        return self._send(request, accept)
 
     def rows(self, query: str) -> list[list[str]]:
         """Values of a control query's rows (IRIs and literals as text)."""
-        result = results(self.select(query), self.url)
+        result = results(self.select(query), self.layout.query)
         if not isinstance(result, QuerySolutions):
-            raise RemoteStoreError(f"{self.url}/query: answered a SELECT without rows{_NOT_SPARQL}")
+            raise RemoteStoreError(f"{self.layout.query}: answered a SELECT without rows{_NOT_SPARQL}")
         return [[v.value if v is not None else "" for v in row] for row in result]
+
+    def graphs(self) -> list[str]:
+        """Every named graph on the server. ``GRAPH ?g {}`` lists them without a scan (Oxigraph);
+        Virtuoso answers it with one row that binds nothing, so then the graphs are read from their triples."""
+        rows = self.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }")
+        if any(g == "" for (g,) in rows):
+            rows = self.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        return [g for (g,) in rows]
 
     def update(self, text: str) -> None:
         headers = {"Content-Type": "application/sparql-update"}
-        self._send(self.client.build_request("POST", f"{self.url}/update", content=text.encode(), headers=headers))
+        self._send(self.client.build_request("POST", self.layout.update, content=text.encode(), headers=headers))
 
-    def put(self, graph: str, ntriples: bytes | Iterator[bytes]) -> None:
+    def put(self, graph: str, ntriples: bytes | Iterator[bytes], size: int | None = None) -> None:
+        """Replace ``graph`` with ``ntriples`` (Graph Store Protocol PUT). An iterator is sent with its
+        ``size`` as Content-Length: Virtuoso answered 201 to a chunked body and stored nothing."""
         headers = {"Content-Type": "application/n-triples"}
-        url = f"{self.url}/store"
-        params = {"graph": graph, "no_transaction": ""}  # a fresh graph nobody points to yet: 5x faster on Oxigraph
-        self._send(self.client.build_request("PUT", url, params=params, content=ntriples, headers=headers))
+        if size is not None:
+            headers["Content-Length"] = str(size)
+        params = {"graph": graph}
+        if self.layout.oxigraph:  # a fresh graph nobody points to yet: 5x faster on Oxigraph (its own parameter)
+            params["no_transaction"] = ""
+        request = self.client.build_request("PUT", self.layout.store, params=params, content=ntriples, headers=headers)
+        self._send(request)
 
     def delete(self, graph: str) -> None:
-        self._send(self.client.build_request("DELETE", f"{self.url}/store", params={"graph": graph}))
+        self._send(self.client.build_request("DELETE", self.layout.store, params={"graph": graph}))
 
     def get(self, graph: str) -> bytes:
         headers = {"Accept": "application/n-triples"}
-        url = f"{self.url}/store"
-        return self._send(self.client.build_request("GET", url, params={"graph": graph}, headers=headers)).content
+        request = self.client.build_request("GET", self.layout.store, params={"graph": graph}, headers=headers)
+        return self._send(request).content
 
 
-_NOT_SPARQL = "; is the URL that of an `oxigraph serve` (`oxigraph serve --location DIR --bind HOST:PORT`)?"
+_NOT_SPARQL = (
+    "; is the URL that of a SPARQL server (`oxigraph serve --location DIR --bind HOST:PORT`, "
+    "or a query endpoint: docs/deployment.md)?"
+)
 
 
 def results(response: httpx.Response, url: str) -> QuerySolutions | QueryBoolean:
     """The SPARQL results (JSON) of ``response``; a body that is not is one line naming the URL."""
     try:
-        return parse_query_results(response.content, format=QueryResultsFormat.JSON)
+        return parse_query_results(_conforming(response.content), format=QueryResultsFormat.JSON)
     except (SyntaxError, ValueError) as exc:
-        raise RemoteStoreError(f"{url}/query: the answer is not SPARQL results ({_line(exc)}){_NOT_SPARQL}") from None
+        raise RemoteStoreError(f"{url}: the answer is not SPARQL results ({_line(exc)}){_NOT_SPARQL}") from None
+
+
+def _conforming(content: bytes) -> bytes:
+    """Virtuoso's JSON results as the standard writes them: its blank nodes (``nodeID://b10000``) are
+    not valid identifiers, and it answers an ASK as a SELECT of one ``__ASK_RETVAL`` (1 or 0)."""
+    if b'"bnode"' not in content and b"__ASK_RETVAL" not in content:
+        return content
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content  # refused by the parser, with its own message
+    if data.get("head", {}).get("vars") == ["__ASK_RETVAL"]:
+        rows = data.get("results", {}).get("bindings", [])
+        answer = bool(rows) and rows[0].get("__ASK_RETVAL", {}).get("value") not in ("0", "false")
+        return json.dumps({"head": {}, "boolean": answer}).encode()
+    for row in data.get("results", {}).get("bindings", []):
+        for term in row.values():
+            if term.get("type") == "bnode":
+                term["value"] = re.sub(r"\W", "_", term["value"].removeprefix("nodeID://"))
+    return json.dumps(data).encode()
 
 
 def _line(exc: Exception) -> str:
@@ -251,13 +339,12 @@ def _settle(took: float) -> None:
 def builds(endpoint: Endpoint) -> list[str]:
     """Every build id with a graph on the server, oldest first (ids start with their UTC time);
     graphs whose name is not of a build kg build writes are not kg build's and are left alone."""
-    rows = endpoint.rows(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{}} FILTER(STRSTARTS(STR(?g), "{BUILD}")) }}')
-    return sorted({b for (g,) in rows if (b := _build_of(g))})
+    return sorted({b for g in endpoint.graphs() if (b := _build_of(g))})
 
 
 def drop(endpoint: Endpoint, ids: list[str]) -> None:
     """Drop every graph of the builds ``ids`` (none of them is pointed to), then their records."""
-    graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) in ids]
+    graphs = [g for g in endpoint.graphs() if _build_of(g) in ids]
     for graph in graphs:  # the Graph Store Protocol's DELETE: faster than DROP on Oxigraph
         endpoint.delete(graph)
     for build in ids:
@@ -339,22 +426,34 @@ def _upload(endpoint: Endpoint, name: str, store: Store, graph: NamedNode | Defa
     with tempfile.TemporaryFile() as spool:
         quads = store.quads_for_pattern(None, None, None, graph)
         serialize((Triple(q.subject, q.predicate, q.object) for q in quads), spool, format=RdfFormat.N_TRIPLES)
+        size = spool.tell()
         spool.seek(0)
-        endpoint.put(name, iter(lambda: spool.read(SEND_PART), b""))
+        endpoint.put(name, iter(lambda: spool.read(SEND_PART), b""), size)
 
 
 def _files_ntriples(version: Path) -> bytes:
+    """Each file as base64 in parts of :data:`FILE_PART` characters (``urn:processkg:file:NAME#000001``):
+    Virtuoso's Graph Store Protocol refused PUTs with lines of 43 KB and more ("unsupported type
+    text/plain"; 30 KB passed), and its SPARQL Update took 43 s to insert one 3 MB literal."""
     names = ["build.json"] + sorted(p.relative_to(version).as_posix() for p in (version / "metadata").glob("*"))
-    triples = [
-        Triple(
-            NamedNode(FILE + quote(name, safe="/")),
-            NamedNode(CONTENT),
-            Literal(base64.b64encode((version / name).read_bytes()).decode(), datatype=_BASE64),
-        )
-        for name in names
-        if (version / name).is_file()
-    ]
+    triples = []
+    for name in names:
+        if not (version / name).is_file():
+            continue
+        text = base64.b64encode((version / name).read_bytes()).decode()
+        for n, at in enumerate(range(0, max(len(text), 1), FILE_PART)):
+            subject = NamedNode(f"{FILE}{quote(name, safe='/')}#{n:06d}")
+            triples.append(Triple(subject, NamedNode(CONTENT), Literal(text[at : at + FILE_PART], datatype=_BASE64)))
     return serialize(triples, format=RdfFormat.N_TRIPLES) or b""
+
+
+def _joined(rows: list[list[str]]) -> dict[str, str]:
+    """File name -> its base64 text, from the files graph's ``(subject, part)`` rows in any order."""
+    parts: dict[str, list[tuple[str, str]]] = {}
+    for subject, content in rows:
+        name, _hash, number = unquote(subject.removeprefix(FILE)).rpartition("#")
+        parts.setdefault(name if _hash else number, []).append((number if _hash else "", content))
+    return {name: "".join(c for _n, c in sorted(found)) for name, found in sorted(parts.items())}
 
 
 _BASE64 = NamedNode("http://www.w3.org/2001/XMLSchema#base64Binary")
@@ -397,12 +496,12 @@ def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:
     if (target / REMOTE).is_file():
         return target
     files = endpoint.rows(f"SELECT ?f ?c WHERE {{ GRAPH <{files_graph(build)}> {{ ?f <{CONTENT}> ?c }} }}")
-    graphs = [g for (g,) in endpoint.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }") if _build_of(g) == build]
+    graphs = [g for g in endpoint.graphs() if _build_of(g) == build]
     tmp = target.parent / f".{build}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name, content in files:
-        _write_file(tmp, unquote(name.removeprefix(FILE)), content, endpoint.url)
+    for name, content in _joined(files).items():
+        _write_file(tmp, name, content, endpoint.url)
     if index is not None:
         shutil.copytree(index, tmp / "index")
     named = [unquote(g.split(":g:", 1)[1]) for g in graphs if ":g:" in g]
@@ -460,19 +559,19 @@ class RemoteStore:
         and binding errors), so nothing the embedded store would refuse is ever sent.
         """
         check(query)
-        Store().query(query, prefixes=dict(prefixes or {}), substitutions=dict(substitutions or {}) or None)
+        form = Store().query(query, prefixes=dict(prefixes or {}), substitutions=dict(substitutions or {}) or None)
         text = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in (prefixes or {}).items()) + query
         text = _bind(text, substitutions or {})
-        response = self.endpoint.select(text, [data_graph(self.build)], list(self.named.values()))
-        if "n-triples" in response.headers.get("content-type", ""):
+        triples = isinstance(form, QueryTriples)
+        response = self.endpoint.select(text, [data_graph(self.build)], list(self.named.values()), triples)
+        if triples:
             return _triples(response.content)
-        if b'"bindings":[]' in response.content.replace(b" ", b""):
+        if _NO_ROWS.search(response.content):
             self._alive()  # no rows: from this build, or because two newer builds dropped it?
-        return results(response, self.endpoint.url)
+        return results(response, self.endpoint.layout.query)
 
     def _alive(self) -> None:
-        answer = self.endpoint.select(f"ASK {{ GRAPH <{data_graph(self.build)}> {{ ?s ?p ?o }} }}")
-        if b"true" not in answer.content:
+        if not self.endpoint.rows(f"SELECT ?s WHERE {{ GRAPH <{data_graph(self.build)}> {{ ?s ?p ?o }} }} LIMIT 1"):
             raise StoreNotFoundError(
                 f"{self.endpoint.url}: the build {self.build} this process reads was replaced by two newer "
                 f"builds and dropped; run the command again (it reads the newest build)"
@@ -496,6 +595,9 @@ class RemoteStore:
             return iter(())
         triples = parse(self.endpoint.get(source), format=RdfFormat.N_TRIPLES)
         return (Quad(t.subject, t.predicate, t.object, graph_name) for t in triples)
+
+
+_NO_ROWS = re.compile(rb'"bindings"\s*:\s*\[\s*\]')
 
 
 def _triples(ntriples: bytes) -> QueryTriples:

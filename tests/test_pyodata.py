@@ -77,12 +77,14 @@ def test_the_catalog_service_lists_the_v2_services_to_pyodata(served, session):
 
 
 def test_the_root_lists_every_service_path(served):
-    _server, client = served
+    server, client = served
     root = client.get("/")
     assert root.status_code == 200
     services = {s["service"]: s for s in root.json()["services"]}
     assert len(services) == 45 and services["API_SALES_ORDER_SRV"]["url"].endswith(SO)
     assert services["CE_SALESORDER_0001"]["version"].startswith("4")
+    fetched = client.get("/", headers={"x-csrf-token": "Fetch"}).headers["x-csrf-token"]
+    assert fetched == server.csrf_token, "a GET of the root gives the CSRF token, as any GET does"
     unknown = client.get("/sap/opu/odata/sap/NO_SUCH_SRV/")
     assert unknown.status_code == 404 and "GET / lists the paths of the 45 services" in unknown.text
 

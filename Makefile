@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast lint format install clean bench
+.PHONY: demo test test-fast lint format install clean bench virtuoso
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,18 @@ demo: $(VENV)/.installed
 # Two workers (the CI machine's cores); each module runs on one worker, session builds are shared
 # between them (tests/conftest.py, once). WORKERS=0 runs the suite in this process.
 WORKERS ?= 2
-test: $(VENV)/.installed
+test: $(VENV)/.installed virtuoso
 	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope
 
+# tests/test_remote_store.py runs the remote store on OpenLink Virtuoso too (tests/conftest.py starts
+# it on loopback); a fresh Debian machine gets it from Debian's packages, as root or through sudo.
+virtuoso:
+	@command -v virtuoso-t >/dev/null || { \
+	    sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	    $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq virtuoso-opensource; }
+
 # The suite without the end-to-end tests marked slow (wheel install, notebook, whole-corpus builds).
-test-fast: $(VENV)/.installed
+test-fast: $(VENV)/.installed virtuoso
 	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope -m "not slow"
 
 lint: $(VENV)/.installed

@@ -70,10 +70,18 @@ FIND = ToolSpec(
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "Typed context of one entity set: URL path, key, properties, what a create needs, read-only "
-    "fields, value helps with their codes, navigation, what it allows, its operations (function imports, "
-    "actions) with their call URLs, process steps before and after.",
-    _SET_ARGS,
+    "How to read and write one entity set: URL path, key, what a create requires, writable properties "
+    "with type, length and label, their codes, deep insert, whether changes need an ETag, and an example "
+    'create payload. detail "full" adds every property with its flags, code labels, operations (function '
+    "imports, actions) and the process steps before and after.",
+    _obj(
+        {
+            "service": _STR,
+            "entity_set": _STR,
+            "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact"},
+        },
+        ["service", "entity_set"],
+    ),
     _out(
         {
             "service": _STR,
@@ -82,6 +90,10 @@ DESCRIBE = ToolSpec(
             "key": {"type": "array", "items": _STR},
             "required_on_create": {"type": "array", "items": _STR},
             "properties": {"type": "array", "items": _STR},
+            "codes": {"type": "object"},
+            "deep_insert": {"type": "object"},
+            "etag": {"type": "boolean"},
+            "example_create": {"type": "object"},
             "value_helps": _LIST,
             "navigation": _LIST,
             "allows": {"type": "array", "items": _STR},

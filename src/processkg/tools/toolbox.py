@@ -19,6 +19,7 @@ from processkg.graph.store import open_store, records
 from processkg.retrieve.context import key_predicate, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
+from processkg.tools.describe import compact
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
 from processkg.validate.calls import UPDATES, Validator
@@ -57,9 +58,11 @@ class Toolbox:
         self.roots = {s.name: service_root(s.name, s.version, s.namespaces) for s in services}
         self.etag_types = _etag_types(self.validator.model, records(self.graph, "serve-concurrency"))
         self._retriever: Retriever | None = None
+        self._labels: dict[str, str] | None = None
+        self._code_labels: dict[tuple[str, str], str] | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
             "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", 5)),
-            "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set")),
+            "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set"), _detail(a)),
             "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set")),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
             "call": lambda a: self.call(
@@ -98,8 +101,44 @@ class Toolbox:
         results = self.retriever.retrieve(task, k, self.settings)
         return {"results": [self._brief(r) for r in results]}
 
-    def describe(self, service: str, entity_set: str) -> JSONObject:
-        """The typed context of one entity set."""
+    def describe(self, service: str, entity_set: str, detail: str = "compact") -> JSONObject:
+        """What an agent needs to read and write one entity set: compact (:mod:`processkg.tools.describe`),
+        or with ``detail="full"`` the whole typed context."""
+        if detail == "full":
+            return self.describe_full(service, entity_set)
+        iri = self.iri(service, entity_set)
+        head = records(self.graph, "retrieve-context-set", set=iri)[0]
+        t = self.validator.model.types[self.validator.model.services[service].sets[entity_set][0]]
+        keys = [{"name": p.name, "type": p.edm_type} for p in t.props.values() if p.key]
+        base: JSONObject = {
+            "service": service,
+            "entity_set": entity_set,
+            "label": head.get("typeLabel") or head.get("label") or "",
+            "path": self.path(service, entity_set),
+            "key": [k["name"] for k in keys],
+            "one_record": key_predicate(entity_set, keys, head.get("version") or ""),
+            "allows": _allows(head),
+        }
+        model, etag = self.validator.model, t.iri in self.etag_types
+        return compact(model, service, entity_set, base, self.labels, self.code_labels, etag)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The label of every property (IRI), read once."""
+        if self._labels is None:
+            self._labels = {r["property"]: r["label"] for r in records(self.graph, "tools-property-labels")}
+        return self._labels
+
+    @property
+    def code_labels(self) -> dict[tuple[str, str], str]:
+        """The label of every known code, by (property IRI, code), read once."""
+        if self._code_labels is None:
+            rows = records(self.graph, "tools-code-labels")
+            self._code_labels = {(r["prop"], r["code"]): r["label"] for r in sorted(rows, key=_row_key, reverse=True)}
+        return self._code_labels
+
+    def describe_full(self, service: str, entity_set: str) -> JSONObject:
+        """The typed context of one entity set, everything the graph says."""
         context = set_context(self.graph, self.iri(service, entity_set))
         head = context["head"]
         return {
@@ -393,6 +432,18 @@ def _text(arguments: JSONObject, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolArgumentError(f"argument {name!r} must be a non-empty string")
     return value.strip()
+
+
+def _row_key(row: Record) -> tuple[str, str, str]:
+    """Rows in a fixed order, so that a code with two labels always shows the same (the first)."""
+    return (str(row["prop"]), str(row["code"]), str(row["label"]))
+
+
+def _detail(arguments: JSONObject) -> str:
+    value = arguments.get("detail", "compact")
+    if value not in ("compact", "full"):
+        raise ToolArgumentError(f'argument \'detail\' must be "compact" or "full", not {value!r}')
+    return str(value)
 
 
 def _optional_text(arguments: JSONObject, name: str) -> str | None:

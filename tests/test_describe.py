@@ -75,3 +75,20 @@ def test_every_example_create_payload_is_accepted_by_kg_serve(described):
         if result["status"] != 201:
             refused[(service, name)] = json.dumps(result.get("violations") or result.get("answer"))[:300]
     assert set(refused) == set(REFUSED), json.dumps({f"{s}/{n}": why for (s, n), why in refused.items()}, indent=1)
+
+
+def test_a_child_whose_parent_key_is_read_only_is_created_inside_its_parent(described):
+    box, answers = described
+    item, order = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")], answers[("API_SALES_ORDER_SRV", "A_SalesOrder")]
+    assert item["create"] == (
+        "inside its parent: POST A_SalesOrder(<key>)/to_Item with the example, or deep insert in the POST of "
+        'A_SalesOrder as "to_Item"; its SalesOrder comes from the parent'
+    )
+    assert "create" not in order
+    under, _ = box.run(
+        "call", {"method": "POST", "url": order["path"] + "('0000000001')/to_Item", "body": item["example_create"]}
+    )
+    assert under["status"] == 201 and under["answer"]["d"]["SalesOrder"] == "0000000001", under
+    deep = dict(order["example_create"], to_Item={"results": [item["example_create"]]})
+    created, _ = box.run("call", {"method": "POST", "url": order["path"], "body": deep, "select": ["SalesOrder"]})
+    assert created["status"] == 201, created

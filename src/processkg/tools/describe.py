@@ -54,6 +54,9 @@ def compact(
         answer["deep_insert"] = navigation
     if "create" in answer.get("allows", []):
         answer["example_create"] = example(model, svc, entity_set, t, v2)
+        inside = create_inside(model, svc, t)
+        if inside:
+            answer["create"] = inside
     answer["more"] = FULL + "every property with its flags, code labels, operations and process steps"
     return _fit(answer, writable, labels)
 
@@ -99,16 +102,43 @@ def _master_key(model: Model, name: str) -> Prop | None:
 def _parent_keys(svc: ServiceInfo, model: Model, t: TypeInfo) -> set[str]:
     """The key properties this type shares with the largest proper part of its key that keys another
     entity set of the service (``SalesOrder`` of ``A_SalesOrderItem``)."""
-    own = [p.name for p in t.props.values() if p.key]
-    best: set[str] = set()
-    for type_iri, _creatable in svc.sets.values():
+    found = _parent(svc, model, t)
+    return found[1] if found is not None else set()
+
+
+def _parent(svc: ServiceInfo, model: Model, t: TypeInfo) -> tuple[str, set[str]] | None:
+    """The entity set (name) keyed by the largest proper part of this type's key, and that key; of two
+    as large, the one with a navigation to this type (an item partner's parent is the item)."""
+    own = {p.name for p in t.props.values() if p.key}
+    best: tuple[str, set[str]] | None = None
+    rank = (0, False)
+    for name, (type_iri, _creatable) in sorted(svc.sets.items()):
         other = model.types.get(type_iri)
         if other is None or other.iri == t.iri:
             continue
         keys = {p.name for p in other.props.values() if p.key}
-        if keys and keys < set(own) and len(keys) > len(best):
-            best = keys
+        candidate = (len(keys), any(n.target == t.iri for n in other.navs.values()))
+        if keys and keys < own and candidate > rank:
+            best, rank = (name, keys), candidate
     return best
+
+
+def create_inside(model: Model, svc: ServiceInfo, t: TypeInfo) -> str:
+    """How to create an entity whose parent key a client may not set (read-only): inside its parent,
+    by the parent's navigation to it; ``""`` when it can be created on its own."""
+    found = _parent(svc, model, t)
+    if found is None or not any(t.props[k].read_only for k in found[1] if k in t.props):
+        return ""
+    name, keys = found
+    parent = model.types[svc.sets[name][0]]
+    nav = next((n.name for n in sorted(parent.navs.values(), key=lambda n: n.name) if n.target == t.iri), "")
+    given = f"{', '.join(sorted(keys))} {'comes' if len(keys) == 1 else 'come'} from the parent"
+    if not nav:
+        return f"create it with its parent {name}: its {given}"
+    return (
+        f"inside its parent: POST {name}(<key>)/{nav} with the example, or deep insert in the POST of "
+        f'{name} as "{nav}"; its {given}'
+    )
 
 
 def _line(p: Prop, label: str) -> str:

@@ -9,6 +9,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 
@@ -126,7 +127,7 @@ def test_an_unreachable_server_is_one_clear_error():
 
 
 def test_credentials_come_from_the_environment_and_stay_out_of_the_exchanges(monkeypatch):
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -458,3 +459,63 @@ def test_an_empty_result_says_what_was_searched(a2x_box):
 def test_select_must_name_fields(a2x_box):
     answer, is_error = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder", "select": [1]})
     assert is_error and "argument 'select' must be a list of property names" in answer["error"]
+
+
+def test_a_deep_insert_answer_shows_the_created_children(a2x_box):
+    body = {
+        "SalesOrderType": "OR",
+        "SoldToParty": "0000000001",
+        "to_Item": {"results": [{"Material": "0000000001"}, {"Material": "0000000002"}]},
+    }
+    answer, _ = a2x_box.run("call", {"method": "POST", "url": SO + "A_SalesOrder", "body": body})
+    assert answer["status"] == 201, answer
+    items = answer["answer"]["d"]["to_Item"]["results"]
+    assert [i["Material"] for i in items] == ["0000000001", "0000000002"]
+
+
+class HeaderOnly(http.server.BaseHTTPRequestHandler):
+    """A V2 server that answers a create with the header only (as some servers do), and a read of the
+    created entity with $expand with its children."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        HeaderOnly.seen.append(f"GET {self.path}")
+        children = {"results": [{"__metadata": {"uri": "i"}, "SalesOrderItem": "10"}]}
+        self.answer(200, {"d": {"SalesOrder": "77", "to_Item": children}})
+
+    def do_POST(self) -> None:
+        HeaderOnly.seen.append(f"POST {self.path}")
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.answer(201, {"d": {"SalesOrder": "77", "to_Item": {"__deferred": {"uri": "x"}}}}, location=True)
+
+    def answer(self, status: int, body: dict, location: bool = False) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        if location:
+            self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}{V2}A_SalesOrder('77')")
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_deep_insert_answered_with_the_header_only_is_read_again_with_its_children(demo_store):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeaderOnly)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    box = Toolbox(demo_store, ODataClient(f"http://127.0.0.1:{server.server_address[1]}/"), allow_writes=True)
+    box.validate_before_send = False
+    try:
+        body = dict(ORDER, to_Item=[{"Material": "1"}])
+        answer, _ = box.run("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": body})
+    finally:
+        box.close()
+        server.shutdown()
+        server.server_close()
+    assert answer["status"] == 201
+    assert answer["answer"] == {"d": {"SalesOrder": "77", "to_Item": {"results": [{"SalesOrderItem": "10"}]}}}
+    assert answer["notes"] == ["the created entity as read again with $expand=to_Item, to show its children"]
+    assert HeaderOnly.seen[-2:] == [f"POST {V2}A_SalesOrder", f"GET {V2}A_SalesOrder('77')?$expand=to_Item"]

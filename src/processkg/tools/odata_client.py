@@ -51,6 +51,7 @@ class Exchange:
     seconds: float
     headers: dict[str, str] = field(default_factory=dict)  # request headers, credentials left out
     etag: str = ""  # the ETag header of the answer, if any
+    location: str = ""  # the Location header of the answer (a create's new entity), if any
 
     def as_dict(self) -> JSONObject:
         return {
@@ -195,6 +196,7 @@ class ODataClient:
             seconds,
             headers,
             response.headers.get("etag", ""),
+            response.headers.get("location", ""),
         )
         self.exchanges.append(exchange)
         self._record(exchange)

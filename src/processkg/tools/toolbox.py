@@ -217,10 +217,25 @@ class Toolbox:
         headers, read = self.if_match(method, url, target, if_match)
         notes += read
         exchange = self.client.send(method, url, body, headers)
-        answer = trimmed(exchange.answer, select)
+        shown = exchange.answer
+        children = [n for n in self.deep_inserted(method, target, body) if not _shows(shown, n)]
+        if exchange.status == 201 and children and exchange.location:
+            expand = ",".join(children)
+            reread = self.client.send("GET", f"{exchange.location}?$expand={expand}")
+            if reread.status == 200:
+                shown = reread.answer
+                notes.append(f"the created entity as read again with $expand={expand}, to show its children")
+        answer = trimmed(shown, select)
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))
         return {"sent": True, "status": exchange.status, "answer": answer, **_notes(notes)}
+
+    def deep_inserted(self, method: str, target: CallTarget, body: JSONValue) -> list[str]:
+        """The navigation properties a create's body fills with children (a deep insert), in body order."""
+        t = self.validator.model.types.get(str(target.get("type")))
+        if method != "POST" or t is None or not isinstance(body, dict):
+            return []
+        return [k for k, v in body.items() if k in t.navs and isinstance(v, dict | list) and v]
 
     def target(self, method: str, url: str) -> CallTarget:
         """What the URL addresses (service, entity set, type, query options) as the validator reads it;
@@ -351,6 +366,13 @@ def _selected(value: JSONValue, tree: JSONObject) -> JSONValue:
     if isinstance(value.get("results"), list) and "results" not in tree:
         return dict(value, results=_selected(value["results"], tree))
     return {k: _selected(v, tree[k]) for k, v in value.items() if k in tree}
+
+
+def _shows(answer: JSONValue, nav: str) -> bool:
+    """Whether a V2 or V4 answer of one entity holds the records of navigation ``nav`` (not a deferred link)."""
+    entity = answer.get("d", answer) if isinstance(answer, dict) else None
+    value = entity.get(nav) if isinstance(entity, dict) else None
+    return isinstance(value, list) or (isinstance(value, dict) and "__deferred" not in value)
 
 
 def _empty(answer: JSONValue) -> bool:

@@ -57,7 +57,8 @@ def typed_invents_then_repairs(messages: list[dict]) -> Turn:
         return {"tools": [("find_entity_sets", {"task": "create a standard sales order for a customer", "k": 3})]}
     if n == 1:
         first = answers[-1]["results"][0]
-        return {"tools": [("describe", {"service": first["service"], "entity_set": first["entity_set"]})]}
+        described = {"service": first["service"], "entity_set": first["entity_set"], "detail": "full"}
+        return {"tools": [("describe", described)]}
     if n == 2:
         return {
             "tools": [

@@ -126,8 +126,8 @@ def test_stdio_finds_the_entity_sets_of_a_business_request(stdio):
 
 
 def test_stdio_describes_an_entity_set_with_codes_and_process(stdio):
-    described = call(stdio, "describe", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"})
-    context = described.structured_content
+    arguments = {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "full"}
+    context = call(stdio, "describe", arguments).structured_content
     assert context["one_record"] == "A_SalesOrder('{SalesOrder}')"
     types = next(v for v in context["value_helps"] if v["property"] == "SalesOrderType")
     assert types["codes"] == ["CR", "DR", "OR", "RE", "SO"] and types["labels"]["OR"] == "Standard Order"

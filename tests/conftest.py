@@ -23,12 +23,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import httpx
 import pytest
+import uvicorn
 from filelock import FileLock
 from pyoxigraph import RdfFormat, Store
 
@@ -36,6 +38,7 @@ import scripted_llm
 from processkg.graph.store import plain
 from processkg.pipeline import BuildOptions, BuildReport, build
 from processkg.retrieve.index import build_index
+from processkg.serve.app import Server, create_app
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +150,34 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, **options) -
 def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's embedding cache (per worker: the cache is not written by two processes at once)."""
     return tmp_path_factory.getbasetemp() / "embedding-cache"
+
+
+# ------------------------------------------------------------------ kg serve on loopback
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running(server: Server, timeout: float = 60) -> Iterator[httpx.Client]:
+    """``kg serve``'s application for ``server`` under uvicorn on a free loopback port, in a thread,
+    with an HTTP client for it; stopped when the block ends."""
+    port = free_port()
+    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not web.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert web.started, "the server did not start within 30 s"
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as client:
+        yield client
+    web.should_exit = True
+    thread.join(timeout=10)
 
 
 # ------------------------------------------------------------------ session builds
@@ -390,12 +421,6 @@ MaxQueryCostEstimationTime = 0
 VIRTUOSO_GRANTS = "GRANT SPARQL_UPDATE TO \"SPARQL\"; DB.DBA.RDF_DEFAULT_USER_PERMS_SET ('nobody', 7);"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """OpenLink Virtuoso (Debian package virtuoso-opensource) on loopback with a fresh database, as a
@@ -404,7 +429,7 @@ def virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not binary or not isql:
         pytest.fail("Virtuoso is not installed (apt-get install virtuoso-opensource; .ci/run does it)")
     folder = tmp_path_factory.mktemp("virtuoso")
-    sql, http = _free_port(), _free_port()
+    sql, http = free_port(), free_port()
     (folder / "virtuoso.ini").write_text(VIRTUOSO_INI.format(db=folder, sql=sql, http=http), encoding="utf-8")
     process = subprocess.Popen(
         [binary, "+foreground", "+configfile", str(folder / "virtuoso.ini")],

@@ -17,8 +17,8 @@ from pyodata.exceptions import HttpError
 from pyodata.v2.service import Service
 from pyodata.vendor.SAP import BusinessGatewayError
 
+from conftest import running
 from processkg.serve.app import Server, open_server
-from test_serve_a2x import running
 
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 PRODUCT = "/sap/opu/odata/sap/API_PRODUCT_SRV/"

@@ -7,17 +7,13 @@ through the library (``Data.reset``) so each starts from the generated records.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 
-from conftest import DEMO
-from processkg.serve.app import create_app, open_server
+from conftest import DEMO, running
+from processkg.serve.app import open_server
 from processkg.serve.data import Data
 from processkg.serve.values import comparable
 from processkg.validate.calls import Validator, read_calls
@@ -26,29 +22,12 @@ V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
 V4 = "/sap/opu/odata4/sap/demo_procurement/"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(demo_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve") / "calls.jsonl"
     server = open_server(demo_store, record=record, csrf=False, allow_reset=True)
-    port = free_port()
-    config = uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning")
-    web = uvicorn.Server(config)
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert web.started, "the server did not start within 30 s"
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+    with running(server, timeout=30) as client:
         yield server, client, record
-    web.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture

@@ -9,49 +9,20 @@ store of API_SALES_ORDER_SRV with SAP's code lists bound by ``data/sap/codes/bin
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import httpx
 import pyodata
 import pytest
 import requests
-import uvicorn
 
-from conftest import ROOT, shared
+from conftest import ROOT, running, shared
 from processkg.pipeline import BuildOptions, build
-from processkg.serve.app import Server, create_app, open_server
+from processkg.serve.app import open_server
 from processkg.validate.calls import read_calls
 
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 SO_V4 = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/api_salesorder/0001/"
 CUSTOMER = "0000000001"  # generated keys of A_Customer and A_Product (API_BUSINESS_PARTNER, API_PRODUCT_SRV)
 PRODUCT = "0000000001"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def running(server: Server) -> Iterator[httpx.Client]:
-    port = free_port()
-    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert web.started, "the server did not start within 30 s"
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-        yield client
-    web.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

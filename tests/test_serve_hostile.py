@@ -11,43 +11,19 @@ import logging
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from processkg.serve.app import MAX_BODY, MAX_ENTITIES, Server, create_app, open_server
+from conftest import running
+from processkg.serve.app import MAX_BODY, MAX_ENTITIES, Server, open_server
 
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
 V4 = "/sap/opu/odata4/sap/demo_procurement/"
 KG = Path(sys.executable).with_name("kg")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def running(server: Server) -> Iterator[httpx.Client]:
-    port = free_port()
-    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert web.started, "the server did not start within 30 s"
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-        yield client
-    web.should_exit = True
-    thread.join(timeout=10)
 
 
 def port_of(client: httpx.Client) -> int:

@@ -9,17 +9,12 @@ from the generated records (``POST /$reset``).
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 
-from processkg.serve.app import Server, create_app, open_server
+from conftest import running
+from processkg.serve.app import open_server
 from processkg.serve.operations import EFFECTS
 from processkg.validate.calls import Validator, read_calls
 
@@ -35,28 +30,6 @@ SO_V4 = "/sap/opu/odata4/sap/c_salesordermanage_sd/srvd_a2x/sap/c_salesordermana
 SO_NS = "com.sap.gateway.srvd.c_salesordermanage_sd.v0001."
 TRIPPIN = "/sap/opu/odata4/sap/trippin/"
 ORDER = "0000000001"  # the first generated key of a 10-character key
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def running(server: Server) -> Iterator[httpx.Client]:
-    port = free_port()
-    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert web.started, "the server did not start within 30 s"
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-        yield client
-    web.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

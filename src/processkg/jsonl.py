@@ -81,7 +81,7 @@ def parse_line(text: str, name: str = "<line>", number: int = 1, limits: Limits 
         raise JsonLinesError(problem, name, number)
     try:
         return json.loads(
-            text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_object(limits.keys)
+            text, parse_constant=reject_constant, parse_float=finite_float, object_pairs_hook=_object(limits.keys)
         )
     except json.JSONDecodeError as exc:
         raise JsonLinesError(f"not valid JSON: {exc.msg} (column {exc.colno})", name, number) from None
@@ -202,11 +202,13 @@ def _object(max_keys: int) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     return make
 
 
-def _no_constant(name: str) -> NoReturn:
+def reject_constant(name: str) -> NoReturn:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON (RFC 8259)."""
     raise ValueError(f"{name} is not a JSON number (RFC 8259); write it as a string")
 
 
-def _finite(text: str) -> float:
+def finite_float(text: str) -> float:
+    """``json.loads``'s ``parse_float``: a number beyond a 64-bit float is refused, not read as inf."""
     number = float(text)
     if not math.isfinite(number):
         shown = text if len(text) <= 40 else text[:37] + "..."
@@ -218,4 +220,4 @@ def _size(n: int) -> str:
     return f"{n / MB:g} MB" if n >= MB else f"{n:,} bytes"
 
 
-__all__ = ["LIMITS", "Limits", "parse_line", "read_records", "read_strict"]
+__all__ = ["LIMITS", "Limits", "finite_float", "parse_line", "read_records", "read_strict", "reject_constant"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import math
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
+from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import batch as batch_mod
 from processkg.serve import catalog, changes, etags, facts, odata_json, operations
 from processkg.serve.data import Data, Table
@@ -888,21 +888,10 @@ def _json_body(method: str, raw: bytes) -> object:
     if method in ("GET", "DELETE") or not raw:
         return None
     try:
-        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        value = json.loads(raw, parse_constant=reject_constant, parse_float=finite_float)
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) cannot be stored
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeError are ValueErrors
         raise ServeHTTPError(400, "malformed", f"the request body is not JSON: {_one_line(exc)}") from None
-    return value
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
     return value
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import DEMO, embedding_cache, rows
+from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
 from processkg.graph.store import open_store
@@ -89,11 +90,8 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     assert not [n for n in only_held_out if n in texts], "an entity set's text still names a held-out activity"
 
 
-def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_indexed_store):
-    from click.testing import CliRunner
-
-    from processkg.cli import main
-
+def test_eval_processes_without_odata_refuses_bpmn(tmp_path):
+    """Refused before any store is opened: the store named here does not exist."""
     queries = tmp_path / "q.jsonl"
     queries.write_text("", encoding="utf-8")
     result = CliRunner().invoke(
@@ -102,11 +100,11 @@ def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_indexed_store)
             "eval",
             "processes",
             "--store",
-            str(demo_indexed_store),
+            str(tmp_path / "no-store"),
             "--queries",
             str(queries),
             "--bpmn",
-            str(Path(DEMO / "bpmn")),
+            str(DEMO / "bpmn"),
         ],
     )
     assert result.exit_code == 2

@@ -225,10 +225,15 @@ def results(response: httpx.Response, url: str) -> QuerySolutions | QueryBoolean
         raise RemoteStoreError(f"{url}: the answer is not SPARQL results ({_line(exc)}){_NOT_SPARQL}") from None
 
 
+_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+
+
 def _conforming(content: bytes) -> bytes:
     """Virtuoso's JSON results as the standard writes them: its blank nodes (``nodeID://b10000``) are
-    not valid identifiers, and it answers an ASK as a SELECT of one ``__ASK_RETVAL`` (1 or 0)."""
-    if b'"bnode"' not in content and b"__ASK_RETVAL" not in content:
+    not valid identifiers, it answers an ASK as a SELECT of one ``__ASK_RETVAL`` (1 or 0), and it
+    writes booleans as ``1`` and ``0`` (valid XSD, but not the canonical ``true`` and ``false`` that
+    every reader of a literal's value here compares with)."""
+    if b'"bnode"' not in content and b"__ASK_RETVAL" not in content and _BOOLEAN.encode() not in content:
         return content
     try:
         data = json.loads(content)
@@ -242,6 +247,8 @@ def _conforming(content: bytes) -> bytes:
         for term in row.values():
             if term.get("type") == "bnode":
                 term["value"] = re.sub(r"\W", "_", term["value"].removeprefix("nodeID://"))
+            elif term.get("datatype") == _BOOLEAN and term.get("value") in ("1", "0"):
+                term["value"] = "true" if term["value"] == "1" else "false"
     return json.dumps(data).encode()
 
 

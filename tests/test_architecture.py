@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "processkg"
 LAYERS = [
     ("errors",),
     ("vocab", "assets", "jsonl", "aliases"),
-    ("triples",),
+    ("triples", "openai_chat"),  # openai_chat: the one chat client, of proposals/ and agent/
     ("sources",),
     ("graph",),
     ("validate",),

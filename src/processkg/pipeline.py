@@ -65,7 +65,7 @@ class BuildOptions:
     codes: list[Path | str] = field(default_factory=list)
     on_error: str = "fail"
     shapes: bool = True  # write the generated SHACL payload shapes into the store
-    index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
+    index: bool = False  # also write the retrieval index (STORE/index/), see retrieve.index.build_index
     model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
     chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
     openapi: list[Path | str] = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)

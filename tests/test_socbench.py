@@ -22,7 +22,7 @@ from processkg.errors import (
 )
 from processkg.evaluate import socbench_protocol
 from processkg.evaluate.socbench_protocol import KS, METHODS, protocol_recall
-from processkg.retrieve import retriever as engine
+from processkg.retrieve import retriever
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
 
@@ -83,13 +83,13 @@ def test_methods_come_from_one_registry():
     from processkg.cli.eval import DEFAULT_METHODS
     from processkg.cli.retrieve import retrieve_cmd
 
-    without_chunks = tuple(m for m in engine.METHODS if not engine.METHODS[m].chunks)
+    without_chunks = tuple(m for m in retriever.METHODS if not retriever.METHODS[m].chunks)
     assert without_chunks == socbench_protocol.METHODS
     assert set(socbench_protocol.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid-v1", "hybrid"}
     choices = next(p for p in retrieve_cmd.params if p.name == "method").type.choices
-    assert list(choices) == list(engine.METHODS) and DEFAULT_METHODS.split(",") == list(engine.METHODS)
+    assert list(choices) == list(retriever.METHODS) and DEFAULT_METHODS.split(",") == list(retriever.METHODS)
     docs = (Path(__file__).resolve().parents[1] / "docs" / "retrieval.md").read_text(encoding="utf-8")
-    for name, method in engine.METHODS.items():
+    for name, method in retriever.METHODS.items():
         assert f"| `{name}` | {method.description} |" in docs
 
 

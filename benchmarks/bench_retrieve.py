@@ -278,7 +278,7 @@ def forward_selection(retriever: Retriever, items: list) -> list:
     def score(config: HybridConfig) -> float:
         return sum(
             statistics.mean(
-                recall(R.hybrid(retriever, q["query"], vectors[q["id"]], k, settings, config), q["gold"], k)
+                recall(R.hybrid_v1(retriever, q["query"], vectors[q["id"]], k, settings, config), q["gold"], k)
                 for q in train
             )
             for k in (3, 5)

@@ -24,7 +24,7 @@ from statistics import mean, median
 import yaml
 
 from processkg.evaluate.overlap import nearest
-from processkg.evaluate.socbench import find_domains
+from processkg.evaluate.socbench_protocol import find_domains
 from processkg.retrieve.index import load_index
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import DATA, DEMO
-from processkg.agent.llm import parse_reply
 from processkg.cli import main
 from processkg.errors import LLMError
+from processkg.openai_chat import parse_reply
 
 
 def run(store: Path, llm, out: Path, task: str, *extra: str):

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from processkg.retrieve.retriever import METHODS
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "processkg"
 
 # Lowest first. A module may import from its own part (acyclically) or from any lower layer.
 LAYERS = [
     ("errors",),
     ("vocab", "assets", "jsonl", "aliases"),
-    ("triples",),
+    ("triples", "openai_chat"),  # openai_chat: the one chat client, of proposals/ and agent/
     ("sources",),
     ("graph",),
     ("validate",),
@@ -145,3 +147,68 @@ def _relative(check, source: Path) -> list[str]:
         return check(source)
     finally:
         SRC = saved
+
+
+# ---------------------------------------------------------------- names (issue 24 §4)
+
+
+def shared_file_names(paths: list[Path]) -> dict[str, list[str]]:
+    """File names (``__init__.py`` aside) that more than one module has, with the modules' paths."""
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(str(path.relative_to(SRC)))
+    return {name: found for name, found in sorted(by_name.items()) if len(found) > 1}
+
+
+def test_no_two_modules_share_a_file_name():
+    shared = shared_file_names(list(MODULES.values()))
+    assert not shared, f"one file name, several modules (name each after what it holds): {shared}"
+
+
+def module_aliases(path: Path) -> list[str]:
+    """Every processkg module imported under another name (``from processkg.x import y as z``,
+    ``import processkg.x as z``): a module is called by its own name wherever it is used."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processkg"):
+            modules = [(a, target(node.module or "", a.name)) for a in node.names]
+            found += [f"{node.lineno}: {m} as {a.asname}" for a, m in modules if a.asname and m != node.module]
+        elif isinstance(node, ast.Import):
+            found += [
+                f"{node.lineno}: {a.name} as {a.asname}"
+                for a in node.names
+                if a.asname and a.name.startswith("processkg")
+            ]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_imported_under_another_name(module):
+    aliases = module_aliases(MODULES[module])
+    where = MODULES[module].relative_to(SRC.parent)
+    assert not aliases, "module import aliases:\n" + "\n".join(f"{where}:{line}" for line in aliases)
+
+
+def test_module_aliases_are_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import processkg.jsonl as lines\n"
+        "from processkg.graph import stats as counts\n"
+        "from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS\n"
+        "from processkg.graph import stats\n"
+    )
+    found = [line.split(": ", 1)[1] for line in module_aliases(source)]
+    assert found == ["processkg.jsonl as lines", "processkg.graph.stats as counts"]
+
+
+@pytest.mark.parametrize("package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))
+def test_every_package_docstring_is_a_sentence(package):
+    """A package's docstring says what the stage is, not only its name (``\"\"\"graph.\"\"\"``)."""
+    doc = ast.get_docstring(ast.parse(MODULES[package].read_text(encoding="utf-8"))) or ""
+    assert len(doc.split()) > 1, f"{MODULES[package].relative_to(SRC.parent)}: docstring {doc!r} is one word at most"
+
+
+def test_each_retrieval_method_runs_the_function_of_its_name():
+    """``--method hybrid-v1`` runs ``hybrid_v1()``: one name for one method in the registry and the code."""
+    assert {name: m.run.__name__ for name, m in METHODS.items()} == {name: name.replace("-", "_") for name in METHODS}

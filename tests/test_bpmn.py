@@ -1,4 +1,4 @@
-"""The BPMN 2.0 reader (bpmn.py), ``bpmn:next``, and the lifted BPMN graph.
+"""The BPMN 2.0 reader (sources/bpmn/bpmn_xml.py), ``bpmn:next``, and the lifted BPMN graph.
 
 Hand-made models in tests/data/bpmn have known structure and known ``next`` pairs; the
 real MIWG reference models and their exports by four tools check the reader against an
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import DATA, INVALID, SHARED, shared
 from processkg.cli import main
 from processkg.errors import DuplicateDeclarationError, FlowTooLargeError, MissingIdError, NotBPMNError
-from processkg.sources.bpmn import read as bpmn
+from processkg.sources.bpmn import bpmn_xml
 
 ORDER_FLOW = DATA / "bpmn" / "order-flow.bpmn"
 ALL_KINDS = DATA / "bpmn" / "all-kinds.bpmn"
@@ -64,13 +64,13 @@ ALL_KINDS_NEXT = {
 
 
 @pytest.fixture(scope="module")
-def order_flow() -> bpmn.Definitions:
-    return bpmn.read_definitions(ORDER_FLOW, "order-flow.bpmn")
+def order_flow() -> bpmn_xml.Definitions:
+    return bpmn_xml.read_definitions(ORDER_FLOW, "order-flow.bpmn")
 
 
 @pytest.fixture(scope="module")
-def all_kinds() -> bpmn.Definitions:
-    return bpmn.read_definitions(ALL_KINDS, "all-kinds.bpmn")
+def all_kinds() -> bpmn_xml.Definitions:
+    return bpmn_xml.read_definitions(ALL_KINDS, "all-kinds.bpmn")
 
 
 # ---------------------------------------------------------------- reader
@@ -120,14 +120,14 @@ def test_nodes_kinds_nesting_and_vendor_extensions(order_flow):
 
 def test_every_kind_of_element(all_kinds):
     tags = Counter(n.tag for n in all_kinds.nodes.values())
-    for task in bpmn.TASKS:
+    for task in bpmn_xml.TASKS:
         assert tags[task] >= 1, task
     for kind in (
         "subProcess",
         "adHocSubProcess",
         "transaction",
         "callActivity",
-        *bpmn.GATEWAYS,
+        *bpmn_xml.GATEWAYS,
         "startEvent",
         "endEvent",
         "intermediateCatchEvent",
@@ -153,11 +153,11 @@ def test_every_kind_of_element(all_kinds):
 
 
 def test_next_through_gateways_events_and_sub_processes(order_flow):
-    assert set(bpmn.next_activities(order_flow)) == ORDER_FLOW_NEXT
+    assert set(bpmn_xml.next_activities(order_flow)) == ORDER_FLOW_NEXT
 
 
 def test_next_through_every_gateway_kind_and_sub_process_kind(all_kinds):
-    assert set(bpmn.next_activities(all_kinds)) == ALL_KINDS_NEXT
+    assert set(bpmn_xml.next_activities(all_kinds)) == ALL_KINDS_NEXT
 
 
 def test_next_is_lifted_for_every_pair(handmade):
@@ -178,11 +178,11 @@ def test_lifted_kinds_flows_lanes_and_links(handmade):
     )
     assert {
         kinds[i] for i in ("T_task", "T_user", "T_service", "T_send", "T_receive", "T_manual", "T_rule", "T_script")
-    } == set(bpmn.TASKS)
+    } == set(bpmn_xml.TASKS)
     assert set(
         handmade.values("""SELECT ?k WHERE { ?g a bpmn:Gateway ; bpmn:gatewayKind ?k ;
         kg:sourceFile "bpmn/all-kinds.bpmn" }""")
-    ) == set(bpmn.GATEWAYS)
+    ) == set(bpmn_xml.GATEWAYS)
     assert handmade.rows("""SELECT ?kind ?def WHERE { ?e bpmn:elementId "B_error" ; bpmn:eventKind ?kind ;
         bpmn:eventDefinition ?def ; bpmn:attachedTo/bpmn:elementId "S_transaction" }""") == [
         ("boundaryEvent", "errorEventDefinition")
@@ -230,7 +230,7 @@ def test_reader_counts_match_the_independent_count_on_all_real_bpmn():
     dropped = {}
     for row in stats:
         file = SHARED / "bpmn" / row["source"] / row["file"]
-        defs = bpmn.read_definitions(file, row["file"])
+        defs = bpmn_xml.read_definitions(file, row["file"])
         if defs.dropped:
             dropped[row["file"]] = [line for _tag, _id, line in defs.dropped]
         nodes = list(defs.nodes.values())
@@ -238,8 +238,8 @@ def test_reader_counts_match_the_independent_count_on_all_real_bpmn():
             "processes": len(defs.processes),
             "participants": len(defs.participants),
             "lanes": len(defs.lanes),
-            "tasks": sum(n.tag in bpmn.TASKS for n in nodes),
-            "subprocesses": sum(n.tag in bpmn.SUBPROCESSES for n in nodes),
+            "tasks": sum(n.tag in bpmn_xml.TASKS for n in nodes),
+            "subprocesses": sum(n.tag in bpmn_xml.SUBPROCESSES for n in nodes),
             "call_activities": sum(n.tag == "callActivity" for n in nodes),
             "gateways": sum(n.category == "gateway" for n in nodes),
             "events": sum(n.category == "event" for n in nodes),
@@ -253,15 +253,15 @@ def test_reader_counts_match_the_independent_count_on_all_real_bpmn():
 
 
 def test_signavio_export_keeps_its_process_and_warns_for_the_dangling_flow():
-    defs = bpmn.read_definitions(
+    defs = bpmn_xml.read_definitions(
         shared("bpmn", "miwg", "sap-signavio-19.9.0", "C.9.0-export.bpmn"), "C.9.0-export.bpmn"
     )
     assert defs.warnings == [
         "C.9.0-export.bpmn:493: sequenceFlow 'sid-02C7B32C-AE9C-4236-B4D3-2B3AA0F07853' has no sourceRef, which is "
-        f"required (see {bpmn.SPEC} §10.2); the sequenceFlow is left out"
+        f"required (see {bpmn_xml.SPEC} §10.2); the sequenceFlow is left out"
     ]
     assert "sid-02C7B32C-AE9C-4236-B4D3-2B3AA0F07853" not in defs.flows and len(defs.flows) > 10
-    assert bpmn.next_activities(defs)
+    assert bpmn_xml.next_activities(defs)
 
 
 def test_miwg_invoice_model_next_pair_and_path_to_the_end(miwg):
@@ -284,9 +284,9 @@ def test_miwg_invoice_model_next_pair_and_path_to_the_end(miwg):
 def test_miwg_compensation_and_event_sub_process_are_not_next():
     # reference/C.6.0.bpmn: "Make Booking" contains compensation handlers (Cancel Hotel, Cancel
     # Flight: isForCompensation) and an event sub-process (Handle Compensation: triggeredByEvent)
-    defs = bpmn.read_definitions(shared("bpmn", "miwg", "reference", "C.6.0.bpmn"))
+    defs = bpmn_xml.read_definitions(shared("bpmn", "miwg", "reference", "C.6.0.bpmn"))
     names = {n.id: n.name for n in defs.nodes.values()}
-    pairs = {(names[a], names[b]) for a, b in bpmn.next_activities(defs)}
+    pairs = {(names[a], names[b]) for a, b in bpmn_xml.next_activities(defs)}
     assert ("Make Booking", "Book Hotel") in pairs and ("Make Booking", "Charge Credit Card") in pairs
     assert ("Book Hotel", "Charge Credit Card") in pairs  # leaving the sub-process
     for handler in ("Cancel Hotel", "Cancel Flight", "Handle Compensation"):
@@ -334,7 +334,7 @@ def test_miwg_compensation_and_event_sub_process_are_not_next():
     ],
 )
 def test_a_dangling_reference_leaves_out_its_element_with_a_warning(name, line, tag, element, message, kept):
-    defs = bpmn.read_definitions(INVALID / name, name)
+    defs = bpmn_xml.read_definitions(INVALID / name, name)
     assert defs.dropped[0] == (tag, element, line)
     assert defs.warnings[0].startswith(f"{name}:{line}: {message}")
     assert defs.warnings[0].endswith(f"; the {tag} is left out")
@@ -345,7 +345,7 @@ def test_a_dangling_reference_leaves_out_its_element_with_a_warning(name, line, 
 
 
 def test_qname_references_resolve_through_the_target_namespace():
-    defs = bpmn.read_definitions(EXPORTS / "qname-references.bpmn", "qname-references.bpmn")
+    defs = bpmn_xml.read_definitions(EXPORTS / "qname-references.bpmn", "qname-references.bpmn")
     assert defs.warnings == [] and defs.dropped == []
     assert {(f.id, f.source, f.target) for f in defs.flows.values()} == {
         ("Flow_1", "Start", "Task_1"),
@@ -355,19 +355,19 @@ def test_qname_references_resolve_through_the_target_namespace():
     assert defs.participants["Participant_1"].process == "Process_1"
     assert defs.nodes["Timer"].attached_to == "Task_1"
     assert [lane.nodes for lane in defs.lanes] == [["Task_1"]]
-    assert bpmn.next_activities(defs) == [("Task_1", "Task_2")]
+    assert bpmn_xml.next_activities(defs) == [("Task_1", "Task_2")]
 
 
 def test_a_qname_with_another_namespace_is_not_taken_for_a_local_id(tmp_path):
     text = (EXPORTS / "qname-references.bpmn").read_text(encoding="utf-8")
     path = tmp_path / "other.bpmn"
     path.write_text(text.replace('xmlns:tns="http://example.com/qname"', 'xmlns:tns="http://example.com/other"'))
-    defs = bpmn.read_definitions(path, "other.bpmn")
+    defs = bpmn_xml.read_definitions(path, "other.bpmn")
     assert ("sequenceFlow", "Flow_1", 22) in defs.dropped and not defs.flows
 
 
 def test_lanes_may_list_data_object_and_data_store_references():
-    defs = bpmn.read_definitions(EXPORTS / "lane-data-references.bpmn", "lane-data-references.bpmn")
+    defs = bpmn_xml.read_definitions(EXPORTS / "lane-data-references.bpmn", "lane-data-references.bpmn")
     assert defs.warnings == []
     assert [(lane.nodes, lane.data) for lane in defs.lanes] == [
         (["Task_Write"], ["DataObjectReference_Order", "DataStoreReference_Db"])
@@ -387,14 +387,14 @@ def test_lanes_may_list_data_object_and_data_store_references():
 )
 def test_duplicate_and_missing_ids_are_errors(name, error, message):
     with pytest.raises(error, match=message):
-        bpmn.read_definitions(INVALID / name, name)
+        bpmn_xml.read_definitions(INVALID / name, name)
 
 
 def test_duplicate_and_missing_ids_are_warnings_when_not_strict():
-    defs = bpmn.read_definitions(INVALID / "duplicate-id.bpmn", "duplicate-id.bpmn", strict=False)
+    defs = bpmn_xml.read_definitions(INVALID / "duplicate-id.bpmn", "duplicate-id.bpmn", strict=False)
     assert defs.nodes["Task_1"].name == "Check" and defs.dropped == [("task", "Task_1", 8)]
     assert defs.warnings[0].startswith("duplicate-id.bpmn:8: task id 'Task_1' is already declared")
-    defs = bpmn.read_definitions(INVALID / "missing-id.bpmn", "missing-id.bpmn", strict=False)
+    defs = bpmn_xml.read_definitions(INVALID / "missing-id.bpmn", "missing-id.bpmn", strict=False)
     assert list(defs.nodes) == ["Task_1"] and defs.dropped == [("task", "", 7), ("task", "", 8)]
 
 
@@ -416,9 +416,9 @@ def test_kg_build_fails_on_a_duplicate_id_and_warns_with_on_error_warn(tmp_path)
 
 def test_odata_given_as_bpmn_is_not_bpmn():
     with pytest.raises(NotBPMNError, match=r"HANDMADE_PURCHASING\.xml:\d+: root element is .*Edmx.*not a BPMN 2\.0"):
-        bpmn.read_definitions(DATA / "odata" / "HANDMADE_PURCHASING.xml", "HANDMADE_PURCHASING.xml")
+        bpmn_xml.read_definitions(DATA / "odata" / "HANDMADE_PURCHASING.xml", "HANDMADE_PURCHASING.xml")
     with pytest.raises(NotBPMNError, match=r"API_SALES_ORDER_SRV\.edmx:\d+: root element is .*Edmx"):
-        bpmn.read_definitions(shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx"), "API_SALES_ORDER_SRV.edmx")
+        bpmn_xml.read_definitions(shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx"), "API_SALES_ORDER_SRV.edmx")
 
 
 def _fan_in_out(ways: int) -> str:
@@ -436,10 +436,10 @@ def _fan_in_out(ways: int) -> str:
 def test_next_pairs_over_the_bound_are_refused_naming_the_gateway(tmp_path):
     path = tmp_path / "fan.bpmn"
     path.write_text(_fan_in_out(10), encoding="utf-8")
-    defs = bpmn.read_definitions(path, "fan.bpmn")
-    assert len(bpmn.next_activities(defs, limit=100)) == 100
+    defs = bpmn_xml.read_definitions(path, "fan.bpmn")
+    assert len(bpmn_xml.next_activities(defs, limit=100)) == 100
     with pytest.raises(FlowTooLargeError) as caught:
-        bpmn.next_activities(defs, limit=99)
+        bpmn_xml.next_activities(defs, limit=99)
     assert str(caught.value) == (
         "fan.bpmn:3: exclusiveGateway 'G': the model derives more than 99 bpmn:next pairs "
         "(it joins 10 flows and leads to 10 activities); split the gateway or the model"

@@ -27,7 +27,7 @@ from processkg.errors import (
 )
 from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
-from processkg.sources.odata import read as csdl
+from processkg.sources.odata import csdl
 
 # ---------------------------------------------------------------- discovery and naming
 

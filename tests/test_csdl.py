@@ -20,8 +20,7 @@ from processkg.errors import (
     NotODataError,
     UnresolvedReferenceError,
 )
-from processkg.sources.odata import model as edm
-from processkg.sources.odata import read as csdl
+from processkg.sources.odata import csdl, edm
 
 COMMON = "com.sap.vocabularies.Common.v1"
 

@@ -29,13 +29,13 @@ from processkg.errors import ProcessKGError
 from processkg.jsonl import read_records
 from processkg.pipeline import Builder, BuildOptions
 from processkg.sources import openapi
-from processkg.sources.bpmn.lift import DefinitionsLifter
-from processkg.sources.bpmn.read import read_definitions
+from processkg.sources.bpmn.bpmn_xml import read_definitions
+from processkg.sources.bpmn.lift_definitions import DefinitionsLifter
 from processkg.sources.codes import read_code_lists
 from processkg.sources.mapping import lift_mapping, read_mapping, resolve_entry
-from processkg.sources.odata import model as edm
-from processkg.sources.odata.lift import ServiceLifter
-from processkg.sources.odata.read import read_document
+from processkg.sources.odata import edm
+from processkg.sources.odata.csdl import read_document
+from processkg.sources.odata.lift_service import ServiceLifter
 
 sys.path.insert(0, str(Path(__file__).parent / "hostile"))
 from kg_runner import assert_bounded, run_kg

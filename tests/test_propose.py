@@ -25,22 +25,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from processkg.cli.map import map_group, mapping_cmd
-from processkg.errors import ProcessKGError
+from processkg.errors import LLMError, ProcessKGError
+from processkg.openai_chat import ChatSettings
 from processkg.pipeline import BuildOptions, build
+from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
     WEIGHT_GRID,
     ActivityFacts,
     EntitySetFacts,
-    LLMError,
-    LLMSettings,
     Proposal,
     ProposalWeights,
     Signals,
     _duplicates,
-    build_messages,
     chosen,
     evaluate_mapping,
-    parse_choices,
     propose,
     ranked,
     read_proposals,
@@ -179,12 +177,12 @@ def test_settings_are_checked():
 
 
 def test_llm_endpoint_from_base_url():
-    assert LLMSettings("http://h:1", "m").endpoint() == "http://h:1/v1/chat/completions"
-    assert LLMSettings("http://h:1/v1/", "m").endpoint() == "http://h:1/v1/chat/completions"
-    assert LLMSettings("http://h:1/x/chat/completions", "m").endpoint() == "http://h:1/x/chat/completions"
-    assert "secret" not in repr(LLMSettings("http://h", "m", api_key="secret"))
+    assert ChatSettings("http://h:1", "m").endpoint() == "http://h:1/v1/chat/completions"
+    assert ChatSettings("http://h:1/v1/", "m").endpoint() == "http://h:1/v1/chat/completions"
+    assert ChatSettings("http://h:1/x/chat/completions", "m").endpoint() == "http://h:1/x/chat/completions"
+    assert "secret" not in repr(ChatSettings("http://h", "m", api_key="secret"))
     with pytest.raises(ProcessKGError, match="http"):
-        LLMSettings("file:///etc/passwd", "m").endpoint()
+        ChatSettings("file:///etc/passwd", "m").endpoint()
 
 
 def _set(service, name, version=2.0, writable=True):
@@ -304,8 +302,9 @@ def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     warnings: list = []
     with FakeLLM(first_two) as server:
-        llm = LLMSettings(server.url, "fake-model", os.environ["OPENAI_API_KEY"], candidates=4, timeout=10)
-        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
+        llm = ChatSettings(server.url, "fake-model", timeout=10, api_key=os.environ["OPENAI_API_KEY"])
+        choice = LLMChoiceSettings(candidates=4)
+        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
     activities = demo_signals.activities
     assert not warnings and len(server.requests) == len(activities)
     scores = demo_signals.scores(ProposalWeights())
@@ -331,8 +330,9 @@ def test_llm_http_errors_fall_back_to_the_embedding_proposals(demo_store, demo_s
     warnings: list = []
     plain = propose(demo_store, signals=demo_signals)
     with FakeLLM(lambda payload: (500, "boom")) as server:
-        llm = LLMSettings(server.url, "fake-model", "sk-never-shown", timeout=10, max_failures=3)
-        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
+        llm = ChatSettings(server.url, "fake-model", timeout=10, api_key="sk-never-shown")
+        choice = LLMChoiceSettings(max_failures=3)
+        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
     assert proposals == plain
     assert len(server.requests) == 3
     assert sum("HTTP 500" in w for w in warnings) == 3 and "failed 3 times in a row" in warnings[-1]
@@ -353,7 +353,7 @@ def test_unusable_llm_answers_fall_back(demo_store, demo_signals, answer, per_ac
     of the endpoint, which is given up after three in a row."""
     warnings: list = []
     with FakeLLM(answer) as server:
-        llm = LLMSettings(server.url, "fake-model", timeout=10)
+        llm = ChatSettings(server.url, "fake-model", timeout=10)
         proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
     assert proposals == propose(demo_store, signals=demo_signals)
     activities = len(demo_signals.activities)

@@ -10,7 +10,7 @@ from pyshacl import validate as shacl_validate
 
 from processkg.graph.store import canonical_ntriples, open_store, write_store
 from processkg.pipeline import BuildOptions, build
-from processkg.validate import literals as edm_json
+from processkg.validate import literals
 from processkg.validate.payload_shapes import (
     Prop,
     TypeInfo,
@@ -247,14 +247,14 @@ def test_standard_codes_come_from_pycountry():
     ],
 )
 def test_edm_json_forms(value, edm, v2, lexical, ok):
-    text, datatype, problem = edm_json.literal(value, edm, v2)
+    text, datatype, problem = literals.literal(value, edm, v2)
     assert (problem is None) is ok
     if ok:
         assert text == lexical
     else:
         assert (
             datatype
-            != edm_json.XSD_NS
+            != literals.XSD_NS
             + {
                 "Edm.Decimal": "decimal",
                 "Edm.Int64": "long",

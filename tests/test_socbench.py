@@ -20,9 +20,9 @@ from processkg.errors import (
     ProcessKGError,
     SOCBenchError,
 )
-from processkg.evaluate import socbench
-from processkg.evaluate.socbench import KS, METHODS, protocol_recall
-from processkg.retrieve import retriever as engine
+from processkg.evaluate import socbench_protocol
+from processkg.evaluate.socbench_protocol import KS, METHODS, protocol_recall
+from processkg.retrieve import retriever
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
 
@@ -41,7 +41,7 @@ def stores(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def energy(socbench_cache, stores):
     root = shared("socbench-d")
-    result = socbench.run(
+    result = socbench_protocol.run(
         root,
         instances=[INSTANCE],
         domains=[DOMAIN],
@@ -49,7 +49,7 @@ def energy(socbench_cache, stores):
         build_store=build_openapi_store,
         stores_dir=stores,
     )
-    return root, result, socbench.tests(result.results)
+    return root, result, socbench_protocol.tests(result.results)
 
 
 def test_socbench_ranks_through_kg_retrieve(energy, stores):
@@ -60,7 +60,7 @@ def test_socbench_ranks_through_kg_retrieve(energy, stores):
     _root, result, _tests = energy
     store = stores / INSTANCE / DOMAIN
     first = result.results[0]
-    for method in socbench.METHODS:
+    for method in socbench_protocol.METHODS:
         out = CliRunner().invoke(
             retrieve_cmd, ["--store", str(store), first.query.text, "-k", "20", "--json", "--method", method]
         )
@@ -83,13 +83,13 @@ def test_methods_come_from_one_registry():
     from processkg.cli.eval import DEFAULT_METHODS
     from processkg.cli.retrieve import retrieve_cmd
 
-    without_chunks = tuple(m for m in engine.METHODS if not engine.METHODS[m].chunks)
-    assert without_chunks == socbench.METHODS
-    assert set(socbench.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid-v1", "hybrid"}
+    without_chunks = tuple(m for m in retriever.METHODS if not retriever.METHODS[m].chunks)
+    assert without_chunks == socbench_protocol.METHODS
+    assert set(socbench_protocol.METHODS) == {"dense", "tokens", "hybrid-paper", "hybrid-v1", "hybrid"}
     choices = next(p for p in retrieve_cmd.params if p.name == "method").type.choices
-    assert list(choices) == list(engine.METHODS) and DEFAULT_METHODS.split(",") == list(engine.METHODS)
+    assert list(choices) == list(retriever.METHODS) and DEFAULT_METHODS.split(",") == list(retriever.METHODS)
     docs = (Path(__file__).resolve().parents[1] / "docs" / "retrieval.md").read_text(encoding="utf-8")
-    for name, method in engine.METHODS.items():
+    for name, method in retriever.METHODS.items():
         assert f"| `{name}` | {method.description} |" in docs
 
 
@@ -98,7 +98,7 @@ def test_operations_are_the_retrieval_units_of_an_openapi_store(energy, stores):
 
     items = load_index(stores / INSTANCE / DOMAIN).items["set"]
     assert len(items) == 50 and all(i["operation"] for i in items)
-    assert all(socbench._ENDPOINT.match(i["name"]) for i in items)
+    assert all(socbench_protocol._ENDPOINT.match(i["name"]) for i in items)
 
 
 def test_one_domain_has_fifty_endpoints_and_ten_queries(energy):
@@ -118,7 +118,7 @@ def test_expansion_finds_no_process_edges_so_hybrid_paper_is_dense(energy):
     assert all(r.ranked["hybrid-paper"] == r.ranked["dense"] for r in result.results)
     paper = [t for t in tests if t["a"] == "hybrid-paper"]
     assert [(t["k"], t["nonzero"], t["wilcoxon_p"]) for t in paper] == [(5, 0, 1.0), (10, 0, 1.0), (20, 0, 1.0)]
-    assert socbench.verdict(result, tests).startswith("Confirmed:")
+    assert socbench_protocol.verdict(result, tests).startswith("Confirmed:")
 
 
 def test_hybrid_fuses_dense_and_tokens(energy):
@@ -126,7 +126,9 @@ def test_hybrid_fuses_dense_and_tokens(energy):
     for r in result.results:
         assert r.ranked["hybrid"] == r.ranked["hybrid-v1"]  # no process layer to route on: the fusion
         top = set(r.ranked["hybrid"][:5])
-        assert top <= set(r.ranked["dense"][: socbench.CANDIDATES]) | set(r.ranked["tokens"][: socbench.CANDIDATES])
+        assert top <= set(r.ranked["dense"][: socbench_protocol.CANDIDATES]) | set(
+            r.ranked["tokens"][: socbench_protocol.CANDIDATES]
+        )
 
 
 def test_recall_follows_the_benchmark_protocol():
@@ -139,10 +141,15 @@ def test_recall_follows_the_benchmark_protocol():
 
 def test_report_has_published_figures_and_is_deterministic(energy, tmp_path):
     _root, result, tests = energy
-    data = socbench.as_json(result, tests)
-    first = socbench.write_outputs(data, tmp_path / "a", "kg eval socbench X", socbench.query_records(result))
-    again = socbench.write_outputs(
-        socbench.as_json(result, tests), tmp_path / "b", "kg eval socbench X", socbench.query_records(result)
+    data = socbench_protocol.as_json(result, tests)
+    first = socbench_protocol.write_outputs(
+        data, tmp_path / "a", "kg eval socbench X", socbench_protocol.query_records(result)
+    )
+    again = socbench_protocol.write_outputs(
+        socbench_protocol.as_json(result, tests),
+        tmp_path / "b",
+        "kg eval socbench X",
+        socbench_protocol.query_records(result),
     )
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     report = first[0].read_text(encoding="utf-8")
@@ -162,7 +169,7 @@ def test_cli_writes_the_report(energy, socbench_cache, tmp_path):
     assert res.exit_code == 0, res.output
     assert "SOCBench-D: 10 queries over 1 domains (50 endpoints)" in res.output
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert data["recall"]["dense"]["5"] == pytest.approx(socbench.mean_recall(result.results, "dense", 5))
+    assert data["recall"]["dense"]["5"] == pytest.approx(socbench_protocol.mean_recall(result.results, "dense", 5))
 
 
 # ---------------------------------------------------------------- bad input
@@ -192,7 +199,7 @@ def _layout(tmp_path: Path, queries: str) -> Path:
 )
 def test_bad_queries_name_file_line_and_pointer(tmp_path, queries, message):
     with pytest.raises(ProcessKGError) as err:
-        socbench.find_domains(_layout(tmp_path, queries))
+        socbench_protocol.find_domains(_layout(tmp_path, queries))
     assert message in str(err.value)
 
 

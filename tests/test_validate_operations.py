@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import INVALID
 from processkg.cli.validate import validate_cmd
 from processkg.validate.calls import KINDS, Validator, read_calls
-from processkg.validate.operations import uri_value
+from processkg.validate.operation_parameters import uri_value
 
 CALLS = INVALID / "operation-calls.jsonl"
 #: id -> the (kind, path) pairs kg validate reports for that line of CALLS.

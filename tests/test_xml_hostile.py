@@ -9,9 +9,9 @@ import pytest
 
 from conftest import DATA, INVALID
 from processkg.errors import MalformedXMLError
-from processkg.sources.bpmn import read as bpmn
-from processkg.sources.bpmn.lift import DefinitionsLifter
-from processkg.sources.odata import read as csdl
+from processkg.sources.bpmn import bpmn_xml
+from processkg.sources.bpmn.lift_definitions import DefinitionsLifter
+from processkg.sources.odata import csdl
 
 PROLOG = "<!-- c -->\n<?pi x?>\n" * 1000  # 2,000 comments and processing instructions
 
@@ -28,7 +28,7 @@ def _with_prolog(source, tmp_path, prolog: str):
     "source, read",
     [
         (DATA / "odata" / "HANDMADE_PURCHASING.xml", csdl.read_document),
-        (DATA / "bpmn" / "order-flow.bpmn", bpmn.read_definitions),
+        (DATA / "bpmn" / "order-flow.bpmn", bpmn_xml.read_definitions),
     ],
 )
 def test_thousands_of_comments_before_the_root_read_in_well_under_a_second(source, read, tmp_path):
@@ -68,9 +68,9 @@ def test_a_gateway_with_thousands_of_branches_reads_and_lifts_in_seconds(tmp_pat
     path = tmp_path / "fan.bpmn"
     path.write_text(_fan(4000), encoding="utf-8")
     start = time.perf_counter()
-    defs = bpmn.read_definitions(path, "fan.bpmn")
+    defs = bpmn_xml.read_definitions(path, "fan.bpmn")
     DefinitionsLifter(defs, "fan.bpmn").lift()
     assert time.perf_counter() - start < 5.0
-    pairs = bpmn.next_activities(defs)
+    pairs = bpmn_xml.next_activities(defs)
     assert len(pairs) == 8000
     assert ("A", "T0") in pairs and ("T3999", "Z") in pairs and ("A", "Z") not in pairs

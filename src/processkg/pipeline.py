@@ -37,15 +37,14 @@ from processkg.graph.store import (
 )
 from processkg.retrieve.index import IndexReport, build_index
 from processkg.sources import openapi
-from processkg.sources.bpmn import read as bpmn
-from processkg.sources.bpmn.lift import DefinitionsLifter, element_iri
+from processkg.sources.bpmn import bpmn_xml
+from processkg.sources.bpmn.lift_definitions import DefinitionsLifter, element_iri
 from processkg.sources.code_bindings import BINDINGS_FILE, bound_properties, read_bindings
 from processkg.sources.codes import CodeLists, codes_for, read_code_lists
 from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
-from processkg.sources.odata import model as edm
-from processkg.sources.odata import read as csdl
-from processkg.sources.odata.lift import ServiceLifter
+from processkg.sources.odata import csdl, edm
+from processkg.sources.odata.lift_service import ServiceLifter
 from processkg.validate.payload_shapes import batch_shapes, check_graph
 
 ON_ERROR = ("fail", "warn", "skip")
@@ -66,7 +65,7 @@ class BuildOptions:
     codes: list[Path | str] = field(default_factory=list)
     on_error: str = "fail"
     shapes: bool = True  # write the generated SHACL payload shapes into the store
-    index: bool = False  # also write the retrieval index (STORE/index/), see embed.build_index
+    index: bool = False  # also write the retrieval index (STORE/index/), see retrieve.index.build_index
     model: str | None = None  # embedding model for the index (default all-MiniLM-L6-v2)
     chunks: bool = False  # also index raw metadata chunks, for --method chunkrag (slow)
     openapi: list[Path | str] = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
@@ -283,7 +282,7 @@ class Builder:
         for path, display in files:
             self.progress(display)
             try:
-                defs = bpmn.read_definitions(path, display, strict=self.opt.on_error != "warn")
+                defs = bpmn_xml.read_definitions(path, display, strict=self.opt.on_error != "warn")
                 triples = DefinitionsLifter(defs, display).lift()  # may refuse a quadratic bpmn:next
             except ProcessKGError as exc:
                 self._failed(display, exc)
@@ -294,7 +293,7 @@ class Builder:
             self.report.files.append(display)
             self._index_activities(defs, display)
 
-    def _index_activities(self, defs: bpmn.Definitions, slug: str) -> None:
+    def _index_activities(self, defs: bpmn_xml.Definitions, slug: str) -> None:
         for node in defs.nodes.values():
             if node.category == "activity":
                 self.activities.append(ActivityRef(slug, node.process, node.id, node.name, element_iri(slug, node.id)))

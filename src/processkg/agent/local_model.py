@@ -83,7 +83,7 @@ def server_command(model: Path, port: int, context: int = 8192, threads: int | N
         raise ModelNotInstalledError(f"llama-cpp-python is not installed: {INSTALL}")
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME]
     # No --chat_format: the GGUF's own template, whose tools section the model was trained on. Its
-    # tool calls arrive as text (processkg.agent.llm reads them); llama-cpp-python's
+    # tool calls arrive as text (processkg.openai_chat reads them); llama-cpp-python's
     # chatml-function-calling format dropped the tool list from the prompt (seen with 0.3.36).
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context)]
     return command + (["--n_threads", str(threads)] if threads else [])

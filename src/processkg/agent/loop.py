@@ -17,9 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from processkg.agent.llm import ChatClient, Reply, ToolCall
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError
+from processkg.openai_chat import ChatClient, Reply, ToolCall
 from processkg.tools.odata_client import Exchange
 from processkg.tools.specs import ToolSpec, openai_tools
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from processkg.agent.conditions import condition_tools
-from processkg.agent.llm import ChatClient, ChatSettings
 from processkg.agent.loop import Agent, RunResult, Trace
+from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox

@@ -12,7 +12,6 @@ import click
 
 from processkg.agent import local_model
 from processkg.agent.conditions import CONDITIONS
-from processkg.agent.llm import ChatSettings
 from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
 from processkg.aliases import JSONObject
 from processkg.cli.mcp import odata_options
@@ -20,6 +19,7 @@ from processkg.cli.options import F, store_option
 from processkg.errors import AgentEvalError
 from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
 from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
+from processkg.openai_chat import ChatSettings
 
 
 def llm_options() -> Callable[[F], F]:

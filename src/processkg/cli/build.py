@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click._termui_impl import ProgressBar
 
-from processkg.graph import stats as stats_mod
+from processkg.graph import stats
 from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 
@@ -132,4 +132,4 @@ def build_cmd(
             report = build(opts, progress)
     else:
         report = build(opts)
-    click.echo(stats_mod.build_summary(report, show_skipped=on_error != "skip", store=store, out=out))
+    click.echo(stats.build_summary(report, show_skipped=on_error != "skip", store=store, out=out))

@@ -14,7 +14,7 @@ import click
 from processkg.aliases import JSONValue
 from processkg.assets import internal_queries_dir, queries_dir
 from processkg.errors import ProcessKGError
-from processkg.graph import stats as stats_mod
+from processkg.graph import stats
 from processkg.graph.audit import audit, render_audit
 from processkg.graph.bounded import run_bounded
 from processkg.graph.store import load_query, open_store
@@ -37,11 +37,11 @@ from processkg.graph.store import load_query, open_store
 )
 def stats_cmd(store: Path, fmt: str) -> None:
     """Counts per class, per service and per process."""
-    result = stats_mod.store_stats(open_store(store))
+    result = stats.store_stats(open_store(store))
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
-        click.echo(stats_mod.render_stats(result))
+        click.echo(stats.render_stats(result))
 
 
 def _library_epilog() -> str:
@@ -149,7 +149,7 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
         writer.writerow(names)
         writer.writerows(["" if v is None else v for v in r] for r in rows)
         return buf.getvalue()
-    return stats_mod.table(names, rows) + f"\n({len(rows)} rows)\n"
+    return stats.table(names, rows) + f"\n({len(rows)} rows)\n"
 
 
 @click.command("audit")

@@ -19,9 +19,10 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph.stats import table
+from processkg.openai_chat import ChatSettings
+from processkg.proposals.llm_choice import LLMChoiceSettings
 from processkg.proposals.propose import (
     WEIGHT_GRID,
-    LLMSettings,
     ProposalWeights,  # imported late: propose loads numpy and the retrieval code
     Signals,
     evaluate_mapping,
@@ -80,8 +81,15 @@ def propose_cmd(
             raise click.UsageError("--llm-url and --llm-model go together")
         if llm_candidates < 1:
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
-        llm = LLMSettings(llm_url, llm_model, os.environ.get("OPENAI_API_KEY") or None, llm_candidates, llm_timeout)
-    proposals = propose(store, settings, model=model, llm=llm, warn=lambda m: click.echo(f"warning: {m}", err=True))
+        llm = ChatSettings(llm_url, llm_model, timeout=llm_timeout, api_key=os.environ.get("OPENAI_API_KEY") or None)
+    proposals = propose(
+        store,
+        settings,
+        model=model,
+        llm=llm,
+        warn=lambda m: click.echo(f"warning: {m}", err=True),
+        llm_choice=LLMChoiceSettings(candidates=llm_candidates),
+    )
     write_proposals(out, proposals, str(store), settings)
     activities = len({(p.process, p.activity) for p in proposals})
     click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")

@@ -1,5 +1,5 @@
 """``kg eval socbench``: the SOCBench-D benchmark by its own protocol; the work is done by
-:mod:`processkg.evaluate.socbench`. The lead registers :data:`socbench_cmd` on the ``kg eval`` group.
+:mod:`processkg.evaluate.socbench_protocol`. The lead registers :data:`socbench_cmd` on the ``kg eval`` group.
 
 Input errors are reported as one ``error:`` line with exit code 2, never a traceback.
 """
@@ -15,7 +15,7 @@ import click
 
 from processkg.aliases import JSONObject
 from processkg.cli.retrieve import _clean_errors
-from processkg.evaluate import socbench
+from processkg.evaluate import socbench_protocol
 from processkg.pipeline import BuildOptions, build
 
 
@@ -78,10 +78,10 @@ def socbench_cmd(
 
     start = time.perf_counter()
     progress = (lambda name: click.echo(f"  {name}", err=True)) if sys.stderr.isatty() else None
-    result = socbench.run(root, model, instances, domains, cache, progress, build_openapi_store, stores_dir)
-    data = socbench.as_json(result, socbench.tests(result.results))
+    result = socbench_protocol.run(root, model, instances, domains, cache, progress, build_openapi_store, stores_dir)
+    data = socbench_protocol.as_json(result, socbench_protocol.tests(result.results))
     command = _command_line(root, out, model, instances, domains, cache)
-    written = socbench.write_outputs(data, out, command, socbench.query_records(result))
+    written = socbench_protocol.write_outputs(data, out, command, socbench_protocol.query_records(result))
     click.echo(_summary(data, time.perf_counter() - start, written))
 
 

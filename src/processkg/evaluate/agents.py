@@ -38,10 +38,10 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from processkg.agent.conditions import CONDITIONS, Tools, condition_tools
-from processkg.agent.llm import ChatClient, ChatSettings
 from processkg.agent.loop import Agent, RunResult, Trace
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import AgentEvalError, ProcessKGError
+from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox

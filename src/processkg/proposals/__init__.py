@@ -1,1 +1,2 @@
-"""proposals."""
+"""Mapping proposals: activity-to-entity-set edges with scores and reasons for a person to review
+(``kg map``)."""

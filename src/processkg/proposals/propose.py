@@ -30,11 +30,12 @@ import yaml
 from pyoxigraph import Store
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import MappingError, ProposalError
+from processkg.errors import LLMError, MappingError, ProposalError
 from processkg.graph.store import open_store, records, write_atomic
-from processkg.proposals.llm import (
-    LLMError,
-    LLMSettings,
+from processkg.openai_chat import ChatClient, ChatSettings
+from processkg.proposals.llm_choice import (
+    ANSWER_TOKENS,
+    LLMChoiceSettings,
     ask_llm,
     build_messages,
     parse_choices,
@@ -350,11 +351,13 @@ def propose(
     store_dir: Path | None,
     settings: ProposalWeights | None = None,
     model: str | None = None,
-    llm: LLMSettings | None = None,
+    llm: ChatSettings | None = None,
     warn: Callable[[str], None] | None = None,
     signals: Signals | None = None,
+    llm_choice: LLMChoiceSettings | None = None,
 ) -> list[Proposal]:
-    """Proposed edges for every activity of the store, best first within each activity."""
+    """Proposed edges for every activity of the store, best first within each activity; with
+    ``llm``, that endpoint chooses among each activity's best candidates (``llm_choice``)."""
     settings = (settings or ProposalWeights()).check()
     warn = warn or log.warning
     if llm is not None:
@@ -369,7 +372,8 @@ def propose(
         for i in range(len(signals.activities))
     }
     if llm is not None:
-        fallback = _with_llm(signals, scores, settings, llm, fallback, warn)
+        chat = replace(llm, max_tokens=llm.max_tokens or ANSWER_TOKENS)
+        fallback = _with_llm(signals, scores, settings, chat, llm_choice or LLMChoiceSettings(), fallback, warn)
     return [p for i in range(len(signals.activities)) for p in fallback[i]]
 
 
@@ -413,21 +417,38 @@ def _with_llm(
     signals: Signals,
     scores: np.ndarray,
     settings: ProposalWeights,
-    llm: LLMSettings,
+    llm: ChatSettings,
+    choice: LLMChoiceSettings,
+    fallback: dict[int, list[Proposal]],
+    warn: Callable[[str], None],
+) -> dict[int, list[Proposal]]:
+    client = ChatClient(llm)
+    try:
+        return _choose(signals, scores, settings, client, choice, fallback, warn)
+    finally:
+        client.close()
+
+
+def _choose(
+    signals: Signals,
+    scores: np.ndarray,
+    settings: ProposalWeights,
+    client: ChatClient,
+    choice: LLMChoiceSettings,
     fallback: dict[int, list[Proposal]],
     warn: Callable[[str], None],
 ) -> dict[int, list[Proposal]]:
     out, failures = dict(fallback), 0
     for i, activity in enumerate(signals.activities):
-        if failures >= llm.max_failures:
+        if failures >= choice.max_failures:
             warn(
                 f"the LLM endpoint failed {failures} times in a row; the remaining activities keep the "
                 "embedding proposals"
             )
             break
-        rows = ranked(scores, i, llm.candidates)
+        rows = ranked(scores, i, choice.candidates)
         try:
-            answer = ask_llm(llm, build_messages(activity, [signals.sets[j] for j in rows]))
+            answer = ask_llm(client, build_messages(activity, [signals.sets[j] for j in rows]))
             failures = 0
         except LLMError as exc:
             failures += 1
@@ -446,7 +467,7 @@ def _with_llm(
                 rows[k],
                 settings,
                 mode or None,
-                f"llm {llm.model}: candidate {k + 1} of {len(rows)}",
+                f"llm {client.settings.model}: candidate {k + 1} of {len(rows)}",
             )
             for k, mode in sorted(picks)
         ]

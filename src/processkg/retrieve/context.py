@@ -338,7 +338,7 @@ def _neighbour(side: JSONObject, row: Record) -> None:
 
 
 def render_set(store: Store, result: Result, number: int = 1) -> str:
-    """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.Result`)."""
+    """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.retriever.Result`)."""
     template = _environment().get_template(TEMPLATE)
     return template.render(n=number, r=result, c=set_context(store, result.iri))
 

@@ -34,7 +34,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
 from processkg.graph.remote import shown
 from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
-from processkg.retrieve import texts as summaries
+from processkg.retrieve import texts
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 from processkg.sources.discover import ODATA_SUFFIXES, discover
 
@@ -298,9 +298,9 @@ def collect_items(store_dir: Path, odata: list[Path]) -> dict[str, list[JSONObje
     """The items of each kind, as JSON-ready dicts with their ``text``."""
 
     store = open_store(store_dir)
-    sets = [vars(i) for i in summaries.set_items(store) + summaries.operation_items(store)]
-    activities = [vars(i) for i in summaries.activity_items(store)]
-    chunks = [vars(c) for c in summaries.chunk_items(store, discover(odata, ODATA_SUFFIXES))] if odata else []
+    sets = [vars(i) for i in texts.set_items(store) + texts.operation_items(store)]
+    activities = [vars(i) for i in texts.activity_items(store)]
+    chunks = [vars(c) for c in texts.chunk_items(store, discover(odata, ODATA_SUFFIXES))] if odata else []
     del store
     return {"set": sets, "activity": activities, "chunk": chunks}
 

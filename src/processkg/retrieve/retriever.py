@@ -632,7 +632,7 @@ _LISTS = {
 }
 
 
-def hybrid(
+def hybrid_v1(
     r: Retriever,
     query: str,
     vector: np.ndarray,
@@ -679,12 +679,12 @@ def _joined(prefix: Path_, path: Path_) -> Path_:
     return path
 
 
-def hybrid_routed(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
+def hybrid(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     """The routed ranking (:mod:`processkg.retrieve.routing`): every entity set scored at once by
     the learned models, weighted by the kind of the query; near-duplicates in one slot. Without a
     process layer there is nothing to route on: the dense + BM25 fusion of ``hybrid-v1``."""
     if not r.matrices.has_process:
-        return hybrid(r, query, vector, k, settings)
+        return hybrid_v1(r, query, vector, k, settings)
     return routed_results(r, load_model(), query, vector, k, settings)
 
 
@@ -777,14 +777,14 @@ METHODS: dict[str, Method] = {
             "the first hybrid, kept for comparison: reciprocal rank fusion of dense, activity chain, BM25 and "
             "activity lists (and navigation targets for object queries), each seed followed by its best "
             "downstream entity set",
-            hybrid,
+            hybrid_v1,
         ),
         Method(
             "hybrid",
             "the query's kind (object, object and details, process situation, multi-step task) "
             "decides how learned models weigh dense, BM25, activity, process-step and navigation "
             "signals over every entity set; near-duplicates share one slot",
-            hybrid_routed,
+            hybrid,
             steps=True,
         ),
     )

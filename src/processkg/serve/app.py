@@ -28,8 +28,7 @@ from starlette.routing import Route
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.jsonl import finite_float, reject_constant
-from processkg.serve import batch as batch_mod
-from processkg.serve import catalog, changes, etags, facts, odata_json, operations
+from processkg.serve import catalog, changes, etags, facts, odata_batch, odata_json, operations
 from processkg.serve.data import Data, Table
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
@@ -818,18 +817,18 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes, budget:
     content_type = headers.get("content-type", "")
     try:
         items = (
-            batch_mod.parse_json(raw)
+            odata_batch.parse_json(raw)
             if content_type.startswith("application/json")
-            else batch_mod.parse_multipart(content_type, raw)
+            else odata_batch.parse_multipart(content_type, raw)
         )
     except (ValueError, RecursionError) as exc:
         raise ServeHTTPError(400, "malformed", f"$batch: {exc}") from None
 
-    def handle(part: batch_mod.Part) -> batch_mod.Answer:
+    def handle(part: odata_batch.Part) -> odata_batch.Answer:
         target = part.url if part.url.startswith("/") else root + part.url
         part_headers = {**part.headers, "x-csrf-token": server.csrf_token}
         response = answer(server, part.method, target, part_headers, part.body, budget)
-        return batch_mod.Answer(
+        return odata_batch.Answer(
             response.status_code,
             {"content-type": response.headers.get("content-type", "")},
             bytes(response.body),
@@ -837,12 +836,12 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes, budget:
         )
 
     with server.data.lock:
-        answers = batch_mod.run(
-            items, handle, lambda: batch_mod.copy_tables(server.data.tables), lambda saved: server.data.restore(saved)
+        answers = odata_batch.run(
+            items, handle, lambda: odata_batch.copy_tables(server.data.tables), lambda saved: server.data.restore(saved)
         )
     if content_type.startswith("application/json"):
-        return Response(batch_mod.render_json(answers), media_type="application/json")
-    media, body = batch_mod.render_multipart(answers)
+        return Response(odata_batch.render_json(answers), media_type="application/json")
+    media, body = odata_batch.render_multipart(answers)
     return Response(
         body,
         status_code=202 if server.version(server.resource(urlsplit(url).path).service).startswith("2") else 200,

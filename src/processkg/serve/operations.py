@@ -27,7 +27,7 @@ from processkg.errors import ServeHTTPError
 from processkg.serve import odata_json
 from processkg.serve.data import Data, Table
 from processkg.serve.values import canonical
-from processkg.validate.operations import parameter_values, resolve_operation
+from processkg.validate.operation_parameters import parameter_values, resolve_operation
 from processkg.validate.payload_shapes import Model, OperationInfo
 from processkg.validate.urls import CallTarget, parse_call_url, resolve_service
 

@@ -1,1 +1,2 @@
-"""sources."""
+"""Readers and lifters of every input format: OData CSDL, BPMN 2.0, OpenAPI 3, the mapping YAML and code
+lists."""

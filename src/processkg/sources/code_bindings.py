@@ -28,7 +28,7 @@ import yaml
 
 from processkg.errors import CodeListError
 from processkg.sources.limits import compose_yaml, read_text
-from processkg.sources.odata.read import StructuredType
+from processkg.sources.odata.csdl import StructuredType
 
 #: The binding file ``kg build`` uses by default: the one in a ``--codes`` folder.
 BINDINGS_FILE = "bindings.yaml"

@@ -1,1 +1,2 @@
-"""validate."""
+"""Validation of OData calls against the graph: payload shapes, URLs, Edm literals, operation parameters
+(``kg validate``, ``kg shapes``)."""

@@ -30,8 +30,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
-from processkg.validate import literals as edm_json
-from processkg.validate import operations
+from processkg.validate import literals, operation_parameters
 from processkg.validate.payload_shapes import (
     Model,
     Nav,
@@ -249,14 +248,14 @@ class Validator:
         return target
 
     def _operation(self, i: int, target: CallTarget, call: JSONObject, result: CallResult, pending: Payloads) -> None:
-        """A call of a function import, action or function (:mod:`processkg.validate.operations`): the
+        """A call of a function import, action or function (:mod:`processkg.validate.operation_parameters`): the
         method and the URI literals in Python, the parameters by the operation's payload shape."""
-        op, found = operations.resolve_operation(self.model, target)
+        op, found = operation_parameters.resolve_operation(self.model, target)
         result.violations.extend(Violation(*v) for v in found)
         if op is None:
             return
         body = call.get("payload", call.get("body"))
-        values, found = operations.parameter_values(op, target, _json_text(body))
+        values, found = operation_parameters.parameter_values(op, target, _json_text(body))
         result.violations.extend(Violation(*v) for v in found)
         if any(kind == "malformed" for kind, *_rest in found):
             return  # no parameters could be read: none is reported missing
@@ -327,7 +326,9 @@ class Validator:
         owner = pending.types.get(focus) if focus is not None else None
         op = self.operations.get(owner.iri) if owner is not None else None
         kind = "unknown-parameter" if op is not None and kind == "unknown-property" else kind
-        given = op is not None and operations.message(kind, name, op, item if isinstance(item, Prop) else None)
+        given = op is not None and operation_parameters.message(
+            kind, name, op, item if isinstance(item, Prop) else None
+        )
         message = given or self._message(kind, name, owner, item, raw, pending.messages.get(key))
         return Violation(kind, where, message, raw)
 
@@ -472,7 +473,7 @@ class Converter:
         if p.complex_type:
             self.p.messages[(node, URIRef(p.iri))] = f"{p.name} is of complex type {p.item_type}: give a JSON object"
             return _json_literal(value)
-        lexical, xsd, problem = edm_json.literal(value, p.item_type, self.v2)
+        lexical, xsd, problem = literals.literal(value, p.item_type, self.v2)
         if problem:
             self.p.messages[(node, URIRef(p.iri))] = f"{p.name}: {problem}"
         if xsd is None or xsd == XSD_STRING:
@@ -560,7 +561,7 @@ class UpdateConverter(Converter):
         elif p.key:
             return  # the key the URL names, repeated
         elif p.read_only and p.complex_type is None:  # not creatable, but updatable: no value shape
-            _lexical, _xsd, problem = edm_json.literal(value, p.item_type, self.v2)
+            _lexical, _xsd, problem = literals.literal(value, p.item_type, self.v2)
             if problem and value is not None:
                 self.violations.append(Violation("datatype", pointer, f"{p.name}: {problem}", value))
         else:

@@ -154,7 +154,7 @@ class SetRules:
 
 @dataclass
 class OperationInfo:
-    """A service operation as a call of it is checked (:mod:`processkg.validate.operations`): how a URL
+    """A service operation as a call of it is checked (:mod:`processkg.validate.operation_parameters`): how a URL
     names it, the HTTP method it takes and its parameters, the binding parameter left out (the URL gives it)."""
 
     iri: str

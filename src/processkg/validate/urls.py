@@ -165,7 +165,9 @@ def resolve_service(model: Model, target: CallTarget) -> None:
         return
     set_name, _key = segments[0]
     if set_name not in svc.sets and svc.root_operations(set_name):
-        target["operation"] = set_name  # a function import, action or function import: see validate.operations
+        target["operation"] = (
+            set_name  # a function import, action or function import: see validate.operation_parameters
+        )
         return
     if set_name not in svc.sets:
         bad.append(_unknown_resource(svc, set_name, target))

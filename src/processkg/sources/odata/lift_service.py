@@ -1,4 +1,4 @@
-"""Lift a resolved OData :class:`~processkg.sources.odata.model.Service` into RDF triples (``kg:`` vocabulary).
+"""Lift a resolved OData :class:`~processkg.sources.odata.edm.Service` into RDF triples (``kg:`` vocabulary).
 
 IRIs are derived from names (``id/odata/{service}/set/{EntitySet}``), so the same
 input always yields the same graph. A table (:data:`ANNOTATION_TERMS`) maps each
@@ -14,8 +14,7 @@ from pyoxigraph import NamedNode, Triple
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.sources.codes import CodeRow
-from processkg.sources.odata.model import Service, key_of, operation_target, operations_of, qualify
-from processkg.sources.odata.read import (
+from processkg.sources.odata.csdl import (
     CAPABILITIES,
     COMMON,
     CORE,
@@ -33,6 +32,7 @@ from processkg.sources.odata.read import (
     ReferentialConstraint,
     StructuredType,
 )
+from processkg.sources.odata.edm import Service, key_of, operation_target, operations_of, qualify
 from processkg.triples import Triples, child, mint
 from processkg.vocab import KGT, RDF_TYPE
 

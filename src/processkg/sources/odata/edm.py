@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from processkg.aliases import JSONValue
 from processkg.errors import UnresolvedReferenceError
-from processkg.sources.odata.read import (
+from processkg.sources.odata.csdl import (
     SPEC_V2,
     SPEC_V4,
     Annotation,

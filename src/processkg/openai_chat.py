@@ -1,5 +1,6 @@
-"""A client of any OpenAI-compatible chat-completions endpoint with tool calling (llama.cpp server,
-Ollama, vLLM, a hosted API).
+"""The one client of any OpenAI-compatible chat-completions endpoint (llama.cpp server, Ollama,
+vLLM, a hosted API), with tool calling: ``kg agent`` offers tools, ``kg map propose --llm-url``
+none.
 
 The key is read by the caller from an environment variable and sent only in the Authorization
 header; it never reaches a trace. Answers are size-capped; a server that answers with an error

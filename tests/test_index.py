@@ -23,7 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from processkg.cli.retrieve import index_cmd
 from processkg.graph.store import open_store
 from processkg.pipeline import BuildOptions, build
-from processkg.retrieve import texts as summaries
+from processkg.retrieve import texts
 from processkg.retrieve.index import (
     DEFAULT_MODEL,
     EmbeddingCache,
@@ -161,7 +161,7 @@ def test_missing_index_is_a_clear_error(tmp_path):
 
 def test_names_are_split_and_labels_used(demo_indexed):
     store = open_store(demo_indexed)
-    items = {i.name: i for i in summaries.set_items(store)}
+    items = {i.name: i for i in texts.set_items(store)}
     text = items["A_OutbDeliveryHeader"].text
     assert text.startswith("outbound delivery header (A_OutbDeliveryHeader).")
     assert "Service: demo delivery billing." in text
@@ -170,7 +170,7 @@ def test_names_are_split_and_labels_used(demo_indexed):
 
 
 def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_indexed):
-    lex = summaries.lexicon(open_store(a2x_indexed))
+    lex = texts.lexicon(open_store(a2x_indexed))
     assert lex.phrase("A_SlsPrcgCndnRecd") == "sales pricing condition record"
     assert lex.phrase("A_OutbDeliveryHeader") == "outbound delivery header"
     assert lex.phrase("API_PURCHASEORDER_PROCESS_SRV") == "purchase order process"
@@ -189,7 +189,7 @@ def test_sap_abbreviations_are_expanded_from_the_metadata(a2x_indexed):
 def test_run_together_names_are_segmented_without_recursing(name, words):
     """Regression: an unsplittable run came back whole from ``segment`` and was segmented again,
     forever (RecursionError in ``kg build`` on the s4-fiori corpus)."""
-    lex = summaries.Lexicon(["SalesOrder", name], ["Sales Order"])
+    lex = texts.Lexicon(["SalesOrder", name], ["Sales Order"])
     assert lex.phrase(name) == words
 
 
@@ -242,7 +242,7 @@ def test_kg_index_on_a_store_built_without_index(fiori_indexed, fiori_all):
 
 
 def test_activity_texts_carry_documentation_lane_and_process(demo_indexed):
-    acts = {a.name: a.text for a in summaries.activity_items(open_store(demo_indexed))}
+    acts = {a.name: a.text for a in texts.activity_items(open_store(demo_indexed))}
     text = acts["Create billing document"]
     assert "customer invoice" in text and "Lane: Billing." in text and "Process: Order to Cash." in text
 
@@ -261,7 +261,7 @@ def test_chunks_map_back_to_the_entity_sets_they_describe(demo_indexed):
 
 def test_chunk_spans_cover_the_text_and_end_after_tags():
     text = "<a>" + "<b x='1'/>" * 300 + "</a>"
-    spans = summaries.chunk_spans(text, 200)
+    spans = texts.chunk_spans(text, 200)
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
     assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
     assert all(text[e - 1] == ">" for _, e in spans)

@@ -1,4 +1,4 @@
-"""Lift BPMN :class:`~processkg.bpmn.Definitions` into RDF (``bpmn:`` vocabulary).
+"""Lift BPMN :class:`~processkg.sources.bpmn.bpmn_xml.Definitions` into RDF (``bpmn:`` vocabulary).
 
 IRIs are unique per source file: ``id/bpmn/{file path below the input root}/{element id}``,
 so the MIWG exports of one model by four tools never collide.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pyoxigraph import NamedNode, Triple
 
-from processkg.sources.bpmn import read as bpmn
+from processkg.sources.bpmn import bpmn_xml
 from processkg.triples import Triples, child, mint
 from processkg.vocab import BPMNT, KGT
 
@@ -25,7 +25,7 @@ def element_iri(slug: str, element_id: str) -> NamedNode:
 
 
 class DefinitionsLifter:
-    def __init__(self, defs: bpmn.Definitions, slug: str) -> None:
+    def __init__(self, defs: bpmn_xml.Definitions, slug: str) -> None:
         self.defs = defs
         self.slug = slug
         self.t = Triples(defs.file)
@@ -52,7 +52,7 @@ class DefinitionsLifter:
             self._sequence_flow(flow)
         for mf in d.message_flows:
             self._message_flow(mf)
-        for a, b in bpmn.next_activities(d):
+        for a, b in bpmn_xml.next_activities(d):
             self.t.add(self.iri(a), BPMNT.next, self.iri(b))
         return self.t.items
 
@@ -62,27 +62,27 @@ class DefinitionsLifter:
         self.t.text(s, BPMNT.elementId, element_id)
         return s
 
-    def _process(self, root: NamedNode, process: bpmn.Process) -> None:
+    def _process(self, root: NamedNode, process: bpmn_xml.Process) -> None:
         s = self._named(self.iri(process.id), BPMNT.Process, process.line, process.name, process.id)
         self.t.add(s, BPMNT.definitions, root)
         self.t.boolean(s, BPMNT.isExecutable, process.executable)
         self.t.text(s, BPMNT.documentation, process.documentation)
 
-    def _participant(self, p: bpmn.Participant) -> None:
+    def _participant(self, p: bpmn_xml.Participant) -> None:
         s = self._named(self.iri(p.id), BPMNT.Participant, p.line, p.name, p.id)
         if p.collaboration:
             self.t.add(self.iri(p.collaboration), BPMNT.participant, s)
         if p.process:
             self.t.add(s, BPMNT.process, self.iri(p.process))
 
-    def _lane(self, lane: bpmn.Lane) -> None:
+    def _lane(self, lane: bpmn_xml.Lane) -> None:
         s = self._named(self.iri(lane.id), BPMNT.Lane, lane.line, lane.name, lane.id)
         self.t.add(s, BPMNT.laneOf, self.iri(lane.process))
         for ref in lane.nodes:
             self.t.add(s, BPMNT.flowElement, self.iri(ref))
             self.t.add(self.iri(ref), BPMNT.lane, s)
 
-    def _flow_node(self, node: bpmn.FlowNode) -> None:
+    def _flow_node(self, node: bpmn_xml.FlowNode) -> None:
         t = self.t
         s = self._named(self.iri(node.id), _CLASS[node.category], node.line, node.name, node.id)
         t.text(s, _KIND[node.category], node.tag)
@@ -97,7 +97,7 @@ class DefinitionsLifter:
         if node.attached_to:
             t.add(s, BPMNT.attachedTo, self.iri(node.attached_to))
 
-    def _sequence_flow(self, flow: bpmn.SequenceFlow) -> None:
+    def _sequence_flow(self, flow: bpmn_xml.SequenceFlow) -> None:
         t = self.t
         s = self._named(self.iri(flow.id), BPMNT.SequenceFlow, flow.line, flow.name, flow.id)
         t.add(s, BPMNT.sourceRef, self.iri(flow.source))
@@ -107,7 +107,7 @@ class DefinitionsLifter:
         if self.defs.nodes[flow.source].default_flow == flow.id:
             t.boolean(s, BPMNT.isDefault, True)
 
-    def _message_flow(self, mf: bpmn.MessageFlow) -> None:
+    def _message_flow(self, mf: bpmn_xml.MessageFlow) -> None:
         s = self._named(self.iri(mf.id), BPMNT.MessageFlow, mf.line, mf.name, mf.id)
         if mf.collaboration:
             self.t.add(self.iri(mf.collaboration), BPMNT.messageFlow, s)

@@ -680,7 +680,7 @@ def _expression_item(el: etree._Element) -> AnnotationValue:
 def _record(el: etree._Element) -> dict[str, AnnotationValue]:
     """A Record as a dict: property values by name; annotations of the record (CSDL 14.4.12,
     e.g. a label on a ``Validation.AllowedValues`` value) by ``@`` + term as written, which
-    pass 2 replaces by the term's full name (:func:`processkg.sources.odata.model.qualify_record_terms`)."""
+    pass 2 replaces by the term's full name (:func:`processkg.sources.odata.edm.qualify_record_terms`)."""
     record: dict[str, AnnotationValue] = {"$Type": el.get("Type", ""), "$line": el.sourceline}
     for pv in el:
         tag = local(pv.tag)

@@ -1,43 +1,34 @@
-"""A minimal client of an OpenAI-compatible chat endpoint, for mapping proposals (``kg map propose --llm-url``).
+"""An LLM's choice among the best candidate entity sets of a process step (``kg map propose --llm-url``).
 
-The endpoint is whatever the user names; nothing is contacted unless they do. The API key comes
-from ``OPENAI_API_KEY`` and is sent only in the Authorization header, never printed. Answers are
-size-capped and parsed leniently; callers fall back to the embedding proposals on any error.
+The endpoint is whatever the user names; nothing is contacted unless they do. It is asked through
+the one chat client, :mod:`processkg.openai_chat` (the key, from ``OPENAI_API_KEY``, goes only
+into the Authorization header, never printed; answers are size-capped). The answer text is parsed
+leniently; callers fall back to the embedding proposals on any error.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from processkg.aliases import JSONValue
+from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError
+from processkg.openai_chat import ChatClient
 from processkg.proposals.model import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
 
-MAX_RESPONSE = 1 << 20  # bytes read from an LLM answer
-
 
 @dataclass(frozen=True)
-class LLMSettings:
-    url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)  # never printed
-    candidates: int = 10
-    timeout: float = 60.0
-    max_tokens: int = 400
-    max_failures: int = 3  # consecutive HTTP failures before the LLM is given up
+class LLMChoiceSettings:
+    """How many of the best candidates the LLM chooses among, and how many consecutive failed
+    requests give it up; the endpoint is the chat client's settings (temperature 0)."""
 
-    def endpoint(self) -> str:
-        url = self.url.rstrip("/")
-        if not re.match(r"https?://", url, re.IGNORECASE):
-            raise LLMError(f"--llm-url must be an http:// or https:// URL, not {self.url!r}")
-        if url.endswith("/chat/completions"):
-            return url
-        return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
+    candidates: int = 10
+    max_failures: int = 3
+
+
+ANSWER_TOKENS = 400  # max_tokens of a choice, unless the chat settings name one
 
 
 SYSTEM_PROMPT = (
@@ -49,7 +40,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[dict[str, str]]:
+def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[JSONObject]:
     lines = [
         f"Process: {activity.process_name or activity.process}",
         f"Lane: {activity.lane or '-'}",
@@ -64,28 +55,10 @@ def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) ->
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def ask_llm(llm: LLMSettings, messages: list[dict[str, str]]) -> str:
-    """The answer text of one chat completion (temperature 0, bounded tokens, time and size)."""
-    body = json.dumps(
-        {"model": llm.model, "messages": messages, "temperature": 0, "max_tokens": llm.max_tokens}
-    ).encode("utf-8")
-    headers = {"Content-Type": "application/json"}
-    if llm.api_key:
-        headers["Authorization"] = f"Bearer {llm.api_key}"
-    request = urllib.request.Request(llm.endpoint(), data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=llm.timeout) as response:
-            raw = response.read(MAX_RESPONSE + 1)
-    except urllib.error.HTTPError as exc:
-        raise LLMError(f"HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise LLMError(str(getattr(exc, "reason", exc))) from None
-    if len(raw) > MAX_RESPONSE:
-        raise LLMError(f"answer larger than {MAX_RESPONSE} bytes")
-    try:
-        return json.loads(raw)["choices"][0]["message"]["content"] or ""
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise LLMError("not an OpenAI chat completion response") from None
+def ask_llm(client: ChatClient, messages: list[JSONObject]) -> str:
+    """The answer text of one chat completion, no tools offered."""
+    content = client.complete(messages, []).message.get("content")
+    return content if isinstance(content, str) else ""
 
 
 def _json_in(text: str) -> JSONValue:

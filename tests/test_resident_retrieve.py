@@ -52,6 +52,8 @@ def test_bad_parameters_are_a_400_with_the_reason(server: LocalServer) -> None:
     assert httpx.get(url, params={"q": " "}, timeout=30).json()["error"].startswith("the query is empty")
     bad = httpx.get(url, params={"q": QUERY, "method": "nope"}, timeout=30)
     assert bad.status_code == 400 and "unknown method 'nope'" in bad.json()["error"]
+    typo = httpx.get(url, params={"q": QUERY, "methdo": "tokens"}, timeout=30)  # once silently ignored
+    assert typo.status_code == 400 and typo.json()["error"].startswith("unknown parameter 'methdo'; known: q, k,")
 
 
 def test_table_output_through_the_server(server: LocalServer, demo_indexed_store: Path) -> None:

@@ -19,6 +19,7 @@ from processkg.graph.store import open_store
 from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
 from processkg.retrieve.index import build_index, index_dir, terminal_progress
+from processkg.retrieve.request import RetrievalRequest
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Result, RetrievalSettings, Retriever, check_query
 from processkg.serve.retrieval import ask
 
@@ -111,8 +112,9 @@ def retrieve_cmd(
     items = read_queries(queries) if queries else [(None, query)]
     settings = RetrievalSettings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
     if server is not None:
-        for qid, text in items:
-            _emit_remote(ask(server, _params(text, k, settings, with_context)), qid, as_json, many=len(items) > 1)
+        requests = [(qid, RetrievalRequest(text, k, settings, with_context).check()) for qid, text in items]
+        for qid, request in requests:
+            _emit_remote(ask(server, request), qid, as_json, many=len(items) > 1)
         return
     if store is None:
         raise click.UsageError("give --store DIR (or --server URL of a running kg serve)")
@@ -141,13 +143,6 @@ def _emit(
     click.echo(render_table(results))
     if context:
         click.echo("\n" + context.rstrip("\n"))
-
-
-def _params(query: str, k: int, settings: RetrievalSettings, with_context: bool) -> dict[str, str]:
-    flags = {"mapping_edges": settings.mapping_edges, "sequence_edges": settings.sequence_edges}
-    flags |= {"verify_seeds": settings.verify_seeds, "context": with_context}
-    named = {"q": query, "k": str(k), "method": settings.method, "hops": str(settings.hops)}
-    return named | {name: str(value).lower() for name, value in flags.items()}
 
 
 def _emit_remote(line: JSONObject, qid: JSONValue, as_json: bool, many: bool) -> None:

@@ -8,12 +8,18 @@ import io
 import json
 import os
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+import processkg.cli
 from conftest import DATA, INVALID
 from processkg.cli import main
+from processkg.cli.exit_codes import ExitCode
+from processkg.cli.options import SharedOption
 
 QUERY = """SELECT ?name ?label WHERE { ?s a kg:EntitySet ; kg:name ?name . OPTIONAL { ?s kg:label ?label } }
 ORDER BY ?name"""
@@ -407,3 +413,71 @@ def test_usage_errors_stay_exit_2_from_click(handmade):
 def test_query_help_names_its_bounds():
     out = " ".join(run("query", "--help").stdout.split())
     assert "--timeout SECONDS" in out and "--limit N" in out and "SERVICE, FROM and updates are refused" in out
+
+
+#: Options that mean the same in every command, so they are declared once in cli/options.py.
+SHARED_FLAGS = {
+    "--store",
+    "--out",
+    "--format",
+    "--model",
+    "--llm-url",
+    "--llm-model",
+    "--llm-candidates",
+    "--llm-timeout",
+    "--max-steps",
+    "--max-tokens",
+    "--temperature",
+    "--api-key-env",
+    "--odata-url",
+    "--allow-writes",
+    "--record",
+}
+
+
+def _commands(group: click.Group, path: str = "kg") -> Iterator[tuple[str, click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        yield f"{path} {name}", command
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{path} {name}")
+
+
+def test_every_shared_option_comes_from_cli_options():
+    hand_made = [
+        f"{name} {flag}"
+        for name, command in _commands(main)
+        for param in command.params
+        for flag in param.opts
+        if flag in SHARED_FLAGS and not isinstance(param, SharedOption)
+    ]
+    assert hand_made == []
+    used = {flag for _, command in _commands(main) for p in command.params for flag in p.opts} & SHARED_FLAGS
+    assert used == SHARED_FLAGS  # the list above names no option that no command has
+
+
+def test_out_says_file_or_folder_and_format_lists_its_choices():
+    metavars = {
+        name: param.metavar for name, command in _commands(main) for param in command.params if "--out" in param.opts
+    }
+    assert metavars["kg build"] == "FILE" and metavars["kg docs"] == "DIR" and metavars["kg eval socbench"] == "DIR"
+    assert set(metavars.values()) == {"FILE", "DIR"}
+    formats = [p for _, command in _commands(main) for p in command.params if "--format" in p.opts]
+    assert len(formats) == 4 and all(
+        isinstance(p.type, click.Choice) and p.default == p.type.choices[0] for p in formats
+    )
+
+
+def test_help_lists_every_exit_code():
+    text = run("--help").stdout
+    for code in ExitCode:
+        assert re.search(rf"^\s+{code.value}\s+\S", text, re.MULTILINE), code
+
+
+def test_no_command_ends_itself_with_a_literal_code_or_its_own_error_line():
+    """Exit 2 has one route, the group's handler; commands exit with named codes only."""
+    cli = Path(processkg.cli.__file__).parent
+    for source in sorted(cli.glob("*.py")):
+        text = source.read_text()
+        assert not re.search(r"sys\.exit\(\d", text), source.name
+        if source.name != "__init__.py":
+            assert 'click.echo(f"error:' not in text, source.name

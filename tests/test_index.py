@@ -20,7 +20,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.cli.retrieve import index_cmd
+from processkg.cli import main
 from processkg.graph.store import open_store
 from processkg.pipeline import BuildOptions, build
 from processkg.retrieve import texts
@@ -234,7 +234,7 @@ def test_kg_index_on_a_store_built_without_index(fiori_indexed, fiori_all):
     shutil.copytree(fiori_all, store, symlinks=True)  # the session's build of the corpus without index
     assert not (store / "index").exists()
     cache = tmp / "cache"  # the first index's cache: nothing needs encoding again
-    result = CliRunner().invoke(index_cmd, ["--store", str(store), "--cache", str(cache)])
+    result = CliRunner().invoke(main, ["index", "--store", str(store), "--cache", str(cache)])
     assert result.exit_code == 0, result.output
     assert "(0 encoded," in result.output, result.output
     assert load_index(store).items["set"] == load_index(tmp / "store").items["set"]
@@ -318,7 +318,7 @@ def test_hnsw_is_deterministic(encoder):
 
 
 def test_kg_index_command(demo_indexed):
-    result = CliRunner().invoke(index_cmd, ["--store", str(demo_indexed), "--odata", str(DEMO / "odata")])
+    result = CliRunner().invoke(main, ["index", "--store", str(demo_indexed), "--odata", str(DEMO / "odata")])
     assert result.exit_code == 0, result.output
     assert "indexed 23 entity sets, 27 activities, 84 metadata chunks" in result.output
     assert "(0 encoded, 134 from cache)" in result.output  # nothing changed, nothing re-encoded
@@ -353,7 +353,7 @@ def test_kg_index_shows_progress_on_a_terminal_only(demo_indexed, tmp_path):
         os.close(leader)
     assert done.returncode == 0, err
     assert "index: encoded 0 of 50 texts" in err and "index: encoded 50 of 50 texts" in err
-    quiet = CliRunner().invoke(index_cmd, ["--store", str(demo_indexed), "--cache", str(tmp_path / "c2")])
+    quiet = CliRunner().invoke(main, ["index", "--store", str(demo_indexed), "--cache", str(tmp_path / "c2")])
     assert quiet.exit_code == 0 and "index: encoded" not in quiet.output
 
 
@@ -371,6 +371,6 @@ def _read_all(fd: int) -> str:
 
 
 def test_kg_index_without_store_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(index_cmd, ["--store", str(tmp_path / "none")])
+    result = CliRunner().invoke(main, ["index", "--store", str(tmp_path / "none")])
     assert result.exit_code == 2
     assert "no processkg store here" in result.output

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from processkg.cli.retrieve import retrieve_cmd
+from processkg.cli import main
 from processkg.tools.local_server import LocalServer, free_port
 
 QUERY = "create a sales order for a customer"
@@ -23,7 +23,7 @@ def server(demo_indexed_store: Path) -> Iterator[LocalServer]:
 
 
 def _json(args: list[str]) -> dict[str, object]:
-    out = CliRunner().invoke(retrieve_cmd, args)
+    out = CliRunner().invoke(main, ["retrieve", *args])
     assert out.exit_code == 0, out.output
     return json.loads(out.output)
 
@@ -52,20 +52,22 @@ def test_bad_parameters_are_a_400_with_the_reason(server: LocalServer) -> None:
     assert httpx.get(url, params={"q": " "}, timeout=30).json()["error"].startswith("the query is empty")
     bad = httpx.get(url, params={"q": QUERY, "method": "nope"}, timeout=30)
     assert bad.status_code == 400 and "unknown method 'nope'" in bad.json()["error"]
+    typo = httpx.get(url, params={"q": QUERY, "methdo": "tokens"}, timeout=30)  # once silently ignored
+    assert typo.status_code == 400 and typo.json()["error"].startswith("unknown parameter 'methdo'; known: q, k,")
 
 
 def test_table_output_through_the_server(server: LocalServer, demo_indexed_store: Path) -> None:
-    local = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_indexed_store), QUERY])
-    remote = CliRunner().invoke(retrieve_cmd, ["--server", server.url, QUERY])
+    local = CliRunner().invoke(main, ["retrieve", "--store", str(demo_indexed_store), QUERY])
+    remote = CliRunner().invoke(main, ["retrieve", "--server", server.url, QUERY])
     assert remote.exit_code == 0 and remote.output == local.output
 
 
 def test_bad_server_url_is_one_line() -> None:
-    out = CliRunner().invoke(retrieve_cmd, ["--server", f"http://127.0.0.1:{free_port()}", QUERY])
+    out = CliRunner().invoke(main, ["retrieve", "--server", f"http://127.0.0.1:{free_port()}", QUERY])
     assert out.exit_code == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: kg serve at http://127.0.0.1:")
 
 
 def test_store_and_server_together_are_refused(demo_indexed_store: Path) -> None:
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_indexed_store), "--server", "http://x", QUERY])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_indexed_store), "--server", "http://x", QUERY])
     assert out.exit_code == 2 and "not both" in out.output

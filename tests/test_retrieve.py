@@ -16,7 +16,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.cli.retrieve import retrieve_cmd
+from processkg.cli import main
 from processkg.errors import (
     IndexNotFoundError,
     ProcessKGError,
@@ -290,8 +290,18 @@ def test_a2x_all_methods_and_ablations_run(a2x_retriever):
 
 def test_cli_json_single_query(demo_retriever):
     out = CliRunner().invoke(
-        retrieve_cmd,
-        ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "5", "--json", "--method", "hybrid-paper"],
+        main,
+        [
+            "retrieve",
+            "--store",
+            str(demo_retriever.store_dir),
+            CHAIN_QUERY,
+            "-k",
+            "5",
+            "--json",
+            "--method",
+            "hybrid-paper",
+        ],
     )
     assert out.exit_code == 0, out.output
     line = json.loads(out.output)
@@ -312,8 +322,9 @@ def test_cli_batch_jsonl(demo_retriever, tmp_path):
         + "\n"
     )
     out = CliRunner().invoke(
-        retrieve_cmd,
+        main,
         [
+            "retrieve",
             "--store",
             str(demo_retriever.store_dir),
             "--queries",
@@ -345,7 +356,7 @@ def test_cli_bad_jsonl_names_the_line(demo_retriever, tmp_path, content, message
     queries = tmp_path / "bad.jsonl"
     queries.write_text(content)
     out = CliRunner().invoke(
-        retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"]
+        main, ["retrieve", "--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"]
     )
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
@@ -353,8 +364,18 @@ def test_cli_bad_jsonl_names_the_line(demo_retriever, tmp_path, content, message
 
 def test_cli_table_and_context(demo_retriever):
     out = CliRunner().invoke(
-        retrieve_cmd,
-        ["--store", str(demo_retriever.store_dir), CHAIN_QUERY, "-k", "3", "--context", "--method", "hybrid-paper"],
+        main,
+        [
+            "retrieve",
+            "--store",
+            str(demo_retriever.store_dir),
+            CHAIN_QUERY,
+            "-k",
+            "3",
+            "--context",
+            "--method",
+            "hybrid-paper",
+        ],
     )
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
@@ -363,13 +384,13 @@ def test_cli_table_and_context(demo_retriever):
 
 
 def test_cli_needs_a_query_or_a_file(demo_retriever):
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir)])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir)])
     assert out.exit_code == 2 and "either a QUERY or --queries" in out.output
 
 
 def test_cli_refuses_an_empty_query(demo_retriever):
     for query in ("", "   \t "):
-        out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), query])
+        out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir), query])
         assert out.exit_code == 2, out.output
         assert out.output.strip() == "error: the query is empty: give the question to retrieve for"
     with pytest.raises(ProcessKGError, match="the query is empty"):
@@ -379,7 +400,7 @@ def test_cli_refuses_an_empty_query(demo_retriever):
 def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": 1, "query": "bikes"}\n{"id": 2, "query": "  "}\n')
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(demo_retriever.store_dir), "--queries", str(queries)])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir), "--queries", str(queries)])
     assert out.exit_code == 2
     assert out.output.strip() == f'error: {queries}:2: "query" must be a non-empty string'
 
@@ -421,7 +442,7 @@ def test_a_damaged_index_is_one_line_naming_store_file_and_command(small_store, 
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
     damage(index_dir(store) / name)
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(store), "sales orders"])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(store), "sales orders"])
     assert out.exit_code == 2, out.output
     assert out.output.count("\n") == 1 and "Traceback" not in out.output
     assert out.output.startswith(f"error: {store}: the retrieval index is damaged: {index_dir(store) / name} {what}")

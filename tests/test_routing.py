@@ -18,7 +18,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from processkg.cli.retrieve import retrieve_cmd
+from processkg.cli import main
 from processkg.errors import RankingModelError
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fit_classifier, fit_ranker, routing_accuracy, train
@@ -193,7 +193,7 @@ def test_near_duplicates_take_one_slot_with_alternatives(sap):
 
 def test_cli_json_lists_the_alternatives(sap, sap_store):
     query = "show me sales order 4711 with its items and the business partner who ordered"
-    out = CliRunner().invoke(retrieve_cmd, ["--store", str(sap_store), query, "-k", "10", "--json"])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(sap_store), query, "-k", "10", "--json"])
     assert out.exit_code == 0, out.output
     results = json.loads(out.output)["results"]
     expected = [[list(a) for a in r.alternatives] for r in sap.retrieve(query, 10)]

@@ -15,7 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import shared
-from processkg.cli.socbench import build_openapi_store, socbench_cmd
+from processkg.cli import main
+from processkg.cli.socbench import build_openapi_store
 from processkg.errors import (
     ProcessKGError,
     SOCBenchError,
@@ -164,7 +165,7 @@ def test_cli_writes_the_report(energy, socbench_cache, tmp_path):
     root, result, _tests = energy
     out = tmp_path / "out"
     args = [str(root), "--out", str(out), "--instance", INSTANCE, "--domain", DOMAIN, "--cache", str(socbench_cache)]
-    res = CliRunner().invoke(socbench_cmd, args)
+    res = CliRunner().invoke(main, ["eval", "socbench", *args])
     assert res.output.count("error") == 0
     assert res.exit_code == 0, res.output
     assert "SOCBench-D: 10 queries over 1 domains (50 endpoints)" in res.output
@@ -204,9 +205,9 @@ def test_bad_queries_name_file_line_and_pointer(tmp_path, queries, message):
 
 
 def test_cli_reports_bad_input_in_one_line(tmp_path):
-    res = CliRunner().invoke(socbench_cmd, [str(tmp_path / "absent"), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(main, ["eval", "socbench", str(tmp_path / "absent"), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and res.output.startswith("error: ") and "Traceback" not in res.output
-    res = CliRunner().invoke(socbench_cmd, [str(tmp_path), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(main, ["eval", "socbench", str(tmp_path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "no SOCBench-D domain found" in res.output
 
 

@@ -7,11 +7,11 @@ import importlib.util
 import json
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 from rdflib import RDF, Namespace
 
+from processkg.cli import main
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
 from processkg.pipeline import BuildOptions, build
@@ -633,8 +633,7 @@ def test_engines_are_kept_for_the_most_recent_services_only(a2x_store, monkeypat
 
 
 def _invoke(command, args):
-    group = click.Group(commands={command.name: command})
-    return CliRunner().invoke(group, [command.name, *args])
+    return CliRunner().invoke(main, [command.name, *args])
 
 
 def test_cli_text_on_demo_calls(demo_store):
@@ -787,11 +786,10 @@ def test_calls_from_standard_input(demo_store):
         )
         + "\n"
     )
-    group = click.Group(commands={"validate": validate_cmd})
-    result = CliRunner().invoke(group, ["validate", "--store", str(demo_store), "-", "--format", "json"], input=calls)
+    result = CliRunner().invoke(main, ["validate", "--store", str(demo_store), "-", "--format", "json"], input=calls)
     assert result.exit_code == 1, result.output
     assert [r["valid"] for r in json.loads(result.output)] == [True, False]
-    empty = CliRunner().invoke(group, ["validate", "--store", str(demo_store), "-"], input="")
+    empty = CliRunner().invoke(main, ["validate", "--store", str(demo_store), "-"], input="")
     assert empty.exit_code == 2 and "error: <stdin>: no recorded calls" in empty.output
 
 

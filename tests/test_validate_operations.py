@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import INVALID
-from processkg.cli.validate import validate_cmd
+from processkg.cli import main
 from processkg.validate.calls import KINDS, Validator, read_calls
 from processkg.validate.operation_parameters import uri_value
 
@@ -123,7 +123,7 @@ def test_a_non_nullable_parameter_sap_marks_optional_may_be_left_out(a2x_validat
 
 
 def test_kg_validate_reports_the_operation_calls(a2x_store):
-    result = CliRunner().invoke(validate_cmd, ["--store", str(a2x_store), str(CALLS)])
+    result = CliRunner().invoke(main, ["validate", "--store", str(a2x_store), str(CALLS)])
     assert result.exit_code == 1, result.output
     invalid = sum(1 for pairs in EXPECTED.values() if pairs)
     assert f"{len(EXPECTED)} calls: {len(EXPECTED) - invalid} valid, {invalid} invalid" in result.output

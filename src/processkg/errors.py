@@ -111,6 +111,11 @@ class EmptyQueryError(ProcessKGError):
     """A retrieval query that is empty or only whitespace: nothing to rank by."""
 
 
+class RetrievalRequestError(ProcessKGError):
+    """A retrieval request (``GET /$processkg/retrieve``'s parameters) that names an unknown
+    parameter or gives one a value of the wrong kind; the message names the parameter."""
+
+
 class DuplicateDeclarationError(InputError):
     """Two elements declare the same identifier (a BPMN id, an OData qualified name); reading
     on would silently replace the first by the second."""

@@ -14,6 +14,7 @@ from processkg.cli.agent import agent_group, eval_agent_cmd
 from processkg.cli.build import build_cmd
 from processkg.cli.docs import docs_cmd
 from processkg.cli.eval import eval_group
+from processkg.cli.exit_codes import ExitCode
 from processkg.cli.graph import audit_cmd, query_cmd, stats_cmd
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.cli.mcp import mcp_cmd
@@ -23,9 +24,6 @@ from processkg.cli.serve import serve_cmd
 from processkg.cli.socbench import socbench_cmd
 from processkg.cli.validate import printable, shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
-
-#: Exit codes of every command (listed in ``kg --help``).
-EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 #: OSError numbers that are a problem of the machine (disk, permissions, limits, network), not a
 #: bug: exit 2 with the path and the cause. Any other number (EBADF, EINVAL, ...) is exit 3.
@@ -68,6 +66,9 @@ ENVIRONMENT_ERRNOS = frozenset(
 class _Group(click.Group):
     """One line on stderr and a distinct exit code for whatever ends a command, never a traceback.
 
+    This is the only place that turns an error into exit 2: commands raise ProcessKGError
+    (or click's usage errors) and never print an error and exit themselves.
+
     An input error is exit 2, and so is a problem of the environment (a full or read-only disk,
     no permission, a file where a folder should be, a limit reached): an OSError numbered in
     :data:`ENVIRONMENT_ERRNOS`, or one of Oxigraph's storage errors (they carry no number, and
@@ -81,10 +82,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ProcessKGError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_ERROR)
+            sys.exit(ExitCode.INPUT)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            sys.exit(ExitCode.INTERRUPTED)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except OSError as exc:
@@ -94,7 +95,7 @@ class _Group(click.Group):
                 _internal_error(exc)
             _traceback_if_debug(exc)
             click.echo(f"error: {environment_message(exc)}", err=True)
-            sys.exit(EXIT_ERROR)
+            sys.exit(ExitCode.INPUT)
         except Exception as exc:
             _internal_error(exc)
 
@@ -134,7 +135,7 @@ def _internal_error(exc: BaseException) -> NoReturn:
     _traceback_if_debug(exc)
     detail = " ".join(f"{type(exc).__name__}: {exc}".split())
     click.echo(f"internal error: {detail}; please report (PROCESSKG_DEBUG=1 shows the traceback)", err=True)
-    sys.exit(EXIT_INTERNAL)
+    sys.exit(ExitCode.BUG)
 
 
 @click.group(cls=_Group)

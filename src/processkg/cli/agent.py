@@ -14,49 +14,12 @@ from processkg.agent import local_model
 from processkg.agent.conditions import CONDITIONS
 from processkg.agent.run import RECORDING, TRACE, RunSettings, run_task
 from processkg.aliases import JSONObject
-from processkg.cli.mcp import odata_options
-from processkg.cli.options import F, store_option
-from processkg.errors import AgentEvalError
+from processkg.cli.exit_codes import ExitCode
+from processkg.cli.options import F, llm_options, odata_options, odata_url_option, out_option, store_option
+from processkg.errors import AgentEvalError, LLMError
 from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
 from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
 from processkg.openai_chat import ChatSettings
-
-
-def llm_options() -> Callable[[F], F]:
-    """The chat endpoint and the loop's settings, shared by ``kg agent run`` and ``kg eval agent``:
-    ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--max-tokens``,
-    ``--api-key-env``."""
-    options = [
-        click.option("--llm-url", required=True, help="Base URL of an OpenAI-compatible chat endpoint (.../v1)."),
-        click.option("--model", required=True, help="Model name the endpoint serves."),
-        click.option(
-            "--max-steps", type=click.IntRange(1, 200), default=15, show_default=True, help="Model turns at most."
-        ),
-        click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True),
-        click.option(
-            "--timeout", type=click.FloatRange(1), default=120.0, show_default=True, help="Seconds per request."
-        ),
-        click.option(
-            "--max-tokens",
-            type=click.IntRange(1),
-            default=None,
-            help="Tokens one answer may have at most (default: the endpoint's limit). A small model that "
-            "repeats itself otherwise writes until its context is full.",
-        ),
-        click.option(
-            "--api-key-env",
-            default="OPENAI_API_KEY",
-            show_default=True,
-            help="Environment variable holding the endpoint's API key (none needed for a local server).",
-        ),
-    ]
-
-    def decorate(command: F) -> F:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
 
 
 def metadata_option() -> Callable[[F], F]:
@@ -96,13 +59,7 @@ def agent_group() -> None:
 )
 @odata_options(record=False)
 @metadata_option()
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("agent-run"),
-    show_default=True,
-    help=f"Folder for the run's {TRACE} and {RECORDING}.",
-)
+@out_option("folder", f"Folder for the run's {TRACE} and {RECORDING}.", default=Path("agent-run"))
 def agent_run_cmd(
     task: str,
     store: Path,
@@ -136,12 +93,11 @@ def agent_run_cmd(
         err=True,
     )
     if result.status == "llm-error":
-        click.echo(f"error: {result.error}", err=True)
-        sys.exit(2)
+        raise LLMError(result.error)
     if result.answer:
         click.echo(result.answer)
     if result.status != "answered":
-        sys.exit(1)
+        sys.exit(ExitCode.PROBLEMS)
 
 
 @agent_group.command("local-model")
@@ -220,19 +176,15 @@ def _summary(results: JSONObject) -> str:
 @click.option("--runs", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per task and condition.")
 @click.option("--kinds", default=",".join(KINDS), show_default=True, help="Comma-separated task kinds to run.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Run only the first N tasks (after --kinds).")
-@click.option(
-    "--odata-url",
-    default=None,
-    help="Base URL of the OData server the agent calls, reset with POST /$reset before every run when it "
-    "answers it. Default: kg serve of the store, in-process on a free loopback port.",
+@odata_url_option(
+    "Base URL of the OData server the agent calls, reset with POST /$reset before every run when it "
+    "answers it. Default: kg serve of the store, in-process on a free loopback port."
 )
 @metadata_option()
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+@out_option(
+    "folder",
+    "Folder for report.md, results.json, plot.png and runs/ (a rerun resumes there).",
     default=Path("eval-agent"),
-    show_default=True,
-    help="Folder for report.md, results.json, plot.png and runs/ (a rerun resumes there).",
 )
 def eval_agent_cmd(
     tasks_file: Path,

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from click._termui_impl import ProgressBar
 
+from processkg.cli.options import model_option, optional_store_option, out_option
 from processkg.graph import stats
 from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
@@ -56,12 +57,8 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list "
     "(default: the bindings.yaml of a --codes folder, if one has it).",
 )
-@click.option(
-    "--store",
-    type=click.Path(path_type=Path),
-    help="Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).",
-)
-@click.option("--out", type=click.Path(path_type=Path), help="Also write the graph as Turtle here.")
+@optional_store_option("Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).")
+@out_option("file", "Also write the graph as Turtle here.")
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "warn", "skip"]),
@@ -80,7 +77,7 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     show_default=True,
     help="Write the retrieval index (STORE/index/) for kg retrieve.",
 )
-@click.option("--model", help="Embedding model for the index: a name known offline or a local path.")
+@model_option("Embedding model for the index: a name known offline or a local path.")
 @click.option("--chunks", is_flag=True, help="Also index raw metadata chunks for --method chunkrag (slow).")
 def build_cmd(
     odata: tuple[Path, ...],

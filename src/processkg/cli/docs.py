@@ -7,17 +7,13 @@ from pathlib import Path
 
 import click
 
+from processkg.cli.exit_codes import ExitCode
+from processkg.cli.options import out_option
 from processkg.docgen import stale_docs, write_docs
 
 
 @click.command("docs")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("docs"),
-    show_default=True,
-    help="Folder to write the generated pages into.",
-)
+@out_option("folder", "Folder to write the generated pages into.", default=Path("docs"))
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 and name the pages that are missing or out of date.")
 def docs_cmd(out: Path, check: bool) -> None:
     """Generate docs/ontology-reference.md, docs/cli.md and docs/queries.md from their sources.
@@ -32,6 +28,6 @@ def docs_cmd(out: Path, check: bool) -> None:
         stale = stale_docs(out, group)
         for name in stale:
             click.echo(f"out of date: {Path(out) / name} (run `kg docs --out {out}`)", err=True)
-        sys.exit(1 if stale else 0)
+        sys.exit(ExitCode.PROBLEMS if stale else ExitCode.OK)
     for path in write_docs(out, group):
         click.echo(f"wrote {path}")

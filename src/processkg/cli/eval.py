@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
+from processkg.cli.options import model_option, out_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Hit, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
 from processkg.evaluate.overlap import activity_overlap
@@ -58,7 +59,7 @@ def eval_group() -> None:
 
 
 @eval_group.command("retrieval")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@store_option("Store with its retrieval index.")
 @click.option(
     "--queries",
     "queries_file",
@@ -81,8 +82,8 @@ def eval_group() -> None:
     show_default=True,
     help="Also run the hybrid methods without mapping edges, without sequence edges, with seed verification.",
 )
-@click.option("--model", help="Embedding model; the store's index must have been built with it.")
-@click.option("--out", type=click.Path(path_type=Path), help="Write report.md, results.json and PNG plots here.")
+@model_option()
+@out_option("folder", "Write report.md, results.json and PNG plots here.")
 @click.option(
     "--overlap-table",
     is_flag=True,

@@ -13,6 +13,8 @@ import click
 
 from processkg.aliases import JSONValue
 from processkg.assets import internal_queries_dir, queries_dir
+from processkg.cli.exit_codes import ExitCode
+from processkg.cli.options import format_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph import stats
 from processkg.graph.audit import audit, render_audit
@@ -21,20 +23,8 @@ from processkg.graph.store import load_query, open_store
 
 
 @click.command("stats")
-@click.option(
-    "--store",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Store directory written by kg build, or its SPARQL server's URL.",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Plain tables, or JSON with the same rows.",
-)
+@store_option()
+@format_option("table", "json", help="Plain tables, or JSON with the same rows.")
 def stats_cmd(store: Path, fmt: str) -> None:
     """Counts per class, per service and per process."""
     result = stats.store_stats(open_store(store))
@@ -55,12 +45,7 @@ def _library_epilog() -> str:
 
 
 @click.command("query", epilog=_library_epilog())
-@click.option(
-    "--store",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Store directory written by kg build, or its SPARQL server's URL.",
-)
+@store_option()
 @click.argument("query")
 @click.option(
     "--param",
@@ -69,14 +54,7 @@ def _library_epilog() -> str:
     metavar="KEY=VALUE",
     help="Bind ?KEY to VALUE (an IRI if it looks like one, else a literal). Repeatable.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "csv", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format of the result rows.",
-)
+@format_option("table", "csv", "json", help="Output format of the result rows.")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
@@ -153,12 +131,7 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
 
 
 @click.command("audit")
-@click.option(
-    "--store",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Store directory written by kg build, or its SPARQL server's URL.",
-)
+@store_option()
 @click.option(
     "--odata",
     multiple=True,
@@ -172,17 +145,10 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
     type=click.Path(path_type=Path),
     help="The BPMN files or directories the store was built from. Repeatable.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table of classes, or JSON with per-file rows.",
-)
+@format_option("table", "json", help="A table of classes, or JSON with per-file rows.")
 def audit_cmd(store: Path, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
     result = audit(store, list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))
     if any(row["source"] != row["graph"] for row in result["classes"]):
-        sys.exit(1)
+        sys.exit(ExitCode.PROBLEMS)

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.cli.options import model_option, store_option
+from processkg.cli.options import model_option, out_option, proposal_llm_options, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
@@ -48,15 +48,12 @@ def map_group() -> None:
 
 @map_group.command("propose")
 @store_option("Store with its retrieval index.")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Proposals file (mapping YAML) to write.")
+@out_option("file", "Proposals file (mapping YAML) to write.", required=True)
 @click.option("--top-n", type=int, help="Most entity sets per activity (default: the tuned value).")
 @click.option("--threshold", type=float, help="Least fused score of a proposal (default: the tuned value).")
 @click.option("--ratio", type=float, help="A second or later set needs this fraction of the best score.")
 @model_option()
-@click.option("--llm-url", help="OpenAI-compatible endpoint (base URL, .../v1 or .../v1/chat/completions).")
-@click.option("--llm-model", help="Model name sent to the endpoint; needs --llm-url.")
-@click.option("--llm-candidates", default=10, show_default=True, help="Candidate sets sent per activity.")
-@click.option("--llm-timeout", default=60.0, show_default=True, help="Seconds per LLM request.")
+@proposal_llm_options()
 def propose_cmd(
     store: Path,
     out: Path,
@@ -106,7 +103,7 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @store_option("Store with its index, built WITHOUT the gold mapping.")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
-@click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
+@out_option("file", "Write the choice and its evaluation here (JSON).")
 def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
@@ -127,7 +124,7 @@ def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
 @click.command("mapping")
 @click.option("--proposals", required=True, type=click.Path(path_type=Path), help="Proposals file from kg map propose.")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
-@click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
+@out_option("folder", "Write report.md and results.json here.")
 def mapping_cmd(proposals: Path, gold: Path, out: Path) -> None:
     """Edge precision, recall and F1 of proposals against a gold mapping, with and without mode."""
 

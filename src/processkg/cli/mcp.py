@@ -2,54 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
-from processkg.cli.options import F, store_option
+from processkg.cli.options import odata_options, store_option
 from processkg.graph.store import open_store
 from processkg.retrieve.index import load_encoder_model, load_index
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import tool_list
 from processkg.tools.toolbox import Toolbox
-
-
-def odata_options(record: bool = True) -> Callable[[F], F]:
-    """``--odata-url`` and ``--allow-writes`` (where ``call`` sends, and what it may do), and ``--record``."""
-    options = [
-        click.option(
-            "--odata-url",
-            default=None,
-            help="Base URL of the OData server `call` sends to (credentials from PROCESSKG_ODATA_USER and "
-            "PROCESSKG_ODATA_PASSWORD, or PROCESSKG_ODATA_TOKEN). Default: kg serve of the store, "
-            "started in-process on a free loopback port.",
-        ),
-        click.option(
-            "--allow-writes",
-            is_flag=True,
-            help="Let `call` send POST, PATCH, MERGE, PUT and DELETE (default: GET only).",
-        ),
-    ]
-    if record:
-        options.append(
-            click.option(
-                "--record",
-                type=click.Path(dir_okay=False, path_type=Path),
-                default=None,
-                help="Append every call to this JSON Lines file (kg validate reads it): the in-process kg serve's "
-                "recording, or the calls sent to --odata-url.",
-            )
-        )
-
-    def decorate(command: F) -> F:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
 
 
 def odata_client(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from processkg.cli.options import out_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
@@ -20,7 +21,7 @@ from processkg.retrieve.retriever import Retriever
 
 
 @click.command("train-ranker")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@store_option("Store with its retrieval index.")
 @click.option(
     "--queries",
     "queries_file",
@@ -29,11 +30,8 @@ from processkg.retrieve.retriever import Retriever
     help="Benchmark JSONL with types single, navigation, process-chain, workflow and a train split.",
 )
 @click.option("--split", default="train", show_default=True, help="The split to learn from (never the test split).")
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Where to write the model (the shipped one is src/processkg/assets/ranking/routed.json).",
+@out_option(
+    "file", "Where to write the model (the shipped one is src/processkg/assets/ranking/routed.json).", required=True
 )
 def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> None:
     """Learn the kind classifier and the per-kind ranking models, with cross-validation on the split only."""
@@ -52,7 +50,7 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
 
 
 @click.command("processes")
-@click.option("--store", required=True, type=click.Path(path_type=Path), help="Store with its retrieval index.")
+@store_option("Store with its retrieval index.")
 @click.option(
     "--queries",
     "queries_file",
@@ -60,7 +58,7 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
     type=click.Path(path_type=Path),
     help="Benchmark JSONL whose process-chain and workflow queries name their process.",
 )
-@click.option("--out", type=click.Path(path_type=Path), help="Write report.md and results.json here.")
+@out_option("folder", "Write report.md and results.json here.")
 @click.option(
     "--fold-seeds",
     default=3,

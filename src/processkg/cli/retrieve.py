@@ -1,48 +1,29 @@
 """``kg retrieve`` and ``kg index``: click commands; the work is done by the library.
 
 The lead registers them with ``main.add_command(retrieve_cmd)`` / ``main.add_command(index_cmd)``.
-Input errors are reported as one ``error:`` line with exit code 2, never a traceback.
+Input errors are raised as ProcessKGError; the ``kg`` group reports them (exit 2).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 import click
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import JsonLinesError, ProcessKGError, QueryFileError
+from processkg.cli.options import model_option, optional_store_option, store_option
+from processkg.errors import JsonLinesError, QueryFileError
 from processkg.graph.stats import table
 from processkg.graph.store import open_store
 from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
 from processkg.retrieve.index import build_index, index_dir, terminal_progress
+from processkg.retrieve.request import RetrievalRequest
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Result, RetrievalSettings, Retriever, check_query
 from processkg.serve.retrieval import ask
 
 COLUMNS = ("rank", "score", "service", "entity_set", "source", "via")
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _clean_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Report a ProcessKGError as ``error: ...`` on stderr with exit code 2."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except ProcessKGError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-
-    return wrapper
 
 
 def read_queries(path: Path) -> list[tuple[object, str]]:
@@ -81,9 +62,7 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 
 
 @click.command("retrieve")
-@click.option(
-    "--store", type=click.Path(path_type=Path), help="Store directory (with index/), or its SPARQL server's URL."
-)
+@optional_store_option("Store directory (with index/), or its SPARQL server's URL.")
 @click.option(
     "--server",
     metavar="URL",
@@ -104,10 +83,9 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 @click.option("--no-mapping-edges", is_flag=True, help="Ablation: ignore uses:entitySet edges.")
 @click.option("--no-sequence-edges", is_flag=True, help="Ablation: ignore bpmn:next edges.")
 @click.option("--verify-seeds", is_flag=True, help="Expand a seed only if it is supported by the query.")
-@click.option("--model", help="Embedding model name or path (default: the one the index was built with).")
+@model_option("Embedding model name or path (default: the one the index was built with).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query).")
 @click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
-@_clean_errors
 def retrieve_cmd(
     store: Path | None,
     server: str | None,
@@ -134,8 +112,9 @@ def retrieve_cmd(
     items = read_queries(queries) if queries else [(None, query)]
     settings = RetrievalSettings(method, hops, not no_mapping_edges, not no_sequence_edges, verify_seeds).check()
     if server is not None:
-        for qid, text in items:
-            _emit_remote(ask(server, _params(text, k, settings, with_context)), qid, as_json, many=len(items) > 1)
+        requests = [(qid, RetrievalRequest(text, k, settings, with_context).check()) for qid, text in items]
+        for qid, request in requests:
+            _emit_remote(ask(server, request), qid, as_json, many=len(items) > 1)
         return
     if store is None:
         raise click.UsageError("give --store DIR (or --server URL of a running kg serve)")
@@ -166,13 +145,6 @@ def _emit(
         click.echo("\n" + context.rstrip("\n"))
 
 
-def _params(query: str, k: int, settings: RetrievalSettings, with_context: bool) -> dict[str, str]:
-    flags = {"mapping_edges": settings.mapping_edges, "sequence_edges": settings.sequence_edges}
-    flags |= {"verify_seeds": settings.verify_seeds, "context": with_context}
-    named = {"q": query, "k": str(k), "method": settings.method, "hops": str(settings.hops)}
-    return named | {name: str(value).lower() for name, value in flags.items()}
-
-
 def _emit_remote(line: JSONObject, qid: JSONValue, as_json: bool, many: bool) -> None:
     """A resident retriever's answer, printed as ``kg retrieve`` prints its own."""
     line = {**line, "id": qid}
@@ -197,10 +169,8 @@ def _row(n: int, result: JSONObject) -> list[object]:
 
 
 @click.command("index")
-@click.option(
-    "--store", required=True, type=click.Path(path_type=Path), help="Store directory, or its SPARQL server's URL."
-)
-@click.option("--model", help="Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
+@store_option("Store directory, or its SPARQL server's URL.")
+@model_option("Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
 @click.option(
     "--odata",
     multiple=True,
@@ -213,7 +183,6 @@ def _row(n: int, result: JSONObject) -> list[object]:
     type=click.Path(path_type=Path),
     help="Embedding cache folder shared across builds (default: inside STORE/index/).",
 )
-@_clean_errors
 def index_cmd(store: Path, model: str, odata: tuple[Path, ...], cache_dir: Path) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
 

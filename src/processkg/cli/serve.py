@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from processkg.cli.options import store_option
+from processkg.cli.options import record_option, store_option
 from processkg.errors import ServeBindError
 from processkg.graph.remote import shown
 from processkg.serve.app import create_app, open_server
@@ -31,11 +31,7 @@ from processkg.serve.app import create_app, open_server
     is_flag=True,
     help="Answer POST /$reset (drops every change; needs the CSRF token unless --no-csrf).",
 )
-@click.option(
-    "--record",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Append every call, with the status it got, to this JSON Lines file (kg validate reads it).",
-)
+@record_option("Append every call, with the status it got, to this JSON Lines file (kg validate reads it).")
 @click.option(
     "--data",
     type=click.Path(file_okay=False, exists=True, path_type=Path),

@@ -1,7 +1,7 @@
 """``kg eval socbench``: the SOCBench-D benchmark by its own protocol; the work is done by
 :mod:`processkg.evaluate.socbench_protocol`. The lead registers :data:`socbench_cmd` on the ``kg eval`` group.
 
-Input errors are reported as one ``error:`` line with exit code 2, never a traceback.
+Input errors are raised as ProcessKGError; the ``kg`` group reports them (exit 2).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
-from processkg.cli.retrieve import _clean_errors
+from processkg.cli.options import model_option, out_option
 from processkg.evaluate import socbench_protocol
 from processkg.pipeline import BuildOptions, build
 
@@ -44,15 +44,8 @@ def _command_line(
 
 @click.command("socbench")
 @click.argument("root", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Folder for report.md and results.json (created if missing).",
-)
-@click.option(
-    "--model", default=None, help="Sentence-transformers model (local path); default all-MiniLM-L6-v2, bundled."
-)
+@out_option("folder", "Folder for report.md and results.json (created if missing).", required=True)
+@model_option("Sentence-transformers model (local path); default all-MiniLM-L6-v2, bundled.")
 @click.option("--instance", "instances", multiple=True, help="Only this instance (socbenchd_N). Repeatable.")
 @click.option("--domain", "domains", multiple=True, help="Only this domain folder (e.g. 01-energy). Repeatable.")
 @click.option("--cache", type=click.Path(path_type=Path), help="Embedding cache folder, kept between runs.")
@@ -62,7 +55,6 @@ def _command_line(
     type=click.Path(path_type=Path),
     help="Keep each domain's store here (STORES/socbenchd_N/DOMAIN, for kg retrieve); default: temporary.",
 )
-@_clean_errors
 def socbench_cmd(
     root: Path,
     out: Path,

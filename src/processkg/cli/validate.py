@@ -16,52 +16,34 @@ import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import NoReturn
 
 import click
 from pyoxigraph import NamedNode
 
 from processkg.aliases import JSONValue
-from processkg.errors import ProcessKGError
+from processkg.cli.exit_codes import ExitCode
+from processkg.cli.options import format_option, out_option, store_option
 from processkg.graph.store import open_store, write_atomic
 from processkg.validate.calls import CallResult, Validator, read_calls
 from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 
 
-def _fail(exc: ProcessKGError) -> NoReturn:
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(2)
-
-
 @click.command("validate")
-@click.option(
-    "--store",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Store directory (kg build), or its SPARQL server's URL.",
-)
+@store_option("Store directory (kg build), or its SPARQL server's URL.")
 @click.argument("calls", type=click.Path(path_type=Path, allow_dash=True))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "ttl"]),
-    default="text",
-    show_default=True,
-    help="text: for people; json: one result per call; ttl: the SHACL validation report graph.",
+@format_option(
+    "text", "json", "ttl", help="text: for people; json: one result per call; ttl: the SHACL validation report graph."
 )
-@click.option("--out", type=click.Path(path_type=Path), help="Write here instead of standard output.")
+@out_option("file", "Write here instead of standard output.")
 def validate_cmd(store: Path, calls: Path, fmt: str, out: Path) -> None:
     """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
 
-    try:
-        pairs = read_calls(calls)
-        validator = Validator(store)
-        results = validator.validate_calls(pairs)
-        text = _render(validator, pairs, results, fmt)
-    except ProcessKGError as exc:
-        _fail(exc)
+    pairs = read_calls(calls)
+    validator = Validator(store)
+    results = validator.validate_calls(pairs)
+    text = _render(validator, pairs, results, fmt)
     _emit(text, out)
-    sys.exit(0 if all(r.valid for r in results) else 1)
+    sys.exit(ExitCode.OK if all(r.valid for r in results) else ExitCode.PROBLEMS)
 
 
 def _render(validator: Validator, pairs: list[tuple[int, JSONValue]], results: list[CallResult], fmt: str) -> str:
@@ -130,24 +112,16 @@ def _emit(text: str, out: Path | None) -> None:
 
 
 @click.command("shapes")
-@click.option(
-    "--store",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Store directory (kg build), or its SPARQL server's URL.",
-)
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Turtle file to write.")
+@store_option("Store directory (kg build), or its SPARQL server's URL.")
+@out_option("file", "Turtle file to write.", required=True)
 def shapes_cmd(store: Path, out: Path) -> None:
     """Write the payload shapes (SHACL) generated from the graph as Turtle.
 
     The shapes kg build stored are used; a store built with --no-shapes gets them generated now.
     """
 
-    try:
-        graph = open_store(store)
-        triples = stored_shapes(graph) or generate_shapes(graph)
-    except ProcessKGError as exc:
-        _fail(exc)
+    graph = open_store(store)
+    triples = stored_shapes(graph) or generate_shapes(graph)
     write_atomic(Path(out), shapes_turtle(triples))
     shapes = sum(
         1

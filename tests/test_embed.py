@@ -40,7 +40,6 @@ from processkg.retrieve.index import (
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
-A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 
 
 @pytest.fixture(scope="session")
@@ -73,9 +72,9 @@ def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
 
 
 @pytest.fixture(scope="module")
-def a2x_indexed(tmp_path_factory, shared_cache) -> Path:
+def a2x_indexed(tmp_path_factory, shared_cache, a2x_store) -> Path:
     store = tmp_path_factory.mktemp("embed") / "a2x"
-    build(BuildOptions(odata=[A2X], store=store))
+    shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
     build_index(store, cache_dir=shared_cache)
     return store
 

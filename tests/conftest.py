@@ -224,7 +224,7 @@ def fiori(tmp_path_factory) -> Built:
 
 @pytest.fixture(scope="session")
 def fiori_all(tmp_path_factory) -> Path:
-    """The store of the whole s4-fiori corpus (63 services, no index), for the audit and kg index tests."""
+    """The store of the whole s4-fiori corpus (63 services, no index), for the audit tests."""
 
     def make(tmp: Path) -> Path:
         build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=tmp / "store", on_error="warn"))

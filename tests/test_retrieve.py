@@ -73,9 +73,9 @@ def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
 
 
 @pytest.fixture(scope="module")
-def a2x_retriever(tmp_path_factory, shared_cache) -> Retriever:
+def a2x_retriever(tmp_path_factory, shared_cache, a2x_store) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "a2x"
-    build(BuildOptions(odata=[A2X], store=store))
+    shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
     build_index(store, odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
     return Retriever(store)
 

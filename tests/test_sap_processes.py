@@ -6,13 +6,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT, shared
-from processkg.pipeline import BuildOptions, build
+from conftest import ROOT
 
 TOOLS = ROOT / "data" / "sap" / "tools"
 sys.path.insert(0, str(TOOLS))
@@ -51,22 +49,9 @@ def test_a_change_in_the_data_shows_as_a_stale_bpmn_file(tmp_path):
     assert stale == ["order-to-cash.bpmn"], "the mapping names activities by id, so only the diagram changes"
 
 
-@pytest.fixture(scope="module")
-def sap_store(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("sap-layer") / "store"
-    build(
-        BuildOptions(
-            odata=[shared("odata", "s4-a2x")],
-            bpmn=[ROOT / "data" / "sap" / "processes"],
-            mapping=ROOT / "data" / "sap" / "mapping.yaml",
-            store=store,
-            shapes=False,
-        )
-    )
-    return store
-
-
 def test_the_store_checks_pass_with_library_queries_and_bound_values(sap_store, capsys):
+    """On the session's ``sap_store`` (tests/conftest.py): the same A2X services, SAP processes and
+    mapping, built once for this test and the routing tests instead of a second time here."""
     assert check.verify_store(sap_store, process_data.load_all()) == 0
     out = capsys.readouterr().out
     assert out.count("ok  Process_") == 18 and "FAIL" not in out and "MISSING" not in out

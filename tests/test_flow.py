@@ -11,7 +11,7 @@ import pytest
 from conftest import shared
 from processkg.graph.store import load_query, open_store, select
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, routed_results
-from processkg.retrieve.routing import KINDS, Linear, RoutedModel
+from processkg.retrieve.routing import KINDS, QUERY_FEATURES, Linear, RoutedModel
 from processkg.retrieve.signals import SIGNALS
 from processkg.sources.odata import flow
 from processkg.sources.odata import model as edm
@@ -118,9 +118,12 @@ def test_the_build_lifts_the_flow_and_retrieval_lifts_it_to_the_documents_header
     assert rows
     order = _row(retriever, "API_SALES_ORDER_SRV", "A_SalesOrder")
     delivery = _row(retriever, "API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader")
-    # the edge is between the items; the headers are reached through their navigations to them
+    purchase = _row(retriever, "API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder")
+    invoice = _row(retriever, "API_SUPPLIERINVOICE_PROCESS", "A_SupplierInvoice")
+    # the edges are between the items; the headers are reached through their navigations to them
     assert delivery in retriever.flows[order]
-    assert order not in retriever.flows.get(delivery, [])
+    assert invoice in retriever.flows[purchase]
+    assert purchase not in retriever.flows.get(invoice, [])
 
 
 def test_the_flow_signal_follows_the_set_that_matches_the_query(retriever):
@@ -139,7 +142,8 @@ def test_a_model_that_weighs_the_flow_returns_follow_on_documents_as_inferred(re
     """A ranking model over flow_chain alone (both ends of an inferred edge match the query): the
     goods left the warehouse (the delivery), now bill them (the billing document follows it)."""
     ranker = Linear(("flow_chain",), np.zeros(1), np.ones(1), np.ones((1, 1)), np.zeros(1))
-    classifier = Linear(("set_max",), np.zeros(1), np.ones(1), np.zeros((len(KINDS), 1)), np.zeros(len(KINDS)))
+    n = len(QUERY_FEATURES)
+    classifier = Linear(QUERY_FEATURES, np.zeros(n), np.ones(n), np.zeros((len(KINDS), n)), np.zeros(len(KINDS)))
     model = RoutedModel(classifier, dict.fromkeys(KINDS, ranker), False, {})
     query = "the outbound delivery has left the warehouse, now create the billing document"
     results = routed_results(retriever, model, query, retriever.embed([query])[0], 5, RetrievalSettings())

@@ -256,7 +256,7 @@ class Retriever:
         self.activity_name = {a["iri"]: a["name"] for a in self.activities}
         self.uses = self._uses()
         self.navigations = self._navigations()
-        self.flows = self._flows()
+        self._flows: dict[int, list[int]] | None = None
         self._lexical: Lexical | None = None
         self._matrices: ProcessMatrices | None = None
         self._activity_lexical: Lexical | None = None
@@ -279,13 +279,17 @@ class Retriever:
                 targets[self.set_row[entity_set.value]].append(self.set_row[target.value])
         return dict(targets)
 
-    def _flows(self) -> dict[int, list[int]]:
-        """Row -> the rows that follow it in the inferred document flow (``retrieve-flow.rq``)."""
-        follows = defaultdict(list)
-        for pred, follow in select(self.store, load_query("retrieve-flow"))[1]:
-            if pred.value in self.set_row and follow.value in self.set_row:
-                follows[self.set_row[pred.value]].append(self.set_row[follow.value])
-        return dict(follows)
+    @property
+    def flows(self) -> dict[int, list[int]]:
+        """Row -> the rows that follow it in the inferred document flow (``retrieve-flow.rq``); read
+        when first needed (the routed ``hybrid``), not when the retriever opens."""
+        if self._flows is None:
+            follows = defaultdict(list)
+            for pred, follow in select(self.store, load_query("retrieve-flow"))[1]:
+                if pred.value in self.set_row and follow.value in self.set_row:
+                    follows[self.set_row[pred.value]].append(self.set_row[follow.value])
+            self._flows = dict(follows)
+        return self._flows
 
     @property
     def lexical(self) -> Lexical:

@@ -43,7 +43,7 @@ from processkg.sources.code_bindings import BINDINGS_FILE, bound_properties, rea
 from processkg.sources.codes import CodeLists, codes_for, read_code_lists
 from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
-from processkg.sources.odata import csdl, edm
+from processkg.sources.odata import csdl, edm, flow
 from processkg.sources.odata.lift_service import ServiceLifter
 from processkg.validate.payload_shapes import batch_shapes, check_graph
 
@@ -189,8 +189,10 @@ class Builder:
         for doc in unmatched:
             self.report.warnings.append(f"{doc.file}: annotations-only document targets no service in this build")
         names = Counter(d.name for d in services)
+        self.keyed_sets: list[flow.KeyedSet] = []
         for doc in services:
             self._service(doc, attached.get(doc.file, []), names[doc.name] > 1, codes)
+        self._add(flow.lift(flow.infer(self.keyed_sets)))
 
     def _service(
         self, doc: csdl.ServiceDocument, annotation_docs: list[csdl.ServiceDocument], ambiguous: bool, codes: CodeLists
@@ -203,6 +205,7 @@ class Builder:
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
         self._add(lifter.lift() + self._bind_codes(lifter, doc, codes), shapes=True)
+        self.keyed_sets += flow.keyed_sets(doc, key, lifter.set_iris, lifter.inherited_prop_iri)
         self.codes_reached += lifter.codelist_codes
         self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])

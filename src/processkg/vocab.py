@@ -90,6 +90,7 @@ KGT = _Namespace(
     OperationParameter serviceOperation operationImport importedOperation serviceOperationParameter
     actionFor bindingType returnEntitySet isBound boundToCollection isBindingParameter returnType
     entitySetPath applicablePath optionalParameter
+    InferredFlow inferredNext flowFrom flowTo carrierProperty carriedKey
     Operation operation operationParameter httpMethod path operationId parameterLocation required
     schemaFormat openapiVersion serverUrl tag mediaType
     """,

@@ -122,8 +122,9 @@ _STOP = frozenset(
 
 #: What a result's ``source`` says: matched itself (or through an activity that uses it), reached
 #: along ``bpmn:next`` after the matched step, reached backwards (a step before the matched one),
-#: or a navigation target of a matched entity set.
-SOURCES = ("seed", "expanded", "preceding", "navigation")
+#: a navigation target of a matched entity set, or a set that follows a matched one in the document
+#: flow inferred from the metadata (``kg:inferredNext``).
+SOURCES = ("seed", "expanded", "preceding", "navigation", "inferred")
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,7 @@ class Retriever:
         self.activity_name = {a["iri"]: a["name"] for a in self.activities}
         self.uses = self._uses()
         self.navigations = self._navigations()
+        self._flows: dict[int, list[int]] | None = None
         self._lexical: Lexical | None = None
         self._matrices: ProcessMatrices | None = None
         self._activity_lexical: Lexical | None = None
@@ -276,6 +278,18 @@ class Retriever:
             if entity_set.value in self.set_row and target.value in self.set_row:
                 targets[self.set_row[entity_set.value]].append(self.set_row[target.value])
         return dict(targets)
+
+    @property
+    def flows(self) -> dict[int, list[int]]:
+        """Row -> the rows that follow it in the inferred document flow (``retrieve-flow.rq``); read
+        when first needed (the routed ``hybrid``), not when the retriever opens."""
+        if self._flows is None:
+            follows = defaultdict(list)
+            for pred, follow in select(self.store, load_query("retrieve-flow"))[1]:
+                if pred.value in self.set_row and follow.value in self.set_row:
+                    follows[self.set_row[pred.value]].append(self.set_row[follow.value])
+            self._flows = dict(follows)
+        return self._flows
 
     @property
     def lexical(self) -> Lexical:
@@ -304,6 +318,7 @@ class Retriever:
                 self.uses,
                 edges,
                 self.navigations,
+                self.flows,
             )
         return self._matrices
 
@@ -717,6 +732,8 @@ def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, t
         return "seed", ()
     if group == "navigation":
         return "navigation", (r.sets[rows[0]]["name"],)
+    if group == "flow":
+        return "inferred", (r.sets[rows[0]]["name"],)
     names = tuple(r.activities[i]["name"] for i in rows)
     if len(names) == 1:
         return "seed", names

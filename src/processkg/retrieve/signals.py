@@ -14,6 +14,10 @@ learned model (:mod:`processkg.retrieve.routing`) weighs them.
   to pay the supplier" (C) needs the invoice posted before it (B).
 * ``navigation``: the set is a navigation target (``kg:targetEntitySet``) of a set that matches
   the query ("the schedule lines of order 4711").
+* ``flow``: the set follows, in the document flow inferred from the metadata
+  (``kg:inferredNext``, ``queries/internal/retrieve-flow.rq``), a set that matches the query:
+  "the goods left the warehouse" matches the delivery, whose items the billing items refer to;
+  ``flow_chain`` scores the edge by both ends. It needs no BPMN and no mapping.
 * ``family``: near-duplicates (the same object in another service, ``_2``/``_4`` variants) share
   their best dense similarity, and are returned once (:func:`families`).
 * process position: whether an activity that uses the set starts or ends its process.
@@ -68,6 +72,11 @@ SIGNALS = (
     "word_activity_rank",
     "word_after_rank",
     "word_chain_rank",
+    "flow",
+    "flow_gap",
+    "flow_chain",
+    "flow_rank",
+    "flow_chain_rank",
 )
 #: Path signals that also get a rank feature (ties broken by dense similarity).
 RANKED = (
@@ -83,6 +92,8 @@ RANKED = (
     "word_activity",
     "word_after",
     "word_chain",
+    "flow",
+    "flow_chain",
 )
 #: The path each signal stands for, which explains a result (its ``source`` and ``via``).
 _PATH_OF = {
@@ -94,6 +105,7 @@ _PATH_OF = {
     "after2": "after2",
     "before": "before",
     "navigation": "navigation",
+    "flow": "flow",
 }
 GROUPS = {n: _PATH_OF[n.split("_")[0]] for n in SIGNALS if n.split("_")[0] in _PATH_OF}
 GROUPS.update({"step_activity": "step_activity", "step_activity_rank": "step_activity"})
@@ -180,6 +192,7 @@ class Paths:
     after2: tuple[np.ndarray, np.ndarray, np.ndarray]  # (A, X, B)
     before: tuple[np.ndarray, np.ndarray]  # (B, C): B uses it, C comes after B and matches the query
     navigation: np.ndarray  # the entity set it is navigated to from
+    flow: np.ndarray  # the entity set it follows in the inferred document flow
     step_activity: np.ndarray  # the activity nearest to one step of the query that uses it
     step_after: tuple[np.ndarray, np.ndarray]  # (A, B): a step of the query matches A, B uses it
     step_chain: tuple[np.ndarray, np.ndarray]  # (A, B): one step matches A, another B, and B uses it
@@ -215,9 +228,11 @@ class ProcessMatrices:
         uses: dict[str, list[int]],
         next_edges: list[tuple[str, str]],
         navigations: dict[int, list[int]],
+        flows: dict[int, list[int]] | None = None,
     ) -> None:
         """``uses``: activity IRI -> the rows of the entity sets it uses; ``next_edges``: (activity
-        IRI, activity IRI) per ``bpmn:next``; ``navigations``: row -> rows of its navigation targets."""
+        IRI, activity IRI) per ``bpmn:next``; ``navigations``: row -> rows of its navigation targets;
+        ``flows``: row -> rows of the sets that follow it in the inferred document flow."""
         self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
         act_row = {iri: i for i, iri in enumerate(activity_iris)}
         self.uses = np.zeros((len(activity_iris), len(set_names)), dtype=bool)
@@ -231,6 +246,9 @@ class ProcessMatrices:
         self.navigation = np.zeros((len(set_names), len(set_names)), dtype=bool)
         for row, targets in navigations.items():
             self.navigation[row, targets] = True
+        self.flow = np.zeros((len(set_names), len(set_names)), dtype=bool)
+        for row, targets in (flows or {}).items():
+            self.flow[row, targets] = True
         self.family = families(set_names)
         self._position(len(set_names))
 
@@ -243,6 +261,7 @@ class ProcessMatrices:
         self.ends = (uses_f[ends].sum(axis=0) > 0).astype(np.float32) if ends.any() else np.zeros(count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
         self.used_by, self.navigated_from = Edges(self.uses), Edges(self.navigation)
+        self.flows = (Edges(self.flow), Edges(self.flow.T))  # (X before Y per Y, Y after X per X)
         self.forward = (Edges(self.next), Edges(self.next.T))  # (A -> B per B, B -> C per B)
 
     @property
@@ -281,6 +300,8 @@ class ProcessMatrices:
         columns.update(step_columns | word_columns)
         paths.update(step_paths | word_paths)
         nav, nav_from = self._navigation(s)
+        flow, flow_from = _masked_max(self.flows[1 if backward else 0], s)
+        flow_chain = _finite(flow + s)
         s_max = float(s.max()) if len(s) else 0.0
         a_max = float(a.max()) if len(a) else 0.0
         t_max = float(token_scores.max()) if len(token_scores) else 0.0
@@ -293,6 +314,9 @@ class ProcessMatrices:
             "tokens_rank": _rank_feature(token_scores) * (token_scores > 0),
             "navigation": _finite(nav),
             "navigation_gap": _finite(nav - s_max),
+            "flow": _finite(flow),
+            "flow_gap": _finite(flow - s_max),
+            "flow_chain": flow_chain,
             "mapped": self.mapped,
             "starts": self.starts,
             "ends": self.ends,
@@ -306,7 +330,13 @@ class ProcessMatrices:
         matrix = np.stack([np.asarray(feats[name], dtype=np.float32) for name in SIGNALS], axis=1)
         words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
         return QuerySignals(
-            matrix, Paths(navigation=nav_from, backward=backward, **paths), s, a, token_scores, words, len(parts) - 1
+            matrix,
+            Paths(navigation=nav_from, flow=flow_from, backward=backward, **paths),
+            s,
+            a,
+            token_scores,
+            words,
+            len(parts) - 1,
         )
 
     def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:

@@ -72,6 +72,10 @@ class ServiceLifter:
     def nav_iri(self, type_qname: str, name: str) -> NamedNode:
         return child(self.type_iri(type_qname), "nav", name)
 
+    def inherited_prop_iri(self, type_qname: str, name: str) -> NamedNode:
+        """The IRI of a property of a type, declared there or in a base type."""
+        return self.prop_iri(self.declaring_type(self.doc.types.get(type_qname), name) or type_qname, name)
+
     def declaring_type(self, st: StructuredType | None, prop_name: str) -> str:
         """The (base) type that declares ``prop_name``, for inherited keys."""
         seen = set()

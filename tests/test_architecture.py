@@ -27,7 +27,7 @@ LAYERS = [
     ("tools",),
     ("agent",),
     ("evaluate",),  # above agent/: the agent evaluation runs the agent
-    ("pipeline",),
+    ("build",),
     ("docgen",),
     ("cli",),
     ("__init__",),

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.retrieve import index_cmd
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve import texts as summaries
 from processkg.retrieve.index import (
     DEFAULT_MODEL,

@@ -24,9 +24,9 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import ProcessKGError
-from processkg.pipeline import BuildOptions, build
 from processkg.proposals.propose import (
     WEIGHT_GRID,
     ActivityFacts,

@@ -17,8 +17,8 @@ from lxml import etree
 from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
+from processkg.build.pipeline import BuildOptions, build
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.context import set_context
 from processkg.services.model import Model, required_on_create, service_model
 from processkg.validate.calls import KINDS, Validator

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, shared
-from processkg.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build
 
 TOOLS = ROOT / "data" / "sap" / "tools"
 sys.path.insert(0, str(TOOLS))

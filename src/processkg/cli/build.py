@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 from click._termui_impl import ProgressBar
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.graph import stats as stats_mod
-from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.retrieve import _clean_errors
 from processkg.evaluate import socbench
-from processkg.pipeline import BuildOptions, build
 
 
 def build_openapi_store(folder: Path, store: Path) -> None:

@@ -32,7 +32,7 @@ CORPORA = {"s4-a2x": (SHARED / "s4-a2x", 3.0), "s4-fiori": (SHARED / "s4-fiori",
 def _one_run(corpus: str, queue) -> None:
     """One build into a store (no Turtle export) with the generated SHACL shapes; the target covers
     lifting and loading only, so the shape generation is subtracted and reported beside it."""
-    from processkg.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build
 
     path = CORPORA[corpus][0]
     with tempfile.TemporaryDirectory() as tmp:

@@ -117,7 +117,7 @@ def parts(store: Path) -> dict[str, float]:
 
 
 def build_store(folder: Path) -> Path:
-    from processkg.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build
 
     store = folder / "store"
     build(

@@ -31,7 +31,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from processkg.pipeline import BuildOptions, build  # noqa: E402
+from processkg.build.pipeline import BuildOptions, build  # noqa: E402
 from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
 from processkg.retrieve.index import build_index  # noqa: E402

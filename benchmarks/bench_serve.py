@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store
         if store is None:
-            from processkg.pipeline import BuildOptions, build
+            from processkg.build.pipeline import BuildOptions, build
 
             store = Path(tmp) / "a2x"
             build(BuildOptions(odata=[A2X], store=store))

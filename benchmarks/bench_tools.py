@@ -149,7 +149,7 @@ def per_entity_set(tokenizer: Tokenizer, store: Path) -> dict:
 
 
 def a2x_store(folder: Path) -> Path:
-    from processkg.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build
 
     if not A2X.is_dir():
         sys.exit(f"error: the A2X corpus is not at {A2X}")

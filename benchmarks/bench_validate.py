@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     ap.add_argument("--single", type=int, default=None, help="validate only this many calls one at a time")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "validate.json")
     args = ap.parse_args(argv)
-    from processkg.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build
     from processkg.validate.calls import Validator
 
     store = args.store

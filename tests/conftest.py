@@ -35,8 +35,8 @@ from filelock import FileLock
 from pyoxigraph import RdfFormat, Store
 
 import scripted_llm
+from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.graph.store import plain
-from processkg.pipeline import BuildOptions, BuildReport, build
 from processkg.retrieve.index import build_index
 from processkg.serve.app import Server, create_app
 from processkg.vocab import PREFIXES

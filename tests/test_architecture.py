@@ -22,13 +22,14 @@ LAYERS = [
     ("triples", "openai_chat"),  # openai_chat: the one chat client, of proposals/ and agent/
     ("sources",),
     ("graph",),
+    ("services",),
     ("validate",),
     ("retrieve",),
     ("proposals", "serve"),
     ("tools",),
     ("agent",),
     ("evaluate",),  # above agent/: the agent evaluation runs the agent
-    ("pipeline",),
+    ("build",),
     ("docgen",),
     ("cli",),
     ("__init__",),
@@ -107,14 +108,15 @@ def test_every_layer_part_exists():
 
 # A parameter says what it takes: not missing, and not a bare container, ``object`` or ``Any``
 # (``list[str]``, ``JSONValue`` from processkg.aliases, a Protocol or a TypeVar say more).
-# ``*exc: object`` of ``__exit__`` is the standard signature and stays.
+# ``*exc: object`` of ``__exit__`` and ``key: object`` of a mapping's ``__contains__`` are the
+# standard signatures and stay.
 VAGUE = {"list", "dict", "set", "tuple", "frozenset", "object", "Any", "Callable", "Iterable", "Sequence", "Mapping"}
 
 
 def vague_parameters(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == "__exit__":
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name in ("__exit__", "__contains__"):
             continue
         a = node.args
         params = a.posonlyargs + a.args + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p]

@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 from lxml import etree
 
+from processkg.build.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
-from processkg.graph.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.vocab import PREFIXES
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -17,8 +17,8 @@ from collections import Counter, defaultdict
 import pytest
 
 from conftest import ROOT, graph_of, rows, shared
+from processkg.build.pipeline import BuildOptions, build
 from processkg.evaluate.metrics import read_queries
-from processkg.pipeline import BuildOptions, build
 
 BENCH = ROOT / "data" / "sap" / "benchmark"
 QUERIES = BENCH / "queries.jsonl"

@@ -16,6 +16,7 @@ from typing import ClassVar
 import pytest
 
 from conftest import DATA, INVALID, demo_options, handmade_options, run_build, shared, tree_digest
+from processkg.build.pipeline import BuildOptions, build
 from processkg.errors import (
     CodeListError,
     MalformedXMLError,
@@ -25,7 +26,6 @@ from processkg.errors import (
     ProcessKGError,
     UnresolvedReferenceError,
 )
-from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.odata import csdl
 
@@ -402,7 +402,7 @@ def test_check_passes_on_the_demo_and_keeps_the_old_store_when_it_fails(tmp_path
 
 _HOLD_TMP = """
 import time
-from processkg.pipeline import owned_tmp
+from processkg.build.pipeline import owned_tmp
 
 with owned_tmp() as folder:
     (folder / "data.nt").write_bytes(b"x" * 100_000)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from processkg.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build
 
 HERE = Path(__file__).resolve().parent / "conformance"
 CASES = sorted(p for p in HERE.iterdir() if p.is_dir())

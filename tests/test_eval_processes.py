@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import DEMO, embedding_cache, rows
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.index import build_index, load_index
 from processkg.sources.mapping import read_mapping
 

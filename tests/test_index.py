@@ -21,9 +21,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import FIORI_SERVICES, shared
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve import texts
 from processkg.retrieve.index import (
     DEFAULT_MODEL,

@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from processkg.build.pipeline import Builder, BuildOptions
 from processkg.errors import ProcessKGError
 from processkg.jsonl import read_records
-from processkg.pipeline import Builder, BuildOptions
 from processkg.sources import openapi
 from processkg.sources.bpmn.bpmn_xml import read_definitions
 from processkg.sources.bpmn.lift_definitions import DefinitionsLifter

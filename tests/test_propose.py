@@ -24,10 +24,10 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
 from processkg.openai_chat import ChatSettings
-from processkg.pipeline import BuildOptions, build
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
     WEIGHT_GRID,

@@ -25,10 +25,10 @@ from click.testing import CliRunner
 from lxml import etree
 
 from processkg.assets import internal_queries_dir, queries_dir
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.docgen import parse_query_header
 from processkg.graph.store import load_query, open_store, plain, select
-from processkg.pipeline import BuildOptions, build
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"

@@ -28,11 +28,11 @@ from pyoxigraph import BlankNode, DefaultGraph, NamedNode
 from starlette.testclient import TestClient
 
 from conftest import DEMO, demo_options
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import QueryRefusedError, RemoteStoreError, StoreNotFoundError
 from processkg.graph import remote
 from processkg.graph.store import canonical_ntriples, load_query, open_store, records, select, version_dir
-from processkg.pipeline import BuildOptions, build
 from processkg.serve.app import create_app, open_server
 from processkg.tools.toolbox import Toolbox
 

@@ -16,12 +16,12 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import (
     IndexNotFoundError,
     ProcessKGError,
 )
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.context import key_predicate, render_context, render_set
 from processkg.retrieve.index import build_index, index_dir
 from processkg.retrieve.retriever import (

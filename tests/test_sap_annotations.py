@@ -17,11 +17,11 @@ from lxml import etree
 from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
+from processkg.build.pipeline import BuildOptions, build
 from processkg.graph.store import open_store
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.context import set_context
+from processkg.services.model import Model, required_on_create, service_model
 from processkg.validate.calls import KINDS, Validator
-from processkg.validate.payload_shapes import Model, load_validation_model, required_on_create
 
 CONFORMANCE = ROOT / "tests" / "conformance"
 VALIDATION_DOC = ROOT / "docs" / "validation.md"
@@ -202,12 +202,12 @@ def fiori_corpus_model() -> Model:
     report = build(BuildOptions(odata=[shared("odata", "s4-fiori")], on_error="warn", shapes=False))
     store = Store()
     store.bulk_load(report.turtle, format=RdfFormat.TURTLE)
-    return load_validation_model(store)
+    return service_model(store)
 
 
 @pytest.fixture(scope="module")
 def corpus_models(a2x_store: Path) -> dict[str, Model]:
-    return {"s4-a2x": load_validation_model(open_store(a2x_store)), "s4-fiori": fiori_corpus_model()}
+    return {"s4-a2x": service_model(open_store(a2x_store)), "s4-fiori": fiori_corpus_model()}
 
 
 def test_validation_doc_gives_the_required_marker_counts(corpus_models: dict[str, Model]):
@@ -385,4 +385,4 @@ if __name__ == "__main__":  # print the table of required markers for docs/valid
     a2x_report = build(BuildOptions(odata=[SHARED / "odata" / "s4-a2x"], shapes=False))
     a2x = Store()
     a2x.bulk_load(a2x_report.turtle, format=RdfFormat.TURTLE)
-    print(markers_table({"s4-a2x": load_validation_model(a2x), "s4-fiori": fiori_corpus_model()}), end="")
+    print(markers_table({"s4-a2x": service_model(a2x), "s4-fiori": fiori_corpus_model()}), end="")

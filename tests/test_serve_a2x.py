@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import ROOT, running, shared
-from processkg.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build
 from processkg.serve.app import open_server
 from processkg.validate.calls import read_calls
 

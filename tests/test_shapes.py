@@ -8,22 +8,11 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.graph.store import canonical_ntriples, open_store, write_store
-from processkg.pipeline import BuildOptions, build
+from processkg.services.model import Prop, TypeInfo, is_required, service_model, standard_codes, standard_list
 from processkg.validate import literals
-from processkg.validate.payload_shapes import (
-    Prop,
-    TypeInfo,
-    check_graph,
-    generate_shapes,
-    is_required,
-    load_validation_model,
-    model_shapes,
-    shapes_turtle,
-    standard_codes,
-    standard_list,
-    stored_shapes,
-)
+from processkg.validate.payload_shapes import check_graph, generate_shapes, model_shapes, shapes_turtle, stored_shapes
 from processkg.validate.shacl import to_rdflib
 from processkg.vocab import KGT, RDF_TYPE
 
@@ -164,7 +153,7 @@ def test_required_properties_get_min_count(a2x_shapes):
 
 def test_shapes_are_deterministic_and_valid_shacl(demo_store):
     store = open_store(demo_store)
-    first, second = generate_shapes(store), model_shapes(load_validation_model(store))
+    first, second = generate_shapes(store), model_shapes(service_model(store))
     assert canonical_ntriples(first) == canonical_ntriples(second)
     assert shapes_turtle(first) == shapes_turtle(second)
     shapes = to_rdflib(first)

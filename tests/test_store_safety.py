@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from pyoxigraph import DefaultGraph
 
 from conftest import DEMO, INVALID, demo_options
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import OutputRefusedError, StoreBusyError, StoreRefusedError
 from processkg.graph import stats as stats_mod
@@ -32,7 +33,6 @@ from processkg.graph.store import (
     read_meta,
     write_atomic,
 )
-from processkg.pipeline import BuildOptions, build
 
 OLD = dict(odata=[DEMO / "odata"])  # a smaller graph than the full demo: the old build of the kill tests
 NEW = demo_options()
@@ -40,7 +40,7 @@ NEW = demo_options()
 _SCRIPT = """
 import sys
 from pathlib import Path
-from processkg.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build
 from processkg.errors import ProcessKGError
 try:
     build(BuildOptions(store=Path(sys.argv[1]), index=False, **{opts}))

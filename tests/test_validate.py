@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from rdflib import RDF, Namespace
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
-from processkg.pipeline import BuildOptions, build
 from processkg.validate import calls as calls_module
 from processkg.validate.calls import KINDS, Validator, read_calls
 

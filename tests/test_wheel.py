@@ -64,7 +64,7 @@ def test_the_wheel_carries_every_asset(wheel):
     source = ROOT / "src" / "processkg" / "assets"
     expected = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file()}
     assert expected and shipped == expected
-    assert "processkg/assets/queries/internal/shapes-types.rq" in names
+    assert "processkg/assets/queries/internal/service-types.rq" in names
 
 
 def test_installed_kg_builds_queries_and_validates_from_another_folder(installed, tmp_path):

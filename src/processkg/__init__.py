@@ -8,9 +8,9 @@ The library API is the same functions the ``kg`` command wires together::
     names, rows = select(open_store("build/demo"), load_query("stats-services"))
 """
 
+from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.errors import ProcessKGError
 from processkg.graph.store import load_query, open_store, select
-from processkg.pipeline import BuildOptions, BuildReport, build
 
 __all__ = ["BuildOptions", "BuildReport", "ProcessKGError", "build", "load_query", "open_store", "select"]
 __version__ = "0.1.0"

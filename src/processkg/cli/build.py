@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 from click._termui_impl import ProgressBar
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.options import model_option, optional_store_option, out_option
 from processkg.graph import stats
-from processkg.pipeline import BuildOptions, build
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 
 

@@ -13,11 +13,11 @@ import click
 
 from processkg.aliases import JSONValue
 from processkg.assets import internal_queries_dir, queries_dir
+from processkg.build.audit import audit, render_audit
 from processkg.cli.exit_codes import ExitCode
 from processkg.cli.options import format_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph import stats
-from processkg.graph.audit import audit, render_audit
 from processkg.graph.bounded import run_bounded
 from processkg.graph.store import load_query, open_store
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import click
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.options import out_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import Retriever
 

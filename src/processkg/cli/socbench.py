@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.options import model_option, out_option
 from processkg.evaluate import socbench_protocol
-from processkg.pipeline import BuildOptions, build
 
 
 def build_openapi_store(folder: Path, store: Path) -> None:

@@ -22,7 +22,7 @@ from processkg.aliases import JSONObject, Record
 from processkg.assets import templates_dir
 from processkg.graph.store import records
 from processkg.retrieve.retriever import Result
-from processkg.validate.payload_shapes import required_on_create, sap_mandatory
+from processkg.services.model import required_on_create, sap_mandatory
 
 TEMPLATE = "context.md.j2"
 MAX_CODES = 50  # codes shown per value help; the rest are counted

@@ -15,6 +15,7 @@ import json
 import logging
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -36,8 +37,8 @@ from processkg.serve.references import References
 from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical, comparable
+from processkg.services.model import Model, Nav, Prop, TypeInfo
 from processkg.validate.calls import CallResult, Validator
-from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
 MAX_BODY = 1_000_000
@@ -119,7 +120,7 @@ class Server:
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)  # besides the bound address
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.retrieval = retrieval  # GET /$processkg/retrieve (serve/retrieval.py)
-        self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.services.values()}
+        self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.heads.values()}
         self.validate_lock = threading.Lock()
         self.csrf = csrf
         self.csrf_token = secrets.token_urlsafe(24)
@@ -488,7 +489,7 @@ def _child_post(res: Resource) -> str | None:
     return None
 
 
-def _inserted_paths(types: dict[str, TypeInfo], t: TypeInfo, payload: JSONObject) -> list[str]:
+def _inserted_paths(types: Mapping[str, TypeInfo], t: TypeInfo, payload: JSONObject) -> list[str]:
     """The ``$expand`` paths of what a deep insert created (``to_Item``, ``to_Item/to_ScheduleLine``)."""
     paths: list[str] = []
     for name, value in payload.items():

@@ -22,7 +22,7 @@ from typing import TypeAlias
 from processkg.aliases import JSONObject
 from processkg.errors import ServeDataError
 from processkg.serve.values import canonical
-from processkg.validate.payload_shapes import Model, Nav, Prop, TypeInfo
+from processkg.services.model import Model, Nav, Prop, TypeInfo
 
 Rows: TypeAlias = dict[tuple[str, ...], dict[str, object]]
 """A table's records by key (the key property values in key order)."""

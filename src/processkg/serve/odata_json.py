@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 from processkg.aliases import JSONValue
 from processkg.serve.values import to_json
-from processkg.validate.payload_shapes import TypeInfo
+from processkg.services.model import TypeInfo
 
 
 def is_v2(t: TypeInfo) -> bool:

@@ -27,8 +27,8 @@ from processkg.errors import ServeHTTPError
 from processkg.serve import odata_json
 from processkg.serve.data import Data, Table
 from processkg.serve.values import canonical
+from processkg.services.model import Model, OperationInfo
 from processkg.validate.operation_parameters import parameter_values, resolve_operation
-from processkg.validate.payload_shapes import Model, OperationInfo
 from processkg.validate.urls import CallTarget, parse_call_url, resolve_service
 
 Segments: TypeAlias = list[tuple[str, str | None]]

@@ -17,7 +17,7 @@ from typing import TypeAlias
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ServeQueryError, UnsupportedQueryError
 from processkg.serve.values import comparable
-from processkg.validate.payload_shapes import TypeInfo
+from processkg.services.model import TypeInfo
 
 TOKEN = re.compile(
     r"""

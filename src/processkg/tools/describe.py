@@ -18,7 +18,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.data import ROWS, generated
 from processkg.serve.references import MASTER_KEYS
 from processkg.serve.values import to_json
-from processkg.validate.payload_shapes import Model, Nav, Prop, ServiceInfo, TypeInfo
+from processkg.services.model import Model, Nav, Prop, ServiceInfo, TypeInfo
 
 BUDGET = 3_800  # characters of a compact answer (JSON), the goal being at most 4,000
 CODES_SHOWN = 6  # codes of a code list shown inline; the rest are counted

@@ -19,11 +19,11 @@ from processkg.graph.store import open_store, records
 from processkg.retrieve.context import key_predicate, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
+from processkg.services.model import Model, TypeInfo
 from processkg.tools.describe import compact
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
 from processkg.validate.calls import UPDATES, Validator
-from processkg.validate.payload_shapes import Model, TypeInfo
 from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, resolve_service
 
 MAX_ROWS = 20  # records of a collection shown to the agent; the rest are counted
@@ -54,9 +54,9 @@ class Toolbox:
         self.validate_before_send = validate_before_send
         self.settings = RetrievalSettings(method=method).check()
         self.sets = {(r["service"], r["name"]): r["set"] for r in records(self.graph, "retrieve-sets")}
-        services = self.validator.model.services.values()
-        self.roots = {s.name: service_root(s.name, s.version, s.namespaces) for s in services}
-        self.etag_types = _etag_types(self.validator.model, records(self.graph, "serve-concurrency"))
+        heads = self.validator.model.heads.values()
+        self.roots = {s.name: service_root(s.name, s.version, s.namespaces) for s in heads}
+        self.etag_sets = {(str(r["service"]), str(r["name"])) for r in records(self.graph, "serve-concurrency")}
         self._retriever: Retriever | None = None
         self._labels: dict[str, str] | None = None
         self._code_labels: dict[tuple[str, str], str] | None = None
@@ -119,7 +119,7 @@ class Toolbox:
             "one_record": key_predicate(entity_set, keys, head.get("version") or ""),
             "allows": _allows(head),
         }
-        model, etag = self.validator.model, t.iri in self.etag_types
+        model, etag = self.validator.model, self.carries_etag(service, t.iri)
         return compact(model, service, entity_set, base, self.labels, self.code_labels, etag)
 
     @property
@@ -245,6 +245,13 @@ class Toolbox:
         resolve_service(self.validator.model, target)
         return target
 
+    def carries_etag(self, service: str, type_iri: str) -> bool:
+        """Whether entities of type ``type_iri`` of ``service`` carry an ETag: the type of one of the
+        service's entity sets that ``serve-concurrency`` names."""
+        svc = self.validator.model.services.get(service)
+        sets = svc.sets if svc is not None else {}
+        return any(sets[name][0] == type_iri for s, name in self.etag_sets if s == service and name in sets)
+
     def if_match(
         self, method: str, url: str, target: CallTarget, given: str | None
     ) -> tuple[dict[str, str], list[str]]:
@@ -254,7 +261,7 @@ class Toolbox:
             return {}, []
         if given is not None:
             return {"If-Match": given}, []
-        if target.get("type") not in self.etag_types:
+        if not self.carries_etag(str(target.get("service")), str(target.get("type"))):
             return {}, []
         read = self.client.etag(url)
         if not read.etag:
@@ -396,16 +403,6 @@ def _nothing_found(target: CallTarget) -> str:
 
 def _notes(notes: list[str]) -> JSONObject:
     return {"notes": notes} if notes else {}
-
-
-def _etag_types(model: Model, sets: list[Record]) -> set[str]:
-    """The entity types (IRIs) of the entity sets whose entities carry an ETag (``serve-concurrency``)."""
-    found = set()
-    for row in sets:
-        service = model.services.get(str(row["service"]))
-        if service is not None and str(row["name"]) in service.sets:
-            found.add(service.sets[str(row["name"])][0])
-    return found
 
 
 def _dated(model: Model, t: TypeInfo, record: JSONObject, pointer: str, notes: list[str]) -> JSONObject:

@@ -30,16 +30,9 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.store import open_store
 from processkg.jsonl import LIMITS, parse_line, read_records
+from processkg.services.model import Model, Nav, OperationInfo, Prop, SetRules, TypeInfo, service_model
 from processkg.validate import literals, operation_parameters
-from processkg.validate.payload_shapes import (
-    Model,
-    Nav,
-    Prop,
-    SetRules,
-    TypeInfo,
-    load_validation_model,
-    model_shapes,
-)
+from processkg.validate.payload_shapes import model_shapes
 from processkg.validate.shacl import ShaclEngine, merge_reports
 from processkg.validate.urls import (
     CallTarget,
@@ -155,11 +148,9 @@ class Validator:
 
     def __init__(self, store_or_dir: Store | Path | str, model: Model | None = None) -> None:
         store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
-        self.model = model or load_validation_model(store)
-        self.names: dict[str, Prop | Nav] = {p.iri: p for t in self.model.types.values() for p in t.props.values()}
-        self.names.update({n.iri: n for t in self.model.types.values() for n in t.navs.values()})
-        self.operations = {op.iri: op for svc in self.model.services.values() for op in svc.operations}
-        self.names.update({p.iri: p for op in self.operations.values() for p in op.params.values()})
+        self.model = model or service_model(store)
+        self._names: dict[str, dict[str, Prop | Nav]] = {}  # service -> IRI -> what a SHACL result names
+        self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
         self.last_report: Graph | None = None  # SHACL report of the last validate_calls
 
@@ -171,6 +162,23 @@ class Validator:
         self._engines[service] = found
         while len(self._engines) > ENGINES_KEPT:
             self._engines.popitem(last=False)
+        return found
+
+    def names(self, service: str) -> dict[str, Prop | Nav]:
+        """The properties, navigations and operation parameters of ``service`` by IRI."""
+        found = self._names.get(service)
+        if found is None:
+            found = {p.iri: p for t in self.model.types_of(service) for p in t.props.values()}
+            found.update({n.iri: n for t in self.model.types_of(service) for n in t.navs.values()})
+            found.update({p.iri: p for op in self.operations(service).values() for p in op.params.values()})
+            self._names[service] = found
+        return found
+
+    def operations(self, service: str) -> dict[str, OperationInfo]:
+        """The operations of ``service`` by IRI."""
+        found = self._operations.get(service)
+        if found is None:
+            found = self._operations[service] = {op.iri: op for op in self.model.services[service].operations}
         return found
 
     def validate_call(self, call: JSONValue, line: int | None = None) -> CallResult:
@@ -318,13 +326,14 @@ class Validator:
         shape: Node | None,
     ) -> Violation:
         key = (focus, path)
-        item = self.names.get(str(path)) if path is not None else None
+        found = (self.names(service).get(str(path)) for service in sorted(pending.services))
+        item = next((i for i in found if i is not None), None) if path is not None else None
         name = item.name if item is not None else unquote(str(path).rsplit("/", 1)[-1])
         where = pending.pointers.get((focus, path, value)) or pending.pointers.get(key) or f"{pointer}/{_esc(name)}"
         raw = pending.values.get((focus, path, value), pending.values.get(key))
         kind = _kind(comp, path, item, shape)
         owner = pending.types.get(focus) if focus is not None else None
-        op = self.operations.get(owner.iri) if owner is not None else None
+        op = self.operations(owner.service).get(owner.iri) if owner is not None else None
         kind = "unknown-parameter" if op is not None and kind == "unknown-property" else kind
         given = op is not None and operation_parameters.message(
             kind, name, op, item if isinstance(item, Prop) else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.validate.payload_shapes import Model, OperationInfo, Prop, TypeInfo
+from processkg.services.model import Model, OperationInfo, Prop, TypeInfo
 from processkg.validate.urls import NOT_PARAMETERS, CallTarget, Finding, did_you_mean, split_top
 
 #: How a V2 URL writes a value of these types: ``datetime'...'`` (OData V2 URI Conventions, 2.2.2).

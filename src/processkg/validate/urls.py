@@ -21,7 +21,7 @@ from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
 
 from processkg.aliases import JSONValue
-from processkg.validate.payload_shapes import Model, Prop, ServiceInfo, SetRules, TypeInfo
+from processkg.services.model import Model, Prop, ServiceHead, ServiceInfo, SetRules, TypeInfo
 
 CallTarget: TypeAlias = dict[str, JSONValue]
 """A call's parsed target: service, segments, query, method, then type, set, ... once resolved."""
@@ -135,7 +135,7 @@ def split_top(text: str, sep: str) -> list[str]:
 # ---------------------------------------------------------------- service and resource
 
 
-def service_aliases(svc: ServiceInfo) -> set[str]:
+def service_aliases(svc: ServiceHead | ServiceInfo) -> set[str]:
     """Lower-case names that identify ``svc`` in a URL: its name, and a RAP service's short name."""
     names = {svc.name.lower()}
     for ns in svc.namespaces:
@@ -219,10 +219,11 @@ def _guess_service(segs: list[Segment]) -> str:
 
 def _service_named(model: Model, name: str) -> ServiceInfo | None:
     if not model.aliases:
-        for svc_name in sorted(model.services):
-            for alias in service_aliases(model.services[svc_name]):
-                model.aliases.setdefault(alias, model.services[svc_name])
-    return model.aliases.get(name.lower().split(";", 1)[0])
+        for svc_name, head in model.heads.items():
+            for alias in service_aliases(head):
+                model.aliases.setdefault(alias, svc_name)
+    found = model.aliases.get(name.lower().split(";", 1)[0])
+    return model.services[found] if found is not None else None
 
 
 def _unknown_service(model: Model, name: str) -> Finding:

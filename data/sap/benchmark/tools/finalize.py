@@ -23,7 +23,7 @@ and validates:
 * workflow queries: 2 to 4 gold items, each used by an activity of the named process;
 * single queries: exactly one gold item.
 
-The process checks run SPARQL on a graph built in memory with ``processkg.pipeline`` from the
+The process checks run SPARQL on a graph built in memory with ``processkg.build.pipeline`` from the
 A2X metadata, ``data/sap/processes`` and ``data/sap/mapping.yaml``.
 
 Usage (from the repository root)::
@@ -322,7 +322,7 @@ class Processes:
         from pyoxigraph import RdfFormat, Store
 
         sys.path.insert(0, str(ROOT / "src"))
-        from processkg.pipeline import BuildOptions, build
+        from processkg.build.pipeline import BuildOptions, build
         from processkg.vocab import PREFIXES
 
         report = build(BuildOptions(odata=[metadata], bpmn=[PROCESSES], mapping=MAPPING, on_error="fail"))

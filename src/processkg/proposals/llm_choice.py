@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError
 from processkg.openai_chat import ChatClient
-from processkg.proposals.model import ActivityFacts, EntitySetFacts
+from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
 
 

@@ -40,7 +40,7 @@ from processkg.proposals.llm_choice import (
     build_messages,
     parse_choices,
 )
-from processkg.proposals.model import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
+from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
 from processkg.retrieve.retriever import Lexical
 from processkg.retrieve.texts import lexicon, type_facts

@@ -27,7 +27,8 @@ from lxml import etree
 from processkg.assets import internal_queries_dir, queries_dir
 from processkg.cli import main
 from processkg.docgen import parse_query_header
-from processkg.graph.store import load_query, open_store, plain, select
+from processkg.graph.handle import open_store
+from processkg.graph.store import load_query, plain, select
 from processkg.pipeline import BuildOptions, build
 
 ROOT = Path(__file__).resolve().parents[1]

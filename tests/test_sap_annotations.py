@@ -17,7 +17,7 @@ from lxml import etree
 from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.context import set_context
 from processkg.validate.calls import KINDS, Validator

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from processkg.cli import main
 from processkg.errors import CodeListError
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.pipeline import BuildOptions, build
 from processkg.sources.code_bindings import binding_for, read_bindings
 from processkg.sources.codes import read_code_lists

@@ -8,7 +8,8 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
-from processkg.graph.store import canonical_ntriples, open_store, write_store
+from processkg.graph.handle import open_store
+from processkg.graph.store import canonical_ntriples, write_store
 from processkg.pipeline import BuildOptions, build
 from processkg.validate import literals as edm_json
 from processkg.validate.payload_shapes import (

@@ -22,6 +22,7 @@ from processkg.errors import (
 )
 from processkg.evaluate import socbench
 from processkg.evaluate.socbench import KS, METHODS, protocol_recall
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve import retriever as engine
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
@@ -96,7 +97,7 @@ def test_methods_come_from_one_registry():
 def test_operations_are_the_retrieval_units_of_an_openapi_store(energy, stores):
     from processkg.retrieve.index import load_index
 
-    items = load_index(stores / INSTANCE / DOMAIN).items["set"]
+    items = load_index(StoreHandle.open(stores / INSTANCE / DOMAIN)).items["set"]
     assert len(items) == 50 and all(i["operation"] for i in items)
     assert all(socbench._ENDPOINT.match(i["name"]) for i in items)
 

@@ -17,7 +17,8 @@ from processkg.errors import ProcessKGError
 from processkg.graph import stats as stats_mod
 from processkg.graph.audit import audit, render_audit
 from processkg.graph.bounded import run_bounded
-from processkg.graph.store import load_query, open_store
+from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.store import load_query
 
 
 @click.command("stats")
@@ -182,7 +183,7 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
 )
 def audit_cmd(store: Path, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
-    result = audit(store, list(odata), list(bpmn_paths))
+    result = audit(StoreHandle.open(store), list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))
     if any(row["source"] != row["graph"] for row in result["classes"]):
         sys.exit(1)

@@ -18,6 +18,7 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
+from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.proposals.propose import (
     WEIGHT_GRID,
@@ -81,7 +82,9 @@ def propose_cmd(
         if llm_candidates < 1:
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
         llm = LLMSettings(llm_url, llm_model, os.environ.get("OPENAI_API_KEY") or None, llm_candidates, llm_timeout)
-    proposals = propose(store, settings, model=model, llm=llm, warn=lambda m: click.echo(f"warning: {m}", err=True))
+    proposals = propose(
+        StoreHandle.open(store), settings, model=model, llm=llm, warn=lambda m: click.echo(f"warning: {m}", err=True)
+    )
     write_proposals(out, proposals, str(store), settings)
     activities = len({(p.process, p.activity) for p in proposals})
     click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")
@@ -102,7 +105,7 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
-    result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
+    result = tune(Signals(StoreHandle.open(store)), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
         f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "

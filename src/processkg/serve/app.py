@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
+from processkg.graph.handle import StoreHandle
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import batch as batch_mod
 from processkg.serve import catalog, changes, etags, facts, odata_json, operations
@@ -922,7 +923,8 @@ def open_server(
 ) -> Server:
     """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder,
     and what else the store says (source documents, ETag sets, referential constraints)."""
-    validator, store_facts = facts.load(store)
+    handle = StoreHandle.open(store)  # validation, $metadata and retrieval all read this one build
+    validator, store_facts = facts.load(handle)
     return Server(
         validator.model,
         validator,
@@ -931,7 +933,7 @@ def open_server(
         csrf=csrf,
         store_facts=store_facts,
         use_etags=use_etags,
-        retrieval=ResidentRetriever(store),
+        retrieval=ResidentRetriever(handle),
         allow_reset=allow_reset,
         allowed_hosts=allowed_hosts,
     )

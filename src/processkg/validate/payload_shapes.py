@@ -40,7 +40,8 @@ from rdflib import Graph, URIRef
 
 from processkg.aliases import Record
 from processkg.assets import graph_shapes_path
-from processkg.graph.store import SHAPES_GRAPH, canonical_ntriples, open_store, records, to_turtle
+from processkg.graph.handle import open_store
+from processkg.graph.store import SHAPES_GRAPH, StoreGraph, canonical_ntriples, records, to_turtle
 from processkg.validate.shacl import ShaclEngine, to_rdflib
 from processkg.vocab import ID, PREFIXES, RDF_NS, RDF_TYPE, RDFS_LABEL, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
 
@@ -215,7 +216,7 @@ class Model:
     aliases: dict[str, ServiceInfo] = field(default_factory=dict)
 
 
-def load_validation_model(store: Store) -> Model:
+def load_validation_model(store: StoreGraph) -> Model:
     """Services, entity sets and types with their properties, navigations and codes."""
     model = Model()
     for r in records(store, "shapes-types"):
@@ -242,7 +243,7 @@ def load_validation_model(store: Store) -> Model:
     return model
 
 
-def _load_operations(store: Store, model: Model) -> None:
+def _load_operations(store: StoreGraph, model: Model) -> None:
     """Every operation of every service, its parameters as :class:`Prop` with their codes. A parameter
     is required when it is not nullable, unless Core.OptionalParameter lets a call leave it out."""
     ops: dict[str, OperationInfo] = {}
@@ -320,7 +321,7 @@ def _lineage(model: Model, t: TypeInfo | None) -> list[TypeInfo]:
     return chain
 
 
-def _declared_props(store: Store, model: Model) -> dict[str, dict[str, Prop]]:
+def _declared_props(store: StoreGraph, model: Model) -> dict[str, dict[str, Prop]]:
     codes = _codes(store)
     by_qname = {(t.service, t.qname): t.iri for t in model.types.values()}
     declared: dict[str, dict[str, Prop]] = {}  # type IRI -> name -> Prop
@@ -409,14 +410,14 @@ def required_on_create(
     return not RAP_NAMESPACE.match(namespace or "")
 
 
-def _declared_navs(store: Store) -> dict[str, dict[str, Nav]]:
+def _declared_navs(store: StoreGraph) -> dict[str, dict[str, Nav]]:
     navs: dict[str, dict[str, Nav]] = {}  # type IRI -> name -> Nav
     for r in records(store, "shapes-navigations"):
         navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
     return navs
 
 
-def _codes(store: Store) -> dict[str, dict[str, set[str]]]:
+def _codes(store: StoreGraph) -> dict[str, dict[str, set[str]]]:
     """{property IRI: {"codes": set, "sources": set, "paths": set}} from its value helps."""
     found: dict[str, dict[str, set[str]]] = {}
     for r in records(store, "shapes-value-lists"):
@@ -477,12 +478,12 @@ def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
-def stored_shapes(store: Store) -> list[Triple]:
+def stored_shapes(store: StoreGraph) -> list[Triple]:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
     return [Triple(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
 
-def generate_shapes(store: Store) -> list[Triple]:
+def generate_shapes(store: StoreGraph) -> list[Triple]:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
     return model_shapes(load_validation_model(store))
 

@@ -8,7 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from processkg.cli import main
 from processkg.errors import RemoteStoreError
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import records
@@ -94,3 +96,9 @@ def test_a_store_url_with_an_unknown_parameter_is_refused_when_parsed() -> None:
 def test_a_local_store_is_a_path(tmp_path: Path) -> None:
     location = StoreLocation.parse(tmp_path / "store")
     assert location.path == tmp_path / "store" and location.url is None and str(location) == str(tmp_path / "store")
+
+
+def test_kg_refuses_a_bad_store_url_when_it_parses_the_option() -> None:
+    result = CliRunner().invoke(main, ["map", "tune", "--store", "http://127.0.0.1:9/sparql?bogus=1", "--gold", "g"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--store': http://127.0.0.1:9/sparql?bogus=1: the store URL takes only" in result.output

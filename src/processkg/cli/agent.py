@@ -20,6 +20,7 @@ from processkg.cli.options import F, store_option
 from processkg.errors import AgentEvalError
 from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
 from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
+from processkg.graph.handle import StoreLocation
 
 
 def llm_options() -> Callable[[F], F]:
@@ -105,7 +106,7 @@ def agent_group() -> None:
 )
 def agent_run_cmd(
     task: str,
-    store: Path,
+    store: StoreLocation,
     llm_url: str,
     model: str,
     condition: str,
@@ -236,7 +237,7 @@ def _summary(results: JSONObject) -> str:
 )
 def eval_agent_cmd(
     tasks_file: Path,
-    store: Path,
+    store: StoreLocation,
     llm_url: str,
     model: str,
     max_steps: int,

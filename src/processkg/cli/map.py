@@ -18,7 +18,7 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, store_option
 from processkg.errors import ProcessKGError
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.stats import table
 from processkg.proposals.propose import (
     WEIGHT_GRID,
@@ -58,7 +58,7 @@ def map_group() -> None:
 @click.option("--llm-candidates", default=10, show_default=True, help="Candidate sets sent per activity.")
 @click.option("--llm-timeout", default=60.0, show_default=True, help="Seconds per LLM request.")
 def propose_cmd(
-    store: Path,
+    store: StoreLocation,
     out: Path,
     top_n: int,
     threshold: float,
@@ -102,7 +102,7 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write the choice and its evaluation here (JSON).")
-def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
+def tune_cmd(store: StoreLocation, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
     result = tune(Signals(StoreHandle.open(store)), read_mapping(gold), weights=WEIGHT_GRID if weights else None)

@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import click
 
+from processkg.errors import ProcessKGError
+from processkg.graph.handle import StoreLocation
+
 F = TypeVar("F", bound=Callable[..., object])
 
 
+class StoreParam(click.ParamType):
+    """``--store`` text as a :class:`StoreLocation`: parsed here, once (a bad URL parameter is a usage error)."""
+
+    name = "store"
+
+    def convert(
+        self, value: str | StoreLocation, param: click.Parameter | None, ctx: click.Context | None
+    ) -> StoreLocation:
+        if isinstance(value, StoreLocation):
+            return value
+        try:
+            return StoreLocation.parse(str(value))
+        except ProcessKGError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 def store_option(help: str = "Store directory written by kg build, or its SPARQL server's URL.") -> Callable[[F], F]:
-    """``--store DIR`` of a command that reads a store."""
-    return click.option("--store", required=True, type=click.Path(path_type=Path), help=help)
+    """``--store DIR|URL`` of a command that reads a store: the command gets its :class:`StoreLocation`."""
+    return click.option("--store", required=True, type=StoreParam(), help=help)
 
 
 def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], F]:

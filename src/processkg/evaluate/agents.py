@@ -42,6 +42,7 @@ from processkg.agent.llm import ChatClient, ChatSettings
 from processkg.agent.loop import Agent, RunResult, Trace
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import AgentEvalError, ProcessKGError
+from processkg.graph.handle import StoreLocation
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox
@@ -99,7 +100,7 @@ T = TypeVar("T", bound=EvalTask)
 
 @dataclass(frozen=True)
 class EvalSettings:
-    store: Path
+    store: StoreLocation
     chat: ChatSettings
     out: Path
     conditions: tuple[str, ...] = CONDITIONS

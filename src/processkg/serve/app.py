@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import batch as batch_mod
 from processkg.serve import catalog, changes, etags, facts, odata_json, operations
@@ -913,7 +913,7 @@ def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONRespon
 
 
 def open_server(
-    store: Path,
+    store: StoreLocation | Path,
     record: Path | None = None,
     data: Path | None = None,
     csrf: bool = True,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import records
 from processkg.retrieve.context import key_predicate, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
@@ -41,7 +41,7 @@ class Toolbox:
 
     def __init__(
         self,
-        store: Path,
+        store: StoreLocation | Path,
         client: ODataClient | None = None,
         allow_writes: bool = False,
         validate_before_send: bool = True,

@@ -54,7 +54,14 @@ class StoreHandle:
         self.location = location
         self.version: Path
         self.graph: StoreGraph
-        if location.url is not None:
+        cache = resolve(location.url) if location.url is not None else location.path
+        remote = open_remote(cache) if cache is not None else None  # a server's build, or its cache directory
+        if remote is not None:
+            self.version = Path(str(cache))
+            self.graph = remote
+            self.build_id = remote.build
+            self._release = weakref.finalize(self, _close, None)
+        elif location.url is not None:
             self.version = resolve(location.url)
             remote = open_remote(self.version)
             if remote is None:

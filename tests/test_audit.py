@@ -21,7 +21,7 @@ from lxml import etree
 from processkg.build.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
-from processkg.graph.store import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.vocab import PREFIXES
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -125,7 +125,7 @@ def corpus(tmp_path_factory, request):
             store = _session_store(request, name) or tmp_path_factory.mktemp(f"audit-{name}") / "store"
             if not store.exists():
                 build(BuildOptions(odata=odata, bpmn=bpmn, store=store, on_error="warn"))
-            cache[name] = (store, odata, bpmn, audit(store, odata, bpmn))
+            cache[name] = (store, odata, bpmn, audit(StoreHandle.open(store), odata, bpmn))
         return cache[name]
 
     return get
@@ -336,7 +336,7 @@ def test_bpmn_activities_are_tasks_subprocesses_and_call_activities(corpus):
 def test_a_file_missing_from_the_graph_is_skipped_not_mismatched(corpus):
     store, odata, _bpmn, _result = corpus("s4-a2x")
     extra = DATA / "odata" / "samples" / "oasis-tcs__odata-openapi" / "TripPin.xml"
-    result = audit(store, odata + [extra], [])
+    result = audit(StoreHandle.open(store), odata + [extra], [])
     assert skipped(result) == {"TripPin.xml": "not in the graph: no node has this kg:sourceFile"}
     rows = {r["class"]: r for r in result["classes"]}
     assert rows["EntitySet"]["skipped"] == 4 and rows["EntitySet"]["source"] == rows["EntitySet"]["graph"] == 411

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.retrieve.context import render_set, set_context
 from processkg.retrieve.retriever import Result
 

@@ -14,7 +14,7 @@ from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
-from processkg.graph.store import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.retrieve.index import build_index, load_index
 from processkg.sources.mapping import read_mapping
 
@@ -83,7 +83,7 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     kept_names = {str(r[1]) for p in ids for r in rows(store, ACTIVITIES % p)}
     only_held_out = names - kept_names
     assert only_held_out, "the demo's returns process has activities of its own"
-    index = load_index(store_dir)
+    index = load_index(StoreHandle.open(store_dir))
     activity_names = {a["name"] for a in index.items["activity"]}
     assert not activity_names & names - kept_names
     texts = json.dumps([s["text"] for s in index.items["set"]])

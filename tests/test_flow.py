@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from processkg.graph.store import load_query, open_store, select
+from processkg.graph.handle import open_store
+from processkg.graph.store import load_query, select
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, routed_results
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, Linear, RoutedModel
 from processkg.retrieve.signals import SIGNALS

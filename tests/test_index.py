@@ -23,7 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from conftest import FIORI_SERVICES, shared
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
-from processkg.graph.store import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.retrieve import texts
 from processkg.retrieve.index import (
     DEFAULT_MODEL,
@@ -143,7 +143,7 @@ def test_rebuild_reencodes_nothing_and_is_identical(demo_indexed):
 
 
 def test_index_holds_every_entity_set_and_activity(demo_indexed):
-    index = load_index(demo_indexed)
+    index = load_index(StoreHandle.open(demo_indexed))
     assert len(index.items["set"]) == 23 and len(index.items["activity"]) == 27
     assert index.vectors["set"].shape == (23, 384)
     names = {(s["service"], s["name"]) for s in index.items["set"]}
@@ -151,9 +151,9 @@ def test_index_holds_every_entity_set_and_activity(demo_indexed):
     assert ("DEMO_PROCUREMENT", "PurchaseOrder") in names
 
 
-def test_missing_index_is_a_clear_error(tmp_path):
+def test_missing_index_is_a_clear_error(demo_store):
     with pytest.raises(IndexNotFoundError, match="kg index --store"):
-        load_index(tmp_path)
+        load_index(StoreHandle.open(demo_store))
 
 
 # ---------------------------------------------------------------- summaries
@@ -202,7 +202,7 @@ def test_kg_build_indexes_a_service_with_run_together_names(tmp_path):
         main, ["build", "--odata", str(ROOT / "tests" / "data" / "retrieve"), "--store", str(store)]
     )
     assert result.exit_code == 0, result.output
-    texts = {s["name"]: s["text"] for s in load_index(store).items["set"]}
+    texts = {s["name"]: s["text"] for s in load_index(StoreHandle.open(store)).items["set"]}
     assert texts["SALESORDERSET"].startswith("sales order set (SALESORDERSET). Sales Order.")
     assert texts["VL_SH_RELIFNRCN"].startswith("value list sh relifnrcn (VL_SH_RELIFNRCN).")
 
@@ -235,7 +235,7 @@ def fiori_indexed(tmp_path_factory, fiori_plain):
 
 def test_fiori_services_build_with_their_index(fiori_indexed):
     tmp, report = fiori_indexed
-    index = load_index(tmp / "store")
+    index = load_index(StoreHandle.open(tmp / "store"))
     names = {s["name"] for s in index.items["set"]}
     assert "VL_SH_RELIFNRCN" in names  # the set whose name recursed without end
     assert report.counts["set"] == len(index.items["set"]) == index.vectors["set"].shape[0] > 300
@@ -250,8 +250,10 @@ def test_kg_index_on_a_store_built_without_index(fiori_indexed, fiori_plain):
     result = CliRunner().invoke(main, ["index", "--store", str(store), "--cache", str(cache)])
     assert result.exit_code == 0, result.output
     assert "(0 encoded," in result.output, result.output
-    assert load_index(store).items["set"] == load_index(tmp / "store").items["set"]
-    assert np.array_equal(load_index(store).vectors["set"], load_index(tmp / "store").vectors["set"])
+    assert load_index(StoreHandle.open(store)).items["set"] == load_index(StoreHandle.open(tmp / "store")).items["set"]
+    assert np.array_equal(
+        load_index(StoreHandle.open(store)).vectors["set"], load_index(StoreHandle.open(tmp / "store")).vectors["set"]
+    )
 
 
 def test_activity_texts_carry_documentation_lane_and_process(demo_indexed):
@@ -261,7 +263,7 @@ def test_activity_texts_carry_documentation_lane_and_process(demo_indexed):
 
 
 def test_chunks_map_back_to_the_entity_sets_they_describe(demo_indexed):
-    index = load_index(demo_indexed)
+    index = load_index(StoreHandle.open(demo_indexed))
     chunks = index.items["chunk"]
     assert chunks, "the demo metadata was given, so chunks exist"
     covered = {iri for c in chunks for iri in c["sets"]}
@@ -284,7 +286,7 @@ def test_chunk_spans_cover_the_text_and_end_after_tags():
 
 
 def test_hnsw_recall_against_exact_search(a2x_indexed, encoder):
-    loaded = load_index(a2x_indexed)
+    loaded = load_index(StoreHandle.open(a2x_indexed))
     vectors, index = loaded.vectors["set"], loaded.hnsw["set"]  # the persisted index, reloaded
     queries = encoder.encode(
         [

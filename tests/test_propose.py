@@ -27,6 +27,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
+from processkg.graph.handle import StoreHandle
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
@@ -77,7 +78,7 @@ def demo_store(tmp_path_factory, cache) -> Path:
 
 @pytest.fixture(scope="module")
 def demo_signals(demo_store) -> Signals:
-    return Signals(demo_store)
+    return Signals(StoreHandle.open(demo_store))
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +259,7 @@ def test_evaluate_mapping_by_hand():
 def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_signals):
     settings = ProposalWeights()
     proposals = propose(demo_store, settings, signals=demo_signals)
-    assert proposals == propose(demo_store, settings, signals=Signals(demo_store))
+    assert proposals == propose(demo_store, settings, signals=Signals(StoreHandle.open(demo_store)))
     ids = {(a.process, a.id) for a in demo_signals.activities}
     per_activity: dict = {}
     for p in proposals:
@@ -437,7 +438,7 @@ def sap_signals(tmp_path_factory, cache) -> Signals:
     store = tmp_path_factory.mktemp("propose") / "sap-nomap"
     build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=store))  # no --mapping
     build_index(store, cache_dir=cache)
-    return Signals(store)
+    return Signals(StoreHandle.open(store))
 
 
 def documented(label: str) -> tuple[float, float, float]:

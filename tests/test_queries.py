@@ -28,7 +28,8 @@ from processkg.assets import internal_queries_dir, queries_dir
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.docgen import parse_query_header
-from processkg.graph.store import load_query, open_store, plain, select
+from processkg.graph.handle import open_store
+from processkg.graph.store import load_query, plain, select
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"

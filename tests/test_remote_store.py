@@ -32,7 +32,8 @@ from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import QueryRefusedError, RemoteStoreError, StoreNotFoundError
 from processkg.graph import remote
-from processkg.graph.store import canonical_ntriples, load_query, open_store, records, select, version_dir
+from processkg.graph.handle import open_store
+from processkg.graph.store import canonical_ntriples, load_query, records, select, version_dir
 from processkg.serve.app import create_app, open_server
 from processkg.tools.toolbox import Toolbox
 

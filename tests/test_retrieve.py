@@ -22,6 +22,7 @@ from processkg.errors import (
     IndexNotFoundError,
     ProcessKGError,
 )
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import key_predicate, render_context, render_set
 from processkg.retrieve.index import build_index, index_dir
 from processkg.retrieve.retriever import (
@@ -69,7 +70,7 @@ def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
         )
     )
     build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
-    return Retriever(store)
+    return Retriever(StoreHandle.open(store))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def a2x_retriever(tmp_path_factory, shared_cache, a2x_store) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "a2x"
     shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
     build_index(store, odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
-    return Retriever(store)
+    return Retriever(StoreHandle.open(store))
 
 
 def names(results) -> list[str]:
@@ -215,7 +216,7 @@ def test_batch_equals_single_queries(demo_retriever):
 
 def test_index_built_with_another_model_is_refused(demo_retriever, tmp_path):
     with pytest.raises(IndexNotFoundError, match="was built with"):
-        Retriever(demo_retriever.store_dir, model=str(tmp_path))
+        Retriever(demo_retriever.handle, model=str(tmp_path))
 
 
 def test_navigations_are_the_target_entity_sets_of_each_set(demo_retriever):
@@ -294,7 +295,7 @@ def test_cli_json_single_query(demo_retriever):
         [
             "retrieve",
             "--store",
-            str(demo_retriever.store_dir),
+            str(demo_retriever.handle),
             CHAIN_QUERY,
             "-k",
             "5",
@@ -326,7 +327,7 @@ def test_cli_batch_jsonl(demo_retriever, tmp_path):
         [
             "retrieve",
             "--store",
-            str(demo_retriever.store_dir),
+            str(demo_retriever.handle),
             "--queries",
             str(queries),
             "-k",
@@ -356,7 +357,7 @@ def test_cli_bad_jsonl_names_the_line(demo_retriever, tmp_path, content, message
     queries = tmp_path / "bad.jsonl"
     queries.write_text(content)
     out = CliRunner().invoke(
-        main, ["retrieve", "--store", str(demo_retriever.store_dir), "--queries", str(queries), "--json"]
+        main, ["retrieve", "--store", str(demo_retriever.handle), "--queries", str(queries), "--json"]
     )
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
@@ -368,7 +369,7 @@ def test_cli_table_and_context(demo_retriever):
         [
             "retrieve",
             "--store",
-            str(demo_retriever.store_dir),
+            str(demo_retriever.handle),
             CHAIN_QUERY,
             "-k",
             "3",
@@ -384,13 +385,13 @@ def test_cli_table_and_context(demo_retriever):
 
 
 def test_cli_needs_a_query_or_a_file(demo_retriever):
-    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir)])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.handle)])
     assert out.exit_code == 2 and "either a QUERY or --queries" in out.output
 
 
 def test_cli_refuses_an_empty_query(demo_retriever):
     for query in ("", "   \t "):
-        out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir), query])
+        out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.handle), query])
         assert out.exit_code == 2, out.output
         assert out.output.strip() == "error: the query is empty: give the question to retrieve for"
     with pytest.raises(ProcessKGError, match="the query is empty"):
@@ -400,7 +401,7 @@ def test_cli_refuses_an_empty_query(demo_retriever):
 def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": 1, "query": "bikes"}\n{"id": 2, "query": "  "}\n')
-    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.store_dir), "--queries", str(queries)])
+    out = CliRunner().invoke(main, ["retrieve", "--store", str(demo_retriever.handle), "--queries", str(queries)])
     assert out.exit_code == 2
     assert out.output.strip() == f'error: {queries}:2: "query" must be a non-empty string'
 
@@ -456,7 +457,7 @@ def test_vectors_that_disagree_with_the_manifest_are_damage(small_store, tmp_pat
     shutil.copytree(small_store, store)
     np.save(index_dir(store) / "set.npy", np.zeros((1, 384), dtype=np.float32))
     with pytest.raises(ProcessKGError, match=r"set\.npy holds \(1, 384\) vectors, not \(2, 384\)"):
-        Retriever(store)
+        Retriever(StoreHandle.open(store))
 
 
 # ---------------------------------------------------------------- typed context

@@ -22,6 +22,7 @@ from processkg.cli import main
 from processkg.errors import RankingModelError
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fit_classifier, fit_ranker, routing_accuracy, train
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import render_context
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, _explained
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, RoutedModel, load_model
@@ -53,7 +54,7 @@ ROUTES = [
 
 @pytest.fixture(scope="module")
 def sap(sap_store) -> Retriever:
-    return Retriever(sap_store)
+    return Retriever(StoreHandle.open(sap_store))
 
 
 def names(results) -> list[str]:

@@ -18,7 +18,7 @@ from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
 from processkg.build.pipeline import BuildOptions, build
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.retrieve.context import set_context
 from processkg.services.model import Model, required_on_create, service_model
 from processkg.validate.calls import KINDS, Validator

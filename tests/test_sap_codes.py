@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import CodeListError
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.sources.code_bindings import binding_for, read_bindings
 from processkg.sources.codes import read_code_lists
 from processkg.validate.calls import Validator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processkg.graph.store import open_store
+from processkg.graph.handle import open_store
 from processkg.services.model import service_model
 from processkg.tools.toolbox import Toolbox
 from processkg.validate.calls import Validator

@@ -9,7 +9,8 @@ from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
 from processkg.build.pipeline import BuildOptions, build
-from processkg.graph.store import canonical_ntriples, open_store, write_store
+from processkg.graph.handle import open_store
+from processkg.graph.store import canonical_ntriples, write_store
 from processkg.services.model import Prop, TypeInfo, is_required, service_model, standard_codes, standard_list
 from processkg.validate import literals
 from processkg.validate.payload_shapes import check_graph, generate_shapes, model_shapes, shapes_turtle, stored_shapes

@@ -23,6 +23,7 @@ from processkg.errors import (
 )
 from processkg.evaluate import socbench_protocol
 from processkg.evaluate.socbench_protocol import KS, METHODS, protocol_recall
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve import retriever
 
 INSTANCE, DOMAIN = "socbenchd_1", "01-energy"
@@ -97,7 +98,7 @@ def test_methods_come_from_one_registry():
 def test_operations_are_the_retrieval_units_of_an_openapi_store(energy, stores):
     from processkg.retrieve.index import load_index
 
-    items = load_index(stores / INSTANCE / DOMAIN).items["set"]
+    items = load_index(StoreHandle.open(stores / INSTANCE / DOMAIN)).items["set"]
     assert len(items) == 50 and all(i["operation"] for i in items)
     assert all(socbench_protocol._ENDPOINT.match(i["name"]) for i in items)
 

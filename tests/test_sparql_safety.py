@@ -24,8 +24,9 @@ from processkg.assets import queries_dir
 from processkg.cli import main
 from processkg.errors import QueryError, QueryLimitError, QueryRefusedError
 from processkg.graph.bounded import run_bounded
+from processkg.graph.handle import open_store
 from processkg.graph.sparql import check
-from processkg.graph.store import load_query, open_store, plain, select
+from processkg.graph.store import load_query, plain, select
 
 CARTESIAN = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 

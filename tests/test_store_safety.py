@@ -26,10 +26,10 @@ from processkg.cli import main
 from processkg.errors import OutputRefusedError, StoreBusyError, StoreRefusedError
 from processkg.graph import stats as stats_mod
 from processkg.graph import store as store_mod
+from processkg.graph.handle import open_store
 from processkg.graph.store import (
     SHAPES_GRAPH,
     canonical_ntriples,
-    open_store,
     read_meta,
     write_atomic,
 )

@@ -680,7 +680,7 @@ def test_cli_shapes_writes_turtle(demo_store, tmp_path):
 
 def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, tmp_path):
     """kg shapes exports what kg build stored; a --no-shapes store gets the same shapes generated."""
-    from processkg.graph.store import open_store
+    from processkg.graph.handle import open_store
     from processkg.validate.payload_shapes import generate_shapes, stored_shapes
 
     graph = open_store(demo_store)

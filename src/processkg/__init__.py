@@ -10,7 +10,8 @@ The library API is the same functions the ``kg`` command wires together::
 
 from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.errors import ProcessKGError
-from processkg.graph.store import load_query, open_store, select
+from processkg.graph.handle import open_store
+from processkg.graph.store import load_query, select
 
 __all__ = ["BuildOptions", "BuildReport", "ProcessKGError", "build", "load_query", "open_store", "select"]
 __version__ = "0.1.0"

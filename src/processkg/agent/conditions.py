@@ -104,7 +104,7 @@ class ChunkSearch:
         indexed = retriever.index.items["chunk"]
         if not indexed:
             raise ProcessKGError(
-                f"the index of {retriever.store_dir} has no metadata chunks: rebuild it with "
+                f"the index of {retriever.handle} has no metadata chunks: rebuild it with "
                 "`kg index --store DIR --odata METADATA_DIR`"
             )
         texts = {

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from processkg.agent.conditions import condition_tools
 from processkg.agent.loop import Agent, RunResult, Trace
+from processkg.graph.handle import StoreLocation
 from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -24,7 +25,7 @@ TRACE, RECORDING = "trace.jsonl", "calls.jsonl"
 
 @dataclass
 class RunSettings:
-    store: Path
+    store: StoreLocation
     chat: ChatSettings
     condition: str = "typed"
     max_steps: int = 15

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import TypeAlias
 
 from lxml import etree
-from pyoxigraph import Store
 
 from processkg.aliases import JSONObject
+from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
-from processkg.graph.store import open_store, read_meta, records
+from processkg.graph.store import StoreGraph, records
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 
 Counts: TypeAlias = dict[str, int]
@@ -399,7 +399,7 @@ def _source_counts(files: list[tuple[Path, str]], counter: Callable[[Path], dict
 # ---------------------------------------------------------------- graph counts
 
 
-def graph_counts(store: Store) -> dict[str, Counter[str]]:
+def graph_counts(store: StoreGraph) -> dict[str, Counter[str]]:
     """{source file: {class: count}} from the audit queries."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for name in ("audit-odata", "audit-bpmn"):
@@ -410,7 +410,7 @@ def graph_counts(store: Store) -> dict[str, Counter[str]]:
     return counts
 
 
-def graph_units(store: Store) -> dict[str, str]:
+def graph_units(store: StoreGraph) -> dict[str, str]:
     """{source file: unit}: a BPMN file is its own unit; an OData file belongs to its service's file."""
     return {r["file"]: r["unit"] for r in records(store, "audit-files")}
 
@@ -418,19 +418,19 @@ def graph_units(store: Store) -> dict[str, str]:
 # ---------------------------------------------------------------- the audit
 
 
-def _open(store: Path | str | Store) -> tuple[Store, JSONObject]:
-    if isinstance(store, Store):
-        return store, {}
-    return open_store(Path(store)), read_meta(Path(store))
+def _open(store: StoreHandle | StoreGraph) -> tuple[StoreGraph, JSONObject]:
+    if isinstance(store, StoreHandle):
+        return store.graph, store.meta
+    return store, {}
 
 
 def audit(
-    store: Path | str | Store, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None
+    store: StoreHandle | StoreGraph, odata_paths: list[Path] | None = None, bpmn_paths: list[Path] | None = None
 ) -> JSONObject:
     """Audit the graph in ``store`` against the OData and BPMN files it was built from.
 
-    ``store`` is a store directory (then ``build.json`` gives the reason each skipped file was
-    skipped) or an opened pyoxigraph ``Store`` (then a file is skipped when no graph node has it
+    ``store`` is a store's handle (then its build's ``build.json`` gives the reason each skipped
+    file was skipped) or a graph alone (then a file is skipped when no graph node has it
     as ``kg:sourceFile``). Returns ``{"classes": [...], "files": [...], "graph_only": [...],
     "dropped": [[file, tag, id, line], ...]}``.
     """

@@ -19,6 +19,7 @@ from processkg.cli.options import F, llm_options, odata_options, odata_url_optio
 from processkg.errors import AgentEvalError, LLMError
 from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
 from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
+from processkg.graph.handle import StoreLocation
 from processkg.openai_chat import ChatSettings
 
 
@@ -82,7 +83,14 @@ def agent_run_cmd(
     OUT/calls.jsonl, the recording kg validate reads."""
     chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     settings = RunSettings(
-        store, chat, condition, max_steps, out, odata_url=odata_url, allow_writes=allow_writes, odata=list(odata)
+        StoreLocation.parse(store),
+        chat,
+        condition,
+        max_steps,
+        out,
+        odata_url=odata_url,
+        allow_writes=allow_writes,
+        odata=list(odata),
     )
     result = run_task(task, settings)
     click.echo(
@@ -215,7 +223,15 @@ def eval_agent_cmd(
     chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     command = shlex.join(["kg", *sys.argv[1:]]) if Path(sys.argv[0]).name == "kg" else ""
     settings = EvalSettings(
-        store, chat, out, chosen_conditions, runs, max_steps, odata_url, tuple(odata), command=command
+        StoreLocation.parse(store),
+        chat,
+        out,
+        chosen_conditions,
+        runs,
+        max_steps,
+        odata_url,
+        tuple(odata),
+        command=command,
     )
     total, done = len(chosen_conditions) * len(chosen) * runs, [0]
 

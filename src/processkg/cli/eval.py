@@ -14,6 +14,7 @@ from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Hit, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
 from processkg.evaluate.overlap import activity_overlap
 from processkg.evaluate.train_ranker import routing_accuracy
+from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.retrieve.retriever import METHODS, RetrievalSettings, Retriever
 
@@ -109,7 +110,7 @@ def retrieval_cmd(
     queries = [q for q in read_queries(queries_file) if split == "all" or q.split == split]
     if not queries:
         raise ProcessKGError(f"{queries_file}: no queries in split {split!r}")
-    retriever = Retriever(store, model=model)
+    retriever = Retriever(StoreHandle.open(store), model=model)
     results, sources, seconds = run_methods(retriever, queries, _csv(methods), max(cutoffs), ablations)
     evaluation = evaluate_methods(results, queries, cutoffs)
     evaluation["expansion"] = expansion_effect(results, sources, queries, k=3)

@@ -19,7 +19,8 @@ from processkg.cli.options import format_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph import stats
 from processkg.graph.bounded import run_bounded
-from processkg.graph.store import load_query, open_store
+from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.store import load_query
 
 
 @click.command("stats")
@@ -148,7 +149,7 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
 @format_option("table", "json", help="A table of classes, or JSON with per-file rows.")
 def audit_cmd(store: Path, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
-    result = audit(store, list(odata), list(bpmn_paths))
+    result = audit(StoreHandle.open(store), list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))
     if any(row["source"] != row["graph"] for row in result["classes"]):
         sys.exit(ExitCode.PROBLEMS)

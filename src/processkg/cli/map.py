@@ -18,6 +18,7 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, out_option, proposal_llm_options, store_option
 from processkg.errors import ProcessKGError
+from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.llm_choice import LLMChoiceSettings
@@ -80,7 +81,7 @@ def propose_cmd(
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
         llm = ChatSettings(llm_url, llm_model, timeout=llm_timeout, api_key=os.environ.get("OPENAI_API_KEY") or None)
     proposals = propose(
-        store,
+        StoreHandle.open(store),
         settings,
         model=model,
         llm=llm,
@@ -107,7 +108,7 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
-    result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
+    result = tune(Signals(StoreHandle.open(store)), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
         f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "

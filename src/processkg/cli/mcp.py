@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from processkg.cli.options import odata_options, store_option
-from processkg.graph.store import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.retrieve.index import load_encoder_model, load_index
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -75,7 +75,7 @@ def mcp_cmd(
 
 def load_model(store: Path) -> None:
     """Import sentence-transformers and load the embedding model of the store's index (once per process)."""
-    load_encoder_model(load_index(store).model)
+    load_encoder_model(load_index(StoreHandle.open(store)).model)
 
 
 def say(line: str) -> None:

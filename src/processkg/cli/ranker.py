@@ -16,6 +16,7 @@ from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import Retriever
 
@@ -40,7 +41,7 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
     queries = [q for q in read_queries(queries_file) if q.split == split]
     if not queries:
         raise ProcessKGError(f"{queries_file}: no queries in split {split!r}")
-    retriever = Retriever(store)
+    retriever = Retriever(StoreHandle.open(store))
     items = examples(retriever, queries)
     source = f"{queries_file.as_posix()} (sha256 {fingerprint(queries_file)}), split {split}, {retriever.index.model}"
     model = train(items, retriever.matrices.family, source, log=click.echo)
@@ -121,7 +122,9 @@ def processes_cmd(
             odata=list(odata), bpmn=list(bpmn), mapping=mapping, codes=list(codes), code_bindings=code_bindings
         )
         rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
-    report = processes.run(Retriever(store), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild)
+    report = processes.run(
+        Retriever(StoreHandle.open(store)), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild
+    )
     command = "kg eval processes " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     text = processes.render(report, command)
     click.echo(text)
@@ -141,6 +144,6 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
         kept, kept_mapping = processes.without_processes(inputs.bpmn, inputs.mapping, held_out, folder)
         build(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=folder / "store"))
         build_index(folder / "store", cache_dir=cache, progress=None)
-        return Retriever(folder / "store")
+        return Retriever(StoreHandle.open(folder / "store"))
 
     return make

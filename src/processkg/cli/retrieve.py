@@ -14,8 +14,8 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, optional_store_option, store_option
 from processkg.errors import JsonLinesError, QueryFileError
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.graph.stats import table
-from processkg.graph.store import open_store
 from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
 from processkg.retrieve.index import build_index, index_dir, terminal_progress
@@ -118,7 +118,7 @@ def retrieve_cmd(
         return
     if store is None:
         raise click.UsageError("give --store DIR (or --server URL of a running kg serve)")
-    retriever = Retriever(store, model=model)
+    retriever = Retriever(StoreHandle.open(store), model=model)
     answers = retriever.retrieve_many([q for _, q in items], k, settings)
     for (qid, text), results in zip(items, answers):
         _emit(retriever, qid, text, results, as_json, with_context, many=len(items) > 1)

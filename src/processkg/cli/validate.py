@@ -23,7 +23,8 @@ from pyoxigraph import NamedNode
 from processkg.aliases import JSONValue
 from processkg.cli.exit_codes import ExitCode
 from processkg.cli.options import format_option, out_option, store_option
-from processkg.graph.store import open_store, write_atomic
+from processkg.graph.handle import open_store
+from processkg.graph.store import write_atomic
 from processkg.validate.calls import CallResult, Validator, read_calls
 from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
 

@@ -41,6 +41,7 @@ from processkg.agent.conditions import CONDITIONS, Tools, condition_tools
 from processkg.agent.loop import Agent, RunResult, Trace
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import AgentEvalError, ProcessKGError
+from processkg.graph.handle import StoreLocation
 from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -99,7 +100,7 @@ T = TypeVar("T", bound=EvalTask)
 
 @dataclass(frozen=True)
 class EvalSettings:
-    store: Path
+    store: StoreLocation
     chat: ChatSettings
     out: Path
     conditions: tuple[str, ...] = CONDITIONS

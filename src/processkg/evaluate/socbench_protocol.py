@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import TypeAlias
 
 import numpy as np
-from pyoxigraph import Store
 
 from processkg.aliases import JSONObject, JSONValue, ProgressCallback
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.evaluate.metrics import paired_test
-from processkg.graph.store import load_query, plain, select, write_atomic
+from processkg.graph.handle import StoreHandle
+from processkg.graph.store import StoreGraph, load_query, plain, select, write_atomic
 from processkg.retrieve.index import Encoder, build_index
 from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, Result, RetrievalSettings, Retriever
 from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS
@@ -148,7 +148,7 @@ def domain_store(
     return store
 
 
-def process_edges(store: Store) -> dict[str, int]:
+def process_edges(store: StoreGraph) -> dict[str, int]:
     names, rows = select(store, load_query("openapi-process-edges"))
     return {k: int(str(plain(v) or 0)) for k, v in zip(names, rows[0], strict=True)} if rows else {}
 
@@ -213,7 +213,7 @@ def run(
             if progress:
                 progress(domain.id)
             store = domain_store(domain, folder / domain.instance / domain.name, build_store, model, cache_dir)
-            _run_domain(domain, Retriever(store, model=model), out, limit)
+            _run_domain(domain, Retriever(StoreHandle.open(store), model=model), out, limit)
     return out
 
 

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from processkg.aliases import PlainValue, QueryValue
 from processkg.errors import ProcessKGError, QueryError, QueryLimitError
+from processkg.graph.handle import open_store
 from processkg.graph.sparql import check
-from processkg.graph.store import open_store, plain, solutions
+from processkg.graph.store import plain, solutions
 
 #: What a query child may allocate: a cartesian product behind ORDER BY grows without end.
 MEMORY_LIMIT = 4 * 1024**3

@@ -625,14 +625,10 @@ def _bind(query: str, substitutions: Mapping[Variable, Term]) -> str:
     return f"{query[: at + 1]} VALUES ({names}) {{ ({values}) }} {query[at + 1 :]}"
 
 
-def open_remote(path: Path) -> Store | None:
-    """A :class:`RemoteStore` for a cache directory (typed as the pyoxigraph Store whose calls it
-    answers); None for a local store."""
+def open_remote(path: Path) -> RemoteStore | None:
+    """A :class:`RemoteStore` for a cache directory; None for a local store."""
     meta = remote_meta(path)
     if meta is None:
         return None
     named = meta.get("named_graphs")
-    store = RemoteStore(
-        str(meta["url"]), str(meta["build"]), [str(n) for n in named] if isinstance(named, list) else []
-    )
-    return store  # type: ignore[return-value]
+    return RemoteStore(str(meta["url"]), str(meta["build"]), [str(n) for n in named] if isinstance(named, list) else [])

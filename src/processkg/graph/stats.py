@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from pyoxigraph import Store
-
 from processkg.aliases import JSONObject
 from processkg.graph.remote import shown
-from processkg.graph.store import records
+from processkg.graph.store import StoreGraph, records
 from processkg.vocab import PREFIXES
 
 
@@ -59,7 +57,7 @@ def _local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1]
 
 
-def store_stats(store: Store) -> JSONObject:
+def store_stats(store: StoreGraph) -> JSONObject:
     out = {name: records(store, f"stats-{name}") for name in ("classes", "services", "processes")}
     for row in out["classes"]:
         row["class"] = _prefixed(row["class"])

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from glob import escape as glob_escape
 from pathlib import Path
+from typing import Protocol
 
 from pyoxigraph import (
     BlankNode,
@@ -31,7 +32,9 @@ from pyoxigraph import (
     Literal,
     NamedNode,
     Quad,
+    QueryBoolean,
     QuerySolutions,
+    QueryTriples,
     RdfFormat,
     Store,
     Triple,
@@ -51,7 +54,7 @@ from processkg.errors import (
     StoreNotFoundError,
     StoreRefusedError,
 )
-from processkg.graph.remote import open_remote, resolve, url_of
+from processkg.graph.remote import resolve, url_of
 from processkg.graph.sparql import check, syntax_message
 from processkg.vocab import PREFIXES
 
@@ -59,6 +62,29 @@ DB = "oxigraph"
 META = "build.json"
 ONTOLOGY_GRAPH = NamedNode("https://w3id.org/processkg/ontology")
 SHAPES_GRAPH = NamedNode("https://w3id.org/processkg/shapes")  # the payload shapes kg build generates
+
+
+class StoreGraph(Protocol):
+    """What the stages read a store's graph through: the embedded pyoxigraph ``Store`` and
+    :class:`processkg.graph.remote.RemoteStore` (a build on a SPARQL server) both implement it."""
+
+    def query(
+        self,
+        query: str,
+        /,
+        *,
+        prefixes: dict[str, str] | None = None,
+        substitutions: dict[Variable, NamedNode | BlankNode | Literal | Triple] | None = None,
+    ) -> QuerySolutions | QueryBoolean | QueryTriples: ...
+
+    def quads_for_pattern(
+        self,
+        subject: NamedNode | BlankNode | Triple | None,
+        predicate: NamedNode | None,
+        object: NamedNode | BlankNode | Literal | Triple | None,
+        graph_name: NamedNode | BlankNode | DefaultGraph | None = None,
+        /,
+    ) -> Iterator[Quad]: ...
 
 
 def canonical_ntriples(triples: Iterable[Triple] | Iterable[Quad]) -> bytes:
@@ -123,7 +149,6 @@ LOCK = ".lock"
 CURRENT = "current"
 READERS = ".readers"
 LINKS = (DB, META, "index")
-_HELD: dict[str, int] = {}  # version dir -> fd holding a shared lock on its .readers (this process reads it)
 
 
 def version_dir(path: Path) -> Path:
@@ -402,7 +427,6 @@ class StoreWriter:
             yield path
             _fsync_tree(path)
         except BaseException:
-            _release(path)
             shutil.rmtree(path, ignore_errors=True)
             raise
         self._publish(path)
@@ -473,34 +497,24 @@ def _remove_version(path: Path) -> None:
         os.close(fd)
 
 
-def _hold(store: Path, version: Path) -> bool:
-    """Take a shared lock on ``version/.readers`` for this process, so no build deletes the
-    version while it is read. False when the version is being deleted (look up ``current`` again)."""
-    key = str(version)
-    if key in _HELD:
-        if os.fstat(_HELD[key]).st_nlink:
-            return True
-        os.close(_HELD.pop(key))
+def hold(store: Path, version: Path) -> tuple[bool, int | None]:
+    """Take a shared lock on ``version/.readers``, so no build deletes the version while it is read:
+    (True, the fd holding it until closed), or (True, None) for a current version without the file
+    (read unlocked), or (False, None) when the version is being deleted (look up ``current`` again).
+    Each caller gets its own fd, so closing one reader's lock leaves the others held."""
     try:
         fd = os.open(version / READERS, os.O_RDONLY)
     except FileNotFoundError:  # being deleted, unless it is still current (then read it unlocked)
-        return version.is_dir() and version_dir(store) == version
+        return version.is_dir() and version_dir(store) == version, None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        return False
+        return False, None
     if not os.fstat(fd).st_nlink:
         os.close(fd)
-        return False
-    _HELD[key] = fd
-    return True
-
-
-def _release(version: Path) -> None:
-    fd = _HELD.pop(str(version), None)
-    if fd is not None:
-        os.close(fd)
+        return False, None
+    return True, fd
 
 
 LOAD_LINES = 1_000_000  # N-Triples lines per bulk load: Oxigraph's loader holds a whole load in memory
@@ -534,23 +548,18 @@ def write_store(path: Path, data: Path, meta: Callable[[Store], JSONObject], sha
 # ---------------------------------------------------------------- reading
 
 
-def open_store(path: Path) -> Store:
-    """The current build of the store at ``path``, read-only (``path`` may be a SPARQL server's URL).
-
-    The version read is locked for this process (see :func:`_hold`), so a build that finishes
-    meanwhile keeps it on disk. A database that cannot be opened is a StoreDamagedError naming
-    the damaged file and the command that rebuilds the store.
-    """
-    url = url_of(path)
-    path = resolve(url) if url else Path(path)
-    remote = open_remote(path)
-    if remote is not None:  # a build on a SPARQL server (graph/remote.py)
-        return remote
+def pin_version(path: Path) -> tuple[Path, Store, int | None]:
+    """The current build of the local store at ``path``, opened read-only and pinned: its version
+    directory, its database, and the fd of the version's reader lock (see :func:`hold`; None for a
+    store of the previous layout), so a build that finishes meanwhile keeps it on disk. A database
+    that cannot be opened is a StoreDamagedError naming the damaged file and the command that
+    rebuilds the store."""
     for _attempt in range(200):
         version = version_dir(path)
         if version == path and not (path / DB).is_dir():
             raise StoreNotFoundError(f"{path}: no processkg store here (run `kg build --store {path}` first)")
-        if version != path and not _hold(path, version):
+        held, fd = hold(path, version) if version != path else (True, None)
+        if not held:
             if not version.exists() and version_dir(path) == version:
                 raise StoreDamagedError(
                     f"{path}: the store is damaged ({CURRENT} points to the missing {version.name}); {_rebuild(path)}"
@@ -558,8 +567,10 @@ def open_store(path: Path) -> Store:
             time.sleep(0.01)  # a build replaced it meanwhile: look up current again
             continue
         try:
-            return Store.read_only(str(version / DB))
+            return version, Store.read_only(str(version / DB)), fd
         except (OSError, RuntimeError) as exc:
+            if fd is not None:
+                os.close(fd)
             if version_dir(path) != version:
                 continue
             if "file descriptors" in str(exc):  # this process's limit (ulimit -n), not damage: exit 2
@@ -631,7 +642,7 @@ def _variable(name: str) -> Variable:
 
 
 def solutions(
-    store: Store, query: str, bindings: Mapping[str, QueryValue] | None = None
+    store: StoreGraph, query: str, bindings: Mapping[str, QueryValue] | None = None
 ) -> tuple[list[str], Iterator[Row]]:
     """The column names of a SELECT and its rows, lazily (so callers can stop early).
 
@@ -666,7 +677,9 @@ def _rows(result: QuerySolutions, names: list[str]) -> Iterator[Row]:
         raise QueryError(f"query failed: {exc}") from None
 
 
-def select(store: Store, query: str, bindings: Mapping[str, QueryValue] | None = None) -> tuple[list[str], list[Row]]:
+def select(
+    store: StoreGraph, query: str, bindings: Mapping[str, QueryValue] | None = None
+) -> tuple[list[str], list[Row]]:
     """Run a SELECT with values bound by substitution: its column names and all its rows."""
     names, rows = solutions(store, query, bindings)
     return names, list(rows)
@@ -686,7 +699,7 @@ def plain(value: NamedNode | BlankNode | Literal | None) -> PlainValue:
     return value.value
 
 
-def records(store: Store, query: str, **bindings: QueryValue) -> list[Record]:
+def records(store: StoreGraph, query: str, **bindings: QueryValue) -> list[Record]:
     """Rows of the library query named ``query`` as dicts of plain values, ``bindings`` bound."""
     names, rows = select(store, load_query(query), bindings)
     return [dict(zip(names, (plain(v) for v in row), strict=True)) for row in rows]

@@ -27,11 +27,11 @@ from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import yaml
-from pyoxigraph import Store
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError, MappingError, ProposalError
-from processkg.graph.store import open_store, records, write_atomic
+from processkg.graph.handle import StoreHandle
+from processkg.graph.store import StoreGraph, records, write_atomic
 from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.proposals.llm_choice import (
     ANSWER_TOKENS,
@@ -148,7 +148,7 @@ HEADER = """\
 # ---------------------------------------------------------------- reading the store
 
 
-def read_activities(store: Store) -> list[ActivityFacts]:
+def read_activities(store: StoreGraph) -> list[ActivityFacts]:
     """The activities proposals are made for (not sub-process containers), in a fixed order."""
     out = []
     for r in records(store, "propose-activities"):
@@ -169,7 +169,7 @@ def read_activities(store: Store) -> list[ActivityFacts]:
     return out
 
 
-def read_sets(store: Store, index_sets: list[JSONObject]) -> list[EntitySetFacts]:
+def read_sets(store: StoreGraph, index_sets: list[JSONObject]) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
 
     lex, facts = lexicon(store), type_facts(store)
@@ -218,11 +218,11 @@ SIGNALS = ("dense", "dense_name", "lexical", "lexical_short", "header")
 class Signals:
     """The five signal matrices (activities x sets) of one store, computed once."""
 
-    def __init__(self, store_dir: Path, model: str | None = None) -> None:
-        index = load_index(store_dir)
+    def __init__(self, handle: StoreHandle, model: str | None = None) -> None:
+        index = load_index(handle)
         if model and Encoder(model).id != index.model:
-            raise ProposalError(f"the index of {store_dir} was built with {index.model}, not {model}")
-        store = open_store(store_dir)
+            raise ProposalError(f"the index of {handle} was built with {index.model}, not {model}")
+        store = handle.graph
         self.activities = read_activities(store)
         self.sets = read_sets(store, index.items["set"])
         del store
@@ -348,7 +348,7 @@ def chosen(scores: np.ndarray, i: int, settings: ProposalWeights) -> list[int]:
 
 
 def propose(
-    store_dir: Path | None,
+    handle: StoreHandle | None,
     settings: ProposalWeights | None = None,
     model: str | None = None,
     llm: ChatSettings | None = None,
@@ -363,9 +363,9 @@ def propose(
     if llm is not None:
         llm.endpoint()  # a bad URL fails before any work
     if signals is None:
-        if store_dir is None:
-            raise ProposalError("propose needs a store directory or its signals")
-        signals = Signals(Path(store_dir), model)
+        if handle is None:
+            raise ProposalError("propose needs a store or its signals")
+        signals = Signals(handle, model)
     scores = signals.scores(settings)
     fallback = {
         i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]

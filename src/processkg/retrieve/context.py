@@ -16,11 +16,10 @@ from collections import defaultdict
 from functools import lru_cache
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from pyoxigraph import Store
 
 from processkg.aliases import JSONObject, Record
 from processkg.assets import templates_dir
-from processkg.graph.store import records
+from processkg.graph.store import StoreGraph, records
 from processkg.retrieve.retriever import Result
 from processkg.services.model import required_on_create, sap_mandatory
 
@@ -46,7 +45,7 @@ def _environment() -> Environment:
 # ---------------------------------------------------------------- data
 
 
-def set_context(store: Store, iri: str) -> JSONObject:
+def set_context(store: StoreGraph, iri: str) -> JSONObject:
     """Everything the template shows for one entity set (an IRI of the store)."""
     heads = records(store, "retrieve-context-set", set=iri)
     if not heads:  # an OpenAPI operation (or a set gone from the store): no OData facts to show
@@ -190,7 +189,7 @@ def _read_flags(row: Record) -> list[str]:
     return flags
 
 
-def _navigations(store: Store, iri: str) -> list[JSONObject]:
+def _navigations(store: StoreGraph, iri: str) -> list[JSONObject]:
     rows = records(store, "retrieve-context-navigations", set=iri)
     return [
         {
@@ -203,7 +202,7 @@ def _navigations(store: Store, iri: str) -> list[JSONObject]:
     ]
 
 
-def _value_helps(store: Store, iri: str) -> list[JSONObject]:
+def _value_helps(store: StoreGraph, iri: str) -> list[JSONObject]:
     helps: dict[tuple[str, str], JSONObject] = {}  # (property, value list) -> value help
     for r in records(store, "retrieve-context-valuelists", set=iri):
         key = (r["property"], r["collection"] or r["reference"] or "")
@@ -217,7 +216,7 @@ def _value_helps(store: Store, iri: str) -> list[JSONObject]:
     return list(helps.values())
 
 
-def _operations(store: Store, iri: str, head: Record, one: str) -> list[JSONObject]:
+def _operations(store: StoreGraph, iri: str, head: Record, one: str) -> list[JSONObject]:
     """The operations an agent can call on this entity set (``retrieve-context-operations.rq`` says
     which and why), each with its HTTP method, the URL (and body) of a call and its parameters."""
     ops: dict[str, JSONObject] = {}
@@ -230,7 +229,7 @@ def _operations(store: Store, iri: str, head: Record, one: str) -> list[JSONObje
     return [_operation(store, operation, op, head, one) for operation, op in ops.items()]
 
 
-def _operation(store: Store, iri: str, op: JSONObject, head: Record, one: str) -> JSONObject:
+def _operation(store: StoreGraph, iri: str, op: JSONObject, head: Record, one: str) -> JSONObject:
     r, version = op["row"], head.get("version") or ""
     params = [_parameter(p) for p in _parameter_rows(store, iri)]
     given = [p for p in params if not p["binding"]]
@@ -263,7 +262,7 @@ def _call(kind: str, r: Record, imports: list[str], params: list[JSONObject], he
     return f"<{service} service root>/{imports[0]}{arguments}" if imports else "(no import exposes it)"
 
 
-def _parameter_rows(store: Store, iri: str) -> list[Record]:
+def _parameter_rows(store: StoreGraph, iri: str) -> list[Record]:
     """One row per parameter, its value helps folded into ``codes`` and ``sources``."""
     params: dict[str, Record] = {}
     for r in records(store, "retrieve-context-operation-parameters", operation=iri):
@@ -307,7 +306,7 @@ def _simple(edm_type: str) -> str:
     return edm_type if edm_type.startswith("Edm.") else edm_type.rpartition(".")[2]
 
 
-def _process(store: Store, iri: str) -> list[JSONObject]:
+def _process(store: StoreGraph, iri: str) -> list[JSONObject]:
     steps: dict[str, JSONObject] = {}  # activity -> step
     for r in records(store, "retrieve-context-process", set=iri):
         step = steps.setdefault(
@@ -337,12 +336,12 @@ def _neighbour(side: JSONObject, row: Record) -> None:
 # ---------------------------------------------------------------- rendering
 
 
-def render_set(store: Store, result: Result, number: int = 1) -> str:
+def render_set(store: StoreGraph, result: Result, number: int = 1) -> str:
     """The typed context of one retrieved entity set (a :class:`~processkg.retrieve.retriever.Result`)."""
     template = _environment().get_template(TEMPLATE)
     return template.render(n=number, r=result, c=set_context(store, result.iri))
 
 
-def render_context(store: Store, results: list[Result]) -> str:
+def render_context(store: StoreGraph, results: list[Result]) -> str:
     """The typed context of every retrieved entity set, in result order."""
     return "".join(render_set(store, r, n) for n, r in enumerate(results, 1))

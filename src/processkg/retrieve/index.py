@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # a heavy import, done only where a model is loaded
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
-from processkg.graph.remote import shown
-from processkg.graph.store import open_store, staged_dir, store_lock, version_dir, write_atomic
+from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.store import staged_dir, store_lock, version_dir, write_atomic
 from processkg.retrieve import texts
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 from processkg.sources.discover import ODATA_SUFFIXES, discover
@@ -424,24 +424,23 @@ class LoadedIndex:
     hnsw: dict[str, VectorIndex]  # kind -> its HNSW index
 
 
-def load_index(store_dir: Path) -> LoadedIndex:
-    """The index of a store; a damaged one raises :class:`IndexDamagedError` naming the file and
-    ``kg index --store``, never a traceback from json, numpy or hnswlib."""
-    folder = index_dir(store_dir)
+def load_index(handle: StoreHandle) -> LoadedIndex:
+    """The index of the build ``handle`` pinned; a damaged one raises :class:`IndexDamagedError`
+    naming the file and ``kg index --store``, never a traceback from json, numpy or hnswlib."""
+    where, folder = str(handle), handle.index_dir
     manifest_path = folder / "index.json"
     if not manifest_path.exists():
-        where = shown(store_dir)
         raise IndexNotFoundError(f"{where}: no retrieval index (run `kg index --store {where}`)")
-    manifest = _read_manifest(store_dir, manifest_path)
+    manifest = _read_manifest(where, manifest_path)
     if manifest.get("format") != FORMAT:
         raise IndexNotFoundError(
             f"{folder}: index format {manifest.get('format')} is not {FORMAT}; "
-            f"rebuild it with `kg index --store {store_dir}`"
+            f"rebuild it with `kg index --store {where}`"
         )
-    _check_manifest(store_dir, manifest_path, manifest)
+    _check_manifest(where, manifest_path, manifest)
     dim, items = manifest["dim"], manifest["items"]
-    vectors = {k: _read_vectors(store_dir, folder / f"{k}.npy", (len(items[k]), dim)) for k in KINDS}
-    hnsw = {k: _read_hnsw(store_dir, folder / f"{k}.hnsw", dim, len(items[k])) for k in KINDS}
+    vectors = {k: _read_vectors(where, folder / f"{k}.npy", (len(items[k]), dim)) for k in KINDS}
+    hnsw = {k: _read_hnsw(where, folder / f"{k}.hnsw", dim, len(items[k])) for k in KINDS}
     return LoadedIndex(manifest["model"], dim, items, vectors, hnsw)
 
 
@@ -449,14 +448,14 @@ def load_index(store_dir: Path) -> LoadedIndex:
 _ITEM_FIELDS = {"set": ("iri", "service", "name", "text"), "activity": ("iri", "name", "text"), "chunk": ("sets",)}
 
 
-def damaged(store_dir: Path, path: Path, what: str) -> IndexDamagedError:
+def damaged(store_dir: str, path: Path, what: str) -> IndexDamagedError:
     """One line: the store, the damaged file and what is wrong with it, and the command that rebuilds it."""
     return IndexDamagedError(
         f"{store_dir}: the retrieval index is damaged: {path} {what}; rebuild it with `kg index --store {store_dir}`"
     )
 
 
-def _read_manifest(store_dir: Path, path: Path) -> JSONObject:
+def _read_manifest(store_dir: str, path: Path) -> JSONObject:
     try:
         manifest = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -466,7 +465,7 @@ def _read_manifest(store_dir: Path, path: Path) -> JSONObject:
     return manifest
 
 
-def _check_manifest(store_dir: Path, path: Path, manifest: JSONObject) -> None:
+def _check_manifest(store_dir: str, path: Path, manifest: JSONObject) -> None:
     items, dim = manifest.get("items"), manifest.get("dim")
     if not isinstance(manifest.get("model"), str) or not isinstance(dim, int) or dim < 1:
         raise damaged(store_dir, path, "has no usable model and dimension")
@@ -478,7 +477,7 @@ def _valid_items(items: JSONValue, fields: tuple[str, ...]) -> bool:
     return isinstance(items, list) and all(isinstance(i, dict) and all(f in i for f in fields) for i in items)
 
 
-def _read_vectors(store_dir: Path, path: Path, shape: tuple[int, int]) -> np.ndarray:
+def _read_vectors(store_dir: str, path: Path, shape: tuple[int, int]) -> np.ndarray:
     try:
         vectors = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
@@ -488,7 +487,7 @@ def _read_vectors(store_dir: Path, path: Path, shape: tuple[int, int]) -> np.nda
     return vectors
 
 
-def _read_hnsw(store_dir: Path, path: Path, dim: int, count: int) -> VectorIndex:
+def _read_hnsw(store_dir: str, path: Path, dim: int, count: int) -> VectorIndex:
     if not path.is_file():
         raise damaged(store_dir, path, "is missing")
     try:

@@ -37,15 +37,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 import numpy as np
-from pyoxigraph import Store
 
 from processkg.aliases import JSONObject
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
-from processkg.graph.store import load_query, open_store, select
+from processkg.graph.handle import StoreHandle
+from processkg.graph.store import StoreGraph, load_query, select
 from processkg.retrieve.index import Encoder, load_index, model_id
 from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick
 from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
@@ -240,13 +239,13 @@ def _ranked(scores: np.ndarray, limit: int, positive: bool = False) -> list[int]
 class Retriever:
     """Opens a store and its index once; answers any number of queries with any method."""
 
-    def __init__(self, store_dir: Path, model: str | None = None) -> None:
-        self.store_dir = Path(store_dir)
-        self.store = open_store(store_dir)
-        self.index = load_index(store_dir)
+    def __init__(self, handle: StoreHandle, model: str | None = None) -> None:
+        self.handle = handle  # the graph and the index of one build
+        self.store = handle.graph
+        self.index = load_index(handle)
         if model and model_id(model) != self.index.model:
             raise IndexNotFoundError(
-                f"the index of {store_dir} was built with {self.index.model}, not "
+                f"the index of {handle} was built with {self.index.model}, not "
                 f"{model_id(model)}; rebuild it with `kg index --model {model}`"
             )
         self.encoder = Encoder(self.index.model)
@@ -455,7 +454,7 @@ class Retriever:
 
 
 def _subgraph(
-    store: Store, seed: str, counts: dict[str, int] | None = None
+    store: StoreGraph, seed: str, counts: dict[str, int] | None = None
 ) -> tuple[set[str], dict[str, set[str]], dict[str, set[str]]]:
     """The process edges downstream of ``seed``: start activities, bpmn:next and uses:entitySet.
     ``counts`` (seeds, rows) is told what the query returned: evidence for the evaluations."""

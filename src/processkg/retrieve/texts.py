@@ -22,10 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeAlias
 
-from pyoxigraph import Store
-
 from processkg.aliases import Record
-from processkg.graph.store import records
+from processkg.graph.store import StoreGraph, records
 
 PropFacts: TypeAlias = tuple[str, str | None, str | None]
 """A property as the texts use it: (name, label, description)."""
@@ -182,7 +180,7 @@ class TypeFacts:
     navs: list[str] = field(default_factory=list)  # target names
 
 
-def type_facts(store: Store) -> dict[str, TypeFacts]:
+def type_facts(store: StoreGraph) -> dict[str, TypeFacts]:
     facts: dict[str, TypeFacts] = defaultdict(TypeFacts)
     for r in records(store, "retrieve-properties"):
         target = facts[r["type"]]
@@ -232,12 +230,12 @@ def _prop_text(lex: Lexicon, prop: PropFacts) -> str:
     return _label_or_phrase(lex, name, label or description)
 
 
-def lexicon(store: Store) -> Lexicon:
+def lexicon(store: StoreGraph) -> Lexicon:
     rows = records(store, "retrieve-lexicon")
     return Lexicon([r["name"] for r in rows], [r["label"] for r in rows if r["label"]])
 
 
-def set_items(store: Store, lex: Lexicon | None = None) -> list[SetItem]:
+def set_items(store: StoreGraph, lex: Lexicon | None = None) -> list[SetItem]:
     """Every EntitySet of the store with its summary text, in a fixed order."""
     lex = lex or lexicon(store)
     facts = type_facts(store)
@@ -253,7 +251,7 @@ def set_items(store: Store, lex: Lexicon | None = None) -> list[SetItem]:
 # ---------------------------------------------------------------- OpenAPI operations
 
 
-def operation_items(store: Store) -> list[SetItem]:
+def operation_items(store: StoreGraph) -> list[SetItem]:
     """Every OpenAPI operation as a retrieval unit beside the entity sets: named ``METHOD /path``
     under its service, with one text from ``openapi-endpoints.rq`` and ``openapi-endpoint-inputs.rq``."""
     inputs: dict[str, list[Record]] = defaultdict(list)
@@ -313,7 +311,7 @@ class ActivityItem:
     text: str
 
 
-def activity_items(store: Store) -> list[ActivityItem]:
+def activity_items(store: StoreGraph) -> list[ActivityItem]:
     """Every BPMN activity with a text of its name, documentation, lane and process."""
     items = []
     for r in records(store, "retrieve-activities"):
@@ -410,7 +408,7 @@ def file_chunks(
     return chunks
 
 
-def chunk_items(store: Store, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
+def chunk_items(store: StoreGraph, files: list[tuple[Path, str]], size: int = CHUNK_CHARS) -> list[ChunkItem]:
     """Chunks of the raw metadata files ``(path, display path as in kg:sourceFile)``."""
     by_file: dict[str, tuple[SetIRIs, SetIRIs]] = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
     for r in records(store, "retrieve-set-sources"):

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import catalog, changes, etags, facts, odata_batch, odata_json, operations
 from processkg.serve.data import Data, Table
@@ -912,7 +913,7 @@ def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONRespon
 
 
 def open_server(
-    store: Path,
+    store: StoreLocation | Path,
     record: Path | None = None,
     data: Path | None = None,
     csrf: bool = True,
@@ -922,7 +923,8 @@ def open_server(
 ) -> Server:
     """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder,
     and what else the store says (source documents, ETag sets, referential constraints)."""
-    validator, store_facts = facts.load(store)
+    handle = StoreHandle.open(store)  # validation, $metadata and retrieval all read this one build
+    validator, store_facts = facts.load(handle)
     return Server(
         validator.model,
         validator,
@@ -931,7 +933,7 @@ def open_server(
         csrf=csrf,
         store_facts=store_facts,
         use_etags=use_etags,
-        retrieval=ResidentRetriever(store),
+        retrieval=ResidentRetriever(handle),
         allow_reset=allow_reset,
         allowed_hosts=allowed_hosts,
     )

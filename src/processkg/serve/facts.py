@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from processkg.errors import StoreBusyError
-from processkg.graph.store import open_store, read_meta, records, version_dir
+from processkg.graph.handle import StoreHandle
+from processkg.graph.store import records
 from processkg.validate.calls import Validator
-
-ATTEMPTS = 3  # a build that replaces the store while the server starts: read again
 
 
 @dataclass
@@ -27,28 +24,23 @@ class StoreFacts:
     constraints: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # nav IRI -> [(local, referenced)]
 
 
-def load(store: Path) -> tuple[Validator, StoreFacts]:
-    """The validator and the facts of the store's current version, both from the same version."""
-    for _attempt in range(ATTEMPTS):
-        version = version_dir(store)
-        validator = Validator(store)
-        facts = _facts(store, version)
-        if version_dir(store) == version:
-            # pyoxigraph's query results may not be freed on another thread; the reference cycles
-            # the SPARQL safety check leaves around them are collected here, on the loading thread
-            gc.collect()
-            return validator, facts
-    raise StoreBusyError(f"{store}: the store kept changing while kg serve read it; try again")
+def load(handle: StoreHandle) -> tuple[Validator, StoreFacts]:
+    """The validator and the facts of the build ``handle`` pinned."""
+    validator = Validator(handle.graph)
+    facts = _facts(handle)
+    # pyoxigraph's query results may not be freed on another thread; the reference cycles
+    # the SPARQL safety check leaves around them are collected here, on the loading thread
+    gc.collect()
+    return validator, facts
 
 
-def _facts(store: Path, version: Path) -> StoreFacts:
-    graph = open_store(store)
+def _facts(handle: StoreHandle) -> StoreFacts:
     facts = StoreFacts()
-    for name, relative in sorted(read_meta(version).get("metadata", {}).items()):
-        path = version / relative
+    for name, relative in sorted(handle.meta.get("metadata", {}).items()):
+        path = handle.version / relative
         if path.is_file():
             facts.documents[name] = path.read_bytes()
-    facts.etag_sets = {(r["service"], r["name"]) for r in records(graph, "serve-concurrency")}
-    for r in sorted(records(graph, "serve-references"), key=lambda r: (r["nav"], r["local"])):
+    facts.etag_sets = {(r["service"], r["name"]) for r in records(handle.graph, "serve-concurrency")}
+    for r in sorted(records(handle.graph, "serve-references"), key=lambda r: (r["nav"], r["local"])):
         facts.constraints.setdefault(r["nav"], []).append((r["local"], r["referenced"]))
     return facts

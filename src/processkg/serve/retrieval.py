@@ -10,11 +10,11 @@ it are not OData and are not recorded.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from urllib.parse import urljoin
 
 from processkg.aliases import JSONObject
 from processkg.errors import ODataClientError, ProcessKGError
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import render_context
 from processkg.retrieve.request import RetrievalRequest
 from processkg.retrieve.retriever import Retriever
@@ -25,8 +25,8 @@ PATH = "/$processkg/retrieve"
 class ResidentRetriever:
     """The retriever of one store, opened by the first query and kept; ``loads`` counts openings."""
 
-    def __init__(self, store: Path) -> None:
-        self.store = store
+    def __init__(self, handle: StoreHandle) -> None:
+        self.handle = handle
         self.lock = threading.Lock()
         self.loads = 0
         self._retriever: Retriever | None = None
@@ -34,7 +34,7 @@ class ResidentRetriever:
     def retriever(self) -> Retriever:
         with self.lock:
             if self._retriever is None:
-                self._retriever = Retriever(self.store)
+                self._retriever = Retriever(self.handle)
                 self.loads += 1
             return self._retriever
 

@@ -16,10 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from pyoxigraph import Store
-
 from processkg.aliases import Record
-from processkg.graph.store import records
+from processkg.graph.store import StoreGraph, records
 
 RAP_NAMESPACE = re.compile(r"^com\.sap\.gateway\.srvd(_a2x)?\.")
 
@@ -173,7 +171,7 @@ class Model:
     for a type of it, reads that service; iterating their keys reads nothing; their values read
     every service (only for a reader that needs them all)."""
 
-    def __init__(self, store: Store, heads: dict[str, ServiceHead]) -> None:
+    def __init__(self, store: StoreGraph, heads: dict[str, ServiceHead]) -> None:
         self.store = store
         self.heads = heads  # name -> ServiceHead, sorted by name
         self.type_service = {iri: head.name for head in heads.values() for iri in head.types}
@@ -242,7 +240,7 @@ class _Types(Mapping[str, TypeInfo]):
         return len(self.model.type_service)
 
 
-def service_model(store: Store) -> Model:
+def service_model(store: StoreGraph) -> Model:
     """The model of ``store``'s services: the index now (one query), each service on first use."""
     heads: dict[str, ServiceHead] = {}
     for r in records(store, "service-index"):
@@ -254,7 +252,7 @@ def service_model(store: Store) -> Model:
     return Model(store, dict(sorted(heads.items())))
 
 
-def _load_service(store: Store, head: ServiceHead) -> tuple[ServiceInfo, dict[str, TypeInfo]]:
+def _load_service(store: StoreGraph, head: ServiceHead) -> tuple[ServiceInfo, dict[str, TypeInfo]]:
     """One service's entity sets, types with their properties, navigations and codes, and operations."""
     name = head.name
     svc = ServiceInfo(name, head.version, set(head.namespaces))
@@ -280,7 +278,7 @@ def _load_service(store: Store, head: ServiceHead) -> tuple[ServiceInfo, dict[st
 
 
 def _load_operations(
-    store: Store, svc: ServiceInfo, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
+    store: StoreGraph, svc: ServiceInfo, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
 ) -> None:
     """Every operation of the service, its parameters as :class:`Prop` with their codes. A parameter
     is required when it is not nullable, unless Core.OptionalParameter lets a call leave it out."""
@@ -359,7 +357,7 @@ def _lineage(types: dict[str, TypeInfo], t: TypeInfo | None) -> list[TypeInfo]:
 
 
 def _declared_props(
-    store: Store, service: str, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
+    store: StoreGraph, service: str, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
 ) -> dict[str, dict[str, Prop]]:
     by_qname = {t.qname: t.iri for t in types.values()}
     declared: dict[str, dict[str, Prop]] = {}  # type IRI -> name -> Prop
@@ -448,14 +446,14 @@ def required_on_create(
     return not RAP_NAMESPACE.match(namespace or "")
 
 
-def _declared_navs(store: Store, service: str) -> dict[str, dict[str, Nav]]:
+def _declared_navs(store: StoreGraph, service: str) -> dict[str, dict[str, Nav]]:
     navs: dict[str, dict[str, Nav]] = {}  # type IRI -> name -> Nav
     for r in records(store, "service-navigations", service=service):
         navs.setdefault(r["type"], {})[r["name"]] = Nav(r["nav"], r["name"], r["cardinality"], r["target"])
     return navs
 
 
-def _codes(store: Store, service: str) -> dict[str, dict[str, set[str]]]:
+def _codes(store: StoreGraph, service: str) -> dict[str, dict[str, set[str]]]:
     """{property or parameter IRI: {"codes": set, "sources": set, "paths": set}} from its value helps."""
     found: dict[str, dict[str, set[str]]] = {}
     for r in records(store, "service-value-lists", service=service):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
-from processkg.graph.store import open_store, records
+from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.store import records
 from processkg.retrieve.context import key_predicate, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
@@ -40,14 +41,14 @@ class Toolbox:
 
     def __init__(
         self,
-        store: Path,
+        store: StoreLocation | Path,
         client: ODataClient | None = None,
         allow_writes: bool = False,
         validate_before_send: bool = True,
         method: str = "hybrid",
     ) -> None:
-        self.store_dir = Path(store)
-        self.graph = open_store(self.store_dir)
+        self.handle = StoreHandle.open(store)  # the graph and the retriever's index of one build
+        self.graph = self.handle.graph
         self.validator = Validator(self.graph)
         self.client = client
         self.allow_writes = allow_writes
@@ -78,7 +79,7 @@ class Toolbox:
     def retriever(self) -> Retriever:
         """Opened on first use: it loads the embedding model, which the other tools do not need."""
         if self._retriever is None:
-            self._retriever = Retriever(self.store_dir)
+            self._retriever = Retriever(self.handle)
         return self._retriever
 
     def run(self, name: str, arguments: JSONValue) -> tuple[JSONObject, bool]:

@@ -36,7 +36,8 @@ from pyshacl import validate
 from rdflib import Graph, URIRef
 
 from processkg.assets import graph_shapes_path
-from processkg.graph.store import SHAPES_GRAPH, canonical_ntriples, open_store, to_turtle
+from processkg.graph.handle import open_store
+from processkg.graph.store import SHAPES_GRAPH, StoreGraph, canonical_ntriples, to_turtle
 from processkg.services.model import Model, Nav, Prop, TypeInfo, service_model
 from processkg.validate.shacl import ShaclEngine, to_rdflib
 from processkg.vocab import ID, PREFIXES, RDF_NS, RDF_TYPE, RDFS_LABEL, SH_NS, XSD_BOOLEAN, XSD_INTEGER, XSD_NS
@@ -73,12 +74,12 @@ def shape_iri(iri: str) -> NamedNode:
     return NamedNode(iri + "/shape")
 
 
-def stored_shapes(store: Store) -> list[Triple]:
+def stored_shapes(store: StoreGraph) -> list[Triple]:
     """The payload shapes ``kg build`` wrote into the store (named graph ``SHAPES_GRAPH``); [] if none."""
     return [Triple(q.subject, q.predicate, q.object) for q in store.quads_for_pattern(None, None, None, SHAPES_GRAPH)]
 
 
-def generate_shapes(store: Store) -> list[Triple]:
+def generate_shapes(store: StoreGraph) -> list[Triple]:
     """The payload shapes of every entity and complex type in ``store`` (pyoxigraph triples)."""
     return model_shapes(service_model(store))
 

@@ -1,0 +1,104 @@
+"""A store is named once (:class:`StoreLocation`) and opened once, into a :class:`StoreHandle` pinned to
+one build: its graph, build.json and index all come from that build, whatever builds finish meanwhile."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from processkg.cli import main
+from processkg.errors import RemoteStoreError
+from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.store import records
+from processkg.pipeline import BuildOptions, build
+from processkg.retrieve.index import load_index
+
+ODATA = Path(__file__).resolve().parent / "data" / "odata"
+SOURCES = (ODATA / "HANDMADE_PURCHASING.xml", ODATA / "HANDMADE_SALES_SRV")  # one service each
+BUILDS = 5  # builds the writer thread runs while readers open handles
+
+
+def rebuild(store: Path, number: int) -> None:
+    """Build ``store`` (with its index) from the source of build ``number``: the two alternate."""
+    build(BuildOptions(odata=[SOURCES[number % 2]], store=store, index=True))
+
+
+def services(handle: StoreHandle) -> dict[str, set[str]]:
+    """The services the pinned build's graph, build.json and index each name."""
+    return {
+        "graph": {str(r["service"]) for r in records(handle.graph, "stats-services")},
+        "build.json": set(handle.meta["services"]),
+        "index": {str(item["service"]) for item in load_index(handle).items["set"]},
+    }
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("handle") / "store"
+    rebuild(store, 0)
+    return store
+
+
+def test_a_reader_opening_during_builds_reads_graph_meta_and_index_of_one_build(store: Path) -> None:
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for number in range(1, BUILDS + 1):
+                rebuild(store, number)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    seen: list[tuple[str, frozenset[str]]] = []
+    while thread.is_alive():
+        with StoreHandle.open(store) as handle:
+            found = services(handle)
+            gc.collect()  # pyoxigraph's query results must be freed on this thread, not the writer's
+            assert found["graph"] == found["build.json"] == found["index"], (handle.build_id, found)
+            seen.append((handle.build_id, frozenset(found["graph"])))
+    thread.join()
+    assert not failures, failures
+    builds = {build_id for build_id, _names in seen}
+    assert len(builds) > 2 and len({names for _id, names in seen}) == 2, seen  # readers met many builds
+
+
+def test_a_handle_keeps_its_build_after_newer_builds_replaced_it(store: Path) -> None:
+    with StoreHandle.open(store) as handle:
+        before = services(handle)
+        rebuild(store, 1)
+        rebuild(store, 0)
+        rebuild(store, 1)  # each build removes the versions nobody reads
+        assert handle.version.is_dir() and (store / "current").resolve() != handle.version
+        assert services(handle) == before
+    rebuild(store, 0)  # closed: the next build removes it
+    assert not handle.version.exists()
+
+
+def test_a_store_url_with_its_parameters_is_parsed_once_and_round_trips() -> None:
+    url = "http://127.0.0.1:8890/sparql?update=/sparql-auth&store=/sparql-graph-crud&timeout=5000"
+    location = StoreLocation.parse(url)
+    assert location.url == url and location.path is None and str(location) == url
+    assert StoreLocation.parse(str(location)) == location
+    assert StoreLocation.parse(Path(url)) == location  # a Path folds the // of the scheme
+
+
+def test_a_store_url_with_an_unknown_parameter_is_refused_when_parsed() -> None:
+    with pytest.raises(RemoteStoreError, match=r"takes only update=, store=, timeout= once each"):
+        StoreLocation.parse("http://127.0.0.1:7878/sparql?updates=/u")
+
+
+def test_a_local_store_is_a_path(tmp_path: Path) -> None:
+    location = StoreLocation.parse(tmp_path / "store")
+    assert location.path == tmp_path / "store" and location.url is None and str(location) == str(tmp_path / "store")
+
+
+def test_kg_refuses_a_bad_store_url_when_it_parses_the_option() -> None:
+    result = CliRunner().invoke(main, ["map", "tune", "--store", "http://127.0.0.1:9/sparql?bogus=1", "--gold", "g"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--store': http://127.0.0.1:9/sparql?bogus=1: the store URL takes only" in result.output

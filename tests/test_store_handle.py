@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import RemoteStoreError
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import records
-from processkg.pipeline import BuildOptions, build
 from processkg.retrieve.index import load_index
 
 ODATA = Path(__file__).resolve().parent / "data" / "odata"

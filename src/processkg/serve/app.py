@@ -126,6 +126,9 @@ class Server:
         self.csrf_token = secrets.token_urlsafe(24)
         self.facts = store_facts or facts.StoreFacts()
         self.references = References(data, self.facts.constraints)
+        if data.generated:
+            self.references.link()  # generated references hold existing keys, across services
+            data.settle()
         self.etags = use_etags
 
     def uses_etags(self, table: Table) -> bool:
@@ -571,8 +574,8 @@ def _payload(body: JSONValue) -> JSONObject:
 def _check_references(details: list[dict[str, str]]) -> None:
     if details:
         first = details[0]
-        summary = f"{len(details)} unknown reference(s); first at {first['target']}: {first['message']}"
-        raise ServeHTTPError(400, "unknown-reference", summary, details)
+        summary = f"{len(details)} unknown or missing reference(s); first at {first['target']}: {first['message']}"
+        raise ServeHTTPError(400, first["code"], summary, details)
 
 
 def _rejected(result: CallResult) -> ServeHTTPError:

@@ -5,7 +5,9 @@ facets and value-help codes, so they are valid against the payload shapes), or t
 ``--data DIR`` (``DIR/SERVICE/EntitySet.json``, a JSON list of objects in either OData JSON
 format). Related records are found by SAP's key convention: an item's key repeats its header's
 key properties by name (``SalesOrder`` in ``A_SalesOrderItem``), so navigation and deep insert
-match on the properties the two types share with the target's key.
+match on the properties the two types share with the target's key. A child set's generated records
+belong ``ITEMS`` to a parent record, numbered per document (``000010``, ``000020``); the server then
+points every other reference at an existing record (``References.link``).
 """
 
 from __future__ import annotations

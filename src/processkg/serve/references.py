@@ -2,7 +2,7 @@
 
 The metadata says what a payload may contain; only the data can say whether the sales order an
 item belongs to, or the customer an order is sold to, exists. A reference is found in one of
-three ways, the first that applies to a property winning:
+four ways, the first that applies to a property winning:
 
 1. **Referential constraint**: a to-one navigation property whose constraint names the local
    property (``to_SoldToParty``: ``SoldToParty`` -> ``A_Customer.Customer``);
@@ -12,11 +12,16 @@ three ways, the first that applies to a property winning:
    the largest such key wins;
 3. **SAP's master-data key convention**: a property named like the key of a master record, or by
    one of SAP's role names for it (:data:`MASTER_KEYS`: ``SoldToParty`` names a customer,
-   ``Material`` a product), refers to the entity sets, in any service, keyed by that one property.
+   ``Material`` a product), refers to the entity sets, in any service, keyed by that one property;
+4. **SAP's key names across services** (:meth:`References._documents`): a type holding all key
+   properties of a set named after its last key refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
 
 Not checked: a property with a code list (its codes decide: ``invalid-code``), a null or empty
 value, references to entity sets the store does not serve, and references from a deep-insert
 child to the parent created with it.
+
+A created child without its parent's key is ``missing-parent-key``. :meth:`References.link` makes
+the generated records hold existing keys in every reference found this way.
 """
 
 from __future__ import annotations

@@ -124,7 +124,9 @@ def test_an_item_without_the_key_of_its_order_is_rejected_not_numbered(client):
     assert client.get(SO + "A_SalesOrderItem/$count").text == before
     fixed = client.post(SO + "A_SalesOrder('0000000001')/to_Item", json={"Material": "0000000001"})
     assert fixed.status_code == 201, fixed.text
-    assert fixed.json()["d"]["SalesOrder"] == "0000000001"
+    assert (fixed.json()["d"]["SalesOrder"], fixed.json()["d"]["SalesOrderItem"]) == ("0000000001", "000030"), (
+        "the next item of the order, after its generated 000010 and 000020"
+    )
 
 
 def test_a_reference_into_a_read_only_set_suggests_no_creation(client):

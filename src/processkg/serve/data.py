@@ -183,14 +183,14 @@ def _fill(table: Table, rows: int, parent: Table | None, shared: tuple[str, ...]
             value = generated(p, table.name, i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
-            elif heads and p.key and _is_item_number(p):
+            elif heads and p.key and is_item_number(p):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
         table.rows.setdefault(table.key_of(record), record)
 
 
-def _is_item_number(prop: Prop) -> bool:
+def is_item_number(prop: Prop) -> bool:
     """An item's own key that SAP numbers in steps of ten: a numeric text of up to six digits."""
     return prop.edm_type == "Edm.String" and not prop.codes and 0 < (prop.max_length or 0) <= ITEM_WIDTH
 

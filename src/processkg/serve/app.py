@@ -579,7 +579,8 @@ def _payload(body: JSONValue) -> JSONObject:
 def _check_references(details: list[dict[str, str]]) -> None:
     if details:
         first = details[0]
-        summary = f"{len(details)} unknown or missing reference(s); first at {first['target']}: {first['message']}"
+        what = "unknown" if all(d["code"] == "unknown-reference" for d in details) else "unknown or missing"
+        summary = f"{len(details)} {what} reference(s); first at {first['target']}: {first['message']}"
         raise ServeHTTPError(400, first["code"], summary, details)
 
 

@@ -173,11 +173,11 @@ def _canonical_record(table: Table, record: JSONObject, i: int, path: Path) -> d
 
 
 def _fill(table: Table, rows: int, parent: Table | None, shared: tuple[str, ...]) -> None:
-    """``rows`` records; a child set's records belong ``ITEMS`` to a parent record, numbered per parent
+    """``rows`` records; a child set's records belong ``ITEMS`` to each of the first ``rows`` parent records, numbered per parent
     (``000010``, ``000020``, ... where the item key is a short numeric text)."""
     v2 = table.type.version.startswith(("1", "2"))
     heads = list(parent.rows.values()) if parent is not None else []
-    for i in range(rows):
+    for i in range(min(len(heads), rows) * ITEMS if heads else rows):
         record: dict[str, object] = {}
         for p in table.type.props.values():
             value = generated(p, table.name, i)

@@ -31,7 +31,7 @@ from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, Un
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import catalog, changes, etags, facts, odata_batch, odata_json, operations
-from processkg.serve.data import Data, Table
+from processkg.serve.data import Data, Table, is_item_number
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
 from processkg.serve.references import References
@@ -127,6 +127,9 @@ class Server:
         self.csrf_token = secrets.token_urlsafe(24)
         self.facts = store_facts or facts.StoreFacts()
         self.references = References(data, self.facts.constraints)
+        if data.generated:
+            self.references.link()  # generated references hold existing keys, across services
+            data.settle()
         self.etags = use_etags
 
     def uses_etags(self, table: Table) -> bool:
@@ -430,7 +433,7 @@ class Server:
                 record[name] = canonical(value, prop.edm_type, v2)
         for key in table.keys:
             if record.get(key) in (None, ""):
-                record[key] = _next_key(table, key)
+                record[key] = _next_key(table, key, record)
         if table.key_of(record) in table.rows:
             raise ServeHTTPError(
                 409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists"
@@ -553,10 +556,15 @@ def _unquote_literal(text: str) -> str:
     return text
 
 
-def _next_key(table: Table, key: str) -> str:
+def _next_key(table: Table, key: str, record: dict[str, object]) -> str:
+    """The next free number; an item's number is the next step of ten within its document (``000030``
+    after ``000020``), as SAP numbers items."""
     prop = table.type.props[key]
-    numbers = [int(k) for r in table.rows.values() if (k := str(r.get(key, ""))).isdigit()]
-    value = str(max(numbers, default=0) + 1)
+    head = table.keys[: table.keys.index(key)]
+    item = bool(head) and is_item_number(prop)
+    rows = [r for r in table.rows.values() if not item or all(r.get(k) == record.get(k) for k in head)]
+    numbers = [int(k) for r in rows if (k := str(r.get(key, ""))).isdigit()]
+    value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
     width = prop.max_length or 0
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
 
@@ -572,8 +580,9 @@ def _payload(body: JSONValue) -> JSONObject:
 def _check_references(details: list[dict[str, str]]) -> None:
     if details:
         first = details[0]
-        summary = f"{len(details)} unknown reference(s); first at {first['target']}: {first['message']}"
-        raise ServeHTTPError(400, "unknown-reference", summary, details)
+        what = "unknown" if all(d["code"] == "unknown-reference" for d in details) else "unknown or missing"
+        summary = f"{len(details)} {what} reference(s); first at {first['target']}: {first['message']}"
+        raise ServeHTTPError(400, first["code"], summary, details)
 
 
 def _rejected(result: CallResult) -> ServeHTTPError:

@@ -5,7 +5,9 @@ facets and value-help codes, so they are valid against the payload shapes), or t
 ``--data DIR`` (``DIR/SERVICE/EntitySet.json``, a JSON list of objects in either OData JSON
 format). Related records are found by SAP's key convention: an item's key repeats its header's
 key properties by name (``SalesOrder`` in ``A_SalesOrderItem``), so navigation and deep insert
-match on the properties the two types share with the target's key.
+match on the properties the two types share with the target's key. A child set's generated records
+belong ``ITEMS`` to a parent record, numbered per document (``000010``, ``000020``); the server then
+points every other reference at an existing record (``References.link``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ Rows: TypeAlias = dict[tuple[str, ...], dict[str, object]]
 """A table's records by key (the key property values in key order)."""
 
 ROWS = 20
+ITEMS = 2  # generated items per generated document
+ITEM_WIDTH = 6  # SAP's item numbers: POSNR, NUMC 6
 START = dt.date(2026, 1, 1)
 GUIDS = uuid.UUID("6f0d3c9e-9a57-4c1e-9d61-3b2f3c8e0a11")
 
@@ -39,6 +43,7 @@ class Table:
     service: str
     name: str
     type: TypeInfo
+    creatable: bool = True
     rows: Rows = field(default_factory=dict)
 
     @property
@@ -56,16 +61,40 @@ class Data:
         self.model = model
         self.lock = threading.RLock()
         self.tables = {
-            (s.name, name): Table(s.name, name, model.types[t])
+            (s.name, name): Table(s.name, name, model.types[t], creatable)
             for s in model.services.values()
-            for name, (t, _c) in sorted(s.sets.items())
+            for name, (t, creatable) in sorted(s.sets.items())
             if t in model.types
         }
-        for table in self.tables.values():
-            _fill(table, rows)
+        for table in sorted(self.tables.values(), key=lambda t: (len(t.keys), t.service, t.name)):
+            parents, shared = self.parents(table)
+            _fill(table, rows, parents[0] if parents else None, shared)
+        self.generated = set(self.tables)  # the tables whose records were generated, not loaded
         if folder is not None:
             self.load(folder)
-        self._initial = copy.deepcopy({k: t.rows for k, t in self.tables.items()})
+        self._initial = self.snapshot()
+
+    def snapshot(self) -> dict[tuple[str, str], Rows]:
+        return copy.deepcopy({k: t.rows for k, t in self.tables.items()})
+
+    def settle(self) -> None:
+        """Make the records as they are now the state ``reset`` returns to (after ``references.link``)."""
+        self._initial = self.snapshot()
+
+    def parents(self, table: Table) -> tuple[list[Table], tuple[str, ...]]:
+        """The sets of the service keyed by the longest proper prefix of this set's key (SAP's key
+        convention: ``A_SalesOrder`` keyed ``SalesOrder`` for ``A_SalesOrderItem`` keyed ``SalesOrder,
+        SalesOrderItem``), and that prefix; none for a set without a parent."""
+        own = table.keys
+        found = [
+            t
+            for (service, _name), t in sorted(self.tables.items())
+            if service == table.service and 0 < len(t.keys) < len(own) and t.keys == own[: len(t.keys)]
+        ]
+        if not found:
+            return [], ()
+        size = max(len(t.keys) for t in found)
+        return [t for t in found if len(t.keys) == size], tuple(own[:size])
 
     def table(self, service: str, name: str) -> Table | None:
         return self.tables.get((service, name))
@@ -94,6 +123,7 @@ class Data:
             if table is None:
                 raise ServeDataError(f"{path}: no entity set {path.stem} in service {path.parent.name}")
             table.rows = {}
+            self.generated.discard((table.service, table.name))
             for i, record in enumerate(_json_list(path)):
                 row = _canonical_record(table, record, i, path)
                 table.rows[table.key_of(row)] = row
@@ -142,12 +172,32 @@ def _canonical_record(table: Table, record: JSONObject, i: int, path: Path) -> d
     return row
 
 
-def _fill(table: Table, rows: int) -> None:
-    for i in range(rows):
-        record: dict[str, object] = {
-            p.name: value for p in table.type.props.values() if (value := generated(p, table.name, i)) is not None
-        }
-        table.rows[table.key_of(record)] = record
+def _fill(table: Table, rows: int, parent: Table | None, shared: tuple[str, ...]) -> None:
+    """``rows`` records; a child set's records belong ``ITEMS`` to each of the first ``rows`` parent records, numbered per parent
+    (``000010``, ``000020``, ... where the item key is a short numeric text)."""
+    v2 = table.type.version.startswith(("1", "2"))
+    heads = list(parent.rows.values()) if parent is not None else []
+    for i in range(min(len(heads), rows) * ITEMS if heads else rows):
+        record: dict[str, object] = {}
+        for p in table.type.props.values():
+            value = generated(p, table.name, i)
+            if heads and p.name in shared:
+                value = str(heads[(i // ITEMS) % len(heads)][p.name])
+            elif heads and p.key and is_item_number(p):
+                value = _item_number(p, i)
+            if value is not None:
+                record[p.name] = canonical(value, p.edm_type, v2)
+        table.rows.setdefault(table.key_of(record), record)
+
+
+def is_item_number(prop: Prop) -> bool:
+    """An item's own key that SAP numbers in steps of ten: a numeric text of up to six digits."""
+    return prop.edm_type == "Edm.String" and not prop.codes and 0 < (prop.max_length or 0) <= ITEM_WIDTH
+
+
+def _item_number(prop: Prop, i: int) -> str:
+    width = prop.max_length or ITEM_WIDTH
+    return str((i % ITEMS + 1) * 10).zfill(width)[-width:]
 
 
 def generated(prop: Prop, set_name: str, i: int) -> str | None:
@@ -190,5 +240,6 @@ _MAKERS = {
     "Edm.Date": lambda p, s, i: _day(i).isoformat(),
     "Edm.TimeOfDay": lambda p, s, i: "12:00:00",
     "Edm.Time": lambda p, s, i: "PT12H00M00S",
-    "Edm.Guid": lambda p, s, i: str(uuid.uuid5(GUIDS, f"{s}/{p.name}/{i}")),
+    # by property name only: sets that share a GUID key (a project and its 1:1 extensions) match
+    "Edm.Guid": lambda p, s, i: str(uuid.uuid5(GUIDS, f"{p.name}/{i}")),
 }

@@ -2,7 +2,7 @@
 
 The metadata says what a payload may contain; only the data can say whether the sales order an
 item belongs to, or the customer an order is sold to, exists. A reference is found in one of
-three ways, the first that applies to a property winning:
+four ways, the first that applies to a property winning:
 
 1. **Referential constraint**: a to-one navigation property whose constraint names the local
    property (``to_SoldToParty``: ``SoldToParty`` -> ``A_Customer.Customer``);
@@ -12,11 +12,16 @@ three ways, the first that applies to a property winning:
    the largest such key wins;
 3. **SAP's master-data key convention**: a property named like the key of a master record, or by
    one of SAP's role names for it (:data:`MASTER_KEYS`: ``SoldToParty`` names a customer,
-   ``Material`` a product), refers to the entity sets, in any service, keyed by that one property.
+   ``Material`` a product), refers to the entity sets, in any service, keyed by that one property;
+4. **SAP's key names across services** (:meth:`References._documents`): a type holding all key
+   properties of a set named after its last key refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
 
 Not checked: a property with a code list (its codes decide: ``invalid-code``), a null or empty
 value, references to entity sets the store does not serve, and references from a deep-insert
 child to the parent created with it.
+
+A created child without its parent's key is ``missing-parent-key``. :meth:`References.link` makes
+the generated records hold existing keys in every reference found this way.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ MASTER_KEYS = {
     "BusinessPartner": ("BusinessPartner",),
 }
 SHOWN = 5  # existing keys quoted in a repair hint
+PARENT = "its parent, by SAP's key convention"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,10 @@ class References:
         if parent is not None and not covered & set(parent.props):
             found.append(parent)
             covered |= set(parent.props)
-        found += [r for r in self._masters(table) if not covered & set(r.props)]
+        for ref in self._masters(table) + self._documents(table):
+            if not covered & set(ref.props):
+                found.append(ref)
+                covered |= set(ref.props)
         return [r for r in found if not any(table.type.props[p].codes for p in r.props)]
 
     def _constrained(self, table: Table) -> list[Reference]:
@@ -85,18 +94,42 @@ class References:
 
     def _parent(self, table: Table) -> Reference | None:
         """The sets of the service keyed by the longest proper prefix of this type's key."""
-        own = table.keys
-        parents = [
-            t
-            for (service, _name), t in sorted(self.data.tables.items())
-            if service == table.service and 0 < len(t.keys) < len(own) and t.keys == own[: len(t.keys)]
-        ]
+        parents, keys = self.data.parents(table)
         if not parents:
             return None
-        size = max(len(t.keys) for t in parents)
-        keys = tuple(own[:size])
-        chosen = tuple((t, keys) for t in parents if len(t.keys) == size)
-        return Reference(keys, chosen, "its parent, by SAP's key convention")
+        return Reference(keys, tuple((t, keys) for t in parents), PARENT)
+
+    # ------------------------------------------------------------ generated records
+    def link(self) -> int:
+        """Make every reference of a generated record hold the key of an existing record: the ``i``-th
+        record refers to the ``i``-th record of the first target (cycling). Returns the number of
+        values changed; the records are re-keyed where a key property changed."""
+        changed = 0
+        for key in sorted(self.data.generated):
+            table = self.data.tables[key]
+            rows = list(table.rows.values())
+            for i, record in enumerate(rows):
+                changed += self._link_record(table, record, i)
+            table.rows = {}
+            for record in rows:
+                table.rows.setdefault(table.key_of(record), record)
+        return changed
+
+    def _link_record(self, table: Table, record: dict[str, object], i: int) -> int:
+        changed = 0
+        for ref in self.of(table):
+            values = tuple(str(record.get(p)) for p in ref.props)
+            if ref.how == PARENT or any(_exists(t, keys, values) for t, keys in ref.targets):
+                continue
+            target, keys = next(((t, k) for t, k in ref.targets if t.rows), (None, ()))
+            if target is None:
+                continue
+            rows = list(target.rows.values())
+            chosen = rows[i % len(rows)]
+            for prop, k in zip(ref.props, keys, strict=True):
+                record[prop] = chosen.get(k)
+            changed += 1
+        return changed
 
     def _masters(self, table: Table) -> list[Reference]:
         found = []
@@ -111,6 +144,24 @@ class References:
             for name in names:
                 if name in table.type.props and targets:
                     found.append(Reference((name,), targets, f"SAP's key convention: {name} names a {key}"))
+        return found
+
+    def _documents(self, table: Table) -> list[Reference]:
+        """SAP's key names across services: a type that holds all key properties of a set named after
+        its last key (``PurchaseOrder``, ``PurchaseOrderItem`` of ``A_PurchaseOrderItem``) refers to it,
+        unless they are all part of its own key (itself, its parent: see ``_parent``); the longest such key first, the same service's
+        sets before other services'."""
+        groups: dict[tuple[str, ...], list[Table]] = {}
+        for (_service, name), t in sorted(self.data.tables.items()):
+            keys = tuple(t.keys)
+            named = bool(keys) and name.rpartition("_")[2] == keys[-1]
+            if named and all(k in table.type.props for k in keys) and not set(keys) <= set(table.keys):
+                groups.setdefault(keys, []).append(t)
+        found = []
+        for keys, sets in sorted(groups.items(), key=lambda kv: (-len(kv[0]), kv[0])):
+            same = [t for t in sets if t.service == table.service]
+            targets = tuple((t, keys) for t in (same or sets))
+            found.append(Reference(keys, targets, f"SAP's key names: {', '.join(keys)} name a {sets[0].name}"))
         return found
 
     # ------------------------------------------------------------ checking
@@ -133,6 +184,8 @@ class References:
             if set(ref.props) & inherited or (changed is not None and not set(ref.props) & changed):
                 continue
             if not all(payload.get(p) not in (None, "") for p in ref.props):
+                if ref.how == PARENT and changed is None:
+                    details.append(_missing_parent(table, ref, payload, pointer))
                 continue
             values = tuple(str(canonical(payload[p], table.type.props[p].edm_type, v2)) for p in ref.props)
             if not any(_exists(t, keys, values) for t, keys in ref.targets):
@@ -161,14 +214,42 @@ def _exists(table: Table, keys: tuple[str, ...], values: tuple[str, ...]) -> boo
 
 
 def _detail(ref: Reference, values: tuple[str, ...], pointer: str) -> dict[str, str]:
-    table, keys = ref.targets[0]
     given = ", ".join(f"{p}={v!r}" for p, v in zip(ref.props, values, strict=True))
     where = " or ".join(f"{t.name} ({t.service})" for t, _k in ref.targets)
-    sample = [", ".join(str(r.get(k)) for k in keys) for r in list(table.rows.values())[:SHOWN]]
-    hint = f"; existing: {'; '.join(sample)}" if sample else ""
     return {
         "code": "unknown-reference",
         "target": f"{pointer}/{ref.props[-1]}",
-        "message": f"{given} refers to no record of {where} ({ref.how}){hint}; "
-        f"use one that exists (read {table.name} of {table.service}) or create it first",
+        "message": f"{given} refers to no record of {where} ({ref.how}){_existing(ref)}; {_repair(ref)}",
     }
+
+
+def _missing_parent(table: Table, ref: Reference, payload: JSONObject, pointer: str) -> dict[str, str]:
+    """A child created on its own without the key of the parent it belongs to: never numbered."""
+    missing = [p for p in ref.props if payload.get(p) in (None, "")]
+    parent = ref.targets[0][0]
+    navs = sorted(n.name for n in parent.type.navs.values() if n.to_many and n.target == table.type.iri)
+    through = f"create it through POST {parent.name}(key)/{navs[0]}" if navs else f"in a deep insert of {parent.name}"
+    writable = not any(table.type.props[p].read_only for p in missing)
+    give = f"give the key of an existing {parent.name}, or " if writable else ""
+    return {
+        "code": "missing-parent-key",
+        "target": f"{pointer}/{missing[0]}",
+        "message": f"{table.name} lacks {', '.join(missing)}, the key of the {parent.name} it belongs to"
+        f"{_existing(ref)}; {give}{through}",
+    }
+
+
+def _existing(ref: Reference) -> str:
+    table, keys = ref.targets[0]
+    sample = [", ".join(str(r.get(k)) for k in keys) for r in list(table.rows.values())[:SHOWN]]
+    return f"; existing: {'; '.join(sample)}" if sample else ""
+
+
+def _repair(ref: Reference) -> str:
+    """Read an existing record; suggest creating one only where a target set is creatable."""
+    table, _keys = ref.targets[0]
+    read = f"use one that exists (read {table.name} of {table.service})"
+    creatable = [t for t, _k in ref.targets if t.creatable]
+    if not creatable:
+        return f"{read}; {table.name} is read-only here, so no new one can be created"
+    return f"{read} or create it first in {creatable[0].name}"

@@ -1,0 +1,140 @@
+"""kg serve's generated records on the 45 A2X services pass the server's own checks.
+
+One server per module on the session's A2X store (``a2x_store``): every generated record is walked
+through the referential checks and the validation of a write; the records are linked as a real
+system's are (item numbers per document, references to existing keys across services), and a
+child created without its parent's key is rejected, not numbered.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import running
+from processkg.serve import odata_json
+from processkg.serve.app import ServeHTTPError, Server, open_server
+from processkg.serve.data import Table
+from processkg.serve.values import to_json
+
+SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+
+
+@pytest.fixture(scope="module")
+def server(a2x_store) -> Server:
+    return open_server(a2x_store, csrf=False, allow_reset=True)
+
+
+@pytest.fixture
+def client(server):
+    with running(server) as client:
+        assert client.post("/$reset").status_code == 204
+        yield client
+
+
+def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
+    v2 = odata_json.is_v2(table.type)
+    return {k: to_json(v, table.type.props[k].edm_type, v2) for k, v in record.items() if v is not None}
+
+
+def test_every_generated_reference_holds_an_existing_key(server):
+    rejected = [
+        (t.service, t.name, d["target"], d["message"])
+        for t in server.data.tables.values()
+        for record in t.rows.values()
+        for d in server.references.check(t, record)
+    ]
+    assert sum(len(t.rows) for t in server.data.tables.values()) > 8000
+    assert rejected == []
+
+
+def test_every_generated_record_of_a_creatable_set_is_a_valid_write(server):
+    """As a PUT of the record (read-only values unchanged); where the set takes no update, as a POST
+    of what a client may write. Known gap: values of complex type are not generated (nor stored by
+    the server), so a required complex property (TimeSheetDataFields) is the one rejection let pass."""
+    roots = {service: root for root, service in server.roots.items()}
+    rejected, walked = [], 0
+    for (service, name), t in sorted(server.data.tables.items()):
+        if not t.creatable or not t.keys:
+            continue
+        for record in t.rows.values():
+            url = roots[service] + name + odata_json.key_predicate(t.type, record)
+            walked += 1
+            try:
+                server.check_change({"method": "PUT", "url": url, "payload": _json(t, record)}, server.resource(url))
+            except ServeHTTPError as exc:
+                if "does not allow update" not in exc.message:
+                    rejected.append((service, name, exc.message))
+                    continue
+                writable = {
+                    k: v for k, v in record.items() if not (t.type.props[k].read_only or t.type.props[k].computed)
+                }
+                try:
+                    server.check_call({"method": "POST", "url": roots[service] + name, "payload": _json(t, writable)})
+                except ServeHTTPError as post:
+                    if not _only_complex_missing(t, post):
+                        rejected.append((service, name, post.message))
+    assert walked > 4000
+    assert rejected == []
+
+
+def _only_complex_missing(table: Table, exc: ServeHTTPError) -> bool:
+    return all(
+        d["code"] == "missing-required" and table.type.props[d["target"].lstrip("/")].complex_type is not None
+        for d in exc.details or []
+    )
+
+
+def test_items_are_numbered_per_document_in_steps_of_ten(server):
+    items = list(server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows.values())
+    assert [(i["SalesOrder"], i["SalesOrderItem"]) for i in items[:4]] == [
+        ("0000000001", "000010"),
+        ("0000000001", "000020"),
+        ("0000000002", "000010"),
+        ("0000000002", "000020"),
+    ]
+
+
+def test_references_across_services_hold_keys_of_the_other_service(server):
+    products = server.data.table("API_PRODUCT_SRV", "A_Product").rows
+    orders = server.data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder").rows
+    items = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows.values()
+    assert all((i["Material"],) in products for i in items)
+    invoice_refs = server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef").rows.values()
+    assert invoice_refs and all((r["PurchaseOrder"],) in orders for r in invoice_refs)
+    where = {
+        t.name
+        for t, _k in next(
+            r
+            for r in server.references.of(server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef"))
+            if r.props == ("PurchaseOrder",)
+        ).targets
+    }
+    assert "A_PurchaseOrder" in where
+
+
+def test_an_item_without_the_key_of_its_order_is_rejected_not_numbered(client):
+    before = client.get(SO + "A_SalesOrderItem/$count").text
+    answer = client.post(SO + "A_SalesOrderItem", json={"Material": "0000000001", "RequestedQuantity": "1"})
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "missing-parent-key"
+    assert "A_SalesOrderItem lacks SalesOrder" in error["message"]["value"]
+    assert "give the key" not in error["message"]["value"], "SalesOrder is read-only in an item: no client gives it"
+    assert "POST A_SalesOrder(key)/to_Item" in error["message"]["value"]
+    assert client.get(SO + "A_SalesOrderItem/$count").text == before
+    fixed = client.post(SO + "A_SalesOrder('0000000001')/to_Item", json={"Material": "0000000001"})
+    assert fixed.status_code == 201, fixed.text
+    assert (fixed.json()["d"]["SalesOrder"], fixed.json()["d"]["SalesOrderItem"]) == ("0000000001", "000030"), (
+        "the next item of the order, after its generated 000010 and 000020"
+    )
+
+
+def test_a_reference_into_a_read_only_set_suggests_no_creation(client):
+    answer = client.post(
+        SO + "A_SalesOrder('0000000001')/to_Item", json={"Material": "0000000001", "ProductionPlant": "9999"}
+    )
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["error"]["message"]["value"]
+    assert "ProductionPlant='9999' refers to no record of A_Plant" in message
+    assert "A_Plant is read-only here, so no new one can be created" in message
+    assert "create it first" not in message

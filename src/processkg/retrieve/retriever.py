@@ -45,10 +45,11 @@ from processkg.aliases import JSONObject
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
 from processkg.graph.handle import StoreHandle
 from processkg.graph.store import StoreGraph, load_query, select
+from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
-from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick
+from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick, ranked
 from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
-from processkg.retrieve.texts import words_of
+from processkg.retrieve.texts import singular, words_of
 
 Path_: TypeAlias = tuple[str, ...]
 """A walk along bpmn:next: the activity IRIs (or names, once shown) from a seed onwards."""
@@ -189,16 +190,8 @@ def tokenize(text: str) -> list[str]:
         low = word.lower()
         if low in _STOP or len(low) < 2:
             continue
-        out.append(_singular(low))
+        out.append(singular(low))
     return out
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 class Lexical:
@@ -710,7 +703,8 @@ def routed_results(
     sig = r.signals(query, vector, matrices)
     scores, probs = model.scores(query, sig)
     workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
-    picks = pick(scores, matrices.family, k, sig.paths.step - 1 if workflow else None)
+    order = goal_order(query, [s["text"] for s in r.sets], ranked(scores))
+    picks = pick(scores, matrices.family, k, sig.paths.step - 1 if workflow else None, order)
     groups = model.explain(sig, probs)
     return [_routed_result(r, p, float(scores[p.row]), groups[p.row], sig.paths) for p in picks]
 

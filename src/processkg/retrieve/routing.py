@@ -276,16 +276,23 @@ class Pick:
     alternatives: tuple[int, ...]
 
 
-def pick(scores: np.ndarray, family: np.ndarray, k: int, steps: np.ndarray | None = None) -> list[Pick]:
-    """The best ``k`` rows by score, one per family of near-duplicates (the others become its
-    alternatives); with ``steps`` (a step id per row, -1: none), rows of a step that already has
-    a slot wait until every other step has had one."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
+def ranked(scores: np.ndarray) -> list[int]:
+    """Rows by score, best first (ties by row)."""
+    return [int(i) for i in np.lexsort((np.arange(len(scores)), -scores))]
+
+
+def pick(
+    scores: np.ndarray, family: np.ndarray, k: int, steps: np.ndarray | None = None, order: list[int] | None = None
+) -> list[Pick]:
+    """The best ``k`` rows by score (or in ``order``), one per family of near-duplicates (the
+    others become its alternatives); with ``steps`` (a step id per row, -1: none), rows of a step
+    that already has a slot wait until every other step has had one."""
+    order = ranked(scores) if order is None else order
     chosen: list[int] = []
     waiting: list[int] = []
     families: set[int] = set()
     used: set[int] = set()
-    for row in order.tolist():
+    for row in order:
         if len(chosen) >= k:
             break
         if family[row] in families:

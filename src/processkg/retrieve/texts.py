@@ -151,6 +151,15 @@ def _merge_unknown(pieces: list[str], known: frozenset[str]) -> list[str]:
     return out
 
 
+def singular(word: str) -> str:
+    """A lower-case word with a plural ``s`` stripped ("entries" -> "entry", "orders" -> "order")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def words_of(text: str) -> list[str]:
     """Words of a label or a name: camel case and underscores split."""
     out = []

@@ -15,9 +15,22 @@ from processkg.tools.toolbox import Toolbox
 
 #: Entity sets whose example payload kg serve refuses, with the reason (none is a defect of describe's
 #: example that describe could repair from the graph alone).
+CHILD = (
+    "a child set: kg serve now refuses a child without an existing parent (missing-parent-key) and describe's "
+    "example, sent to the set itself, does not name one; sent inside its parent it is accepted for A_SalesOrderItem "
+    "(the next test). Known gap: describe and kg serve's parent inference do not yet agree for every child set"
+)
 REFUSED = {
     ("API_MANAGE_WORKFORCE_TIMESHEET", "TimeSheetEntryCollection"): "TimeSheetDataFields is required and of a complex "
     "type: describe's example (like kg serve's generated data) fills no complex value",
+    ("API_BUSINESS_PARTNER", "A_BPAddressIndependentPhone"): CHILD,
+    ("API_BUSINESS_PARTNER", "A_BusPartAddrDepdntTaxNmbr"): CHILD,
+    ("API_CREDIT_MEMO_REQUEST_SRV", "A_CreditMemoReqItemPartner"): CHILD,
+    ("API_CREDIT_MEMO_REQUEST_SRV", "A_CreditMemoReqPartner"): CHILD,
+    ("API_CUSTOMER_RETURN_SRV", "A_CustomerReturnItem"): CHILD,
+    ("API_CUSTOMER_RETURN_SRV", "A_CustomerReturnItemRelatedObj"): CHILD,
+    ("API_SALES_ORDER_SRV", "A_SalesOrderItem"): CHILD,
+    ("API_SALES_QUOTATION_SRV", "A_SalesQuotationRelatedObject"): CHILD,
 }
 
 

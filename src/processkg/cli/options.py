@@ -12,7 +12,6 @@ from typing import Literal, TypeVar
 
 import click
 
-from processkg.errors import ProcessKGError
 from processkg.graph.handle import StoreLocation
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -38,22 +37,19 @@ def _stacked(options: list[Callable[[F], F]]) -> Callable[[F], F]:
 
 class StoreParam(click.ParamType):
     """``--store`` text checked as a :class:`StoreLocation` while click reads it (a bad URL parameter
-    is a usage error). The command still gets a path: kg build, kg index, kg serve and kg mcp take
+    is one error line, exit 2). The command still gets a path: kg build, kg index, kg serve and kg mcp take
     paths below the CLI, so the location is parsed again there (issue 24 §1 is not finished)."""
 
     name = "store"
 
     def convert(self, value: str | Path, param: click.Parameter | None, ctx: click.Context | None) -> Path:
-        try:
-            StoreLocation.parse(str(value))
-        except ProcessKGError as exc:
-            self.fail(str(exc), param, ctx)
+        StoreLocation.parse(str(value))  # a bad URL is the group's one error line, exit 2
         return Path(value)
 
 
 def store_option(help: str = "Store directory written by kg build, or its SPARQL server's URL.") -> Callable[[F], F]:
     """``--store DIR|URL`` of a command that reads a store; the text is checked as a
-    :class:`StoreLocation` while click reads it (a bad URL parameter is a usage error)."""
+    :class:`StoreLocation` while click reads it (a bad URL parameter is one error line, exit 2)."""
     return click.option("--store", required=True, type=StoreParam(), help=help, cls=SharedOption)
 
 

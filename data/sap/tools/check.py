@@ -11,7 +11,8 @@ from model import (
     Proc,
 )
 
-from processkg.graph.store import open_store, plain, select
+from processkg.graph.handle import open_store
+from processkg.graph.store import plain, select
 
 
 # ---------------------------------------------------------------------------- checks

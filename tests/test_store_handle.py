@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import RemoteStoreError
-from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.graph.store import records
 from processkg.retrieve.index import load_index
 
@@ -103,3 +103,13 @@ def test_kg_refuses_a_bad_store_url_when_it_parses_the_option() -> None:
     assert result.exit_code == 2
     assert result.output.startswith("error: http://127.0.0.1:9/sparql?bogus=1: the store URL takes only")
     assert result.output.count("\n") == 1
+
+
+def test_open_store_pins_one_handle_per_build_however_often_it_is_called(tmp_path: Path) -> None:
+    """open_store keeps its handle until the process ends; a second call for the same build reuses it
+    (before, every call held another .readers lock and another read-only store for good)."""
+    rebuild(tmp_path / "store", 0)
+    first = open_store(tmp_path / "store")
+    assert all(open_store(tmp_path / "store") is first for _ in range(3))
+    rebuild(tmp_path / "store", 1)
+    assert open_store(tmp_path / "store") is not first  # a newer build is a new handle

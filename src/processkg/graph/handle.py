@@ -56,16 +56,10 @@ class StoreHandle:
         self.graph: StoreGraph
         cache = resolve(location.url) if location.url is not None else location.path
         remote = open_remote(cache) if cache is not None else None  # a server's build, or its cache directory
+        if remote is None and location.url is not None:
+            raise StoreDamagedError(f"{cache}: the cache of {location.url} has no {REMOTE}; remove it")
         if remote is not None:
             self.version = Path(str(cache))
-            self.graph = remote
-            self.build_id = remote.build
-            self._release = weakref.finalize(self, _close, None)
-        elif location.url is not None:
-            self.version = resolve(location.url)
-            remote = open_remote(self.version)
-            if remote is None:
-                raise StoreDamagedError(f"{self.version}: the cache of {location.url} has no {REMOTE}; remove it")
             self.graph = remote
             self.build_id = remote.build
             self._release = weakref.finalize(self, _close, None)
@@ -116,12 +110,15 @@ def _close(fd: int | None) -> None:
         os.close(fd)
 
 
-_KEPT: list[StoreHandle] = []  # handles of open_store: pinned until the process ends
+_KEPT: dict[tuple[str, str], StoreHandle] = {}  # (location, build) -> the handle open_store pinned for good
 
 
 def open_store(store: StoreLocation | str | Path) -> StoreGraph:
     """The graph of the build ``store`` names now, pinned until the process ends (for a one-shot
-    read; a stage that reads more than the graph takes a :class:`StoreHandle`)."""
+    read; a stage that reads more than the graph takes a :class:`StoreHandle`). One handle per build:
+    opening the same build again reuses it instead of holding another lock for good."""
     handle = StoreHandle.open(store)
-    _KEPT.append(handle)
-    return handle.graph
+    kept = _KEPT.setdefault((str(handle.location), handle.build_id), handle)
+    if kept is not handle:
+        handle.close()
+    return kept.graph

@@ -61,15 +61,17 @@ def part(name, start):
     took[name] = round(time.monotonic() - start, 3)
 start = time.monotonic()
 from processkg.tools.mcp_server import MCPFace
-from processkg.cli.mcp import odata_client
+from processkg.tools.local_server import LocalServer
+from processkg.tools.odata_client import remote_client
 from processkg.tools.toolbox import Toolbox
 part("import_mcp_sdk_and_tools", start)
 with ExitStack() as stack:
-    start = time.monotonic(); client = odata_client(stack, store, None, None); part("in_process_kg_serve", start)
+    start = time.monotonic(); client = remote_client(stack, stack.enter_context(LocalServer(store)).url, None); part("in_process_kg_serve", start)
     start = time.monotonic(); toolbox = Toolbox(store, client); part("toolbox_with_validator", start)
     start = time.monotonic(); import sentence_transformers; part("import_sentence_transformers", start)
+    from processkg.graph.handle import StoreHandle
     from processkg.retrieve.index import load_encoder_model, load_index
-    start = time.monotonic(); load_encoder_model(load_index(store).model); part("load_embedding_model", start)
+    start = time.monotonic(); load_encoder_model(load_index(StoreHandle.open(store)).model); part("load_embedding_model", start)
     start = time.monotonic(); toolbox.retriever; part("open_retriever", start)
     start = time.monotonic(); toolbox.find_entity_sets(sys.argv[2]); part("find_entity_sets_warm", start)
 print(json.dumps(took))

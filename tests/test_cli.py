@@ -436,7 +436,10 @@ SHARED_FLAGS = {
 
 
 def _commands(group: click.Group, path: str = "kg") -> Iterator[tuple[str, click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, f"{path} {name} is listed but cannot be loaded"
         yield f"{path} {name}", command
         if isinstance(command, click.Group):
             yield from _commands(command, f"{path} {name}")

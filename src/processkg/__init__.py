@@ -6,12 +6,44 @@ The library API is the same functions the ``kg`` command wires together::
     report = build(BuildOptions(odata=["data/demo/odata"], bpmn=["data/demo/bpmn"],
                                 mapping="data/demo/mapping.yaml", store="build/demo"))
     names, rows = select(open_store("build/demo"), load_query("stats-services"))
+
+The names are imported on first use (PEP 562), so that importing one subpackage, as ``kg mcp``
+does, does not import the whole pipeline.
 """
 
-from processkg.build.pipeline import BuildOptions, BuildReport, build
-from processkg.errors import ProcessKGError
-from processkg.graph.handle import open_store
-from processkg.graph.store import load_query, select
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from processkg.build.pipeline import BuildOptions, BuildReport, build
+    from processkg.errors import ProcessKGError
+    from processkg.graph.handle import open_store
+    from processkg.graph.store import load_query, select
+
+#: Each public name and the module that defines it.
+API = {
+    "BuildOptions": "processkg.build.pipeline",
+    "BuildReport": "processkg.build.pipeline",
+    "build": "processkg.build.pipeline",
+    "ProcessKGError": "processkg.errors",
+    "open_store": "processkg.graph.handle",
+    "load_query": "processkg.graph.store",
+    "select": "processkg.graph.store",
+}
 
 __all__ = ["BuildOptions", "BuildReport", "ProcessKGError", "build", "load_query", "open_store", "select"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    if name not in API:
+        raise AttributeError(f"module 'processkg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(API[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *API})

@@ -10,19 +10,9 @@ from typing import NoReturn
 
 import click
 
-from processkg.cli.agent import agent_group, eval_agent_cmd
-from processkg.cli.build import build_cmd
-from processkg.cli.docs import docs_cmd
-from processkg.cli.eval import eval_group
 from processkg.cli.exit_codes import ExitCode
-from processkg.cli.graph import audit_cmd, query_cmd, stats_cmd
-from processkg.cli.map import map_group, mapping_cmd
-from processkg.cli.mcp import mcp_cmd
-from processkg.cli.ranker import processes_cmd, train_ranker_cmd
-from processkg.cli.retrieve import index_cmd, retrieve_cmd
-from processkg.cli.serve import serve_cmd
-from processkg.cli.socbench import socbench_cmd
-from processkg.cli.validate import printable, shapes_cmd, validate_cmd
+from processkg.cli.lazy import LazyGroup
+from processkg.cli.text import printable
 from processkg.errors import ProcessKGError
 
 #: OSError numbers that are a problem of the machine (disk, permissions, limits, network), not a
@@ -63,7 +53,27 @@ ENVIRONMENT_ERRNOS = frozenset(
 )
 
 
-class _Group(click.Group):
+#: The commands of ``kg``, imported when used (:class:`LazyGroup`): ``kg mcp`` imports neither the
+#: build nor retrieval before it answers ``initialize``.
+COMMANDS = {
+    "build": "processkg.cli.build:build_cmd",
+    "stats": "processkg.cli.graph:stats_cmd",
+    "query": "processkg.cli.graph:query_cmd",
+    "audit": "processkg.cli.graph:audit_cmd",
+    "index": "processkg.cli.retrieve:index_cmd",
+    "retrieve": "processkg.cli.retrieve:retrieve_cmd",
+    "validate": "processkg.cli.validate:validate_cmd",
+    "shapes": "processkg.cli.validate:shapes_cmd",
+    "eval": "processkg.cli.eval:eval_group",
+    "map": "processkg.cli.map:map_group",
+    "serve": "processkg.cli.serve:serve_cmd",
+    "mcp": "processkg.cli.mcp:mcp_cmd",
+    "agent": "processkg.cli.agent:agent_group",
+    "docs": "processkg.cli.docs:docs_cmd",
+}
+
+
+class _Group(LazyGroup):
     """One line on stderr and a distinct exit code for whatever ends a command, never a traceback.
 
     This is the only place that turns an error into exit 2: commands raise ProcessKGError
@@ -76,6 +86,8 @@ class _Group(click.Group):
     exit 1, which commands such as ``kg validate`` use for "some calls invalid";
     PROCESSKG_DEBUG=1 shows its traceback. Ctrl-C is exit 130.
     """
+
+    lazy = COMMANDS
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -156,29 +168,6 @@ def main() -> None:
       130  interrupted (Ctrl-C)
     """
 
-
-for _command in (
-    build_cmd,
-    stats_cmd,
-    query_cmd,
-    audit_cmd,
-    index_cmd,
-    retrieve_cmd,
-    validate_cmd,
-    shapes_cmd,
-    eval_group,
-    map_group,
-    serve_cmd,
-    mcp_cmd,
-    agent_group,
-    docs_cmd,
-):
-    main.add_command(_command)
-eval_group.add_command(mapping_cmd)
-eval_group.add_command(socbench_cmd)
-eval_group.add_command(train_ranker_cmd)
-eval_group.add_command(processes_cmd)
-eval_group.add_command(eval_agent_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
+from processkg.cli.lazy import LazyGroup
 from processkg.cli.options import model_option, out_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import KS, Hit, Query, evaluate_methods, expansion_effect, read_queries, write_outputs
@@ -54,7 +55,21 @@ def run_methods(
     return results, sources, seconds
 
 
-@click.group("eval")
+#: The evaluations that live in their own modules (imported when used).
+LAZY = {
+    "mapping": "processkg.cli.map:mapping_cmd",
+    "socbench": "processkg.cli.socbench:socbench_cmd",
+    "train-ranker": "processkg.cli.ranker:train_ranker_cmd",
+    "processes": "processkg.cli.ranker:processes_cmd",
+    "agent": "processkg.cli.agent:eval_agent_cmd",
+}
+
+
+class _EvalGroup(LazyGroup):
+    lazy = LAZY
+
+
+@click.group("eval", cls=_EvalGroup)
 def eval_group() -> None:
     """Evaluate retrieval on a benchmark."""
 

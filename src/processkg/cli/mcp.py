@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from processkg.cli.options import odata_options, store_option
-from processkg.graph.handle import StoreHandle, open_store
-from processkg.retrieve.index import load_encoder_model, load_index
-from processkg.tools.local_server import LocalServer
-from processkg.tools.odata_client import ODataClient
+from processkg.graph.handle import open_store
+from processkg.tools.odata_client import remote_client
 from processkg.tools.specs import tool_list
-from processkg.tools.toolbox import Toolbox
 
-
-def odata_client(
-    stack: ExitStack, store: Path, odata_url: str | None, record: Path | None, timeout: float = 30.0
-) -> ODataClient:
-    """The client of ``odata_url``, or of an in-process kg serve of ``store`` that ``stack`` keeps open."""
-    if odata_url is None:
-        served = stack.enter_context(LocalServer(store, record=record))
-        client = ODataClient(served.url, timeout=timeout)
-    else:
-        client = ODataClient(odata_url, timeout=timeout, record=record)
-    stack.callback(client.close)
-    return client
+if TYPE_CHECKING:
+    from processkg.tools.toolbox import Toolbox
 
 
 @click.command("mcp")
@@ -55,14 +43,21 @@ def mcp_cmd(
     open_store(store)  # a missing or damaged store, or a bad --odata-url, is exit 2 before anything is served
     with ExitStack() as stack:
         served = stack.enter_context(ExitStack())  # closed after the face has finished loading
-        remote = None if odata_url is None else odata_client(served, store, odata_url, record)
+        remote = None if odata_url is None else remote_client(served, odata_url, record)
 
+        # The stages the tools need are imported on the loading threads, after initialize is answered.
         def make_toolbox() -> Toolbox:
-            client = remote if remote is not None else odata_client(served, store, None, record)
-            return Toolbox(store, client, allow_writes=allow_writes)
+            from processkg.tools import assemble
+
+            return assemble.toolbox(served, store, remote, record, allow_writes)
+
+        def load_model() -> None:
+            from processkg.tools import assemble
+
+            assemble.load_model(store)
 
         say(f"kg mcp: serving {store}; loading its tools and the embedding model in the background")
-        face = MCPFace(make_toolbox, tool_list(allow_writes), lambda: load_model(store), say)
+        face = MCPFace(make_toolbox, tool_list(allow_writes), load_model, say)
         stack.callback(face.close)
         if http_port is None:
             anyio.run(face.run_stdio)
@@ -71,11 +66,6 @@ def mcp_cmd(
 
         say(f"MCP (streamable HTTP) for {store} on http://{host}:{http_port}/mcp")
         uvicorn.run(face.http_app(host), host=host, port=http_port, log_level="warning")
-
-
-def load_model(store: Path) -> None:
-    """Import sentence-transformers and load the embedding model of the store's index (once per process)."""
-    load_encoder_model(load_index(StoreHandle.open(store)).model)
 
 
 def say(line: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from pyoxigraph import NamedNode
 from processkg.aliases import JSONValue
 from processkg.cli.exit_codes import ExitCode
 from processkg.cli.options import format_option, out_option, store_option
+from processkg.cli.text import printable
 from processkg.graph.handle import open_store
 from processkg.graph.store import write_atomic
 from processkg.validate.calls import CallResult, Validator, read_calls
@@ -73,17 +73,6 @@ def render_text(results: list[CallResult]) -> str:
     lines.append("")
     lines.extend(summary_lines(results))
     return "\n".join(lines) + "\n"
-
-
-def printable(text: str) -> str:
-    """``text`` with control and line-separator characters escaped (``\\r``, ``\\x1b``, ``\\u2028``)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch == " " else _escape(ch) for ch in text)
-
-
-def _escape(ch: str) -> str:
-    return ch if unicodedata.category(ch) == "Zs" else ch.encode("unicode_escape").decode("ascii")
 
 
 def _finite(value: JSONValue) -> JSONValue:

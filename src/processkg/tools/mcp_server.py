@@ -22,10 +22,11 @@ import contextlib
 import gc
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -43,10 +44,10 @@ from starlette.applications import Starlette
 
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
-from processkg.retrieve.context import render_set
-from processkg.retrieve.retriever import Result
 from processkg.tools.specs import ToolSpec
-from processkg.tools.toolbox import Toolbox
+
+if TYPE_CHECKING:  # the toolbox is made on the loading thread, after initialize has been answered
+    from processkg.tools.toolbox import Toolbox
 
 T = TypeVar("T")
 SCHEME = "processkg"
@@ -82,10 +83,10 @@ class MCPFace:
     """The MCP server of one toolbox. Tools run one at a time in one worker thread of their own: the
     store's query results (pyoxigraph) must be used and dropped on the thread that made them.
 
-    Nothing heavy happens before the server answers: the toolbox (``make_toolbox``: the store, the
-    validator of every service, the OData server ``call`` sends to) is made on the worker thread in
-    the background, and ``load_model`` (importing sentence-transformers and loading the embedding
-    model) runs at the same time on a thread of its own. ``initialize``, ``tools/list`` and
+    Nothing heavy happens before the server answers ``initialize``: once it has (:meth:`start`), the
+    toolbox (``make_toolbox``: the store, the validators, the OData server ``call`` sends to) is made
+    on the worker thread in the background, and ``load_model`` (importing sentence-transformers and
+    loading the embedding model) runs at the same time on a thread of its own. ``tools/list`` and
     ``resources/templates/list`` answer at once; a tool call or resource read waits for what it
     needs. ``say`` gets a line when each part is ready (``kg mcp`` writes them to stderr)."""
 
@@ -97,19 +98,16 @@ class MCPFace:
         say: Callable[[str], None] | None = None,
         name: str = "processkg",
     ) -> None:
-        gc.collect()  # what the caller left behind is collected here, not later on the worker
-        # Automatic collection stays off while the two threads load: it would run on whichever thread
-        # allocates (mostly the model's imports) and could drop the worker's query results there.
-        # The worker collects after each job itself, and turns it back on once both are loaded.
-        gc.disable()
         self.specs = specs
         self.say = say or _silent
+        self.make_toolbox = make_toolbox
+        self.load_model = load_model
         self.started = time.monotonic()
+        self.starting = threading.Lock()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="processkg-tools")
         self.loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="processkg-model")
-        self.loading: Future[Toolbox] = self.worker.submit(_collected, lambda: self._load(make_toolbox))
-        self.worker.submit(_collected, self._open_retriever)
-        self.model: Future[None] = self.loader.submit(self._load_model, load_model)
+        self.loading: Future[Toolbox] | None = None
+        self.model: Future[None] | None = None
         self.server: Server = Server(
             name,
             instructions=INSTRUCTIONS,
@@ -121,6 +119,24 @@ class MCPFace:
         )
 
     # ------------------------------------------------------------ loading in the background
+    def start(self) -> tuple[Future[Toolbox], Future[None]]:
+        """Start loading the toolbox and the model in the background (once); their futures.
+
+        Over stdio this happens on the first message after ``initialize``, so that the answer to
+        ``initialize`` does not share the interpreter with the loading threads; a tool call or a
+        resource read starts it too, whichever comes first."""
+        with self.starting:
+            if self.loading is None or self.model is None:
+                gc.collect()  # what the caller left behind is collected here, not later on the worker
+                # Automatic collection stays off while the two threads load: it would run on whichever
+                # thread allocates (mostly the model's imports) and could drop the worker's query results
+                # there. The worker collects after each job itself, and turns it back on once both are loaded.
+                gc.disable()
+                self.loading = self.worker.submit(_collected, lambda: self._load(self.make_toolbox))
+                self.worker.submit(_collected, self._open_retriever)
+                self.model = self.loader.submit(self._load_model, self.load_model)
+            return self.loading, self.model
+
     def _load(self, make_toolbox: Callable[[], Toolbox]) -> Toolbox:
         try:
             toolbox = make_toolbox()
@@ -133,9 +149,10 @@ class MCPFace:
     def _open_retriever(self) -> None:
         """Open the retriever (the store's index) on the worker, after the toolbox; without an index
         ``find_entity_sets`` says so when it is called."""
-        if self.loading.exception() is None:
+        loading, _ = self.start()
+        if loading.exception() is None:
             with contextlib.suppress(ProcessKGError):
-                self.loading.result().retriever  # noqa: B018 -- the property opens it
+                loading.result().retriever  # noqa: B018 -- the property opens it
 
     def _load_model(self, load_model: Callable[[], None] | None) -> None:
         try:
@@ -150,7 +167,7 @@ class MCPFace:
     async def toolbox(self) -> Toolbox:
         """The toolbox, once made; MCPError (internal error) naming why if it could not be made."""
         try:
-            return await asyncio.wrap_future(self.loading)
+            return await asyncio.wrap_future(self.start()[0])
         except Exception as exc:
             raise MCPError(code=INTERNAL_ERROR, message=f"the tools could not be loaded: {_reason(exc)}") from None
 
@@ -168,7 +185,7 @@ class MCPFace:
     async def call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name == "find_entity_sets":
             with contextlib.suppress(Exception):  # a model that did not load: the tool answers why
-                await asyncio.wrap_future(self.model)
+                await asyncio.wrap_future(self.start()[1])
         try:
             toolbox = await self.toolbox()
         except MCPError as exc:
@@ -210,7 +227,7 @@ class MCPFace:
         uri = str(params.uri)
         toolbox = await self.toolbox()
         try:
-            text = await self.in_worker(lambda: _context(toolbox, uri))
+            text = await self.in_worker(lambda: toolbox.context(*parse_resource_uri(uri)))
         except ProcessKGError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
         return types.ReadResourceResult(
@@ -222,11 +239,12 @@ class MCPFace:
         async with stdio_server() as (read_stream, write_stream):
             readable, messages = anyio.create_memory_object_stream[SessionMessage](0)
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(answer_unreadable, read_stream, readable, write_stream)
+                tasks.start_soon(answer_unreadable, read_stream, readable, write_stream, self.start)
                 await self.server.run(messages, write_stream, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Starlette:
         """The streamable-HTTP application (endpoint ``/mcp``); DNS-rebinding protection on loopback."""
+        self.start()
         return self.server.streamable_http_app(host=host)
 
 
@@ -234,12 +252,18 @@ async def answer_unreadable(
     incoming: ReadStream[SessionMessage | Exception],
     readable: MemoryObjectSendStream[SessionMessage],
     outgoing: WriteStream[SessionMessage],
+    after_initialize: Callable[[], object] = lambda: None,
 ) -> None:
     """Pass the messages the SDK's stdio reader read on to the server; answer each line it could not
-    read (which it hands on as an exception, and the server drops) with a JSON-RPC error."""
+    read (which it hands on as an exception, and the server drops) with a JSON-RPC error. The first
+    message that is not ``initialize`` calls ``after_initialize`` before it is passed on."""
+    initialized = False
     async with readable:
         async for item in incoming:
             if isinstance(item, SessionMessage):
+                if not initialized and getattr(item.message, "method", None) != "initialize":
+                    initialized = True
+                    after_initialize()
                 await readable.send(item)
                 continue
             error = unreadable_error(item)
@@ -279,13 +303,6 @@ def request_id(line: str) -> str | int | None:
                 found = json.loads(value.group(1))
                 return found if isinstance(found, str | int) else None
     return None
-
-
-def _context(toolbox: Toolbox, uri: str) -> str:
-    """The typed context of the entity set ``uri`` names, as Markdown."""
-    service, entity_set = parse_resource_uri(uri)
-    iri = toolbox.iri(service, entity_set)
-    return render_set(toolbox.graph, Result(service, entity_set, 1.0, iri=iri))
 
 
 def _tool_result(answer: JSONObject, is_error: bool) -> types.CallToolResult:

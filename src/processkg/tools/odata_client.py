@@ -21,6 +21,7 @@ import os
 import re
 import time
 import unicodedata
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
@@ -268,3 +269,10 @@ def _answer(response: httpx.Response) -> JSONValue:
         except ValueError:
             pass
     return raw.decode("utf-8", "replace")
+
+
+def remote_client(stack: ExitStack, url: str, record: Path | None, timeout: float = 30.0) -> ODataClient:
+    """A client of the OData server at ``url`` that ``stack`` closes (a bad URL is ODataClientError now)."""
+    client = ODataClient(url, timeout=timeout, record=record)
+    stack.callback(client.close)
+    return client

@@ -17,7 +17,7 @@ from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import records
-from processkg.retrieve.context import key_predicate, set_context
+from processkg.retrieve.context import key_predicate, render_set, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
 from processkg.services.model import Model, TypeInfo
@@ -287,6 +287,10 @@ class Toolbox:
                 raise ToolArgumentError(f"unknown service {service!r}; find_entity_sets names the services")
             raise ToolArgumentError(f"{service} has no entity set {entity_set!r}{_near(entity_set, known)}")
         return iri
+
+    def context(self, service: str, entity_set: str) -> str:
+        """The typed context of an entity set as Markdown (``kg retrieve --context``; an MCP resource)."""
+        return render_set(self.graph, Result(service, entity_set, 1.0, iri=self.iri(service, entity_set)))
 
     def path(self, service: str, entity_set: str) -> str:
         return self.roots.get(service, "/") + entity_set

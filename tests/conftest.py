@@ -17,9 +17,7 @@ import hashlib
 import http.server
 import os
 import pickle
-import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +33,7 @@ from filelock import FileLock
 from pyoxigraph import RdfFormat, Store
 
 import scripted_llm
+import virtuoso_server
 from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.graph.store import plain
 from processkg.retrieve.index import build_index
@@ -394,70 +393,14 @@ def llm():
 
 # ------------------------------------------------------------------ a second SPARQL server
 
-VIRTUOSO_INI = """[Database]
-DatabaseFile = {db}/virtuoso.db
-ErrorLogFile = {db}/virtuoso.log
-LockFile = {db}/virtuoso.lck
-TransactionFile = {db}/virtuoso.trx
-xa_persistent_file = {db}/virtuoso.pxa
-[TempDatabase]
-DatabaseFile = {db}/virtuoso-temp.db
-TransactionFile = {db}/virtuoso-temp.trx
-[Parameters]
-ServerPort = 127.0.0.1:{sql}
-DisableUnixSocket = 1
-NumberOfBuffers = 10000
-MaxDirtyBuffers = 6000
-DirsAllowed = .
-[HTTPServer]
-ServerPort = 127.0.0.1:{http}
-ServerThreads = 4
-[SPARQL]
-ResultSetMaxRows = 100000000
-MaxQueryExecutionTime = 0
-MaxQueryCostEstimationTime = 0
-"""
-#: the anonymous SPARQL user may update (SPARQL Update on /sparql) and write graphs (/sparql-graph-crud)
-VIRTUOSO_GRANTS = "GRANT SPARQL_UPDATE TO \"SPARQL\"; DB.DBA.RDF_DEFAULT_USER_PERMS_SET ('nobody', 7);"
-
 
 @pytest.fixture(scope="session")
 def virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """OpenLink Virtuoso (Debian package virtuoso-opensource) on loopback with a fresh database, as a
-    ``--store`` URL: its query endpoint and its Graph Store Protocol service. A missing server fails."""
-    binary, isql = shutil.which("virtuoso-t"), shutil.which("isql-vt")
-    if not binary or not isql:
-        pytest.fail("Virtuoso is not installed (apt-get install virtuoso-opensource; .ci/run does it)")
-    folder = tmp_path_factory.mktemp("virtuoso")
-    sql, http = free_port(), free_port()
-    (folder / "virtuoso.ini").write_text(VIRTUOSO_INI.format(db=folder, sql=sql, http=http), encoding="utf-8")
-    process = subprocess.Popen(
-        [binary, "+foreground", "+configfile", str(folder / "virtuoso.ini")],
-        cwd=folder,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    """OpenLink Virtuoso (tests/virtuoso_server.py) on loopback with a fresh database, as a ``--store``
+    URL: its query endpoint and its Graph Store Protocol service. A missing server fails."""
     try:
-        _wait_for(f"http://127.0.0.1:{http}/sparql?query=ASK%7B%7D", process, 60)
-        grant = [isql, f"127.0.0.1:{sql}", "dba", "dba", f"exec={VIRTUOSO_GRANTS}"]
-        subprocess.run(grant, check=True, capture_output=True, timeout=60)
-        yield f"http://127.0.0.1:{http}/sparql?store=/sparql-graph-crud"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(url, timeout=2, trust_env=False).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"Virtuoso did not answer at {url} within {seconds:g} s (exit status {process.poll()})")
+        process, url = virtuoso_server.start(tmp_path_factory.mktemp("virtuoso"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield url
+    virtuoso_server.stop(process)

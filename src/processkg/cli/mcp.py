@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from processkg.cli.options import odata_options, store_option
-from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.index import load_encoder_model, load_index
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -17,7 +17,7 @@ from processkg.tools.toolbox import Toolbox
 
 
 def odata_client(
-    stack: ExitStack, store: Path, odata_url: str | None, record: Path | None, timeout: float = 30.0
+    stack: ExitStack, store: StoreHandle, odata_url: str | None, record: Path | None, timeout: float = 30.0
 ) -> ODataClient:
     """The client of ``odata_url``, or of an in-process kg serve of ``store`` that ``stack`` keeps open."""
     if odata_url is None:
@@ -41,7 +41,7 @@ def odata_client(
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address of --http (loopback by default).")
 def mcp_cmd(
-    store: Path, odata_url: str | None, allow_writes: bool, record: Path | None, http_port: int | None, host: str
+    store: StoreHandle, odata_url: str | None, allow_writes: bool, record: Path | None, http_port: int | None, host: str
 ) -> None:
     """Serve the store's tools over the Model Context Protocol (see docs/mcp.md).
 
@@ -52,7 +52,6 @@ def mcp_cmd(
 
     from processkg.tools.mcp_server import MCPFace  # heavy: the MCP SDK
 
-    open_store(store)  # a missing or damaged store, or a bad --odata-url, is exit 2 before anything is served
     with ExitStack() as stack:
         served = stack.enter_context(ExitStack())  # closed after the face has finished loading
         remote = None if odata_url is None else odata_client(served, store, odata_url, record)
@@ -73,9 +72,9 @@ def mcp_cmd(
         uvicorn.run(face.http_app(host), host=host, port=http_port, log_level="warning")
 
 
-def load_model(store: Path) -> None:
+def load_model(store: StoreHandle) -> None:
     """Import sentence-transformers and load the embedding model of the store's index (once per process)."""
-    load_encoder_model(load_index(StoreHandle.open(store)).model)
+    load_encoder_model(load_index(store).model)
 
 
 def say(line: str) -> None:

@@ -90,8 +90,8 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     assert not [n for n in only_held_out if n in texts], "an entity set's text still names a held-out activity"
 
 
-def test_eval_processes_without_odata_refuses_bpmn(tmp_path):
-    """Refused before any store is opened: the store named here does not exist."""
+def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_store):
+    """Refused before any fold is built (the store itself is opened by --store's click type first)."""
     queries = tmp_path / "q.jsonl"
     queries.write_text("", encoding="utf-8")
     result = CliRunner().invoke(
@@ -100,7 +100,7 @@ def test_eval_processes_without_odata_refuses_bpmn(tmp_path):
             "eval",
             "processes",
             "--store",
-            str(tmp_path / "no-store"),
+            str(demo_store),
             "--queries",
             str(queries),
             "--bpmn",

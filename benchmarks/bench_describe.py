@@ -16,6 +16,7 @@ import json
 import statistics
 from pathlib import Path
 
+from processkg.graph.handle import StoreHandle
 from processkg.tools.toolbox import Toolbox
 
 LIMIT = 4000  # issue 22: no compact answer over this
@@ -52,7 +53,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    box = Toolbox(args.store)
+    box = Toolbox(StoreHandle.open(args.store))
     try:
         report = {detail: summary(sizes(box, detail)) for detail in ("compact", "full")}
     finally:

@@ -64,14 +64,15 @@ from processkg.tools.mcp_server import MCPFace
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import remote_client
 from processkg.tools.toolbox import Toolbox
+from processkg.graph.handle import StoreHandle
 part("import_mcp_sdk_and_tools", start)
+start = time.monotonic(); handle = StoreHandle.open(store); part("open_store", start)
 with ExitStack() as stack:
-    start = time.monotonic(); client = remote_client(stack, stack.enter_context(LocalServer(store)).url, None); part("in_process_kg_serve", start)
-    start = time.monotonic(); toolbox = Toolbox(store, client); part("toolbox_with_validator", start)
+    start = time.monotonic(); client = remote_client(stack, stack.enter_context(LocalServer(handle)).url, None); part("in_process_kg_serve", start)
+    start = time.monotonic(); toolbox = Toolbox(handle, client); part("toolbox_with_validator", start)
     start = time.monotonic(); import sentence_transformers; part("import_sentence_transformers", start)
-    from processkg.graph.handle import StoreHandle
     from processkg.retrieve.index import load_encoder_model, load_index
-    start = time.monotonic(); load_encoder_model(load_index(StoreHandle.open(store)).model); part("load_embedding_model", start)
+    start = time.monotonic(); load_encoder_model(load_index(handle).model); part("load_embedding_model", start)
     start = time.monotonic(); toolbox.retriever; part("open_retriever", start)
     start = time.monotonic(); toolbox.find_entity_sets(sys.argv[2]); part("find_entity_sets_warm", start)
 print(json.dumps(took))
@@ -120,6 +121,7 @@ def parts(store: Path) -> dict[str, float]:
 
 def build_store(folder: Path) -> Path:
     from processkg.build.pipeline import BuildOptions, build
+    from processkg.graph.handle import StoreLocation
 
     store = folder / "store"
     build(
@@ -128,7 +130,7 @@ def build_store(folder: Path) -> Path:
             bpmn=[SAP / "processes"],
             mapping=SAP / "mapping.yaml",
             codes=[SAP / "codes"],
-            store=store,
+            store=StoreLocation.parse(store),
             index=True,
         )
     )

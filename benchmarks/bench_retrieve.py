@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from processkg.build.pipeline import BuildOptions, build  # noqa: E402
+from processkg.graph.handle import StoreHandle, StoreLocation  # noqa: E402
 from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
 from processkg.retrieve.index import build_index  # noqa: E402
@@ -94,14 +95,14 @@ def timed(fn) -> tuple[float, object]:
 
 def build_stores(work: Path) -> dict:
     stores = {"a2x": work / "a2x", "demo": work / "demo"}
-    build(BuildOptions(odata=[A2X], store=stores["a2x"]))
+    build(BuildOptions(odata=[A2X], store=StoreLocation.parse(stores["a2x"])))
     build(
         BuildOptions(
             odata=[DEMO / "odata"],
             bpmn=[DEMO / "bpmn"],
             mapping=DEMO / "mapping.yaml",
             codes=[DEMO / "codes"],
-            store=stores["demo"],
+            store=StoreLocation.parse(stores["demo"]),
         )
     )
     return stores
@@ -109,13 +110,13 @@ def build_stores(work: Path) -> dict:
 
 def bench_index(stores: dict) -> dict:
     out = {}
-    seconds, report = timed(lambda: build_index(stores["a2x"]))
+    seconds, report = timed(lambda: build_index(StoreLocation.parse(stores["a2x"])))
     out["a2x_cold_sets"] = {"seconds": round(seconds, 2), "items": report.counts, "encoded": report.encoded}
-    seconds, report = timed(lambda: build_index(stores["a2x"], odata=[A2X]))
+    seconds, report = timed(lambda: build_index(StoreLocation.parse(stores["a2x"]), odata=[A2X]))
     out["a2x_chunks_added"] = {"seconds": round(seconds, 2), "items": report.counts, "encoded": report.encoded}
-    seconds, report = timed(lambda: build_index(stores["a2x"], odata=[A2X]))
+    seconds, report = timed(lambda: build_index(StoreLocation.parse(stores["a2x"]), odata=[A2X]))
     out["a2x_warm_rebuild"] = {"seconds": round(seconds, 2), "encoded": report.encoded}
-    seconds, report = timed(lambda: build_index(stores["demo"], odata=[DEMO / "odata"]))
+    seconds, report = timed(lambda: build_index(StoreLocation.parse(stores["demo"]), odata=[DEMO / "odata"]))
     out["demo_cold"] = {"seconds": round(seconds, 2), "items": report.counts, "encoded": report.encoded}
     return out
 
@@ -325,7 +326,7 @@ def main() -> None:
             "store": args.latency_store.name,
             "queries": len(texts),
             "load_average_before": round(os.getloadavg()[0], 2),
-            "methods": bench_batch_latency(Retriever(args.latency_store), texts),
+            "methods": bench_batch_latency(Retriever(StoreHandle.open(args.latency_store)), texts),
             "load_average_after": round(os.getloadavg()[0], 2),
         }
         if args.latency_only:
@@ -337,7 +338,7 @@ def main() -> None:
         demo = None
         if not args.eval_only:
             results["index_build"] = bench_index(stores)
-            a2x, demo = Retriever(stores["a2x"]), Retriever(stores["demo"])
+            a2x, demo = Retriever(StoreHandle.open(stores["a2x"])), Retriever(StoreHandle.open(stores["demo"]))
             results["latency_a2x"] = bench_latency(a2x, QUERIES)
             results["latency_demo"] = bench_latency(demo, QUERIES)
             results["expansion_demo"] = bench_expansion(demo)
@@ -345,9 +346,9 @@ def main() -> None:
             results["context_tokens"] = {"demo": bench_context(demo), "a2x": bench_context(a2x)}
         if args.eval:
             if demo is None and not args.eval_store:
-                build_index(stores["demo"], odata=[DEMO / "odata"])
-                demo = Retriever(stores["demo"])
-            target = Retriever(args.eval_store) if args.eval_store else demo
+                build_index(StoreLocation.parse(stores["demo"]), odata=[DEMO / "odata"])
+                demo = Retriever(StoreHandle.open(stores["demo"]))
+            target = Retriever(StoreHandle.open(args.eval_store)) if args.eval_store else demo
             items = [json.loads(line) for line in args.eval.read_text().splitlines() if line.strip()]
             results.setdefault("eval", {})[args.eval.name] = {
                 "store": str(args.eval_store or "demo"),

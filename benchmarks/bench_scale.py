@@ -173,7 +173,8 @@ def startup(store: Path, folder: Path) -> dict[str, dict[str, float]]:
 ONE_BY_ONE = """
 import json, sys, time
 from processkg.validate.calls import Validator
-validator = Validator(sys.argv[1])
+from processkg.graph.handle import StoreHandle
+validator = Validator(StoreHandle.open(sys.argv[1]))
 calls = [json.loads(line) for line in open(sys.argv[2])]
 validator.validate_call(calls[0])
 start = time.perf_counter()

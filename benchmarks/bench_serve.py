@@ -123,9 +123,10 @@ def percentile(values: list[float], q: float) -> float:
 def profile_post(store: Path, n: int = 200) -> tuple[float, list[dict]]:
     """The median milliseconds of a POST answered in-process (no HTTP), and the top functions by
     cumulative time of ``n`` more under cProfile."""
+    from processkg.graph.handle import StoreHandle
     from processkg.serve.app import answer, open_server
 
-    server = open_server(store, csrf=False)
+    server = open_server(StoreHandle.open(store), csrf=False)
     body = json.dumps(ORDER).encode()
     headers = {"content-type": "application/json"}
     for _ in range(20):
@@ -163,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         store = args.store
         if store is None:
             from processkg.build.pipeline import BuildOptions, build
+            from processkg.graph.handle import StoreLocation
 
             store = Path(tmp) / "a2x"
-            build(BuildOptions(odata=[A2X], store=store))
+            build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = start_server(store, port)

@@ -112,11 +112,12 @@ def count(tokenizer: Tokenizer, text: str) -> int:
 def measure(tokenizer: Tokenizer, template: str, store: Path, allow_writes: bool) -> dict:
     """The tool list of the toolbox of ``store`` as kg agent offers it and kg mcp lists it."""
     from processkg.agent.conditions import PROMPTS
+    from processkg.graph.handle import StoreHandle
     from processkg.tools.mcp_server import mcp_tool
     from processkg.tools.specs import openai_tools
     from processkg.tools.toolbox import Toolbox
 
-    specs = Toolbox(store, allow_writes=allow_writes).specs
+    specs = Toolbox(StoreHandle.open(store), allow_writes=allow_writes).specs
     tools = openai_tools(specs)
     messages = [{"role": "system", "content": PROMPTS["typed"]}, {"role": "user", "content": "Create a sales order."}]
     listed = [mcp_tool(s).model_dump(by_alias=True, exclude_none=True, mode="json") for s in specs]
@@ -131,9 +132,10 @@ def measure(tokenizer: Tokenizer, template: str, store: Path, allow_writes: bool
 
 def per_entity_set(tokenizer: Tokenizer, store: Path) -> dict:
     """The cost of one generated tool per entity set, a string parameter per property."""
+    from processkg.graph.handle import StoreHandle
     from processkg.tools.toolbox import Toolbox
 
-    model = Toolbox(store).validator.model
+    model = Toolbox(StoreHandle.open(store)).validator.model
     tools = []
     for service in model.services.values():
         for name, (type_iri, _creatable) in sorted(service.sets.items()):
@@ -150,11 +152,12 @@ def per_entity_set(tokenizer: Tokenizer, store: Path) -> dict:
 
 def a2x_store(folder: Path) -> Path:
     from processkg.build.pipeline import BuildOptions, build
+    from processkg.graph.handle import StoreLocation
 
     if not A2X.is_dir():
         sys.exit(f"error: the A2X corpus is not at {A2X}")
     store = folder / "a2x"
-    build(BuildOptions(odata=[A2X], store=store))
+    build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
     return store
 
 

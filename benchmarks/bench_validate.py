@@ -206,6 +206,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results" / "validate.json")
     args = ap.parse_args(argv)
     from processkg.build.pipeline import BuildOptions, build
+    from processkg.graph.handle import StoreHandle, StoreLocation
     from processkg.validate.calls import Validator
 
     store = args.store
@@ -214,9 +215,9 @@ def main(argv=None) -> int:
             print(f"no A2X corpus at {A2X}", file=sys.stderr)
             return 2
         store = Path(tempfile.mkdtemp(prefix="bench-validate-")) / "a2x"
-        build(BuildOptions(odata=[A2X], store=store))
+        build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
     t0 = time.perf_counter()
-    validator = Validator(store)
+    validator = Validator(StoreHandle.open(store))
     for name in validator.model.services:  # build and parse the shapes before timing
         validator.engine(name)
     print(f"model and shapes loaded in {time.perf_counter() - t0:.1f} s")

@@ -25,6 +25,7 @@ import yaml
 
 from processkg.evaluate.overlap import nearest
 from processkg.evaluate.socbench_protocol import find_domains
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.index import load_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def coverage() -> dict:
 
 
 def chance(store: Path, socbench: Path) -> dict:
-    names = sorted({a["name"] for a in load_index(store).items["activity"] if a["name"]})
+    names = sorted({a["name"] for a in load_index(StoreHandle.open(store)).items["activity"] if a["name"]})
     texts = [q.text for d in find_domains(socbench) for q in d.queries]
     values = [nearest(text, names)[0] for text in random.Random(0).sample(texts, SAMPLE)]
     return {

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import processkg.retrieve.retriever as retriever
 from processkg.evaluate.metrics import gold_ranks, read_queries, recall_at
+from processkg.graph.handle import StoreHandle
 
 
 def _unchanged(query: str, summaries: list[str], order: list[int]) -> list[int]:
@@ -21,7 +22,7 @@ def _unchanged(query: str, summaries: list[str], order: list[int]) -> list[int]:
 
 
 def main(store: Path, files: list[Path]) -> None:
-    r = retriever.Retriever(store)
+    r = retriever.Retriever(StoreHandle.open(store))
     lifted = retriever.goal_order
     for path in files:
         queries = read_queries(path)

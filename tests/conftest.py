@@ -35,6 +35,7 @@ from pyoxigraph import RdfFormat, Store
 import scripted_llm
 import virtuoso_server
 from processkg.build.pipeline import BuildOptions, BuildReport, build
+from processkg.graph.handle import StoreLocation
 from processkg.graph.store import plain
 from processkg.retrieve.index import build_index
 from processkg.serve.app import Server, create_app
@@ -111,7 +112,7 @@ class Built:
 
 def run_build(tmp: Path, **options) -> Built:
     store_dir, ttl = tmp / "store", tmp / "graph.ttl"
-    report = build(BuildOptions(store=store_dir, out=ttl, **options))
+    report = build(BuildOptions(store=StoreLocation.parse(store_dir), out=ttl, **options))
     return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
 
 
@@ -226,7 +227,9 @@ def fiori_all(tmp_path_factory) -> Path:
     """The store of the whole s4-fiori corpus (63 services, no index), for the audit tests."""
 
     def make(tmp: Path) -> Path:
-        build(BuildOptions(odata=[shared("odata", "s4-fiori")], store=tmp / "store", on_error="warn"))
+        build(
+            BuildOptions(odata=[shared("odata", "s4-fiori")], store=StoreLocation.parse(tmp / "store"), on_error="warn")
+        )
         return tmp / "store"
 
     return once(tmp_path_factory, "fiori-all", make)
@@ -263,7 +266,7 @@ def operations_store(tmp_path_factory) -> Path:
     def make(tmp: Path) -> Path:
         codes = tmp / "rejection-reasons.csv"
         codes.write_text(REJECTION_REASONS, encoding="utf-8")
-        build(BuildOptions(odata=odata, codes=[codes], store=tmp / "store"))
+        build(BuildOptions(odata=odata, codes=[codes], store=StoreLocation.parse(tmp / "store")))
         return tmp / "store"
 
     return once(tmp_path_factory, "operations", make)
@@ -310,10 +313,10 @@ def sap_store(tmp_path_factory) -> Path:
     options = BuildOptions(odata=[shared("odata", "s4-a2x")], bpmn=[sap / "processes"], mapping=sap / "mapping.yaml")
 
     def make(tmp: Path) -> Path:
-        options.store = tmp / "store"
+        options.store = StoreLocation(path=tmp / "store")
         build(options)
         build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
-        return options.store
+        return tmp / "store"
 
     return once(tmp_path_factory, "sap", make)
 
@@ -333,10 +336,10 @@ def tasks_store(tmp_path_factory) -> Path:
     )
 
     def make(tmp: Path) -> Path:
-        options.store = tmp / "store"
+        options.store = StoreLocation(path=tmp / "store")
         build(options)
         build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
-        return options.store
+        return tmp / "store"
 
     return once(tmp_path_factory, "tasks", make)
 
@@ -375,8 +378,10 @@ def demo_indexed_store(tmp_path_factory) -> Path:
     from processkg.retrieve.index import build_index
 
     def make(tmp: Path) -> Path:
-        build(BuildOptions(store=tmp / "store", **demo_options()))
-        build_index(tmp / "store", odata=[DEMO / "odata"], cache_dir=embedding_cache(tmp_path_factory))
+        build(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))
+        build_index(
+            StoreLocation.parse(tmp / "store"), odata=[DEMO / "odata"], cache_dir=embedding_cache(tmp_path_factory)
+        )
         return tmp / "store"
 
     return once(tmp_path_factory, "demo-indexed", make)

@@ -26,6 +26,7 @@ from processkg.errors import (
     ProcessKGError,
     UnresolvedReferenceError,
 )
+from processkg.graph.handle import StoreLocation
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, discover
 from processkg.sources.odata import csdl
 
@@ -317,16 +318,16 @@ def test_on_error_warn_and_skip_go_on_and_fail_stops(tmp_path):
 def test_failed_build_leaves_previous_store_and_turtle_untouched(tmp_path):
     out_dir = tmp_path / "out"
     store, ttl = out_dir / "store", out_dir / "graph.ttl"
-    build(BuildOptions(store=store, out=ttl, **handmade_options()))
+    build(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
     before_store, before_ttl = tree_digest(store), ttl.read_bytes()
     before_listing = sorted(p.name for p in out_dir.iterdir())
     assert before_store and before_ttl
     bad = handmade_options() | {"odata": [DATA / "odata", INVALID / "unresolved-association.edmx"]}
     with pytest.raises(UnresolvedReferenceError):
-        build(BuildOptions(store=store, out=ttl, on_error="fail", **bad))
+        build(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad))
     bad_mapping = handmade_options() | {"mapping": INVALID / "unresolved-service.mapping.yaml"}
     with pytest.raises(MappingError):
-        build(BuildOptions(store=store, out=ttl, on_error="fail", **bad_mapping))
+        build(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad_mapping))
     assert tree_digest(store) == before_store
     assert ttl.read_bytes() == before_ttl
     assert sorted(p.name for p in out_dir.iterdir()) == before_listing == ["graph.ttl", "store"]
@@ -334,8 +335,8 @@ def test_failed_build_leaves_previous_store_and_turtle_untouched(tmp_path):
 
 def test_rebuild_replaces_the_store_and_leaves_no_temporary_files(tmp_path):
     store, ttl = tmp_path / "store", tmp_path / "graph.ttl"
-    first = build(BuildOptions(store=store, out=ttl, odata=[DATA / "odata"]))
-    second = build(BuildOptions(store=store, out=ttl, **handmade_options()))
+    first = build(BuildOptions(store=StoreLocation.parse(store), out=ttl, odata=[DATA / "odata"]))
+    second = build(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
     assert second.triples > first.triples
     assert ttl.read_bytes() == second.turtle
     assert sorted(os.listdir(tmp_path)) == ["graph.ttl", "store"]

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox
@@ -37,8 +38,8 @@ REFUSED = {
 @pytest.fixture(scope="module")
 def described(tasks_store) -> Iterator[tuple[Toolbox, dict[tuple[str, str], dict]]]:
     """A writing toolbox on a real kg serve of the tasks store, and the compact describe of every entity set."""
-    with LocalServer(tasks_store) as server:
-        box = Toolbox(tasks_store, ODataClient(server.url), allow_writes=True)
+    with LocalServer(StoreHandle.open(tasks_store)) as server:
+        box = Toolbox(StoreHandle.open(tasks_store), ODataClient(server.url), allow_writes=True)
         answers = {}
         for service, name in sorted(box.sets):
             answer, is_error = box.run("describe", {"service": service, "entity_set": name})

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from conftest import DATA, DEMO
 from processkg.cli import main
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 
 TASKS = DATA / "tasks" / "eval-demo.jsonl"
@@ -176,7 +177,9 @@ def test_an_endpoint_that_fails_at_once_stops_the_evaluation(demo_indexed_store,
 
 
 def test_another_kg_serve_by_url_is_reset_before_each_run(demo_indexed_store, llm, tmp_path):
-    with LocalServer(demo_indexed_store, allow_reset=True) as served:  # CSRF on: the reset sends the token
+    with LocalServer(
+        StoreHandle.open(demo_indexed_store), allow_reset=True
+    ) as served:  # CSRF on: the reset sends the token
         before = served.server.data.dump()
         result = evaluate(demo_indexed_store, llm, tmp_path / "out", "--conditions", "typed", "--odata-url", served.url)
         assert result.exit_code == 0, result.output

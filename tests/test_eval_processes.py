@@ -14,7 +14,7 @@ from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
-from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve.index import build_index, load_index
 from processkg.sources.mapping import read_mapping
 
@@ -69,8 +69,8 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     mapping edge and no index text of the held-out process; the kept processes are all there."""
     kept, mapping = without_processes([DEMO / "bpmn"], DEMO / "mapping.yaml", [HELD_OUT], tmp_path)
     store_dir = tmp_path / "store"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=list(kept), mapping=mapping, store=store_dir))
-    build_index(store_dir, cache_dir=embedding_cache(tmp_path_factory), progress=None)
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=list(kept), mapping=mapping, store=StoreLocation.parse(store_dir)))
+    build_index(StoreLocation.parse(store_dir), cache_dir=embedding_cache(tmp_path_factory), progress=None)
 
     store = open_store(store_dir)
     ids = {r[0] for r in rows(store, PROCESS_IDS)}
@@ -90,8 +90,8 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     assert not [n for n in only_held_out if n in texts], "an entity set's text still names a held-out activity"
 
 
-def test_eval_processes_without_odata_refuses_bpmn(tmp_path):
-    """Refused before any store is opened: the store named here does not exist."""
+def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_store):
+    """Refused before any fold is built (the store itself is opened by --store's click type first)."""
     queries = tmp_path / "q.jsonl"
     queries.write_text("", encoding="utf-8")
     result = CliRunner().invoke(
@@ -100,7 +100,7 @@ def test_eval_processes_without_odata_refuses_bpmn(tmp_path):
             "eval",
             "processes",
             "--store",
-            str(tmp_path / "no-store"),
+            str(demo_store),
             "--queries",
             str(queries),
             "--bpmn",

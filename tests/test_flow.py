@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import shared, values
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.graph.store import load_query, select
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, routed_results
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, Linear, RoutedModel
@@ -106,7 +106,7 @@ def test_the_lift_names_the_evidence_with_the_lifted_property_iris():
 
 @pytest.fixture(scope="module")
 def retriever(sap_store) -> Retriever:
-    return Retriever(sap_store)
+    return Retriever(StoreHandle.open(sap_store))
 
 
 def _row(r: Retriever, service: str, name: str) -> int:

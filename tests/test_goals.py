@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from processkg.graph.handle import StoreHandle
 from processkg.retrieve.goals import goal_order, name_words, object_phrases
 from processkg.retrieve.retriever import Retriever
 from processkg.tools.toolbox import Toolbox
@@ -68,7 +69,7 @@ RAISED = {
 
 @pytest.fixture(scope="module")
 def sap(sap_store) -> Retriever:
-    return Retriever(sap_store)
+    return Retriever(StoreHandle.open(sap_store))
 
 
 def test_the_goals_object_ranks_first(sap):
@@ -82,7 +83,7 @@ def test_the_goals_object_ranks_first(sap):
 
 
 def test_find_entity_sets_puts_the_goals_object_first(sap_store):
-    box = Toolbox(sap_store)
+    box = Toolbox(StoreHandle.open(sap_store))
     try:
         top = box.find_entity_sets("Approve sales order 5000400, which is waiting for release because of its discount.")
     finally:

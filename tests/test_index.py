@@ -23,7 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from conftest import FIORI_SERVICES, shared
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
-from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve import texts
 from processkg.retrieve.index import (
     DEFAULT_MODEL,
@@ -64,10 +64,10 @@ def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
             bpmn=[DEMO / "bpmn"],
             mapping=DEMO / "mapping.yaml",
             codes=[DEMO / "codes"],
-            store=store,
+            store=StoreLocation.parse(store),
         )
     )
-    build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
     return store
 
 
@@ -75,7 +75,7 @@ def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
 def a2x_indexed(tmp_path_factory, shared_cache, a2x_store) -> Path:
     store = tmp_path_factory.mktemp("embed") / "a2x"
     shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
-    build_index(store, cache_dir=shared_cache)
+    build_index(StoreLocation.parse(store), cache_dir=shared_cache)
     return store
 
 
@@ -111,10 +111,10 @@ def test_shared_cache_survives_a_store_rebuild(demo_indexed, shared_cache, tmp_p
             bpmn=[DEMO / "bpmn"],
             mapping=DEMO / "mapping.yaml",
             codes=[DEMO / "codes"],
-            store=store,
+            store=StoreLocation.parse(store),
         )
     )
-    report = build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    report = build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
     assert report.encoded == 0 and report.counts == {"set": 23, "activity": 27, "chunk": 84}
     own = EmbeddingCache.load(store / "index")  # the index also keeps its own vectors
     assert len(own.vectors) == 134
@@ -136,7 +136,7 @@ def test_cache_encodes_only_new_texts(encoder, tmp_path):
 def test_rebuild_reencodes_nothing_and_is_identical(demo_indexed):
     before = (demo_indexed / "index" / "index.json").read_bytes()
     vectors = np.load(demo_indexed / "index" / "set.npy")
-    report = build_index(demo_indexed, odata=[DEMO / "odata"])
+    report = build_index(StoreLocation.parse(demo_indexed), odata=[DEMO / "odata"])
     assert report.encoded == 0 and report.cached == sum(report.counts.values())
     assert (demo_indexed / "index" / "index.json").read_bytes() == before
     assert np.array_equal(np.load(demo_indexed / "index" / "set.npy"), vectors)
@@ -219,7 +219,11 @@ FIORI_INDEXED = (*FIORI_SERVICES, "FAP_SUPPLIER_LIST_SRV")
 def fiori_plain(tmp_path_factory) -> Path:
     """The Fiori slice built without index, once for the module."""
     store = tmp_path_factory.mktemp("fiori-plain") / "store"
-    build(BuildOptions(odata=[shared("odata", "s4-fiori", name) for name in FIORI_INDEXED], store=store))
+    build(
+        BuildOptions(
+            odata=[shared("odata", "s4-fiori", name) for name in FIORI_INDEXED], store=StoreLocation.parse(store)
+        )
+    )
     return store
 
 
@@ -229,7 +233,7 @@ def fiori_indexed(tmp_path_factory, fiori_plain):
     in a cache of its own for the re-index below."""
     tmp = tmp_path_factory.mktemp("fiori-indexed")
     shutil.copytree(fiori_plain, tmp / "store", symlinks=True)
-    report = build_index(tmp / "store", cache_dir=tmp / "cache", progress=None)
+    report = build_index(StoreLocation.parse(tmp / "store"), cache_dir=tmp / "cache", progress=None)
     return tmp, report
 
 
@@ -343,7 +347,11 @@ def test_kg_index_command(demo_indexed):
 
 def test_encoding_reports_progress_to_a_callback(demo_indexed, tmp_path):
     calls = []
-    report = build_index(demo_indexed, cache_dir=tmp_path / "empty-cache", progress=lambda d, t: calls.append((d, t)))
+    report = build_index(
+        StoreLocation.parse(demo_indexed),
+        cache_dir=tmp_path / "empty-cache",
+        progress=lambda d, t: calls.append((d, t)),
+    )
     total = report.encoded
     assert total > 0 and calls[0] == (0, total) and calls[-1] == (total, total)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls) and {t for _, t in calls} == {total}

@@ -28,6 +28,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer, free_port
 from processkg.tools.mcp_server import parse_resource_uri, resource_uri
 
@@ -48,7 +49,7 @@ ORDER = {
 def served(demo_indexed_store, tmp_path_factory):
     """A real kg serve of the store on a free loopback port, recording every call."""
     record = tmp_path_factory.mktemp("mcp-serve") / "calls.jsonl"
-    with LocalServer(demo_indexed_store, record=record) as server:
+    with LocalServer(StoreHandle.open(demo_indexed_store), record=record) as server:
         yield server, record
 
 

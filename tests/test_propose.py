@@ -27,7 +27,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
@@ -71,8 +71,8 @@ def cache(tmp_path_factory) -> Path:
 def demo_store(tmp_path_factory, cache) -> Path:
     """The demo data without its mapping: the proposals must not see the edges they are scored on."""
     store = tmp_path_factory.mktemp("propose") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=store))
-    build_index(store, cache_dir=cache)
+    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=StoreLocation.parse(store)))
+    build_index(StoreLocation.parse(store), cache_dir=cache)
     return store
 
 
@@ -258,8 +258,8 @@ def test_evaluate_mapping_by_hand():
 
 def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_signals):
     settings = ProposalWeights()
-    proposals = propose(demo_store, settings, signals=demo_signals)
-    assert proposals == propose(demo_store, settings, signals=Signals(StoreHandle.open(demo_store)))
+    proposals = propose(None, settings, signals=demo_signals)
+    assert proposals == propose(None, settings, signals=Signals(StoreHandle.open(demo_store)))
     ids = {(a.process, a.id) for a in demo_signals.activities}
     per_activity: dict = {}
     for p in proposals:
@@ -267,17 +267,17 @@ def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_si
         assert p.score >= settings.threshold and "dense" in p.reason and "lexical" in p.reason
         per_activity.setdefault((p.process, p.activity), []).append(p.score)
     assert all(len(s) <= settings.top_n and s == sorted(s, reverse=True) for s in per_activity.values())
-    fewer = propose(demo_store, replace(settings, top_n=1, threshold=0.0), signals=demo_signals)
+    fewer = propose(None, replace(settings, top_n=1, threshold=0.0), signals=demo_signals)
     assert len(fewer) == len(demo_signals.activities)
 
 
 def test_demo_proposals_find_most_of_the_demo_mapping(demo_store, demo_signals, demo_gold):
-    result = evaluate_mapping(propose(demo_store, signals=demo_signals), demo_gold)
+    result = evaluate_mapping(propose(None, signals=demo_signals), demo_gold)
     assert result["edges"]["all"]["precision"] >= 0.5 and result["edges"]["all"]["recall"] >= 0.4
 
 
 def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store, demo_signals):
-    proposals = propose(demo_store, signals=demo_signals)
+    proposals = propose(None, signals=demo_signals)
     path = tmp_path / "proposals.yaml"
     write_proposals(path, proposals, "build/demo")
     text = path.read_text(encoding="utf-8")
@@ -291,7 +291,9 @@ def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store,
     ]
     # as a mapping, the file builds (score and reason are ignored)
     store = tmp_path / "store"
-    report = build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=path, store=store))
+    report = build(
+        BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=path, store=StoreLocation.parse(store))
+    )
     assert report.mapping_edges == len(proposals)
 
 
@@ -305,7 +307,7 @@ def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch)
     with FakeLLM(first_two) as server:
         llm = ChatSettings(server.url, "fake-model", timeout=10, api_key=os.environ["OPENAI_API_KEY"])
         choice = LLMChoiceSettings(candidates=4)
-        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
+        proposals = propose(None, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
     activities = demo_signals.activities
     assert not warnings and len(server.requests) == len(activities)
     scores = demo_signals.scores(ProposalWeights())
@@ -329,11 +331,11 @@ def test_llm_choices_become_the_proposals(demo_store, demo_signals, monkeypatch)
 def test_llm_http_errors_fall_back_to_the_embedding_proposals(demo_store, demo_signals):
     """FakeLLM answers 500 (a local HTTP server): after three failures in a row the LLM is given up."""
     warnings: list = []
-    plain = propose(demo_store, signals=demo_signals)
+    plain = propose(None, signals=demo_signals)
     with FakeLLM(lambda payload: (500, "boom")) as server:
         llm = ChatSettings(server.url, "fake-model", timeout=10, api_key="sk-never-shown")
         choice = LLMChoiceSettings(max_failures=3)
-        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
+        proposals = propose(None, llm=llm, warn=warnings.append, signals=demo_signals, llm_choice=choice)
     assert proposals == plain
     assert len(server.requests) == 3
     assert sum("HTTP 500" in w for w in warnings) == 3 and "failed 3 times in a row" in warnings[-1]
@@ -355,8 +357,8 @@ def test_unusable_llm_answers_fall_back(demo_store, demo_signals, answer, per_ac
     warnings: list = []
     with FakeLLM(answer) as server:
         llm = ChatSettings(server.url, "fake-model", timeout=10)
-        proposals = propose(demo_store, llm=llm, warn=warnings.append, signals=demo_signals)
-    assert proposals == propose(demo_store, signals=demo_signals)
+        proposals = propose(None, llm=llm, warn=warnings.append, signals=demo_signals)
+    assert proposals == propose(None, signals=demo_signals)
     activities = len(demo_signals.activities)
     assert len(server.requests) == (activities if per_activity else 3)
     assert len(warnings) == (activities if per_activity else 4)
@@ -436,8 +438,8 @@ def test_cli_llm_options_go_together(tmp_path, demo_store):
 @pytest.fixture(scope="module")
 def sap_signals(tmp_path_factory, cache) -> Signals:
     store = tmp_path_factory.mktemp("propose") / "sap-nomap"
-    build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=store))  # no --mapping
-    build_index(store, cache_dir=cache)
+    build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=StoreLocation.parse(store)))  # no --mapping
+    build_index(StoreLocation.parse(store), cache_dir=cache)
     return Signals(StoreHandle.open(store))
 
 
@@ -453,7 +455,7 @@ def documented(label: str) -> tuple[float, float, float]:
 @pytest.mark.slow
 def test_sap_proposals_reproduce_the_documented_numbers(sap_signals):
     gold = read_mapping(SAP / "mapping.yaml")
-    result = evaluate_mapping(propose(Path("."), signals=sap_signals), gold)
+    result = evaluate_mapping(propose(None, signals=sap_signals), gold)
     for label, key, group in (
         ("ignoring mode, test half", "edges", "test"),
         ("ignoring mode, all", "edges", "all"),

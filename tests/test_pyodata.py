@@ -18,6 +18,7 @@ from pyodata.v2.service import Service
 from pyodata.vendor.SAP import BusinessGatewayError
 
 from conftest import running
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import Server, open_server
 
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
@@ -27,7 +28,7 @@ PARTNER = "/sap/opu/odata/sap/API_BUSINESS_PARTNER/"
 
 @pytest.fixture(scope="module")
 def served(a2x_store) -> Iterator[tuple[Server, httpx.Client]]:
-    server = open_server(a2x_store, allow_reset=True)
+    server = open_server(StoreHandle.open(a2x_store), allow_reset=True)
     with running(server) as client:
         yield server, client
 

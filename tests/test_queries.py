@@ -28,7 +28,7 @@ from processkg.assets import internal_queries_dir, queries_dir
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.docgen import parse_query_header
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreLocation, open_store
 from processkg.graph.store import load_query, plain, select
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def a2x_dir(tmp_path_factory) -> Path:
     assert A2X.is_dir(), f"real data {A2X} is absent: ../shared/data must lie beside the repository"
     bpmn, mapping = sap_layer()
     store = tmp_path_factory.mktemp("queries") / "a2x"
-    build(BuildOptions(odata=[A2X], bpmn=bpmn, mapping=mapping, store=store))
+    build(BuildOptions(odata=[A2X], bpmn=bpmn, mapping=mapping, store=StoreLocation.parse(store)))
     return store
 
 

@@ -32,7 +32,7 @@ from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import QueryRefusedError, RemoteStoreError, StoreNotFoundError
 from processkg.graph import remote
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.graph.store import canonical_ntriples, load_query, records, select, version_dir
 from processkg.serve.app import create_app, open_server
 from processkg.tools.toolbox import Toolbox
@@ -109,14 +109,16 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo with its index in an embedded store: the answers every server must give."""
     local = tmp_path_factory.mktemp("embedded") / "store"
-    build(BuildOptions(store=local, index=True, **demo_options()))
+    build(BuildOptions(store=StoreLocation.parse(local), index=True, **demo_options()))
     return local
 
 
 @pytest.fixture(scope="module")
 def stores(embedded: Path, server: str) -> tuple[Path, str]:
     """The demo with its index, built into an embedded store and onto the server."""
-    build(BuildOptions(store=Path(server), index=True, **demo_options()))  # a Path folds '//': still a URL
+    build(
+        BuildOptions(store=StoreLocation.parse(Path(server)), index=True, **demo_options())
+    )  # a Path folds '//': still a URL
     return embedded, server
 
 
@@ -156,7 +158,7 @@ def test_a_build_sent_in_small_chunks_arrives_whole(stores, tmp_path, monkeypatc
     monkeypatch.setattr(remote.Endpoint, "put", put)
     process, url = start_server(tmp_path / "db")
     try:
-        build(BuildOptions(store=Path(url), **demo_options()))
+        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
         mine = canonical_ntriples(
             q.triple for q in open_store(local).quads_for_pattern(None, None, None, DefaultGraph())
         )
@@ -249,7 +251,6 @@ def test_kg_retrieve_ranks_the_same(stores, request_text):
 def test_another_machine_builds_the_index_from_the_server_and_ranks_the_same(stores, tmp_path, monkeypatch):
     local, url = stores
     monkeypatch.setenv("PROCESSKG_CACHE", str(tmp_path))  # a reader that has no cache of this build yet
-    monkeypatch.setattr(remote, "_PINNED", {})
     code, output = kg("retrieve", "--store", url, "bill the delivery")
     assert code == 2 and output == f"error: {url}: no retrieval index (run `kg index --store {url}`)\n"
     assert kg("index", "--store", url)[0] == 0
@@ -270,7 +271,7 @@ def test_kg_shapes_and_kg_audit_answer_the_same(stores, tmp_path):
 @BOTH
 def test_the_cache_is_keyed_by_the_build_the_pointer_names(stores):
     _local, url = stores
-    folder = version_dir(Path(url))
+    folder = StoreHandle.open(url).version
     assert folder.name == remote.pointer(remote.Endpoint(url))
     assert {p.name for p in folder.iterdir()} >= {"build.json", "metadata", "index", remote.REMOTE}
 
@@ -280,7 +281,7 @@ def test_kg_serve_answers_the_same_metadata_and_records(stores):
     root = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
     answers = []
     for store in (local, url):
-        with TestClient(create_app(open_server(Path(store), csrf=False))) as client:
+        with TestClient(create_app(open_server(StoreHandle.open(Path(store)), csrf=False))) as client:
             answers.append([client.get(root + path).content for path in ("$metadata", "A_SalesOrder?$top=2")])
     assert answers[0] == answers[1]
     assert answers[1][0] == (DEMO / "odata" / "DEMO_SALES_ORDER_SRV.edmx").read_bytes()
@@ -290,7 +291,7 @@ def test_the_agent_tools_of_kg_mcp_answer_the_same(stores):
     local, url = stores
     answers = []
     for store in (local, url):
-        box = Toolbox(Path(store))
+        box = Toolbox(StoreHandle.open(Path(store)))
         answers.append(
             [
                 box.run("find_entity_sets", {"task": "create a sales order", "k": 3}),
@@ -310,7 +311,7 @@ def test_kg_mcp_over_stdio_serves_the_tools_on_the_server(stores):
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(params)) as client:
         names = [t.name for t in portal.call(client.list_tools).tools]
         found = portal.call(client.call_tool, "find_entity_sets", task)
-    box = Toolbox(local)
+    box = Toolbox(StoreHandle.open(local))
     expected, _failed = box.run("find_entity_sets", task)
     box.close()
     assert names == ["find_entity_sets", "describe", "next_steps", "validate_call", "call"]
@@ -321,9 +322,9 @@ def test_kg_mcp_over_stdio_serves_the_tools_on_the_server(stores):
 
 
 def count(url: str) -> int:
-    """Triples of the build the pointer names now (a reader that looks the pointer up each time)."""
-    store = open_store(remote.resolve(url, fresh=True))
-    _names, rows = select(store, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    """Triples of the build the pointer names now (a new handle looks the pointer up each time)."""
+    with StoreHandle.open(url) as handle:
+        _names, rows = select(handle.graph, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
     return int(rows[0][0].value)
 
 
@@ -341,9 +342,9 @@ def test_a_reader_sees_the_old_or_the_new_build_never_a_mix(stores):
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        build(BuildOptions(store=Path(url), **without_mapping))
+        build(BuildOptions(store=StoreLocation.parse(Path(url)), **without_mapping))
         smaller = count(url)
-        build(BuildOptions(store=Path(url), **demo_options()))
+        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
     finally:
         done.set()
         reader.join()
@@ -355,8 +356,8 @@ def test_a_reader_sees_the_old_or_the_new_build_never_a_mix(stores):
 def test_a_build_whose_pointer_changed_meanwhile_is_refused(stores, tmp_path):
     _local, url = stores
     started_from = remote.start(url)
-    build(BuildOptions(store=Path(url), **demo_options()))  # another build wins meanwhile
-    build(BuildOptions(store=tmp_path / "store", **demo_options()))
+    build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))  # another build wins meanwhile
+    build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     version = version_dir(tmp_path / "store")
     with pytest.raises(RemoteStoreError, match="another kg build switched the store meanwhile"):
         remote.publish(url, started_from, version, version / "oxigraph")
@@ -365,10 +366,10 @@ def test_a_build_whose_pointer_changed_meanwhile_is_refused(stores, tmp_path):
 
 def test_a_reader_of_a_dropped_build_is_told_not_given_empty_answers(stores):
     _local, url = stores
-    pinned = open_store(remote.resolve(url, fresh=True))
+    pinned = StoreHandle.open(url).graph
     assert select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")[1] == []  # empty, and the build is there
     for _ in range(2):
-        build(BuildOptions(store=Path(url), **demo_options()))
+        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
     with pytest.raises(StoreNotFoundError, match="replaced by two newer builds and dropped; run the command again"):
         select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from processkg.cli import main
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer, free_port
 
 QUERY = "create a sales order for a customer"
@@ -18,7 +19,7 @@ QUERY = "create a sales order for a customer"
 
 @pytest.fixture(scope="module")
 def server(demo_indexed_store: Path) -> Iterator[LocalServer]:
-    with LocalServer(demo_indexed_store, csrf=False) as running:
+    with LocalServer(StoreHandle.open(demo_indexed_store), csrf=False) as running:
         yield running
 
 

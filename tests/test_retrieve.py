@@ -22,9 +22,9 @@ from processkg.errors import (
     IndexNotFoundError,
     ProcessKGError,
 )
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.retrieve.context import key_predicate, render_context, render_set
-from processkg.retrieve.index import build_index, index_dir
+from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import (
     HYBRID,
     METHODS,
@@ -66,10 +66,10 @@ def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
             bpmn=[DEMO / "bpmn"],
             mapping=DEMO / "mapping.yaml",
             codes=[DEMO / "codes"],
-            store=store,
+            store=StoreLocation.parse(store),
         )
     )
-    build_index(store, odata=[DEMO / "odata"], cache_dir=shared_cache)
+    build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
     return Retriever(StoreHandle.open(store))
 
 
@@ -77,7 +77,7 @@ def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
 def a2x_retriever(tmp_path_factory, shared_cache, a2x_store) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "a2x"
     shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
-    build_index(store, odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
+    build_index(StoreLocation.parse(store), odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
     return Retriever(StoreHandle.open(store))
 
 
@@ -413,8 +413,8 @@ def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
 def small_store(tmp_path_factory, shared_cache) -> Path:
     """A store of one small service with its index; tests damage copies of it."""
     store = tmp_path_factory.mktemp("retrieve") / "small"
-    build(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=store))
-    build_index(store, cache_dir=shared_cache)
+    build(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=StoreLocation.parse(store)))
+    build_index(StoreLocation.parse(store), cache_dir=shared_cache)
     return store
 
 
@@ -442,11 +442,12 @@ def _truncate(path: Path) -> None:
 def test_a_damaged_index_is_one_line_naming_store_file_and_command(small_store, tmp_path, name, damage, what):
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
-    damage(index_dir(store) / name)
+    index = StoreHandle.open(store).index_dir
+    damage(index / name)
     out = CliRunner().invoke(main, ["retrieve", "--store", str(store), "sales orders"])
     assert out.exit_code == 2, out.output
     assert out.output.count("\n") == 1 and "Traceback" not in out.output
-    assert out.output.startswith(f"error: {store}: the retrieval index is damaged: {index_dir(store) / name} {what}")
+    assert out.output.startswith(f"error: {store}: the retrieval index is damaged: {index / name} {what}")
     assert out.output.rstrip().endswith(f"rebuild it with `kg index --store {store}`")
 
 
@@ -455,7 +456,7 @@ def test_vectors_that_disagree_with_the_manifest_are_damage(small_store, tmp_pat
 
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
-    np.save(index_dir(store) / "set.npy", np.zeros((1, 384), dtype=np.float32))
+    np.save(StoreHandle.open(store).index_dir / "set.npy", np.zeros((1, 384), dtype=np.float32))
     with pytest.raises(ProcessKGError, match=r"set\.npy holds \(1, 384\) vectors, not \(2, 384\)"):
         Retriever(StoreHandle.open(store))
 

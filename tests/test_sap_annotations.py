@@ -18,7 +18,7 @@ from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
 from processkg.build.pipeline import BuildOptions, build
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve.context import set_context
 from processkg.services.model import Model, required_on_create, service_model
 from processkg.validate.calls import KINDS, Validator
@@ -45,14 +45,14 @@ def kinds(result) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def a2x_validator(a2x_store: Path) -> Validator:
-    return Validator(a2x_store)
+    return Validator(StoreHandle.open(a2x_store))
 
 
 @pytest.fixture(scope="module")
 def returns(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """UI_RETURNSINITIATION (Fiori V2): sap:required-in-filter, sap:requires-filter and FilterRestrictions."""
     store = tmp_path_factory.mktemp("returns") / "store"
-    build(BuildOptions(odata=[shared("odata", "s4-fiori", "UI_RETURNSINITIATION")], store=store))
+    build(BuildOptions(odata=[shared("odata", "s4-fiori", "UI_RETURNSINITIATION")], store=StoreLocation.parse(store)))
     return store
 
 
@@ -63,7 +63,7 @@ def conformance(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mark, occur in no real document of the corpora."""
     store = tmp_path_factory.mktemp("sap-conformance") / "store"
     folders = ("odata-v4-field-control", "odata-v4-capabilities-insert-update-delete", "odata-v4-capabilities-filter")
-    build(BuildOptions(odata=[CONFORMANCE / f for f in folders], store=store))
+    build(BuildOptions(odata=[CONFORMANCE / f for f in folders], store=StoreLocation.parse(store)))
     return store
 
 
@@ -248,7 +248,7 @@ def test_a_field_sap_does_not_mark_and_that_is_nullable_is_not_required(a2x_vali
 
 
 def test_no_deep_insert_along_a_non_insertable_navigation(conformance: Path):
-    validator = Validator(conformance)
+    validator = Validator(StoreHandle.open(conformance))
     body = {"BankCountry": "DE", "BankInternalID": "1", "BankName": "B", "IsLocked": False, "Region": "HE"}
     body["_Address"] = [{"AddressID": "1"}]
     result = validator.validate_call({"method": "POST", "service": "CONF_CAPS", "entity_set": "Bank", "payload": body})
@@ -258,7 +258,7 @@ def test_no_deep_insert_along_a_non_insertable_navigation(conformance: Path):
 
 def test_field_control_decides_where_sap_gives_one(conformance: Path):
     """All properties of CONF_FC's Order are non-nullable; the fallback rule would require the non-keys."""
-    validator = Validator(conformance)
+    validator = Validator(StoreHandle.open(conformance))
     post = {"method": "POST", "service": "CONF_FC", "entity_set": "Order"}
     given = {"OrderID": "1", "Customer": "C", "Priority": 1, "Note": "n", "__FieldControl": {"Note": 3}}
     created = validator.validate_call({**post, "payload": given})
@@ -326,7 +326,7 @@ def test_delete_on_a_set_that_does_not_allow_it(a2x_validator: Validator):
 
 
 def test_a_read_must_filter_on_what_sap_requires(returns: Path):
-    validator = Validator(returns)
+    validator = Validator(StoreHandle.open(returns))
     bare = validator.validate_call({"method": "GET", "url": STOCK})
     assert kinds(bare) == [("missing-required", "/$filter")]
     assert bare.violations[0].value == "FldLogsRemotePlant"
@@ -339,7 +339,7 @@ def test_a_read_must_filter_on_what_sap_requires(returns: Path):
 
 
 def test_a_filter_on_a_property_that_is_not_filterable(returns: Path, a2x_validator: Validator):
-    validator = Validator(returns)
+    validator = Validator(StoreHandle.open(returns))
     url = STOCK + "?$filter=FldLogsRemotePlant eq '1010' and Update_mc eq true"
     result = validator.validate_call({"method": "GET", "url": url})
     assert kinds(result) == [("not-filterable", "/$filter")]  # also in its NonFilterableProperties
@@ -350,7 +350,7 @@ def test_a_filter_on_a_property_that_is_not_filterable(returns: Path, a2x_valida
 
 
 def test_filter_restrictions_of_a_v4_set(conformance: Path):
-    validator = Validator(conformance)
+    validator = Validator(StoreHandle.open(conformance))
     get = {"method": "GET", "service": "CONF_FILTER"}
     assert kinds(validator.validate_call({**get, "url": "StockChange"})) == [("missing-required", "/$filter")]
     assert validator.validate_call({**get, "url": "StockChange?$filter=Plant eq '1010'"}).valid

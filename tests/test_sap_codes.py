@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import CodeListError
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.sources.code_bindings import binding_for, read_bindings
 from processkg.sources.codes import read_code_lists
 from processkg.validate.calls import Validator
@@ -33,13 +33,13 @@ KG = "https://w3id.org/processkg/ontology#"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     store = tmp_path_factory.mktemp("sapcodes") / "store"
-    report = build(BuildOptions(odata=[A2X], codes=[CODES], code_bindings=BINDINGS, store=store))
+    report = build(BuildOptions(odata=[A2X], codes=[CODES], code_bindings=BINDINGS, store=StoreLocation.parse(store)))
     return report, store
 
 
 @pytest.fixture(scope="module")
 def validator(built):
-    return Validator(built[1])
+    return Validator(StoreHandle.open(built[1]))
 
 
 def post(entity_set, payload, service=SO):
@@ -268,8 +268,12 @@ def bound_codes(store: Path) -> set[tuple[str, str]]:
 
 def test_a_codes_folder_with_bindings_yaml_binds_without_code_bindings(tmp_path):
     """kg build --codes data/sap/codes, without --code-bindings, binds what the explicit file binds."""
-    default = build(BuildOptions(odata=[SO_FILE], codes=[CODES], store=tmp_path / "default"))
-    explicit = build(BuildOptions(odata=[SO_FILE], codes=[CODES], code_bindings=BINDINGS, store=tmp_path / "explicit"))
+    default = build(BuildOptions(odata=[SO_FILE], codes=[CODES], store=StoreLocation.parse(tmp_path / "default")))
+    explicit = build(
+        BuildOptions(
+            odata=[SO_FILE], codes=[CODES], code_bindings=BINDINGS, store=StoreLocation.parse(tmp_path / "explicit")
+        )
+    )
     assert "codes/bindings.yaml" in default.files
     assert bound_codes(tmp_path / "default") == bound_codes(tmp_path / "explicit")
     assert len(bound_codes(tmp_path / "default")) > 20
@@ -283,7 +287,7 @@ def test_code_lists_that_reach_no_property_are_a_warning(tmp_path):
     folder.mkdir()
     for csv_file in CODES.glob("*.csv"):
         (folder / csv_file.name).write_bytes(csv_file.read_bytes())
-    report = build(BuildOptions(odata=[SO_FILE], codes=[folder], store=tmp_path / "store"))
+    report = build(BuildOptions(odata=[SO_FILE], codes=[folder], store=StoreLocation.parse(tmp_path / "store")))
     assert not bound_codes(tmp_path / "store")
     assert [w for w in report.warnings if "the --codes lists reached no property" in w]
 

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from conftest import DEMO, running
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import open_server
 from processkg.serve.data import Data
 from processkg.serve.values import comparable
@@ -25,7 +26,7 @@ V4 = "/sap/opu/odata4/sap/demo_procurement/"
 @pytest.fixture(scope="module")
 def served(demo_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve") / "calls.jsonl"
-    server = open_server(demo_store, record=record, csrf=False, allow_reset=True)
+    server = open_server(StoreHandle.open(demo_store), record=record, csrf=False, allow_reset=True)
     with running(server, timeout=30) as client:
         yield server, client, record
 
@@ -159,7 +160,7 @@ def test_recording_gives_kg_validate_the_verdicts_the_server_gave(served, client
     client.get(V2 + "A_SalesOrder?$select=NoSuchProperty")
     recorded = [call for _line, call in read_calls(record)]
     assert recorded and all("status" in c for c in recorded)
-    verdicts = Validator(demo_store).validate_calls(read_calls(record))
+    verdicts = Validator(StoreHandle.open(demo_store)).validate_calls(read_calls(record))
     for call, verdict in zip(recorded, verdicts, strict=True):
         if call["status"] in (200, 201):
             assert verdict.valid, (call, verdict.violations)

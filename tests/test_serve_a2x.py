@@ -16,6 +16,7 @@ import requests
 
 from conftest import ROOT, running, shared
 from processkg.build.pipeline import BuildOptions, build
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.serve.app import open_server
 from processkg.validate.calls import read_calls
 
@@ -28,7 +29,7 @@ PRODUCT = "0000000001"
 @pytest.fixture(scope="module")
 def served(a2x_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve-a2x") / "calls.jsonl"
-    server = open_server(a2x_store, record=record, csrf=False, allow_reset=True)
+    server = open_server(StoreHandle.open(a2x_store), record=record, csrf=False, allow_reset=True)
     with running(server) as client:
         yield server, client, record
 
@@ -325,11 +326,11 @@ def coded(tmp_path_factory):
             odata=[shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx")],
             codes=[codes],
             code_bindings=codes / "bindings.yaml",
-            store=store,
+            store=StoreLocation.parse(store),
             shapes=False,
         )
     )
-    with running(open_server(store, csrf=False)) as client:
+    with running(open_server(StoreHandle.open(store), csrf=False)) as client:
         yield client
 
 

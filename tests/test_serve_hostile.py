@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from conftest import running
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import MAX_BODY, MAX_ENTITIES, Server, open_server
 
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
@@ -40,7 +41,7 @@ def served(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     items = [{"SalesOrder": "0000000001", "SalesOrderItem": str(10 * (i + 1))} for i in range(20)]
     (data / "DEMO_SALES_ORDER_SRV" / "A_SalesOrderItem.json").write_text(json.dumps(items), encoding="utf-8")
     record = tmp_path_factory.mktemp("hostile") / "calls.jsonl"
-    server = open_server(demo_store, record=record, data=data)
+    server = open_server(StoreHandle.open(demo_store), record=record, data=data)
     with running(server) as client:
         yield server, client, record
 
@@ -85,7 +86,7 @@ def test_loopback_names_at_the_bound_port_are_one_address(served):
 
 
 def test_allowed_host_adds_a_name(demo_store):
-    server = open_server(demo_store, allowed_hosts=frozenset({"kg.internal", "other.internal:9"}))
+    server = open_server(StoreHandle.open(demo_store), allowed_hosts=frozenset({"kg.internal", "other.internal:9"}))
     with running(server) as client:
         port = port_of(client)
         assert client.get(V2, headers={"host": f"kg.internal:{port}"}).status_code == 200
@@ -104,7 +105,7 @@ def test_reset_is_off_unless_allowed(served):
 
 
 def test_reset_needs_the_csrf_token_like_any_change(demo_store):
-    with running(open_server(demo_store, allow_reset=True)) as client:
+    with running(open_server(StoreHandle.open(demo_store), allow_reset=True)) as client:
         good = {
             "SalesOrderType": "OR",
             "SalesOrganization": "1000",

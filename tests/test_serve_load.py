@@ -9,6 +9,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_load.py"
@@ -25,7 +26,7 @@ def _bench() -> ModuleType:
 def test_twenty_clients_lose_no_recorded_call(demo_store: Path, tmp_path: Path) -> None:
     bench = _bench()
     recording = tmp_path / "recording.jsonl"
-    with LocalServer(demo_store, record=recording, csrf=False) as server:
+    with LocalServer(StoreHandle.open(demo_store), record=recording, csrf=False) as server:
         tally = bench.run_load(server.url.rstrip("/"), clients=20, per_client=12)
     counts = bench.check(tally, recording)
     assert counts == {

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from conftest import running
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import open_server
 from processkg.serve.operations import EFFECTS
 from processkg.validate.calls import Validator, read_calls
@@ -35,7 +36,7 @@ ORDER = "0000000001"  # the first generated key of a 10-character key
 @pytest.fixture(scope="module")
 def a2x_served(a2x_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("serve-operations") / "calls.jsonl"
-    with running(open_server(a2x_store, record=record, csrf=False, allow_reset=True)) as client:
+    with running(open_server(StoreHandle.open(a2x_store), record=record, csrf=False, allow_reset=True)) as client:
         yield client, record
 
 
@@ -48,7 +49,7 @@ def a2x(a2x_served):
 
 @pytest.fixture(scope="module")
 def other(operations_store):
-    with running(open_server(operations_store, csrf=False)) as client:
+    with running(open_server(StoreHandle.open(operations_store), csrf=False)) as client:
         yield client
 
 
@@ -94,7 +95,7 @@ def test_cancelling_a_billing_document_and_posting_one_to_accounting(a2x):
 
 
 def test_the_effects_table_names_properties_of_the_a2x_services_that_have_the_operation(a2x_store):
-    model = Validator(a2x_store).model
+    model = Validator(StoreHandle.open(a2x_store)).model
     for name, changes in EFFECTS.items():
         services = {svc.name for svc in model.services.values() for op in svc.operations if op.name == name}
         assert services, f"{name} is no operation of A2X"
@@ -220,7 +221,7 @@ def test_kg_validate_gives_the_verdicts_the_server_gave(a2x_served, a2x_store):
     client.post(BD + f"BillingDocument('{ORDER}')/{BD_NS}PostToAccounting")
     client.post(BD + f"BillingDocument/{BD_NS}CreateFromSDDocument", json={"_Control": "today"})
     calls = read_calls(record)
-    verdicts = Validator(a2x_store).validate_calls(calls)
+    verdicts = Validator(StoreHandle.open(a2x_store)).validate_calls(calls)
     for (_line, call), result in zip(calls, verdicts, strict=True):
         if "/$" in call["url"]:  # $reset, $batch: server administration and envelopes, not OData calls
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import running
+from processkg.graph.handle import StoreHandle
 from processkg.serve import odata_json
 from processkg.serve.app import ServeHTTPError, Server, open_server
 from processkg.serve.data import Table
@@ -21,7 +22,7 @@ SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 
 @pytest.fixture(scope="module")
 def server(a2x_store) -> Server:
-    return open_server(a2x_store, csrf=False, allow_reset=True)
+    return open_server(StoreHandle.open(a2x_store), csrf=False, allow_reset=True)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.services.model import service_model
 from processkg.tools.toolbox import Toolbox
 from processkg.validate.calls import Validator
@@ -34,7 +34,7 @@ def test_a_service_read_alone_is_the_service_read_with_all(a2x_store):
 
 
 def test_kg_validate_of_one_post_reads_the_service_it_addresses(a2x_store):
-    validator = Validator(a2x_store)
+    validator = Validator(StoreHandle.open(a2x_store))
     call = {"method": "POST", "url": f"/sap/opu/odata/sap/{SO}/A_SalesOrder", "body": {**ORDER, "Colour": "red"}}
     result = validator.validate_call(call)
     assert [v.kind for v in result.violations] == ["unknown-property"]
@@ -42,7 +42,7 @@ def test_kg_validate_of_one_post_reads_the_service_it_addresses(a2x_store):
 
 
 def test_the_tools_read_a_service_on_first_use(a2x_store):
-    box = Toolbox(a2x_store)
+    box = Toolbox(StoreHandle.open(a2x_store))
     assert box.validator.model.loaded == {}
     answer, _ = box.run("validate_call", {"method": "GET", "url": f"/sap/opu/odata/sap/{SO}/A_SalesOrder?$top=1"})
     assert answer["valid"] is True

@@ -9,7 +9,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
 from processkg.build.pipeline import BuildOptions, build
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreLocation, open_store
 from processkg.graph.store import canonical_ntriples, write_store
 from processkg.services.model import Prop, TypeInfo, is_required, service_model, standard_codes, standard_list
 from processkg.validate import literals
@@ -29,7 +29,7 @@ ID = "https://w3id.org/processkg/id/odata/"
 
 def _build(tmp_path_factory, name: str, **options):
     store = tmp_path_factory.mktemp(name) / "store"
-    build(BuildOptions(store=store, **options))
+    build(BuildOptions(store=StoreLocation.parse(store), **options))
     return store
 
 
@@ -58,16 +58,16 @@ def test_the_shapes_kg_build_writes_service_by_service_are_the_shapes_of_the_who
 
 
 def test_graph_shapes_hold_on_the_a2x_corpus(a2x_store):
-    assert check_graph(a2x_store) == []
+    assert check_graph(open_store(a2x_store)) == []
 
 
 def test_graph_shapes_hold_on_fiori_services_with_annotation_files(tmp_path_factory):
     dirs = [FIORI / s for s in ("MM_PUR_PO_MAINT_V2_SRV", "C_SALESORDERMANAGE_SD_V4", "SD_F1814_SO_FS_SRV")]
-    assert check_graph(_build(tmp_path_factory, "fiori", odata=dirs)) == []
+    assert check_graph(open_store(_build(tmp_path_factory, "fiori", odata=dirs))) == []
 
 
 def test_graph_shapes_hold_on_the_demo_graph_with_bpmn_and_mapping(demo_store):
-    assert check_graph(demo_store) == []
+    assert check_graph(open_store(demo_store)) == []
 
 
 def test_graph_shapes_name_a_broken_graph(tmp_path):
@@ -97,7 +97,7 @@ def test_graph_shapes_name_a_broken_graph(tmp_path):
             r["path"].rsplit("#", 1)[-1] if r["path"] else None,
             r["constraint"],
         )
-        for r in check_graph(tmp_path / "s")
+        for r in check_graph(open_store(tmp_path / "s"))
     }
     assert ("EntityType", "X.T", "keyProperty", "MinCountConstraintComponent") in found
     assert ("NavigationProperty", "to_Y", "targetEntityType", "MinCountConstraintComponent") in found

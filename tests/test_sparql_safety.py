@@ -24,7 +24,7 @@ from processkg.assets import queries_dir
 from processkg.cli import main
 from processkg.errors import QueryError, QueryLimitError, QueryRefusedError
 from processkg.graph.bounded import run_bounded
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, open_store
 from processkg.graph.sparql import check
 from processkg.graph.store import load_query, plain, select
 
@@ -209,13 +209,13 @@ def test_row_limit_is_a_clear_error(demo_store):
 
 def test_memory_is_capped(demo_store):
     with pytest.raises(QueryLimitError, match=r"needed more than 1 GiB of memory"):
-        run_bounded(demo_store, CARTESIAN + " ORDER BY ?a", {}, timeout=60, limit=10, memory=1024**3)
+        run_bounded(StoreHandle.open(demo_store), CARTESIAN + " ORDER BY ?a", {}, timeout=60, limit=10, memory=1024**3)
 
 
 def test_bounded_run_gives_what_select_gives(demo_store):
     query = load_query("process-entity-sets")
     names, rows = select(open_store(demo_store), query, {"process": "Order to Cash"})
-    assert run_bounded(demo_store, query, {"process": "Order to Cash"}, timeout=30, limit=100) == (
+    assert run_bounded(StoreHandle.open(demo_store), query, {"process": "Order to Cash"}, timeout=30, limit=100) == (
         names,
         [[plain(v) for v in row] for row in rows],
     )

@@ -7,11 +7,13 @@ import gc
 import threading
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
+from processkg.cli.options import store_location_option, store_option
 from processkg.errors import RemoteStoreError
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.graph.store import records
@@ -24,7 +26,7 @@ BUILDS = 5  # builds the writer thread runs while readers open handles
 
 def rebuild(store: Path, number: int) -> None:
     """Build ``store`` (with its index) from the source of build ``number``: the two alternate."""
-    build(BuildOptions(odata=[SOURCES[number % 2]], store=store, index=True))
+    build(BuildOptions(odata=[SOURCES[number % 2]], store=StoreLocation.parse(store), index=True))
 
 
 def services(handle: StoreHandle) -> dict[str, set[str]]:
@@ -113,3 +115,66 @@ def test_open_store_pins_one_handle_per_build_however_often_it_is_called(tmp_pat
     assert all(open_store(tmp_path / "store") is first for _ in range(3))
     rebuild(tmp_path / "store", 1)
     assert open_store(tmp_path / "store") is not first  # a newer build is a new handle
+
+
+def test_the_store_option_gives_a_reading_command_one_handle_pinned_to_one_build(tmp_path: Path) -> None:
+    """``--store`` of a reading command is parsed and opened once by its click type: the command gets
+    a StoreHandle, which keeps its build while newer builds finish, and is released with the command."""
+    path = tmp_path / "store"
+    rebuild(path, 0)
+    got: list[tuple[object, dict[str, set[str]], dict[str, set[str]]]] = []
+
+    @click.command()
+    @store_option()
+    def probe(store: StoreHandle) -> None:
+        before = services(store)
+        rebuild(path, 1)
+        rebuild(path, 0)  # two builds finish while the command reads
+        got.append((store, before, services(store)))
+
+    result = CliRunner().invoke(probe, ["--store", str(path)])
+    assert result.exit_code == 0, result.output
+    handle, before, after = got[0]
+    assert isinstance(handle, StoreHandle) and handle.location == StoreLocation.parse(path)
+    assert before == after == {name: {"HANDMADE_PURCHASING"} for name in after}, after
+    assert handle.version.is_dir() and (path / "current").resolve() != handle.version
+    rebuild(path, 1)  # the command has ended and released its build: this build removes it
+    assert not handle.version.exists()
+
+
+def test_a_writing_command_gets_the_location_not_a_handle(tmp_path: Path) -> None:
+    got: list[object] = []
+
+    @click.command()
+    @store_location_option("where to write")
+    def probe(store: StoreLocation) -> None:
+        got.append(store)
+
+    assert CliRunner().invoke(probe, ["--store", str(tmp_path / "new")]).exit_code == 0  # nothing there yet
+    assert got == [StoreLocation(path=tmp_path / "new")]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats"],
+        ["query", "stats-services"],
+        ["audit"],
+        ["retrieve", "sales orders"],
+        ["validate", "calls.jsonl"],
+        ["serve", "--port", "0"],
+        ["map", "tune", "--gold", "gold.yaml"],
+    ],
+    ids=lambda args: args[0] if args[0] != "map" else "map tune",
+)
+def test_a_missing_or_damaged_store_is_one_line_exit_2_before_the_command_runs(tmp_path: Path, args) -> None:
+    missing = tmp_path / "nothing"
+    result = CliRunner().invoke(main, [*args, "--store", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"error: {missing}: no processkg store here (run `kg build --store {missing}` first)\n"
+    damaged = tmp_path / "damaged"
+    (damaged / "v-1").mkdir(parents=True)
+    (damaged / "current").symlink_to("v-9")
+    result = CliRunner().invoke(main, [*args, "--store", str(damaged)])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith(f"error: {damaged}: the store is damaged")

@@ -18,6 +18,7 @@ import pytest
 from conftest import INVALID, ROOT
 from processkg.errors import TaskFileError
 from processkg.evaluate.tasks import KINDS, Task, check_answer, check_goal, load_tasks, normalised
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 from processkg.validate.calls import Validator
@@ -29,9 +30,9 @@ BAD = INVALID / "tasks"
 
 @pytest.fixture(scope="module")
 def served(tasks_store):
-    with LocalServer(tasks_store, allow_reset=True) as server:
+    with LocalServer(StoreHandle.open(tasks_store), allow_reset=True) as server:
         client = ODataClient(server.url)
-        yield server, client, Validator(tasks_store)
+        yield server, client, Validator(StoreHandle.open(tasks_store))
         client.close()
 
 

@@ -14,6 +14,7 @@ from typing import ClassVar
 import pytest
 
 from processkg.errors import ODataClientError, ODataURLError
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient, service_root
 from processkg.tools.specs import tool_list
@@ -32,13 +33,13 @@ ORDER = {
 @pytest.fixture(scope="module")
 def served(demo_store, tmp_path_factory):
     record = tmp_path_factory.mktemp("tools") / "calls.jsonl"
-    with LocalServer(demo_store, record=record) as server:
+    with LocalServer(StoreHandle.open(demo_store), record=record) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def toolbox(demo_store, served):
-    box = Toolbox(demo_store, ODataClient(served.url), allow_writes=True)
+    box = Toolbox(StoreHandle.open(demo_store), ODataClient(served.url), allow_writes=True)
     yield box
     box.close()
 
@@ -92,7 +93,7 @@ def test_bad_arguments_are_error_answers_the_agent_can_read(toolbox, name, argum
 
 
 def test_a_read_only_toolbox_refuses_writes_before_sending(demo_store, served):
-    box = Toolbox(demo_store, ODataClient(served.url))
+    box = Toolbox(StoreHandle.open(demo_store), ODataClient(served.url))
     answer, is_error = box.run("call", {"method": "DELETE", "url": V2 + "A_SalesOrder('0000000001')"})
     assert is_error and "writes are not allowed" in answer["error"]
     assert box.client is not None and box.client.exchanges == []
@@ -214,7 +215,7 @@ def rooted(demo_store, recorders) -> Iterator[Toolbox]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PROCESSKG_ODATA_TOKEN", "t0ken")
         client = ODataClient(f"http://127.0.0.1:{recorders[0].port}{V2}")
-    box = Toolbox(demo_store, client)
+    box = Toolbox(StoreHandle.open(demo_store), client)
     yield box
     box.close()
 
@@ -302,8 +303,8 @@ SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 @pytest.fixture(scope="module")
 def a2x_box(tasks_store) -> Iterator[Toolbox]:
     """A writing toolbox on the tasks store, calling a real kg serve of it (CSRF and ETags on)."""
-    with LocalServer(tasks_store) as server:
-        box = Toolbox(tasks_store, ODataClient(server.url), allow_writes=True)
+    with LocalServer(StoreHandle.open(tasks_store)) as server:
+        box = Toolbox(StoreHandle.open(tasks_store), ODataClient(server.url), allow_writes=True)
         yield box
         box.close()
 
@@ -506,7 +507,9 @@ class HeaderOnly(http.server.BaseHTTPRequestHandler):
 def test_a_deep_insert_answered_with_the_header_only_is_read_again_with_its_children(demo_store):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeaderOnly)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    box = Toolbox(demo_store, ODataClient(f"http://127.0.0.1:{server.server_address[1]}/"), allow_writes=True)
+    box = Toolbox(
+        StoreHandle.open(demo_store), ODataClient(f"http://127.0.0.1:{server.server_address[1]}/"), allow_writes=True
+    )
     box.validate_before_send = False
     try:
         body = dict(ORDER, to_Item=[{"Material": "1"}])

@@ -15,6 +15,7 @@ from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.validate import calls as calls_module
 from processkg.validate.calls import KINDS, Validator, read_calls
 
@@ -28,7 +29,7 @@ DEMO = ROOT / "data" / "demo"
 
 @pytest.fixture(scope="session")
 def a2x_validator(a2x_store):
-    return Validator(a2x_store)
+    return Validator(StoreHandle.open(a2x_store))
 
 
 @pytest.fixture(scope="session")
@@ -40,8 +41,10 @@ def fiori_validator(tmp_path_factory):
         "C_POMntnDocumentTypeValueHelp,FO,Framework Order\n",
         encoding="utf-8",
     )
-    build(BuildOptions(odata=[FIORI / s for s in FIORI_SERVICES], codes=[codes], store=tmp / "store"))
-    return Validator(tmp / "store")
+    build(
+        BuildOptions(odata=[FIORI / s for s in FIORI_SERVICES], codes=[codes], store=StoreLocation.parse(tmp / "store"))
+    )
+    return Validator(StoreHandle.open(tmp / "store"))
 
 
 def post(service, entity_set, payload, **extra):
@@ -623,7 +626,7 @@ def test_a_conforming_batch_over_two_services_conforms(a2x_validator):
 
 def test_engines_are_kept_for_the_most_recent_services_only(a2x_store, monkeypatch):
     monkeypatch.setattr(calls_module, "ENGINES_KEPT", 1)
-    validator = Validator(a2x_store)
+    validator = Validator(StoreHandle.open(a2x_store))
     first = validator.engine(SO)
     assert validator.engine(SO) is first
     validator.engine(OD)
@@ -638,7 +641,9 @@ def _invoke(command, args):
 
 def test_cli_text_on_demo_calls(demo_store):
     result = _invoke(validate_cmd, ["--store", str(demo_store), str(DEMO / "calls.jsonl")])
-    expected = [r.valid for r in Validator(demo_store).validate_calls(read_calls(DEMO / "calls.jsonl"))]
+    expected = [
+        r.valid for r in Validator(StoreHandle.open(demo_store)).validate_calls(read_calls(DEMO / "calls.jsonl"))
+    ]
     assert result.exit_code == (0 if all(expected) else 1), result.output
     lines = result.output.strip().splitlines()
     assert sum(": INVALID" in line for line in lines) == expected.count(False)
@@ -680,7 +685,6 @@ def test_cli_shapes_writes_turtle(demo_store, tmp_path):
 
 def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, tmp_path):
     """kg shapes exports what kg build stored; a --no-shapes store gets the same shapes generated."""
-    from processkg.graph.handle import open_store
     from processkg.validate.payload_shapes import generate_shapes, stored_shapes
 
     graph = open_store(demo_store)
@@ -688,7 +692,7 @@ def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, t
     assert len(stored) > 1000
     assert sorted(map(str, stored)) == sorted(map(str, generate_shapes(graph)))
     bare = tmp_path / "bare"
-    build(BuildOptions(odata=[DEMO / "odata"], codes=[DEMO / "codes"], store=bare, shapes=False))
+    build(BuildOptions(odata=[DEMO / "odata"], codes=[DEMO / "codes"], store=StoreLocation.parse(bare), shapes=False))
     assert stored_shapes(open_store(bare)) == []
     a, b = tmp_path / "a.ttl", tmp_path / "b.ttl"
     assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(a)]).exit_code == 0
@@ -721,7 +725,7 @@ def _no_nan(text: str):
 
 def test_hostile_lines_are_reported_and_the_rest_validated(demo_store):
     pairs = read_calls(INVALID / "hostile-calls.jsonl")
-    validator = Validator(demo_store)
+    validator = Validator(StoreHandle.open(demo_store))
     batch = validator.validate_calls(pairs)
     assert [(r.id, sorted({v.kind for v in r.violations})) for r in batch] == HOSTILE
     assert [r.line for r in batch] == [1, 2, 3, 4, 5, 6, 7]  # the raw U+2028 on line 3 shifts nothing
@@ -748,7 +752,9 @@ def test_json_report_is_strict_json(demo_store, tmp_path):
     assert [r["id"] for r in _no_nan(out.output)] == [i for i, _ in HOSTILE]
     from processkg.cli.validate import render_json  # a non-finite float can only come through the Python API
 
-    result = Validator(demo_store).validate_call(post(DEMO_SO, "A_SalesOrder", {"Foo": float("nan"), "Bar": 1e999}))
+    result = Validator(StoreHandle.open(demo_store)).validate_call(
+        post(DEMO_SO, "A_SalesOrder", {"Foo": float("nan"), "Bar": 1e999})
+    )
     values = sorted(v["value"] for v in _no_nan(render_json([result]))[0]["violations"])
     assert values == ["inf", "nan"]
 
@@ -824,7 +830,7 @@ def test_huge_and_deep_lines_are_malformed_naming_the_limit(demo_store, tmp_path
 
 
 def test_python_api_calls_are_bounded_like_lines(demo_store):
-    validator = Validator(demo_store)
+    validator = Validator(StoreHandle.open(demo_store))
     deep = validator.validate_call(post(DEMO_SO, "A_SalesOrder", _deep_insert(250)))
     assert [v.message for v in deep.violations] == ["arrays and objects nested deeper than the limit of 64 levels"]
     wide = validator.validate_call(post(DEMO_SO, "A_SalesOrder", {f"k{i}": i for i in range(10_001)}))

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from conftest import INVALID
 from processkg.cli import main
+from processkg.graph.handle import StoreHandle
 from processkg.validate.calls import KINDS, Validator, read_calls
 from processkg.validate.operation_parameters import uri_value
 
@@ -50,12 +51,12 @@ TRIP_NS = "Microsoft.OData.SampleService.Models.TripPin."
 
 @pytest.fixture(scope="module")
 def a2x_validator(a2x_store):
-    return Validator(a2x_store)
+    return Validator(StoreHandle.open(a2x_store))
 
 
 @pytest.fixture(scope="module")
 def mixed(operations_store):
-    return Validator(operations_store)
+    return Validator(StoreHandle.open(operations_store))
 
 
 def kinds(result):

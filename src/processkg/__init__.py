@@ -2,10 +2,16 @@
 
 The library API is the same functions the ``kg`` command wires together::
 
-    from processkg import BuildOptions, build, open_store, select, load_query
+    from processkg import BuildOptions, StoreLocation, build, open_store, select, load_query
+    store = StoreLocation.parse("build/demo")  # what --store takes: a folder or a SPARQL server's URL
     report = build(BuildOptions(odata=["data/demo/odata"], bpmn=["data/demo/bpmn"],
-                                mapping="data/demo/mapping.yaml", store="build/demo"))
-    names, rows = select(open_store("build/demo"), load_query("stats-services"))
+                                mapping="data/demo/mapping.yaml", store=store))
+    names, rows = select(open_store(store), load_query("stats-services"))
+
+``open_store`` is the one-shot entry: the graph of the build the store holds now, pinned until the
+process ends. A program that reads more than the graph (the index, build.json, the source
+documents), or that must release the build, opens a :class:`StoreHandle` and hands it to the
+stages (``Retriever``, ``Validator``, ``Toolbox``, ``open_server``, ...), as the CLI does.
 
 The names are imported on first use (PEP 562), so that importing one subpackage, as ``kg mcp``
 does, does not import the whole pipeline.
@@ -19,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from processkg.build.pipeline import BuildOptions, BuildReport, build
     from processkg.errors import ProcessKGError
-    from processkg.graph.handle import open_store
+    from processkg.graph.handle import StoreHandle, StoreLocation, open_store
     from processkg.graph.store import load_query, select
 
 #: Each public name and the module that defines it.
@@ -28,12 +34,24 @@ API = {
     "BuildReport": "processkg.build.pipeline",
     "build": "processkg.build.pipeline",
     "ProcessKGError": "processkg.errors",
+    "StoreHandle": "processkg.graph.handle",
+    "StoreLocation": "processkg.graph.handle",
     "open_store": "processkg.graph.handle",
     "load_query": "processkg.graph.store",
     "select": "processkg.graph.store",
 }
 
-__all__ = ["BuildOptions", "BuildReport", "ProcessKGError", "build", "load_query", "open_store", "select"]
+__all__ = [
+    "BuildOptions",
+    "BuildReport",
+    "ProcessKGError",
+    "StoreHandle",
+    "StoreLocation",
+    "build",
+    "load_query",
+    "open_store",
+    "select",
+]
 __version__ = "0.1.0"
 
 

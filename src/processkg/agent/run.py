@@ -14,7 +14,7 @@ from pathlib import Path
 
 from processkg.agent.conditions import condition_tools
 from processkg.agent.loop import Agent, RunResult, Trace
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -25,7 +25,7 @@ TRACE, RECORDING = "trace.jsonl", "calls.jsonl"
 
 @dataclass
 class RunSettings:
-    store: StoreLocation
+    store: StoreHandle
     chat: ChatSettings
     condition: str = "typed"
     max_steps: int = 15
@@ -40,7 +40,7 @@ def run_task(task: str, settings: RunSettings) -> RunResult:
     out = Path(settings.out)
     record = out / RECORDING
     with ExitStack() as stack:
-        toolbox = Toolbox(settings.store, allow_writes=settings.allow_writes)  # a bad store fails before OUT is made
+        toolbox = Toolbox(settings.store, allow_writes=settings.allow_writes)  # the store is read before OUT is made
         stack.callback(toolbox.close)
         out.mkdir(parents=True, exist_ok=True)
         record.unlink(missing_ok=True)

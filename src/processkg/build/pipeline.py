@@ -24,6 +24,7 @@ from pyoxigraph import NamedNode, RdfFormat, Store, Triple
 from processkg.aliases import JSONObject, ProgressCallback
 from processkg.errors import CodeListError, GraphCheckError, ProcessKGError
 from processkg.graph import remote
+from processkg.graph.handle import StoreLocation
 from processkg.graph.store import (
     DB,
     Spool,
@@ -59,7 +60,7 @@ TMP_LOCK = ".processkg-owner"  # flock'd by the build that owns the folder, for 
 class BuildOptions:
     odata: list[Path | str] = field(default_factory=list)
     bpmn: list[Path | str] = field(default_factory=list)
-    store: Path | None = None
+    store: StoreLocation | None = None  # a folder, or a SPARQL server (StoreLocation.parse of --store)
     out: Path | None = None
     mapping: Path | None = None
     codes: list[Path | str] = field(default_factory=list)
@@ -109,7 +110,10 @@ class Builder:
     def __init__(self, options: BuildOptions, progress: ProgressCallback | None = None) -> None:
         if options.on_error not in ON_ERROR:
             raise ProcessKGError(f"--on-error must be one of {', '.join(ON_ERROR)}")
+        if options.store is not None and options.store.path is None:
+            raise ProcessKGError(f"{options.store}: a build on a SPARQL server is published by build(), not Builder")
         self.opt = options
+        self.store = options.store.path if options.store is not None else None  # the local store written
         self.report = BuildReport()
         self.progress = progress or (lambda item: None)
         self.entity_sets: dict[str, dict[str, list[NamedNode]]] = {}  # service name -> {set name: [IRI]}
@@ -122,9 +126,9 @@ class Builder:
         self.report.skipped.append((display, str(exc)))
 
     def run(self) -> BuildReport:
-        if not self.opt.store:
+        if self.store is None:
             return self._run()
-        with StoreWriter(Path(self.opt.store), self._inputs()) as self.writer:  # the store's one writer
+        with StoreWriter(self.store, self._inputs()) as self.writer:  # the store's one writer
             return self._run()
 
     def _inputs(self) -> list[Path | str]:
@@ -155,7 +159,7 @@ class Builder:
     def _spools(self) -> Iterator[tuple[Spool, Spool]]:
         """The lifted triples and their payload shapes go to two N-Triples files as each batch is
         lifted, beside the store (the system's temporary folder without one); gone afterwards."""
-        store = Path(self.opt.store) if self.opt.store else None
+        store = self.store
         if store:
             _remove_stale_spools(store)
         if not store:
@@ -322,7 +326,7 @@ class Builder:
     # ---------------------------------------------------------------- output
     def _check(self, tmp: Path) -> None:
         if self.opt.check:
-            violations = check_graph(tmp)
+            violations = check_graph(Store.read_only(str(tmp / DB)))  # the version being written
             if violations:
                 raise GraphCheckError(violations)
 
@@ -330,10 +334,10 @@ class Builder:
         if not self.opt.index:
             return
 
-        store = Path(self.opt.store or tmp)
+        store = self.store or tmp
         cache = store.parent / f".{store.name}.embeddings"  # shared by the store's versions
         odata = [Path(p) for p in self.opt.odata] if self.opt.chunks else []
-        self.report.index = build_index(tmp, model=self.opt.model, odata=odata, cache_dir=cache)
+        self.report.index = build_index(StoreLocation(path=tmp), model=self.opt.model, odata=odata, cache_dir=cache)
 
     def _keep_documents(self, tmp: Path) -> None:
         """Copy each service's source document into the version, byte for byte (``kg serve``'s ``$metadata``)."""
@@ -344,9 +348,9 @@ class Builder:
 
     def _write(self, data: Path, shapes: Path) -> None:
         """The store from the spools (the Turtle, when asked for, sorted from the data spool)."""
-        if self.opt.out or not self.opt.store:
+        if self.opt.out or self.store is None:
             self.report.turtle = to_turtle(canonical_lines(data.read_bytes()))
-        if not self.opt.store:
+        if self.store is None:
             self._counts(_memory_store(data))
             self._write_turtle()
             return
@@ -429,9 +433,8 @@ def _memory_store(data: Path) -> Store:
 
 def build(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:
     """Build the graph described by ``options``; the library entry point of ``kg build``."""
-    url = remote.url_of(options.store)
-    if url:
-        return _build_remote(url, options, progress)
+    if options.store is not None and options.store.url is not None:
+        return _build_remote(options.store.url, options, progress)
     return Builder(options, progress).run()
 
 
@@ -440,7 +443,7 @@ def _build_remote(url: str, options: BuildOptions, progress: ProgressCallback | 
     ``url`` and switch its pointer (graph/remote.py); the server must answer before the build starts."""
     expected = remote.start(url)
     with owned_tmp() as tmp:
-        report = Builder(replace(options, store=tmp / "store"), progress).run()
+        report = Builder(replace(options, store=StoreLocation(path=tmp / "store")), progress).run()
         version = version_dir(tmp / "store")
         remote.publish(url, expected, version, version / DB)
     return report

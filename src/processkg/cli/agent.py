@@ -19,7 +19,7 @@ from processkg.cli.options import F, llm_options, odata_options, odata_url_optio
 from processkg.errors import AgentEvalError, LLMError
 from processkg.evaluate.agents import EvalSettings, evaluate_agent, write_outputs
 from processkg.evaluate.tasks import KINDS, Task, check_goal, load_tasks
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.openai_chat import ChatSettings
 
 
@@ -63,7 +63,7 @@ def agent_group() -> None:
 @out_option("folder", f"Folder for the run's {TRACE} and {RECORDING}.", default=Path("agent-run"))
 def agent_run_cmd(
     task: str,
-    store: Path,
+    store: StoreHandle,
     llm_url: str,
     model: str,
     condition: str,
@@ -83,7 +83,7 @@ def agent_run_cmd(
     OUT/calls.jsonl, the recording kg validate reads."""
     chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     settings = RunSettings(
-        StoreLocation.parse(store),
+        store,
         chat,
         condition,
         max_steps,
@@ -196,7 +196,7 @@ def _summary(results: JSONObject) -> str:
 )
 def eval_agent_cmd(
     tasks_file: Path,
-    store: Path,
+    store: StoreHandle,
     llm_url: str,
     model: str,
     max_steps: int,
@@ -223,7 +223,7 @@ def eval_agent_cmd(
     chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
     command = shlex.join(["kg", *sys.argv[1:]]) if Path(sys.argv[0]).name == "kg" else ""
     settings = EvalSettings(
-        StoreLocation.parse(store),
+        store,
         chat,
         out,
         chosen_conditions,

@@ -10,8 +10,9 @@ import click
 from click._termui_impl import ProgressBar
 
 from processkg.build.pipeline import BuildOptions, build
-from processkg.cli.options import model_option, optional_store_option, out_option
+from processkg.cli.options import model_option, out_option, store_location_option
 from processkg.graph import stats
+from processkg.graph.handle import StoreLocation
 from processkg.sources.discover import BPMN_SUFFIXES, ODATA_SUFFIXES, OPENAPI_SUFFIXES, discover
 
 
@@ -57,7 +58,9 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list "
     "(default: the bindings.yaml of a --codes folder, if one has it).",
 )
-@optional_store_option("Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).")
+@store_location_option(
+    "Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).", required=False
+)
 @out_option("file", "Also write the graph as Turtle here.")
 @click.option(
     "--on-error",
@@ -86,7 +89,7 @@ def build_cmd(
     mapping: Path,
     codes: tuple[Path, ...],
     code_bindings: Path,
-    store: Path,
+    store: StoreLocation | None,
     out: Path,
     on_error: str,
     check: bool,

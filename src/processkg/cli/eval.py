@@ -106,7 +106,7 @@ def eval_group() -> None:
     help="List every query's word overlap with its nearest activity name in report.md (always in results.json).",
 )
 def retrieval_cmd(
-    store: Path,
+    store: StoreHandle,
     queries_file: Path,
     methods: str,
     ks: str,
@@ -125,7 +125,7 @@ def retrieval_cmd(
     queries = [q for q in read_queries(queries_file) if split == "all" or q.split == split]
     if not queries:
         raise ProcessKGError(f"{queries_file}: no queries in split {split!r}")
-    retriever = Retriever(StoreHandle.open(store), model=model)
+    retriever = Retriever(store, model=model)
     results, sources, seconds = run_methods(retriever, queries, _csv(methods), max(cutoffs), ablations)
     evaluation = evaluate_methods(results, queries, cutoffs)
     evaluation["expansion"] = expansion_effect(results, sources, queries, k=3)

@@ -19,16 +19,16 @@ from processkg.cli.options import format_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.graph import stats
 from processkg.graph.bounded import run_bounded
-from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.handle import StoreHandle
 from processkg.graph.store import load_query
 
 
 @click.command("stats")
 @store_option()
 @format_option("table", "json", help="Plain tables, or JSON with the same rows.")
-def stats_cmd(store: Path, fmt: str) -> None:
+def stats_cmd(store: StoreHandle, fmt: str) -> None:
     """Counts per class, per service and per process."""
-    result = stats.store_stats(open_store(store))
+    result = stats.store_stats(store.graph)
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
@@ -72,7 +72,7 @@ def _library_epilog() -> str:
     metavar="N",
     help="Fail if the query returns more than N rows (0: no limit).",
 )
-def query_cmd(store: Path, query: str, params: tuple[str, ...], fmt: str, timeout: float, limit: int) -> None:
+def query_cmd(store: StoreHandle, query: str, params: tuple[str, ...], fmt: str, timeout: float, limit: int) -> None:
     """Run a SPARQL SELECT: a .rq file, '-' for stdin, or the name of a library query.
 
     The query runs read-only and within bounds: SERVICE, FROM and updates are refused
@@ -147,9 +147,9 @@ def render_rows(names: list[str], rows: list[list[JSONValue]], fmt: str) -> str:
     help="The BPMN files or directories the store was built from. Repeatable.",
 )
 @format_option("table", "json", help="A table of classes, or JSON with per-file rows.")
-def audit_cmd(store: Path, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
+def audit_cmd(store: StoreHandle, odata: tuple[Path, ...], bpmn_paths: tuple[Path, ...], fmt: str) -> None:
     """Fidelity audit: count each structure in the XML (XPath) and in the graph (SPARQL)."""
-    result = audit(StoreHandle.open(store), list(odata), list(bpmn_paths))
+    result = audit(store, list(odata), list(bpmn_paths))
     click.echo(json.dumps(result, indent=2) if fmt == "json" else render_audit(result))
     if any(row["source"] != row["graph"] for row in result["classes"]):
         sys.exit(ExitCode.PROBLEMS)

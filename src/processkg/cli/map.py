@@ -56,7 +56,7 @@ def map_group() -> None:
 @model_option()
 @proposal_llm_options()
 def propose_cmd(
-    store: Path,
+    store: StoreHandle,
     out: Path,
     top_n: int,
     threshold: float,
@@ -81,7 +81,7 @@ def propose_cmd(
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
         llm = ChatSettings(llm_url, llm_model, timeout=llm_timeout, api_key=os.environ.get("OPENAI_API_KEY") or None)
     proposals = propose(
-        StoreHandle.open(store),
+        store,
         settings,
         model=model,
         llm=llm,
@@ -105,10 +105,10 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
 @out_option("file", "Write the choice and its evaluation here (JSON).")
-def tune_cmd(store: Path, gold: Path, weights: bool, out: Path) -> None:
+def tune_cmd(store: StoreHandle, gold: Path, weights: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
-    result = tune(Signals(StoreHandle.open(store)), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
+    result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
         f"chosen on train (F1 {result['train_f1']:.3f}): --top-n {chosen.top_n} "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from processkg.cli.options import odata_options, store_option
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle
 from processkg.tools.odata_client import remote_client
 from processkg.tools.specs import tool_list
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address of --http (loopback by default).")
 def mcp_cmd(
-    store: Path, odata_url: str | None, allow_writes: bool, record: Path | None, http_port: int | None, host: str
+    store: StoreHandle, odata_url: str | None, allow_writes: bool, record: Path | None, http_port: int | None, host: str
 ) -> None:
     """Serve the store's tools over the Model Context Protocol (see docs/mcp.md).
 
@@ -40,10 +40,9 @@ def mcp_cmd(
 
     from processkg.tools.mcp_server import MCPFace  # heavy: the MCP SDK
 
-    open_store(store)  # a missing or damaged store, or a bad --odata-url, is exit 2 before anything is served
     with ExitStack() as stack:
         served = stack.enter_context(ExitStack())  # closed after the face has finished loading
-        remote = None if odata_url is None else remote_client(served, odata_url, record)
+        remote = None if odata_url is None else remote_client(served, odata_url, record)  # a bad URL: exit 2 now
 
         # The stages the tools need are imported on the loading threads, after initialize is answered.
         def make_toolbox() -> Toolbox:

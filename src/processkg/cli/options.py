@@ -2,6 +2,12 @@
 
 Every option made here is a :class:`SharedOption`, so that a test can check that no command
 declares ``--store``, ``--out``, ``--format``, ``--model`` or the LLM and OData options by hand.
+
+``--store`` is walked in a straight line: its text is parsed once into a :class:`StoreLocation`
+(a folder, or a SPARQL server's URL); a reading command gets it opened once into a
+:class:`StoreHandle` pinned to one build (:func:`store_option`), a writing command (``kg build``,
+``kg index``) gets the location (:func:`store_location_option`), and the stages take what the
+command got. Nothing below the CLI parses ``--store`` text again.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import Literal, TypeVar
 
 import click
 
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle, StoreLocation
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -35,27 +41,54 @@ def _stacked(options: list[Callable[[F], F]]) -> Callable[[F], F]:
     return decorate
 
 
-class StoreParam(click.ParamType):
-    """``--store`` text checked as a :class:`StoreLocation` while click reads it (a bad URL parameter
-    is one error line, exit 2). The command still gets a path: kg build, kg index, kg serve and kg mcp take
-    paths below the CLI, so the location is parsed again there (issue 24 §1 is not finished)."""
+class StoreLocationParam(click.ParamType):
+    """``--store`` of a command that writes a build (``kg build``, ``kg index``): the text parsed once
+    into a :class:`StoreLocation`. A writer creates or replaces the build, so there is nothing to pin
+    yet; a bad URL parameter is one error line, exit 2."""
 
     name = "store"
 
-    def convert(self, value: str | Path, param: click.Parameter | None, ctx: click.Context | None) -> Path:
-        StoreLocation.parse(str(value))  # a bad URL is the group's one error line, exit 2
-        return Path(value)
+    def convert(
+        self, value: str | Path | StoreLocation, param: click.Parameter | None, ctx: click.Context | None
+    ) -> StoreLocation:
+        return value if isinstance(value, StoreLocation) else StoreLocation.parse(value)
+
+
+class StoreHandleParam(click.ParamType):
+    """``--store`` of a command that reads a build (every other command): the text parsed once into a
+    :class:`StoreLocation` and opened once into a :class:`StoreHandle` pinned to the build it names
+    now, which the command hands to its stages. A bad URL parameter, or a missing or damaged store, is
+    raised here as a ProcessKGError: the group's one error line, exit 2, before the command runs. The
+    handle is released when the command's context closes."""
+
+    name = "store"
+
+    def convert(
+        self, value: str | Path | StoreHandle, param: click.Parameter | None, ctx: click.Context | None
+    ) -> StoreHandle:
+        if isinstance(value, StoreHandle):
+            return value
+        handle = StoreHandle.open(StoreLocation.parse(value))
+        if ctx is not None:
+            ctx.call_on_close(handle.close)
+        return handle
 
 
 def store_option(help: str = "Store directory written by kg build, or its SPARQL server's URL.") -> Callable[[F], F]:
-    """``--store DIR|URL`` of a command that reads a store; the text is checked as a
-    :class:`StoreLocation` while click reads it (a bad URL parameter is one error line, exit 2)."""
-    return click.option("--store", required=True, type=StoreParam(), help=help, cls=SharedOption)
+    """``--store DIR|URL`` of a command that reads a store: the command gets a :class:`StoreHandle`."""
+    return click.option("--store", required=True, type=StoreHandleParam(), help=help, cls=SharedOption)
 
 
 def optional_store_option(help: str) -> Callable[[F], F]:
-    """``--store DIR|URL`` of a command that can do without a store (``kg build --out``, ``kg retrieve --server``)."""
-    return click.option("--store", type=StoreParam(), help=help, cls=SharedOption)
+    """``--store DIR|URL`` of a command that can read elsewhere (``kg retrieve --server``): a
+    :class:`StoreHandle`, or None."""
+    return click.option("--store", type=StoreHandleParam(), help=help, cls=SharedOption)
+
+
+def store_location_option(help: str, required: bool = True) -> Callable[[F], F]:
+    """``--store DIR|URL`` of a command that writes a build (``kg build``, which can do without one
+    given ``--out``; ``kg index``): the command gets a :class:`StoreLocation`."""
+    return click.option("--store", required=required, type=StoreLocationParam(), help=help, cls=SharedOption)
 
 
 def out_option(kind: OutKind, help: str, *, required: bool = False, default: Path | None = None) -> Callable[[F], F]:

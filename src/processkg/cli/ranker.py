@@ -16,7 +16,7 @@ from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import Retriever
 
@@ -34,14 +34,14 @@ from processkg.retrieve.retriever import Retriever
 @out_option(
     "file", "Where to write the model (the shipped one is src/processkg/assets/ranking/routed.json).", required=True
 )
-def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> None:
+def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Path) -> None:
     """Learn the kind classifier and the per-kind ranking models, with cross-validation on the split only."""
     if split == "test":
         raise ProcessKGError("--split test: the ranking is learned on train and evaluated once on test")
     queries = [q for q in read_queries(queries_file) if q.split == split]
     if not queries:
         raise ProcessKGError(f"{queries_file}: no queries in split {split!r}")
-    retriever = Retriever(StoreHandle.open(store))
+    retriever = Retriever(store)
     items = examples(retriever, queries)
     source = f"{queries_file.as_posix()} (sha256 {fingerprint(queries_file)}), split {split}, {retriever.index.model}"
     model = train(items, retriever.matrices.family, source, log=click.echo)
@@ -94,7 +94,7 @@ def train_ranker_cmd(store: Path, queries_file: Path, split: str, out: Path) -> 
     help="Embedding cache shared by the folds' indexes (default: WORK/embedding-cache).",
 )
 def processes_cmd(
-    store: Path,
+    store: StoreHandle,
     queries_file: Path,
     out: Path | None,
     fold_seeds: int,
@@ -122,9 +122,7 @@ def processes_cmd(
             odata=list(odata), bpmn=list(bpmn), mapping=mapping, codes=list(codes), code_bindings=code_bindings
         )
         rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
-    report = processes.run(
-        Retriever(StoreHandle.open(store)), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild
-    )
+    report = processes.run(Retriever(store), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild)
     command = "kg eval processes " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     text = processes.render(report, command)
     click.echo(text)
@@ -142,8 +140,9 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
     def make(held_out: list[str]) -> Retriever:
         folder = work / f"without-{processes.fold_of(held_out[0]) + 1}"
         kept, kept_mapping = processes.without_processes(inputs.bpmn, inputs.mapping, held_out, folder)
-        build(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=folder / "store"))
-        build_index(folder / "store", cache_dir=cache, progress=None)
-        return Retriever(StoreHandle.open(folder / "store"))
+        store = StoreLocation(path=folder / "store")
+        build(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=store))
+        build_index(store, cache_dir=cache, progress=None)
+        return Retriever(StoreHandle.open(store))
 
     return make

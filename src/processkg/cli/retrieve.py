@@ -12,13 +12,13 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.cli.options import model_option, optional_store_option, store_option
+from processkg.cli.options import model_option, optional_store_option, store_location_option
 from processkg.errors import JsonLinesError, QueryFileError
-from processkg.graph.handle import StoreHandle, open_store
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.stats import table
 from processkg.jsonl import read_strict
 from processkg.retrieve.context import render_context
-from processkg.retrieve.index import build_index, index_dir, terminal_progress
+from processkg.retrieve.index import build_index, terminal_progress
 from processkg.retrieve.request import RetrievalRequest
 from processkg.retrieve.retriever import DEFAULT_HOPS, METHODS, Result, RetrievalSettings, Retriever, check_query
 from processkg.serve.retrieval import ask
@@ -87,7 +87,7 @@ def _line(qid: JSONValue, query: str, results: list[Result], context: str | None
 @click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query).")
 @click.option("--context", "with_context", is_flag=True, help="Also print the typed context.")
 def retrieve_cmd(
-    store: Path | None,
+    store: StoreHandle | None,
     server: str | None,
     query: str,
     queries: Path,
@@ -118,7 +118,7 @@ def retrieve_cmd(
         return
     if store is None:
         raise click.UsageError("give --store DIR (or --server URL of a running kg serve)")
-    retriever = Retriever(StoreHandle.open(store), model=model)
+    retriever = Retriever(store, model=model)
     answers = retriever.retrieve_many([q for _, q in items], k, settings)
     for (qid, text), results in zip(items, answers):
         _emit(retriever, qid, text, results, as_json, with_context, many=len(items) > 1)
@@ -169,7 +169,7 @@ def _row(n: int, result: JSONObject) -> list[object]:
 
 
 @click.command("index")
-@store_option("Store directory, or its SPARQL server's URL.")
+@store_location_option("Store directory, or its SPARQL server's URL.")
 @model_option("Embedding model name or local path (default: all-MiniLM-L6-v2, bundled).")
 @click.option(
     "--odata",
@@ -183,11 +183,10 @@ def _row(n: int, result: JSONObject) -> list[object]:
     type=click.Path(path_type=Path),
     help="Embedding cache folder shared across builds (default: inside STORE/index/).",
 )
-def index_cmd(store: Path, model: str, odata: tuple[Path, ...], cache_dir: Path) -> None:
+def index_cmd(store: StoreLocation, model: str, odata: tuple[Path, ...], cache_dir: Path) -> None:
     """Build the retrieval index next to the store (STORE/index/); unchanged texts are not re-encoded."""
 
-    open_store(store)  # a clear error when there is no store
     report = build_index(
         store, model=model, odata=list(odata), cache_dir=cache_dir, progress=terminal_progress(lead="")
     )
-    click.echo(report.summary(index_dir(store)))
+    click.echo(report.summary())

@@ -10,7 +10,7 @@ import click
 
 from processkg.cli.options import record_option, store_option
 from processkg.errors import ServeBindError
-from processkg.graph.remote import shown
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import create_app, open_server
 
 
@@ -50,7 +50,7 @@ from processkg.serve.app import create_app, open_server
     help="Require If-Match on changes to entity sets whose metadata declares ETags (--no-etags for simple clients).",
 )
 def serve_cmd(
-    store: Path,
+    store: StoreHandle,
     host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
@@ -66,7 +66,7 @@ def serve_cmd(
     --allow-reset), GET /$dump returns every record as JSON (see docs/serve.md)."""
     import uvicorn  # heavy: only this command needs the ASGI server
 
-    listening = bind(host, port)  # before the store is opened: a busy port is told at once
+    listening = bind(host, port)  # before the store's data is made: a busy port is told at once
     port = int(listening.getsockname()[1])
     server = open_server(
         store,
@@ -77,7 +77,7 @@ def serve_cmd(
         allow_reset=allow_reset,
         allowed_hosts=frozenset(allowed_hosts),
     )
-    click.echo(f"serving {len(server.roots)} services of {shown(store)} on http://{host}:{port}", err=True)
+    click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)
     config = uvicorn.Config(create_app(server), log_level="warning")

@@ -17,13 +17,14 @@ from processkg.aliases import JSONObject
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.options import model_option, out_option
 from processkg.evaluate import socbench_protocol
+from processkg.graph.handle import StoreLocation
 
 
-def build_openapi_store(folder: Path, store: Path) -> None:
+def build_openapi_store(folder: Path, store: StoreLocation) -> None:
     """``kg build --openapi FOLDER --store STORE --no-index``: the store SOCBench-D queries (the
     JSON files that are not OpenAPI, queries.json, are skipped with a warning nobody needs here)."""
 
-    build(BuildOptions(openapi=[Path(folder)], store=Path(store), index=False))
+    build(BuildOptions(openapi=[Path(folder)], store=store, index=False))
 
 
 def _command_line(

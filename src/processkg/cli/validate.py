@@ -23,7 +23,7 @@ from processkg.aliases import JSONValue
 from processkg.cli.exit_codes import ExitCode
 from processkg.cli.options import format_option, out_option, store_option
 from processkg.cli.text import printable
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle
 from processkg.graph.store import write_atomic
 from processkg.validate.calls import CallResult, Validator, read_calls
 from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, stored_shapes
@@ -36,7 +36,7 @@ from processkg.validate.payload_shapes import generate_shapes, shapes_turtle, st
     "text", "json", "ttl", help="text: for people; json: one result per call; ttl: the SHACL validation report graph."
 )
 @out_option("file", "Write here instead of standard output.")
-def validate_cmd(store: Path, calls: Path, fmt: str, out: Path) -> None:
+def validate_cmd(store: StoreHandle, calls: Path, fmt: str, out: Path) -> None:
     """Check recorded OData calls (JSON Lines) against the service metadata and value helps."""
 
     pairs = read_calls(calls)
@@ -104,14 +104,13 @@ def _emit(text: str, out: Path | None) -> None:
 @click.command("shapes")
 @store_option("Store directory (kg build), or its SPARQL server's URL.")
 @out_option("file", "Turtle file to write.", required=True)
-def shapes_cmd(store: Path, out: Path) -> None:
+def shapes_cmd(store: StoreHandle, out: Path) -> None:
     """Write the payload shapes (SHACL) generated from the graph as Turtle.
 
     The shapes kg build stored are used; a store built with --no-shapes gets them generated now.
     """
 
-    graph = open_store(store)
-    triples = stored_shapes(graph) or generate_shapes(graph)
+    triples = stored_shapes(store.graph) or generate_shapes(store.graph)
     write_atomic(Path(out), shapes_turtle(triples))
     shapes = sum(
         1

@@ -41,7 +41,7 @@ from processkg.agent.conditions import CONDITIONS, Tools, condition_tools
 from processkg.agent.loop import Agent, RunResult, Trace
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import AgentEvalError, ProcessKGError
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.openai_chat import ChatClient, ChatSettings
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
@@ -100,7 +100,7 @@ T = TypeVar("T", bound=EvalTask)
 
 @dataclass(frozen=True)
 class EvalSettings:
-    store: StoreLocation
+    store: StoreHandle
     chat: ChatSettings
     out: Path
     conditions: tuple[str, ...] = CONDITIONS

@@ -41,7 +41,7 @@ import numpy as np
 from processkg.aliases import JSONObject, JSONValue, ProgressCallback
 from processkg.errors import ProcessKGError, SOCBenchError
 from processkg.evaluate.metrics import paired_test
-from processkg.graph.handle import StoreHandle
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import StoreGraph, load_query, plain, select, write_atomic
 from processkg.retrieve.index import Encoder, build_index
 from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, Result, RetrievalSettings, Retriever
@@ -50,7 +50,7 @@ from processkg.sources import openapi
 
 KS = (5, 10, 20)
 
-BuildStore: TypeAlias = Callable[[Path, Path], object]
+BuildStore: TypeAlias = Callable[[Path, StoreLocation], object]
 """``kg build --openapi FOLDER --store STORE --no-index``: builds one domain's store."""
 #: The methods of ``kg retrieve``'s registry that need no raw OData metadata chunks (an OpenAPI
 #: store has none): the same engine, the same implementations.
@@ -138,14 +138,14 @@ def _query(item: JSONValue, i: int, display: str, domain: Domain) -> BenchQuery:
 
 
 def domain_store(
-    domain: Domain, store: Path, build_store: BuildStore, model: str | None, cache_dir: Path | None
-) -> Path:
+    domain: Domain, store: StoreLocation, build_store: BuildStore, model: str | None, cache_dir: Path | None
+) -> StoreHandle:
     """The domain's OpenAPI documents built into a store (``build_store(folder, store)``, which
     is ``kg build --openapi FOLDER --store STORE --no-index``; queries.json is not OpenAPI and is
-    skipped) with its retrieval index (``kg index``): a store like any other."""
+    skipped) with its retrieval index (``kg index``): a store like any other, opened."""
     build_store(domain.folder, store)
     build_index(store, model=model, cache_dir=cache_dir, progress=None)
-    return store
+    return StoreHandle.open(store)
 
 
 def process_edges(store: StoreGraph) -> dict[str, int]:
@@ -212,8 +212,9 @@ def run(
         for domain in chosen:
             if progress:
                 progress(domain.id)
-            store = domain_store(domain, folder / domain.instance / domain.name, build_store, model, cache_dir)
-            _run_domain(domain, Retriever(StoreHandle.open(store), model=model), out, limit)
+            location = StoreLocation(path=folder / domain.instance / domain.name)
+            with domain_store(domain, location, build_store, model, cache_dir) as handle:
+                _run_domain(domain, Retriever(handle, model=model), out, limit)
     return out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from processkg.aliases import PlainValue, QueryValue
 from processkg.errors import ProcessKGError, QueryError, QueryLimitError
-from processkg.graph.handle import open_store
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.sparql import check
 from processkg.graph.store import plain, solutions
 
@@ -30,18 +30,19 @@ MEMORY_LIMIT = 4 * 1024**3
 
 
 def run_bounded(
-    store_dir: Path,
+    store: StoreHandle,
     query: str,
     bindings: Mapping[str, QueryValue],
     timeout: float,
     limit: int,
     memory: int = MEMORY_LIMIT,
 ) -> tuple[list[str], list[list[PlainValue]]]:
-    """``(names, rows of plain values)`` of a SELECT run in a child process killed after ``timeout``
+    """``(names, rows of plain values)`` of a SELECT on the build ``store`` pinned (the child opens
+    that version directory, never ``current`` again), run in a child process killed after ``timeout``
     seconds; more than ``limit`` rows, or more than ``memory`` bytes of address space, is an error
     (0: no bound on time or rows)."""
     check(query)
-    job = {"store": str(store_dir), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
+    job = {"store": str(store.version), "query": query, "bindings": bindings, "limit": limit, "memory": memory}
     lifeline, held = os.pipe()  # the child watches lifeline; it reads end-of-file when held closes
     try:
         return _run(job, lifeline, timeout, memory)
@@ -115,14 +116,15 @@ def serve(lifeline: int) -> None:
     _cap_memory(job["memory"])
     limit = job["limit"]
     try:
-        names, rows = solutions(open_store(Path(job["store"])), job["query"], job["bindings"])
-        table: list[list[object]] = []
-        for row in rows:
-            if limit and len(table) == limit:
-                raise QueryLimitError(
-                    f"query returned more than {limit:,} rows; narrow it (LIMIT), or give --limit N (0: no limit)"
-                )
-            table.append([plain(v) for v in row])
+        with StoreHandle(StoreLocation(path=Path(job["store"]))) as pinned:  # the version the parent pinned
+            names, rows = solutions(pinned.graph, job["query"], job["bindings"])
+            table: list[list[object]] = []
+            for row in rows:
+                if limit and len(table) == limit:
+                    raise QueryLimitError(
+                        f"query returned more than {limit:,} rows; narrow it (LIMIT), or give --limit N (0: no limit)"
+                    )
+                table.append([plain(v) for v in row])
     except QueryLimitError as exc:
         answer = {"error": str(exc), "limit": True}
     except ProcessKGError as exc:

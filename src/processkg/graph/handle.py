@@ -1,6 +1,11 @@
 """A store named once and opened once: ``--store`` parsed into a :class:`StoreLocation`, opened into
 a :class:`StoreHandle` pinned to one build.
 
+The walk of ``--store`` is a straight line: the CLI's click type (``cli/options.py``) parses the
+text once (:meth:`StoreLocation.parse`, the only place that tells a URL from a folder); a reading
+command gets it opened once into a handle and hands that to its stages; a writing command
+(``kg build``, ``kg index``) hands the location to the build or the index, which pin what they write.
+
 The handle carries everything a stage reads of that build (the graph, ``build.json``, the index
 folder, the services' source documents), all from the one version directory it pinned, so reading
 any of them never looks up ``current`` again: a build that finishes meanwhile cannot give a reader
@@ -12,6 +17,7 @@ a build on a SPARQL server is pinned by its build id (its local cache directory)
 from __future__ import annotations
 
 import os
+import re
 import weakref
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,11 +26,12 @@ from types import TracebackType
 
 from processkg.aliases import JSONObject
 from processkg.errors import StoreDamagedError
-from processkg.graph.remote import REMOTE, Layout, open_remote, resolve, url_of
+from processkg.graph.remote import REMOTE, Layout, open_remote, resolve
 from processkg.graph.store import StoreGraph, pin_version, read_meta
 
 INDEX = "index"
 DOCUMENTS = "metadata"
+_URL = re.compile(r"^(https?):/+(.+)$", re.IGNORECASE)  # a Path folds the // of the scheme: one / or more
 
 
 @dataclass(frozen=True)
@@ -36,10 +43,12 @@ class StoreLocation:
 
     @classmethod
     def parse(cls, text: str | Path) -> StoreLocation:
-        """The location ``--store`` names; a URL's parameters are checked here (RemoteStoreError)."""
-        url = url_of(text)
-        if url is None:
+        """The location ``--store`` names: ``http(s)://...`` a SPARQL server (its parameters are checked
+        here: RemoteStoreError), anything else a folder. The one place that tells the two apart."""
+        found = _URL.match(str(text))
+        if found is None:
             return cls(path=Path(text))
+        url = f"{found[1].lower()}://{found[2].rstrip('/')}"
         Layout(url)
         return cls(url=url)
 
@@ -71,7 +80,7 @@ class StoreHandle:
 
     @classmethod
     def open(cls, store: StoreLocation | str | Path) -> StoreHandle:
-        """The handle of the build ``store`` (a location, or its ``--store`` text) names now."""
+        """The handle of the build ``store`` (a location, or ``--store`` text, parsed here) names now."""
         return cls(store if isinstance(store, StoreLocation) else StoreLocation.parse(store))
 
     @cached_property
@@ -114,9 +123,9 @@ _KEPT: dict[tuple[str, str], StoreHandle] = {}  # (location, build) -> the handl
 
 
 def open_store(store: StoreLocation | str | Path) -> StoreGraph:
-    """The graph of the build ``store`` names now, pinned until the process ends (for a one-shot
-    read; a stage that reads more than the graph takes a :class:`StoreHandle`). One handle per build:
-    opening the same build again reuses it instead of holding another lock for good."""
+    """The graph of the build ``store`` names now, pinned until the process ends: the library's
+    one-shot read (``processkg.open_store``); the stages take a :class:`StoreHandle` instead. One
+    handle per build: opening the same build again reuses it instead of holding another lock for good."""
     handle = StoreHandle.open(store)
     kept = _KEPT.setdefault((str(handle.location), handle.build_id), handle)
     if kept is not handle:

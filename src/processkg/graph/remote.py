@@ -9,7 +9,8 @@ one SPARQL update that names the pointer it started from (compare and swap), so 
 old or the new build, never a mix, and two builds cannot both win. The two newest builds stay;
 older ones are dropped.
 
-A reader pins the build the pointer names once per process (:func:`resolve`) and gets a local
+A reader's :class:`processkg.graph.handle.StoreHandle` pins the build the pointer names when it is
+opened (:func:`resolve`, once per handle) and gets a local
 cache directory keyed by the build id (``$XDG_CACHE_HOME/processkg/remote/HOST_PORT/ID``) with
 ``build.json``, ``metadata/`` and, once built, ``index/``: the store API's paths work unchanged,
 and a cache never serves another build's files. :class:`RemoteStore` answers the two calls the
@@ -69,20 +70,8 @@ SETTLE = 0.25  # seconds a build waits after its switch before reading the point
 _SAFE_FILE = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 BUILD_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # exactly what new_build_id() writes (fullmatch)
 RESULTS = ("application/sparql-results+json", "application/n-triples")  # what a SPARQL server answers here
-_PINNED: dict[str, Path] = {}  # url -> cache directory of the build this process reads
 
 Term = NamedNode | BlankNode | Literal | Triple
-
-
-def url_of(store: Path | str | None) -> str | None:
-    """``http(s)://...`` when ``store`` names a SPARQL server (also as a Path, which folds ``//``)."""
-    found = re.match(r"^(https?):/+(.+)$", str(store or ""), re.IGNORECASE)
-    return f"{found[1].lower()}://{found[2].rstrip('/')}" if found else None
-
-
-def shown(store: Path | str) -> str:
-    """``store`` as the user typed it: a server's URL with its ``//`` (a Path folds it), else the path."""
-    return url_of(store) or str(store)
 
 
 def fix(url: str) -> str:
@@ -421,8 +410,7 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
     switch(endpoint, expected, build)  # past the update the pointer may name it: drop nothing on a failure
     sweep(endpoint, build, expected)  # the builds before the previous one, and those killed or doomed
     index = version / "index"
-    _PINNED[url] = _materialize(endpoint, build, index if index.is_dir() else None)
-    return _PINNED[url]
+    return _materialize(endpoint, build, index if index.is_dir() else None)
 
 
 def _upload(endpoint: Endpoint, name: str, store: Store, graph: NamedNode | DefaultGraph) -> None:
@@ -478,19 +466,14 @@ def cache_root(url: str) -> Path:
     return Path(base) / "remote" / re.sub(r"[^\w.-]+", "_", url.split("://", 1)[1])
 
 
-def resolve(url: str, fresh: bool = False) -> Path:
-    """The cache directory of the build the server at ``url`` points to, pinned for this process.
-
-    ``fresh`` looks the pointer up again (a long-running reader that wants the newest build).
-    """
-    if not fresh and url in _PINNED:
-        return _PINNED[url]
+def resolve(url: str) -> Path:
+    """The cache directory of the build the server at ``url`` points to now (the pointer is looked up
+    on every call: a :class:`processkg.graph.handle.StoreHandle` calls it once and keeps the answer)."""
     endpoint = Endpoint(url)
     build = pointer(endpoint)
     if build is None:
         raise StoreNotFoundError(f"{url}: no processkg build on this SPARQL server (run {fix(url)} first)")
-    _PINNED[url] = _materialize(endpoint, build, None)
-    return _PINNED[url]
+    return _materialize(endpoint, build, None)
 
 
 def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:

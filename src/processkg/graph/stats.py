@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Protocol
 
 from processkg.aliases import JSONObject
-from processkg.graph.remote import shown
+from processkg.graph.handle import StoreLocation
 from processkg.graph.store import StoreGraph, records
 from processkg.vocab import PREFIXES
 
 
 class IndexFacts(Protocol):
-    def summary(self, folder: Path) -> str: ...
+    def headline(self) -> str: ...
 
 
 class BuildFacts(Protocol):
@@ -96,7 +96,7 @@ def _counts(classes: dict[str, int], names: tuple[str, ...], optional: tuple[str
 
 
 def build_summary(
-    report: BuildFacts, show_skipped: bool = True, store: Path | None = None, out: Path | None = None
+    report: BuildFacts, show_skipped: bool = True, store: StoreLocation | None = None, out: Path | None = None
 ) -> str:
     """The one-screen summary printed at the end of ``kg build``."""
     c = report.classes
@@ -106,10 +106,10 @@ def build_summary(
         _counts(c, _PROCESS_CLASSES),
         f"  {report.mapping_edges} mapping edges (uses:entitySet)",
     ]
-    if store:
-        lines.append(f"store: {shown(store)}")
+    if store is not None:
+        lines.append(f"store: {store}")
     if report.index is not None and store is not None:
-        lines.append("index: " + report.index.summary(store / "index").splitlines()[0])
+        lines.append("index: " + report.index.headline())
     if out:
         lines.append(f"turtle: {out}")
     for warning in report.warnings:

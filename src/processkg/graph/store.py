@@ -54,7 +54,6 @@ from processkg.errors import (
     StoreNotFoundError,
     StoreRefusedError,
 )
-from processkg.graph.remote import resolve, url_of
 from processkg.graph.sparql import check, syntax_message
 from processkg.vocab import PREFIXES
 
@@ -155,11 +154,8 @@ def version_dir(path: Path) -> Path:
     """The directory holding the current build of the store at ``path``.
 
     ``STORE/current`` names it; a store of the previous layout (no ``current``), or a version
-    directory itself, is its own version.
+    directory itself (or the cache directory of a build on a SPARQL server), is its own version.
     """
-    url = url_of(path)
-    if url:  # a SPARQL server: the local cache directory of the build it points to
-        return resolve(url)
     path = Path(path)
     link = path / CURRENT
     if not link.is_symlink():

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -32,15 +32,14 @@ if TYPE_CHECKING:  # a heavy import, done only where a model is loaded
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import IndexDamagedError, IndexNotFoundError, ModelError
-from processkg.graph.handle import StoreHandle, open_store
-from processkg.graph.store import staged_dir, store_lock, version_dir, write_atomic
+from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.store import StoreGraph, staged_dir, store_lock, write_atomic
 from processkg.retrieve import texts
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
 from processkg.sources.discover import ODATA_SUFFIXES, discover
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2"})
-INDEX_DIR = "index"
 FORMAT = 1
 KINDS = ("set", "activity", "chunk")
 PLURAL = {"set": "entity sets", "activity": "activities", "chunk": "metadata chunks"}
@@ -277,31 +276,29 @@ class IndexReport:
     encoded: int = 0
     cached: int = 0
     seconds: float = 0.0
+    folder: Path = Path()  # the index folder written (in the build's version)
 
-    def summary(self, folder: Path) -> str:
+    def headline(self) -> str:
+        """What was indexed, with which model, how fast (one line)."""
         kinds = ", ".join(f"{self.counts.get(k, 0):,} {PLURAL[k]}" for k in KINDS)
         if self.operations:
             kinds = kinds.replace(PLURAL["set"], f"{PLURAL['set']} and operations", 1)
         return (
             f"indexed {kinds} with {self.model} in {self.seconds:.2f} s "
-            f"({self.encoded:,} encoded, {self.cached:,} from cache)\nindex: {folder}"
+            f"({self.encoded:,} encoded, {self.cached:,} from cache)"
         )
 
-
-def index_dir(store_dir: Path) -> Path:
-    """The index folder of the store's current build (``STORE/current/index``), so it is
-    replaced together with the graph it indexes."""
-    return version_dir(Path(store_dir)) / INDEX_DIR
+    def summary(self) -> str:
+        """The headline and the index folder (``kg index``)."""
+        return f"{self.headline()}\nindex: {self.folder}"
 
 
-def collect_items(store_dir: Path, odata: list[Path]) -> dict[str, list[JSONObject]]:
+def collect_items(store: StoreGraph, odata: list[Path]) -> dict[str, list[JSONObject]]:
     """The items of each kind, as JSON-ready dicts with their ``text``."""
 
-    store = open_store(store_dir)
     sets = [vars(i) for i in texts.set_items(store) + texts.operation_items(store)]
     activities = [vars(i) for i in texts.activity_items(store)]
     chunks = [vars(c) for c in texts.chunk_items(store, discover(odata, ODATA_SUFFIXES))] if odata else []
-    del store
     return {"set": sets, "activity": activities, "chunk": chunks}
 
 
@@ -353,13 +350,16 @@ def terminal_progress(stream: TextIO | None = None, lead: str = "\n") -> Progres
 
 
 def build_index(
-    store_dir: Path,
+    store: StoreLocation,
     model: str | None = None,
     odata: list[Path] | None = None,
     cache_dir: Path | None = None,
     progress: ProgressReport | Literal["auto"] | None = "auto",
 ) -> IndexReport:
-    """Write ``STORE/index/``: embed every item (reusing cached vectors) and build HNSW graphs.
+    """Write the index of the build ``store`` names now (``STORE/current/index``, so it is replaced
+    together with the graph it indexes): embed every item (reusing cached vectors) and build HNSW
+    graphs. The store's writer lock is taken first (one writer at a time), then the build is pinned:
+    the index is made from the graph of the version it is written into.
 
     ``odata``: the metadata files or folders the store was built from; when given, their
     raw text is chunked for ``--method chunkrag``. ``cache_dir``: a folder for an embedding
@@ -370,20 +370,24 @@ def build_index(
     """
     start = time.perf_counter()
     encoder = Encoder(model)
-    items = collect_items(Path(store_dir), list(odata or []))
-    cache = EmbeddingCache.load(cache_dir or index_dir(store_dir))
-    report = IndexReport(
-        encoder.id, {k: len(v) for k, v in items.items()}, sum(1 for i in items["set"] if i.get("operation"))
-    )
-    todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
-    reporter = terminal_progress() if progress == "auto" else progress
-    counter = Progress(reporter, todo) if reporter else None
-    with store_lock(store_dir), staged_dir(index_dir(store_dir)) as tmp:  # one writer at a time
-        dim = _write_kinds(tmp, items, cache, encoder, counter)
-        cache.save(tmp, {text_key(encoder.id, i["text"]) for kind in items.values() for i in kind})
-        if cache_dir:
-            cache.save(Path(cache_dir))
-        _write_manifest(tmp, encoder.id, dim, items)
+    with store_lock(store.path) if store.path else nullcontext(), StoreHandle.open(store) as handle:
+        items = collect_items(handle.graph, list(odata or []))
+        cache = EmbeddingCache.load(cache_dir or handle.index_dir)
+        report = IndexReport(
+            encoder.id,
+            {k: len(v) for k, v in items.items()},
+            sum(1 for i in items["set"] if i.get("operation")),
+            folder=handle.index_dir,
+        )
+        todo = cache.missing(encoder, [i["text"] for kind in KINDS for i in items[kind]])
+        reporter = terminal_progress() if progress == "auto" else progress
+        counter = Progress(reporter, todo) if reporter else None
+        with staged_dir(handle.index_dir) as tmp:
+            dim = _write_kinds(tmp, items, cache, encoder, counter)
+            cache.save(tmp, {text_key(encoder.id, i["text"]) for kind in items.values() for i in kind})
+            if cache_dir:
+                cache.save(Path(cache_dir))
+            _write_manifest(tmp, encoder.id, dim, items)
     report.encoded = cache.encoded
     report.cached = sum(report.counts.values()) - cache.encoded
     report.seconds = time.perf_counter() - start

@@ -37,14 +37,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 import numpy as np
 
 from processkg.aliases import JSONObject
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
-from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.graph.store import StoreGraph, load_query, select
 from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
@@ -233,10 +232,8 @@ def _ranked(scores: np.ndarray, limit: int, positive: bool = False) -> list[int]
 class Retriever:
     """Opens a store and its index once; answers any number of queries with any method."""
 
-    def __init__(self, store: StoreHandle | StoreLocation | Path | str, model: str | None = None) -> None:
-        # the graph and the index of one build: a path or location is opened (and pinned) here
-        handle = store if isinstance(store, StoreHandle) else StoreHandle.open(store)
-        self.handle = handle
+    def __init__(self, handle: StoreHandle, model: str | None = None) -> None:
+        self.handle = handle  # the graph and the index of one build
         self.store = handle.graph
         self.index = load_index(handle)
         if model and model_id(model) != self.index.model:

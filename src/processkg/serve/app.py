@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
-from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import catalog, changes, etags, facts, odata_batch, odata_json, operations
 from processkg.serve.data import Data, Table, is_item_number
@@ -922,7 +922,7 @@ def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONRespon
 
 
 def open_server(
-    store: StoreLocation | Path,
+    handle: StoreHandle,
     record: Path | None = None,
     data: Path | None = None,
     csrf: bool = True,
@@ -930,9 +930,9 @@ def open_server(
     allow_reset: bool = False,
     allowed_hosts: frozenset[str] = frozenset(),
 ) -> Server:
-    """A server for the store at ``store``: its validation model, generated (or loaded) data, a recorder,
-    and what else the store says (source documents, ETag sets, referential constraints)."""
-    handle = StoreHandle.open(store)  # validation, $metadata and retrieval all read this one build
+    """A server for the build ``handle`` pinned: its validation model, generated (or loaded) data, a
+    recorder, and what else the store says (source documents, ETag sets, referential constraints);
+    validation, $metadata and retrieval all read this one build."""
     validator, store_facts = facts.load(handle)
     return Server(
         validator.model,

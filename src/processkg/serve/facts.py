@@ -26,7 +26,7 @@ class StoreFacts:
 
 def load(handle: StoreHandle) -> tuple[Validator, StoreFacts]:
     """The validator and the facts of the build ``handle`` pinned."""
-    validator = Validator(handle.graph)
+    validator = Validator(handle)
     facts = _facts(handle)
     # pyoxigraph's query results may not be freed on another thread; the reference cycles
     # the SPARQL safety check leaves around them are collected here, on the loading thread

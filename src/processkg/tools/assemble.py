@@ -14,7 +14,7 @@ from processkg.tools.toolbox import Toolbox
 
 
 def toolbox(
-    stack: ExitStack, store: Path, client: ODataClient | None, record: Path | None, allow_writes: bool
+    stack: ExitStack, store: StoreHandle, client: ODataClient | None, record: Path | None, allow_writes: bool
 ) -> Toolbox:
     """The tools of ``store``; ``call`` sends through ``client``, or through an in-process kg serve of
     the store (recording into ``record``) that ``stack`` keeps open."""
@@ -24,6 +24,6 @@ def toolbox(
     return Toolbox(store, client, allow_writes=allow_writes)
 
 
-def load_model(store: Path) -> None:
+def load_model(store: StoreHandle) -> None:
     """Import sentence-transformers and load the embedding model of the store's index (once per process)."""
-    load_encoder_model(load_index(StoreHandle.open(store)).model)
+    load_encoder_model(load_index(store).model)

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from processkg.errors import ODataClientError
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.serve.app import Server, create_app, open_server
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class LocalServer:
     """``with LocalServer(store, record) as server:`` serves the store at ``server.url`` until the block ends."""
 
     def __init__(
-        self, store: StoreLocation | Path, record: Path | None = None, csrf: bool = True, allow_reset: bool = False
+        self, store: StoreHandle, record: Path | None = None, csrf: bool = True, allow_reset: bool = False
     ) -> None:
         self.store, self.record, self.csrf, self.allow_reset = store, record, csrf, allow_reset
         self.port = 0

@@ -11,11 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
-from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.graph.handle import StoreHandle
 from processkg.graph.store import records
 from processkg.retrieve.context import key_predicate, render_set, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
@@ -41,15 +40,15 @@ class Toolbox:
 
     def __init__(
         self,
-        store: StoreLocation | Path,
+        store: StoreHandle,
         client: ODataClient | None = None,
         allow_writes: bool = False,
         validate_before_send: bool = True,
         method: str = "hybrid",
     ) -> None:
-        self.handle = StoreHandle.open(store)  # the graph and the retriever's index of one build
+        self.handle = store  # the graph and the retriever's index of one build
         self.graph = self.handle.graph
-        self.validator = Validator(self.graph)
+        self.validator = Validator(store)
         self.client = client
         self.allow_writes = allow_writes
         self.validate_before_send = validate_before_send

@@ -27,8 +27,7 @@ from rdflib.term import Node
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, MalformedCall
-from processkg.graph.handle import open_store
-from processkg.graph.store import StoreGraph
+from processkg.graph.handle import StoreHandle
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.services.model import Model, Nav, OperationInfo, Prop, SetRules, TypeInfo, service_model
 from processkg.validate import literals, operation_parameters
@@ -146,9 +145,8 @@ class Validator:
     parsed) is built when a call first needs it, and the :data:`ENGINES_KEPT` most recently used are
     kept: a server over thousands of services never parses or holds every shape at once."""
 
-    def __init__(self, store_or_dir: StoreGraph | Path | str, model: Model | None = None) -> None:
-        store = open_store(Path(store_or_dir)) if isinstance(store_or_dir, (str, Path)) else store_or_dir
-        self.model = model or service_model(store)
+    def __init__(self, store: StoreHandle, model: Model | None = None) -> None:
+        self.model = model or service_model(store.graph)
         self._names: dict[str, dict[str, Prop | Nav]] = {}  # service -> IRI -> what a SHACL result names
         self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()

@@ -29,14 +29,12 @@ class target validates all entities of a type in one pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from pathlib import Path
 
 from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Store, Triple
 from pyshacl import validate
 from rdflib import Graph, URIRef
 
 from processkg.assets import graph_shapes_path
-from processkg.graph.handle import open_store
 from processkg.graph.store import SHAPES_GRAPH, StoreGraph, canonical_ntriples, to_turtle
 from processkg.services.model import Model, Nav, Prop, TypeInfo, service_model
 from processkg.validate.shacl import ShaclEngine, to_rdflib
@@ -241,15 +239,14 @@ def shapes_turtle(triples: list[Triple]) -> bytes:
     return to_turtle(canonical_ntriples(triples), {**prefixes, "sh": SH_NS})
 
 
-def check_graph(store_dir: Path | str) -> list[dict[str, str | None]]:
-    """Run ``shapes/graph.ttl`` on a store's graph (``kg build --check``).
+def check_graph(store: StoreGraph) -> list[dict[str, str | None]]:
+    """Run ``shapes/graph.ttl`` on a store's graph (``kg build --check`` on the version it writes).
 
     Returns one dict per violation, sorted: ``focus`` (the node), ``path`` (the predicate, or
     None), ``constraint`` (e.g. ``MinCountConstraintComponent``), ``value`` and ``shape`` (the
     graph shape, e.g. ``EntityType``, or a blank node id for a nested property shape); [] when
     the graph conforms.
     """
-    store = open_store(Path(store_dir))
     data = to_rdflib(store.quads_for_pattern(None, None, None, DefaultGraph()))
     shapes = Graph().parse(graph_shapes_path(), format="turtle")
     _conforms, report, _text = validate(data, shacl_graph=shapes, inference="none", allow_warnings=True)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from processkg.evaluate.tasks import check_answer, load_tasks
+from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
 
@@ -1334,7 +1335,7 @@ def distinctive(values: list[str], text: str, tid: str) -> list[str]:
 def main(store: Path) -> None:
     specs = lookups() + process_reads() + single_writes() + deep_writes()
     out = []
-    with LocalServer(store) as server:
+    with LocalServer(StoreHandle.open(store)) as server:
         client = ODataClient(server.url)
         problems = []
         for spec in specs:

@@ -40,11 +40,11 @@ def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
 def test_every_generated_reference_holds_an_existing_key(server):
     rejected = [
         (t.service, t.name, d["target"], d["message"])
-        for t in server.data.tables.values()
+        for t in server.data.all_tables()
         for record in t.rows.values()
         for d in server.references.check(t, record)
     ]
-    assert sum(len(t.rows) for t in server.data.tables.values()) > 8000
+    assert sum(len(t.rows) for t in server.data.all_tables()) > 8000
     assert rejected == []
 
 
@@ -54,7 +54,8 @@ def test_every_generated_record_of_a_creatable_set_is_a_valid_write(server):
     the server), so a required complex property (TimeSheetDataFields) is the one rejection let pass."""
     roots = {service: root for root, service in server.roots.items()}
     rejected, walked = [], 0
-    for (service, name), t in sorted(server.data.tables.items()):
+    for t in server.data.all_tables():
+        service, name = t.service, t.name
         if not t.creatable or not t.keys:
             continue
         for record in t.rows.values():
@@ -139,3 +140,37 @@ def test_a_reference_into_a_read_only_set_suggests_no_creation(client):
     assert "ProductionPlant='9999' refers to no record of A_Plant" in message
     assert "A_Plant is read-only here, so no new one can be created" in message
     assert "create it first" not in message
+
+
+def _records(server: Server, service: str) -> dict[str, list[dict[str, object]]]:
+    return {name: list(t.rows.values()) for name, t in sorted(server.data.tables_of(service).items())}
+
+
+def test_a_service_gets_the_same_records_whichever_service_was_asked_first(a2x_store, server):
+    """Records are made per service on first use; references into other services make those services'
+    records as they would be had every service been made at once (the module's server made them all)."""
+    first = open_server(a2x_store, csrf=False)
+    second = open_server(a2x_store, csrf=False)
+    assert first.data.services == [] and second.data.services == [], "nothing is generated at start"
+    with running(first) as client:
+        assert client.get(SO).status_code == 200 and client.get(SO + "$metadata").status_code == 200
+        assert client.get("/").status_code == 200
+    assert first.data.services == [], "the service document, $metadata and / make no records"
+    order = ["API_SALES_ORDER_SRV", "API_SUPPLIERINVOICE_PROCESS", "API_PRODUCT_SRV", "API_PURCHASEORDER_PROCESS_SRV"]
+    mine = {s: _records(first, s) for s in order}
+    theirs = {s: _records(second, s) for s in reversed(order)}
+    assert "API_BILLING_DOCUMENT_SRV" not in first.data.services, "only what the references lead to is made"
+    assert len(first.data.services) < len(first.model.heads)
+    for service in order:
+        assert mine[service] == theirs[service] == _records(server, service), service
+
+
+def test_reset_keeps_an_ungenerated_service_ungenerated(a2x_store):
+    fresh = open_server(a2x_store, csrf=False, allow_reset=True)
+    items = fresh.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem")
+    assert items is not None
+    generated = list(items.rows.values())
+    items.rows.clear()
+    fresh.data.reset()
+    assert list(items.rows.values()) == generated
+    assert "API_CUSTOMER_RETURN_SRV" not in fresh.data.services

@@ -126,10 +126,8 @@ class Server:
         self.csrf = csrf
         self.csrf_token = secrets.token_urlsafe(24)
         self.facts = store_facts or facts.StoreFacts()
-        self.references = References(data, self.facts.constraints)
-        if data.generated:
-            self.references.link()  # generated references hold existing keys, across services
-            data.settle()
+        self.references = References(data, self.facts)
+        data.linker = self.references.link  # generated references hold existing keys, across services
         self.etags = use_etags
 
     def uses_etags(self, table: Table) -> bool:
@@ -167,7 +165,8 @@ class Server:
         )
 
     def version(self, service: str) -> str:
-        return self.model.services[service].version
+        """The OData version of ``service``, from the model's index (its model is not read)."""
+        return self.model.heads[service].version
 
     def table(self, res: Resource) -> Table:
         name = res.rest[0][0]
@@ -207,7 +206,7 @@ class Server:
 
     def metadata(self, service: str) -> Response:
         """The service's source document, byte for byte, as ``kg build`` kept it in the store."""
-        document = self.facts.documents.get(service)
+        document = self.facts.document(service)
         if document is None:
             raise ServeHTTPError(
                 404,
@@ -725,7 +724,8 @@ def resident_retrieve(server: Server, params: dict[str, str]) -> Response:
 
 def admin(server: Server, method: str, path: str, headers: dict[str, str]) -> Response:
     """``POST /$reset``: back to the records the server started with (204), when the server allows it and
-    with the CSRF token like any other change; ``GET /$dump``: all records (and a token on request)."""
+    with the CSRF token like any other change; ``GET /$dump``: all records (and a token on request): every
+    service's, so it generates those no request used yet."""
     try:
         if method != ADMIN[path]:
             raise ServeHTTPError(405, "method-not-allowed", f"{path} takes {ADMIN[path]}")
@@ -847,9 +847,7 @@ def batch(server: Server, url: str, headers: dict[str, str], raw: bytes, budget:
         )
 
     with server.data.lock:
-        answers = odata_batch.run(
-            items, handle, lambda: odata_batch.copy_tables(server.data.tables), lambda saved: server.data.restore(saved)
-        )
+        answers = odata_batch.run(items, handle, server.data.save, server.data.restore)
     if content_type.startswith("application/json"):
         return Response(odata_batch.render_json(answers), media_type="application/json")
     media, body = odata_batch.render_multipart(answers)

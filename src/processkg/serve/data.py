@@ -7,7 +7,9 @@ format). Related records are found by SAP's key convention: an item's key repeat
 key properties by name (``SalesOrder`` in ``A_SalesOrderItem``), so navigation and deep insert
 match on the properties the two types share with the target's key. A child set's generated records
 belong ``ITEMS`` to a parent record, numbered per document (``000010``, ``000020``); the server then
-points every other reference at an existing record (``References.link``).
+points every other reference at an existing record (``References.link``). A service's records are
+made on its first use (:meth:`Data.generate`), not at start: a store of thousands of services starts
+without generating any.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import datetime as dt
 import json
 import threading
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -36,15 +38,34 @@ START = dt.date(2026, 1, 1)
 GUIDS = uuid.UUID("6f0d3c9e-9a57-4c1e-9d61-3b2f3c8e0a11")
 
 
-@dataclass
-class Table:
-    """The records of one entity set, by key tuple, in insertion order."""
+Saved: TypeAlias = dict[str, dict[str, Rows]]
+"""The records of services by service and entity set (``Data.save``)."""
 
-    service: str
-    name: str
-    type: TypeInfo
-    creatable: bool = True
-    rows: Rows = field(default_factory=dict)
+Linker: TypeAlias = Callable[["Table", Rows, Callable[[str, str], Rows | None]], Rows]
+"""Makes the references of a table's generated records hold existing keys (``References.link``): the
+table, its rows, and the rows any (service, entity set) held at that point of the generation."""
+
+
+class Table:
+    """The records of one entity set, by key tuple, in insertion order. ``rows`` are generated (or
+    loaded) with the rest of the service on their first use (:meth:`Data.generate`)."""
+
+    def __init__(self, data: Data, service: str, name: str, type_: TypeInfo, creatable: bool = True) -> None:
+        self.data, self.service, self.name, self.type, self.creatable = data, service, name, type_, creatable
+        self._rows: Rows | None = None
+
+    @property
+    def rows(self) -> Rows:
+        found = self._rows
+        if found is None:
+            self.data.generate(self.service)
+            found = self._rows
+        assert found is not None
+        return found
+
+    @rows.setter
+    def rows(self, rows: Rows) -> None:
+        self._rows = rows
 
     @property
     def keys(self) -> list[str]:
@@ -55,31 +76,54 @@ class Table:
 
 
 class Data:
-    """All tables of a model; ``reset`` returns to the state the server started with."""
+    """The tables of a model, each service's generated on its first use; ``reset`` returns every generated
+    service to the records it was generated with.
+
+    A service's records are the same whichever service was asked for first: they are made as if every
+    service were generated at once, in (service, entity set) order: filled, then ``--data`` files put in,
+    then linked table by table, where a reference into a set that comes earlier in that order sees that
+    set's linked records (that service is generated first) and one into a later set its records before
+    linking (:meth:`filled`: the service is filled, not generated)."""
 
     def __init__(self, model: Model, rows: int = ROWS, folder: Path | None = None) -> None:
-        self.model = model
+        self.model, self.rows = model, rows
         self.lock = threading.RLock()
-        self.tables = {
-            (s.name, name): Table(s.name, name, model.types[t], creatable)
-            for s in model.services.values()
-            for name, (t, creatable) in sorted(s.sets.items())
-            if t in model.types
-        }
-        for table in sorted(self.tables.values(), key=lambda t: (len(t.keys), t.service, t.name)):
-            parents, shared = self.parents(table)
-            _fill(table, rows, parents[0] if parents else None, shared)
-        self.generated = set(self.tables)  # the tables whose records were generated, not loaded
+        self.linker: Linker | None = None  # set by the server (References.link); None: records stay as filled
+        self._tables: dict[str, dict[str, Table]] = {}  # service -> entity set -> table, made on first use
+        self._loaded: dict[str, dict[str, Rows]] = {}  # service -> entity set -> the records of --data
+        self._filled: dict[str, dict[str, Rows]] = {}  # service -> entity set -> records before linking
+        self._initial: dict[str, dict[str, Rows]] = {}  # service -> entity set -> records as generated
         if folder is not None:
             self.load(folder)
-        self._initial = self.snapshot()
 
-    def snapshot(self) -> dict[tuple[str, str], Rows]:
-        return copy.deepcopy({k: t.rows for k, t in self.tables.items()})
+    # ------------------------------------------------------------ tables
+    def tables_of(self, service: str) -> dict[str, Table]:
+        """The tables of ``service`` by entity set name (its model is read on first use; no records made)."""
+        found = self._tables.get(service)
+        if found is None:
+            with self.lock:
+                found = self._tables.get(service)
+                if found is None:
+                    info = self.model.services[service]
+                    found = {
+                        name: Table(self, service, name, self.model.types[t], creatable)
+                        for name, (t, creatable) in sorted(info.sets.items())
+                        if t in self.model.types
+                    }
+                    self._tables[service] = found
+        return found
 
-    def settle(self) -> None:
-        """Make the records as they are now the state ``reset`` returns to (after ``references.link``)."""
-        self._initial = self.snapshot()
+    def table(self, service: str, name: str) -> Table | None:
+        return self.tables_of(service).get(name) if service in self.model.heads else None
+
+    def all_tables(self) -> list[Table]:
+        """Every table of every service, by (service, entity set): reads every service's model."""
+        return [t for service in self.model.heads for _name, t in sorted(self.tables_of(service).items())]
+
+    @property
+    def services(self) -> list[str]:
+        """The services whose records were generated, sorted."""
+        return sorted(self._initial)
 
     def parents(self, table: Table) -> tuple[list[Table], tuple[str, ...]]:
         """The sets of the service keyed by the longest proper prefix of this set's key (SAP's key
@@ -88,50 +132,102 @@ class Data:
         own = table.keys
         found = [
             t
-            for (service, _name), t in sorted(self.tables.items())
-            if service == table.service and 0 < len(t.keys) < len(own) and t.keys == own[: len(t.keys)]
+            for _name, t in sorted(self.tables_of(table.service).items())
+            if 0 < len(t.keys) < len(own) and t.keys == own[: len(t.keys)]
         ]
         if not found:
             return [], ()
         size = max(len(t.keys) for t in found)
         return [t for t in found if len(t.keys) == size], tuple(own[:size])
 
-    def table(self, service: str, name: str) -> Table | None:
-        return self.tables.get((service, name))
+    # ------------------------------------------------------------ generation
+    def filled(self, service: str) -> dict[str, Rows]:
+        """The records of ``service`` before linking: generated (parents first), or from ``--data``."""
+        with self.lock:
+            found = self._filled.get(service)
+            if found is None:
+                tables = self.tables_of(service)
+                found = {name: {} for name in tables}
+                for table in sorted(tables.values(), key=lambda t: (len(t.keys), t.name)):
+                    parents, shared = self.parents(table)
+                    _fill(table, found[table.name], self.rows, found[parents[0].name] if parents else None, shared)
+                found.update(copy.deepcopy(self._loaded.get(service, {})))
+                self._filled[service] = found
+            return found
+
+    def generate(self, service: str) -> None:
+        """Make the records of ``service`` (once; thread-safe): filled, then each generated table linked."""
+        with self.lock:
+            if service in self._initial:
+                return
+            tables = self.tables_of(service)
+            work = copy.deepcopy(self.filled(service))
+            linker = self.linker
+            if linker is not None:
+                for name in sorted(set(tables) - set(self._loaded.get(service, {}))):
+                    work[name] = linker(tables[name], work[name], lambda s, n: self._rows_at(service, work, s, n))
+            self._initial[service] = copy.deepcopy(work)
+            for name, table in tables.items():
+                table.rows = work[name]
+
+    def _rows_at(self, service: str, work: dict[str, Rows], other: str, name: str) -> Rows | None:
+        """The records of ``other``'s set ``name`` as they are while ``service`` is linked (see the class)."""
+        if other == service:
+            return work.get(name)
+        if other not in self.model.heads:
+            return None
+        if other < service:
+            self.generate(other)
+            return self._initial[other].get(name)
+        return self.filled(other).get(name)
 
     def reset(self) -> None:
+        """Every generated service back to the records it was generated with (the others stay ungenerated)."""
         with self.lock:
-            for key, rows in copy.deepcopy(self._initial).items():
-                self.tables[key].rows = rows
+            for service in self.services:
+                self._put(service, copy.deepcopy(self._initial[service]))
 
-    def restore(self, saved: dict[tuple[str, str], Rows]) -> None:
-        """Put back the rows a change set copied before it started (``batch.copy_tables``)."""
-        for key, rows in saved.items():
-            self.tables[key].rows = rows
+    def _put(self, service: str, rows: dict[str, Rows]) -> None:
+        for name, table in self.tables_of(service).items():
+            table.rows = rows[name]
+
+    def save(self) -> Saved:
+        """A copy of the records of every generated service (a change set's, to :meth:`restore`)."""
+        with self.lock:
+            return {s: copy.deepcopy({n: t.rows for n, t in self.tables_of(s).items()}) for s in self.services}
+
+    def restore(self, saved: Saved) -> None:
+        """Put back what :meth:`save` copied; a service generated since goes back to its generated records."""
+        with self.lock:
+            for service in self.services:
+                self._put(service, saved[service] if service in saved else copy.deepcopy(self._initial[service]))
 
     def dump(self) -> dict[str, dict[str, list[dict[str, object]]]]:
-        """``{service: {entity set: [records]}}`` in the stored (canonical) form."""
+        """``{service: {entity set: [records]}}`` in the stored (canonical) form, every service's (generated
+        now where it was not yet)."""
         out: dict[str, dict[str, list[dict[str, object]]]] = {}
-        for (service, name), table in sorted(self.tables.items()):
-            out.setdefault(service, {})[name] = list(table.rows.values())
+        for table in self.all_tables():
+            out.setdefault(table.service, {})[table.name] = list(table.rows.values())
         return out
 
     def load(self, folder: Path) -> None:
-        """Replace generated records with ``folder/SERVICE/EntitySet.json`` where such a file exists."""
+        """Read ``folder/SERVICE/EntitySet.json`` where such a file exists: those sets hold these records
+        instead of generated ones (read now, so a bad file stops the start)."""
         for path in sorted(Path(folder).glob("*/*.json")):
             table = self.table(path.parent.name, path.stem)
             if table is None:
                 raise ServeDataError(f"{path}: no entity set {path.stem} in service {path.parent.name}")
-            table.rows = {}
-            self.generated.discard((table.service, table.name))
+            rows: Rows = {}
             for i, record in enumerate(_json_list(path)):
                 row = _canonical_record(table, record, i, path)
-                table.rows[table.key_of(row)] = row
+                rows[table.key_of(row)] = row
+            self._loaded.setdefault(table.service, {})[table.name] = rows
 
+    # ------------------------------------------------------------ navigation
     def target(self, table: Table, nav: Nav) -> Table | None:
         """The table a navigation property leads to: an entity set of its target type in the same service."""
         return next(
-            (t for (svc, _), t in sorted(self.tables.items()) if svc == table.service and t.type.iri == nav.target),
+            (t for _name, t in sorted(self.tables_of(table.service).items()) if t.type.iri == nav.target),
             None,
         )
 
@@ -172,11 +268,12 @@ def _canonical_record(table: Table, record: JSONObject, i: int, path: Path) -> d
     return row
 
 
-def _fill(table: Table, rows: int, parent: Table | None, shared: tuple[str, ...]) -> None:
-    """``rows`` records; a child set's records belong ``ITEMS`` to each of the first ``rows`` parent records, numbered per parent
-    (``000010``, ``000020``, ... where the item key is a short numeric text)."""
+def _fill(table: Table, out: Rows, rows: int, parent: Rows | None, shared: tuple[str, ...]) -> None:
+    """``rows`` records into ``out``; a child set's records belong ``ITEMS`` to each of the first ``rows``
+    records of its parent (``parent``), numbered per parent (``000010``, ``000020``, ... where the item key
+    is a short numeric text)."""
     v2 = table.type.version.startswith(("1", "2"))
-    heads = list(parent.rows.values()) if parent is not None else []
+    heads = list(parent.values()) if parent is not None else []
     for i in range(min(len(heads), rows) * ITEMS if heads else rows):
         record: dict[str, object] = {}
         for p in table.type.props.values():
@@ -187,7 +284,7 @@ def _fill(table: Table, rows: int, parent: Table | None, shared: tuple[str, ...]
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
-        table.rows.setdefault(table.key_of(record), record)
+        out.setdefault(table.key_of(record), record)
 
 
 def is_item_number(prop: Prop) -> bool:

@@ -8,17 +8,16 @@ run one by one.
 
 from __future__ import annotations
 
-import copy
 import email.message
 import email.parser
 import email.policy
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.serve.data import Rows, Table
+from processkg.serve.data import Saved
 
 MAX_PARTS = 1_000
 
@@ -82,8 +81,8 @@ def _header(line: str) -> tuple[str, str]:
 def run(
     items: list[Part | list[Part]],
     handle: Handler,
-    snapshot: Callable[[], dict[tuple[str, str], Rows]],
-    restore: Callable[[dict[tuple[str, str], Rows]], None],
+    snapshot: Callable[[], Saved],
+    restore: Callable[[Saved], None],
 ) -> list[Answer | list[Answer]]:
     """Answer every request; a change set that fails anywhere is rolled back and answers with that failure."""
     answers: list[Answer | list[Answer]] = []
@@ -187,10 +186,6 @@ def render_json(answers: list[Answer | list[Answer]]) -> bytes:
             )
             out.append({"id": a.content_id, "status": a.status, "headers": a.headers, "body": body})
     return json.dumps({"responses": out}).encode()
-
-
-def copy_tables(tables: Mapping[tuple[str, str], Table]) -> dict[tuple[str, str], Rows]:
-    return copy.deepcopy({k: t.rows for k, t in tables.items()})
 
 
 _REASONS = {

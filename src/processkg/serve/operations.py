@@ -143,7 +143,7 @@ def _acted_on(
 def _table_for(data: Data, op: OperationInfo, values: JSONObject) -> Table | None:
     """The table of the entity a root-level call acts on: of its ``sap:action-for`` type, else (bound
     to nothing) the one whose key the parameters give by name, the most key properties first."""
-    tables = sorted((t for (svc, _n), t in data.tables.items() if svc == op.service), key=lambda t: t.name)
+    tables = [t for _name, t in sorted(data.tables_of(op.service).items())]
     keyed = [t for t in tables if t.keys and set(t.keys) <= set(values)]
     if op.action_for is not None:
         return next((t for t in keyed if t.type.iri == op.action_for), None)

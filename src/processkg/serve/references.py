@@ -14,7 +14,7 @@ four ways, the first that applies to a property winning:
    one of SAP's role names for it (:data:`MASTER_KEYS`: ``SoldToParty`` names a customer,
    ``Material`` a product), refers to the entity sets, in any service, keyed by that one property;
 4. **SAP's key names across services** (:meth:`References._documents`): a type holding all key
-   properties of a set named after its last key refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
+   properties of a set named after one of them refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
 
 Not checked: a property with a code list (its codes decide: ``invalid-code``), a null or empty
 value, references to entity sets the store does not serve, and references from a deep-insert
@@ -26,11 +26,13 @@ the generated records hold existing keys in every reference found this way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.serve import odata_json
-from processkg.serve.data import Data, Table
+from processkg.serve.data import Data, Rows, Table
+from processkg.serve.facts import SetKeys, StoreFacts
 from processkg.serve.values import canonical
 
 #: Master record key -> the property names that hold it: the key itself and SAP's role names
@@ -47,19 +49,30 @@ PARENT = "its parent, by SAP's key convention"
 
 
 @dataclass(frozen=True)
+class Target:
+    """An entity set a reference may point at, named (its table is made when its records are needed)."""
+
+    service: str
+    name: str
+    creatable: bool
+
+
+@dataclass(frozen=True)
 class Reference:
     """``props`` of a type hold the ``keys`` of a record in one of ``targets``."""
 
     props: tuple[str, ...]
-    targets: tuple[tuple[Table, tuple[str, ...]], ...]
+    targets: tuple[tuple[Target, tuple[str, ...]], ...]
     how: str  # why this is a reference, for the message
 
 
 class References:
-    """The references of every type, found once per (service, type) and kept."""
+    """The references of every type, found once per (service, type) and kept. The sets of other services
+    come from the store's index of entity sets and their keys (``StoreFacts.sets``), so finding them reads
+    no other service's model, and the same references are found whichever services were read before."""
 
-    def __init__(self, data: Data, constraints: dict[str, list[tuple[str, str]]]) -> None:
-        self.data, self.constraints = data, constraints
+    def __init__(self, data: Data, facts: StoreFacts) -> None:
+        self.data, self.facts = data, facts
         self.cache: dict[tuple[str, str], list[Reference]] = {}
 
     def of(self, table: Table) -> list[Reference]:
@@ -84,12 +97,12 @@ class References:
     def _constrained(self, table: Table) -> list[Reference]:
         found = []
         for nav in sorted(table.type.navs.values(), key=lambda n: n.name):
-            pairs = self.constraints.get(nav.iri, [])
+            pairs = self.facts.constraints.get(nav.iri, [])
             target = self.data.target(table, nav)
             if nav.to_many or not pairs or target is None or not all(p in table.type.props for p, _ in pairs):
                 continue
             props, keys = tuple(p for p, _ in pairs), tuple(r for _, r in pairs)
-            found.append(Reference(props, ((target, keys),), f"referential constraint of {nav.name}"))
+            found.append(Reference(props, ((_named(target), keys),), f"referential constraint of {nav.name}"))
         return found
 
     def _parent(self, table: Table) -> Reference | None:
@@ -97,70 +110,89 @@ class References:
         parents, keys = self.data.parents(table)
         if not parents:
             return None
-        return Reference(keys, tuple((t, keys) for t in parents), PARENT)
+        return Reference(keys, tuple((_named(t), keys) for t in parents), PARENT)
 
     # ------------------------------------------------------------ generated records
-    def link(self) -> int:
-        """Make every reference of a generated record hold the key of an existing record: the ``i``-th
-        record refers to the ``i``-th record of the first target (cycling). Returns the number of
-        values changed; the records are re-keyed where a key property changed."""
-        changed = 0
-        for key in sorted(self.data.generated):
-            table = self.data.tables[key]
-            rows = list(table.rows.values())
-            for i, record in enumerate(rows):
-                changed += self._link_record(table, record, i)
-            table.rows = {}
-            for record in rows:
-                table.rows.setdefault(table.key_of(record), record)
-        return changed
+    def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
+        """``rows`` (generated records of ``table``) with every reference holding the key of an existing
+        record: the ``i``-th record refers to the ``i``-th record of the first target that has records
+        (cycling), ``rows_at(service, set)`` giving the records a target holds at this point of the
+        generation (``Data.generate``). The records are re-keyed where a key property changed."""
+        records = list(rows.values())
+        for i, record in enumerate(records):
+            self._link_record(table, record, i, rows_at)
+        linked: Rows = {}
+        for record in records:
+            linked.setdefault(table.key_of(record), record)
+        return linked
 
-    def _link_record(self, table: Table, record: dict[str, object], i: int) -> int:
-        changed = 0
+    def _link_record(
+        self, table: Table, record: dict[str, object], i: int, rows_at: Callable[[str, str], Rows | None]
+    ) -> None:
         for ref in self.of(table):
+            if ref.how == PARENT:
+                continue
             values = tuple(str(record.get(p)) for p in ref.props)
-            if ref.how == PARENT or any(_exists(t, keys, values) for t, keys in ref.targets):
+            if any(self._exists(t, rows_at(t.service, t.name), keys, values) for t, keys in ref.targets):
                 continue
-            target, keys = next(((t, k) for t, k in ref.targets if t.rows), (None, ()))
-            if target is None:
+            chosen_rows, keys = next(
+                ((found, k) for t, k in ref.targets if (found := rows_at(t.service, t.name))), (None, ())
+            )
+            if not chosen_rows:
                 continue
-            rows = list(target.rows.values())
+            rows = list(chosen_rows.values())
             chosen = rows[i % len(rows)]
             for prop, k in zip(ref.props, keys, strict=True):
                 record[prop] = chosen.get(k)
-            changed += 1
-        return changed
+
+    def _exists(self, target: Target, rows: Rows | None, keys: tuple[str, ...], values: tuple[str, ...]) -> bool:
+        """Whether ``rows`` (the records of ``target``) hold one whose ``keys`` have ``values``."""
+        if not rows:
+            return False
+        table = self.data.table(target.service, target.name)
+        own = table.keys if table is not None else []
+        if sorted(keys) == sorted(own) and len(set(keys)) == len(keys):
+            by_name = dict(zip(keys, values, strict=True))
+            return tuple(by_name[k] for k in own) in rows
+        return any(tuple(str(r.get(k)) for k in keys) == values for r in rows.values())
+
+    def _ordered_keys(self, s: SetKeys) -> tuple[str, ...]:
+        """The key of ``s`` in its model's order (reads that service's model, makes no records)."""
+        table = self.data.table(s.service, s.name)
+        return tuple(table.keys) if table is not None else ()
 
     def _masters(self, table: Table) -> list[Reference]:
         found = []
         for key, names in sorted(MASTER_KEYS.items()):
             if table.keys == [key]:
                 continue  # the master itself
-            masters = [t for _k, t in sorted(self.data.tables.items()) if t.keys == [key]]
-            exact = [t for t in masters if t.name.rpartition("_")[2] == key]  # A_Product, not A_ProductSales
+            masters = [s for s in self.facts.sets if s.keys == (key,)]
+            exact = [s for s in masters if s.name.rpartition("_")[2] == key]  # A_Product, not A_ProductSales
             masters = exact or masters
-            same = [t for t in masters if t.service == table.service]
-            targets = tuple((t, (key,)) for t in (same or masters))
+            same = [s for s in masters if s.service == table.service]
+            targets = tuple((_target(s), (key,)) for s in (same or masters))
             for name in names:
                 if name in table.type.props and targets:
                     found.append(Reference((name,), targets, f"SAP's key convention: {name} names a {key}"))
         return found
 
     def _documents(self, table: Table) -> list[Reference]:
-        """SAP's key names across services: a type that holds all key properties of a set named after
-        its last key (``PurchaseOrder``, ``PurchaseOrderItem`` of ``A_PurchaseOrderItem``) refers to it,
-        unless they are all part of its own key (itself, its parent: see ``_parent``); the longest such key first, the same service's
-        sets before other services'."""
-        groups: dict[tuple[str, ...], list[Table]] = {}
-        for (_service, name), t in sorted(self.data.tables.items()):
-            keys = tuple(t.keys)
-            named = bool(keys) and name.rpartition("_")[2] == keys[-1]
-            if named and all(k in table.type.props for k in keys) and not set(keys) <= set(table.keys):
-                groups.setdefault(keys, []).append(t)
+        """SAP's key names across services: a type that holds all key properties of a set named after its
+        last key (``PurchaseOrder``, ``PurchaseOrderItem`` of ``A_PurchaseOrderItem``) refers to it, unless
+        they are all part of its own key (itself, its parent: see ``_parent``); the longest such key first,
+        the same service's sets before other services'. The key order is the model's, so a set of several
+        keys reads its service's model (known gap: that order is the store's, not the metadata's)."""
+        groups: dict[tuple[str, ...], list[SetKeys]] = {}
+        for s in self.facts.sets:
+            named = s.name.rpartition("_")[2] in s.keys
+            if named and all(k in table.type.props for k in s.keys) and not set(s.keys) <= set(table.keys):
+                keys = s.keys if len(s.keys) == 1 else self._ordered_keys(s)
+                if keys and s.name.rpartition("_")[2] == keys[-1]:
+                    groups.setdefault(keys, []).append(s)
         found = []
         for keys, sets in sorted(groups.items(), key=lambda kv: (-len(kv[0]), kv[0])):
-            same = [t for t in sets if t.service == table.service]
-            targets = tuple((t, keys) for t in (same or sets))
+            same = [s for s in sets if s.service == table.service]
+            targets = tuple((_target(s), keys) for s in (same or sets))
             found.append(Reference(keys, targets, f"SAP's key names: {', '.join(keys)} name a {sets[0].name}"))
         return found
 
@@ -185,11 +217,11 @@ class References:
                 continue
             if not all(payload.get(p) not in (None, "") for p in ref.props):
                 if ref.how == PARENT and changed is None:
-                    details.append(_missing_parent(table, ref, payload, pointer))
+                    details.append(self._missing_parent(table, ref, payload, pointer))
                 continue
             values = tuple(str(canonical(payload[p], table.type.props[p].edm_type, v2)) for p in ref.props)
-            if not any(_exists(t, keys, values) for t, keys in ref.targets):
-                details.append(_detail(ref, values, pointer))
+            if not any(self._exists(t, self._rows(t), keys, values) for t, keys in ref.targets):
+                details.append(_detail(ref, values, pointer, self._existing(ref)))
         for name, value in sorted(payload.items()):
             nav = table.type.navs.get(name)
             target = self.data.target(table, nav) if nav is not None else None
@@ -199,6 +231,44 @@ class References:
                     details += self.check(target, child, f"{pointer}/{name}{i}", shared)
         return details
 
+    def _rows(self, target: Target) -> Rows | None:
+        """The records ``target`` holds now (its service generated if it was not yet)."""
+        table = self.data.table(target.service, target.name)
+        return table.rows if table is not None else None
+
+    def _existing(self, ref: Reference) -> str:
+        """Some keys of the first target, for a message."""
+        target, keys = ref.targets[0]
+        rows = list((self._rows(target) or {}).values())[:SHOWN]
+        sample = [", ".join(str(r.get(k)) for k in keys) for r in rows]
+        return f"; existing: {'; '.join(sample)}" if sample else ""
+
+    def _missing_parent(self, table: Table, ref: Reference, payload: JSONObject, pointer: str) -> dict[str, str]:
+        """A child created on its own without the key of the parent it belongs to: never numbered."""
+        missing = [p for p in ref.props if payload.get(p) in (None, "")]
+        parent = self.data.table(ref.targets[0][0].service, ref.targets[0][0].name)
+        assert parent is not None  # a parent is a set of the table's own service
+        navs = sorted(n.name for n in parent.type.navs.values() if n.to_many and n.target == table.type.iri)
+        through = (
+            f"create it through POST {parent.name}(key)/{navs[0]}" if navs else f"in a deep insert of {parent.name}"
+        )
+        writable = not any(table.type.props[p].read_only for p in missing)
+        give = f"give the key of an existing {parent.name}, or " if writable else ""
+        return {
+            "code": "missing-parent-key",
+            "target": f"{pointer}/{missing[0]}",
+            "message": f"{table.name} lacks {', '.join(missing)}, the key of the {parent.name} it belongs to"
+            f"{self._existing(ref)}; {give}{through}",
+        }
+
+
+def _named(table: Table) -> Target:
+    return Target(table.service, table.name, table.creatable)
+
+
+def _target(s: SetKeys) -> Target:
+    return Target(s.service, s.name, s.creatable)
+
 
 def _children(value: JSONValue) -> list[tuple[str, JSONObject]]:
     items = value.get("results") if isinstance(value, dict) and "results" in value else value
@@ -207,42 +277,14 @@ def _children(value: JSONValue) -> list[tuple[str, JSONObject]]:
     return [("", items)] if isinstance(items, dict) else []
 
 
-def _exists(table: Table, keys: tuple[str, ...], values: tuple[str, ...]) -> bool:
-    if list(keys) == table.keys:
-        return values in table.rows
-    return any(tuple(str(r.get(k)) for k in keys) == values for r in table.rows.values())
-
-
-def _detail(ref: Reference, values: tuple[str, ...], pointer: str) -> dict[str, str]:
+def _detail(ref: Reference, values: tuple[str, ...], pointer: str, existing: str) -> dict[str, str]:
     given = ", ".join(f"{p}={v!r}" for p, v in zip(ref.props, values, strict=True))
     where = " or ".join(f"{t.name} ({t.service})" for t, _k in ref.targets)
     return {
         "code": "unknown-reference",
         "target": f"{pointer}/{ref.props[-1]}",
-        "message": f"{given} refers to no record of {where} ({ref.how}){_existing(ref)}; {_repair(ref)}",
+        "message": f"{given} refers to no record of {where} ({ref.how}){existing}; {_repair(ref)}",
     }
-
-
-def _missing_parent(table: Table, ref: Reference, payload: JSONObject, pointer: str) -> dict[str, str]:
-    """A child created on its own without the key of the parent it belongs to: never numbered."""
-    missing = [p for p in ref.props if payload.get(p) in (None, "")]
-    parent = ref.targets[0][0]
-    navs = sorted(n.name for n in parent.type.navs.values() if n.to_many and n.target == table.type.iri)
-    through = f"create it through POST {parent.name}(key)/{navs[0]}" if navs else f"in a deep insert of {parent.name}"
-    writable = not any(table.type.props[p].read_only for p in missing)
-    give = f"give the key of an existing {parent.name}, or " if writable else ""
-    return {
-        "code": "missing-parent-key",
-        "target": f"{pointer}/{missing[0]}",
-        "message": f"{table.name} lacks {', '.join(missing)}, the key of the {parent.name} it belongs to"
-        f"{_existing(ref)}; {give}{through}",
-    }
-
-
-def _existing(ref: Reference) -> str:
-    table, keys = ref.targets[0]
-    sample = [", ".join(str(r.get(k)) for k in keys) for r in list(table.rows.values())[:SHOWN]]
-    return f"; existing: {'; '.join(sample)}" if sample else ""
 
 
 def _repair(ref: Reference) -> str:

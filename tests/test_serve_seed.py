@@ -149,8 +149,8 @@ def _records(server: Server, service: str) -> dict[str, list[dict[str, object]]]
 def test_a_service_gets_the_same_records_whichever_service_was_asked_first(a2x_store, server):
     """Records are made per service on first use; references into other services make those services'
     records as they would be had every service been made at once (the module's server made them all)."""
-    first = open_server(a2x_store, csrf=False)
-    second = open_server(a2x_store, csrf=False)
+    first = open_server(StoreHandle.open(a2x_store), csrf=False)
+    second = open_server(StoreHandle.open(a2x_store), csrf=False)
     assert first.data.services == [] and second.data.services == [], "nothing is generated at start"
     with running(first) as client:
         assert client.get(SO).status_code == 200 and client.get(SO + "$metadata").status_code == 200
@@ -166,7 +166,7 @@ def test_a_service_gets_the_same_records_whichever_service_was_asked_first(a2x_s
 
 
 def test_reset_keeps_an_ungenerated_service_ungenerated(a2x_store):
-    fresh = open_server(a2x_store, csrf=False, allow_reset=True)
+    fresh = open_server(StoreHandle.open(a2x_store), csrf=False, allow_reset=True)
     items = fresh.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem")
     assert items is not None
     generated = list(items.rows.values())

@@ -213,9 +213,9 @@ def goal_order(query: str, summaries: list[str], order: list[int]) -> list[int]:
     """``order`` (rows, best first) with the sets the goal's object phrase names moved to the front
     (most specific name first) among the first :data:`CANDIDATES`; ``summaries``: per row."""
     head, tail = order[:CANDIDATES], order[CANDIDATES:]
-    names = [name_words(summaries[row]) for row in range(len(summaries))]
+    names = [name_words(summaries[row]) for row in head]  # only the candidates: a query costs the same at any size
     for phrase in object_phrases(query):
-        named = named_by(phrase, [names[row] for row in head])
+        named = named_by(phrase, names)
         if named.any():
             first = sorted((i for i in range(len(head)) if named[i] > 0), key=lambda i: (-named[i], i))
             rest = [head[i] for i in range(len(head)) if named[i] == 0]

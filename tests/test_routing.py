@@ -26,7 +26,7 @@ from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import render_context
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, _explained
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, RoutedModel, load_model
-from processkg.retrieve.signals import SIGNALS, family_key, steps_of
+from processkg.retrieve.signals import SIGNALS, Edges, family_key, steps_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "expected" / "sap-rankings.json"
@@ -141,7 +141,7 @@ def test_vectorised_signals_equal_a_direct_computation(sap):
         expect_activity = max((a[u] for u in users), default=-1.0)
         expect_after = max((a[p] for u in users for p in np.flatnonzero(m.next[:, u])), default=-1.0)
         expect_before = max((a[c] for u in users for c in np.flatnonzero(m.next[u, :])), default=-1.0)
-        sources = np.flatnonzero(m.navigation[:, row])
+        sources = [x for x, targets in sap.navigations.items() if row in targets]
         expect_navigation = max((s[x] for x in sources), default=-1.0)
         assert column["activity"][row] == pytest.approx(expect_activity, abs=1e-5)
         assert column["after"][row] == pytest.approx(expect_after, abs=1e-5)
@@ -211,3 +211,16 @@ def test_hybrid_paper_and_hybrid_v1_rank_as_before(sap):
         for q, results in zip(recorded, answers):
             got = [[r.service, r.entity_set, r.source, list(r.via)] for r in results]
             assert got == q[method], (method, q["id"])
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 120])
+def test_edges_from_lists_are_the_edges_of_the_mask(size):
+    """The navigations and the document flow are kept as lists (a mask of 41,100 x 41,100 sets at 100x
+    is 1.7 GB): the edges built from them are those of the mask, duplicates and order aside."""
+    mask = np.random.default_rng(size).random((size, size)) < 0.08
+    rows_of: dict[int, list[int]] = {}
+    for i, j in reversed(list(zip(*np.nonzero(mask), strict=True))):  # any order, one pair twice
+        rows_of.setdefault(int(j), []).extend([int(i)] * (1 + (i == j)))
+    dense, lists = Edges(mask), Edges.of_lists(rows_of, size)
+    assert lists.columns == dense.columns == size
+    assert np.array_equal(lists.index, dense.index) and np.array_equal(lists.valid, dense.valid)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -161,6 +162,23 @@ class Edges:
         self.index[self.valid] = np.nonzero(mask.T)[1]  # column by column, rows in order
         self.columns = mask.shape[1]
 
+    @classmethod
+    def of_lists(cls, rows_of: Mapping[int, Iterable[int]], columns: int) -> Edges:
+        """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (the
+        navigations and the document flow between entity sets: 1.7 GB each as masks at 100x)."""
+        lists = {j: sorted(set(rows)) for j, rows in rows_of.items()}
+        edges = cls.__new__(cls)
+        edges.columns = columns
+        counts = np.zeros(columns, dtype=np.int64)
+        for j, rows in lists.items():
+            counts[j] = len(rows)
+        width = int(counts.max()) if columns else 0
+        edges.index = np.zeros((columns, width), dtype=np.int64)
+        edges.valid = np.arange(width)[None, :] < counts[:, None]
+        for j, rows in lists.items():
+            edges.index[j, : len(rows)] = rows
+        return edges
+
 
 def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column j: the max of ``values[i]`` over the rows i of ``edges`` in column j with a
@@ -243,12 +261,20 @@ class ProcessMatrices:
         for a, b in next_edges:
             if a in act_row and b in act_row:
                 self.next[act_row[a], act_row[b]] = True
-        self.navigation = np.zeros((len(set_names), len(set_names)), dtype=bool)
+        count = len(set_names)
+        sources: dict[int, list[int]] = {}  # navigation target -> the sets navigated to it from
         for row, targets in navigations.items():
-            self.navigation[row, targets] = True
-        self.flow = np.zeros((len(set_names), len(set_names)), dtype=bool)
+            for target in targets:
+                sources.setdefault(target, []).append(row)
+        before: dict[int, list[int]] = {}  # a set -> the sets it follows in the inferred document flow
         for row, targets in (flows or {}).items():
-            self.flow[row, targets] = True
+            for target in targets:
+                before.setdefault(target, []).append(row)
+        self.navigated_from = Edges.of_lists(sources, count)
+        self.flows = (
+            Edges.of_lists(before, count),
+            Edges.of_lists(flows or {}, count),
+        )  # (X before Y per Y, Y after X per X)
         self.family = families(set_names)
         self._position(len(set_names))
 
@@ -260,8 +286,7 @@ class ProcessMatrices:
         self.starts = (uses_f[starts].sum(axis=0) > 0).astype(np.float32) if starts.any() else np.zeros(count)
         self.ends = (uses_f[ends].sum(axis=0) > 0).astype(np.float32) if ends.any() else np.zeros(count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
-        self.used_by, self.navigated_from = Edges(self.uses), Edges(self.navigation)
-        self.flows = (Edges(self.flow), Edges(self.flow.T))  # (X before Y per Y, Y after X per X)
+        self.used_by = Edges(self.uses)
         self.forward = (Edges(self.next), Edges(self.next.T))  # (A -> B per B, B -> C per B)
 
     @property

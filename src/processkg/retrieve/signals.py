@@ -279,12 +279,12 @@ class ProcessMatrices:
         self._position(len(set_names))
 
     def _position(self, count: int) -> None:
-        uses_f = self.uses.astype(np.float32)
         starts = ~self.next.any(axis=0)  # no step before it
         ends = ~self.next.any(axis=1)  # no step after it
         self.mapped = self.uses.any(axis=0).astype(np.float32)
-        self.starts = (uses_f[starts].sum(axis=0) > 0).astype(np.float32) if starts.any() else np.zeros(count)
-        self.ends = (uses_f[ends].sum(axis=0) > 0).astype(np.float32) if ends.any() else np.zeros(count)
+        # boolean, not a float copy of the activities x sets matrix (300 MB at 100x)
+        self.starts = self.uses[starts].any(axis=0).astype(np.float32) if starts.any() else np.zeros(count)
+        self.ends = self.uses[ends].any(axis=0).astype(np.float32) if ends.any() else np.zeros(count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
         self.used_by = Edges(self.uses)
         self.forward = (Edges(self.next), Edges(self.next.T))  # (A -> B per B, B -> C per B)

@@ -37,7 +37,7 @@ from pyoxigraph import RdfFormat, Store
 import scripted_llm
 from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.graph.store import plain
-from processkg.retrieve.index import build_index
+from processkg.retrieve.index import IndexReport, build_index
 from processkg.serve.app import Server, create_app
 from processkg.vocab import PREFIXES
 
@@ -123,9 +123,7 @@ def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
     """``make(folder)`` once per test run, also across pytest-xdist workers: the first worker makes it
     under a lock in the run's shared temporary folder and pickles the result; the others load it.
     What ``make`` writes into ``folder`` (stores, Turtle) is then read by every worker."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the workers of this run
+    root = run_folder(tmp_path_factory)
     folder, done = root / f"once-{name}", root / f"once-{name}.pickle"
     with FileLock(str(root / f"once-{name}.lock")):
         if done.exists():
@@ -147,9 +145,24 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, **options) -
     return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary folder, shared by its pytest-xdist workers (each worker's own folder is below it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
 def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's embedding cache (per worker: the cache is not written by two processes at once)."""
-    return tmp_path_factory.getbasetemp() / "embedding-cache"
+    """The run's one embedding cache, shared by the workers: write it only through :func:`index_store`."""
+    return run_folder(tmp_path_factory) / "embedding-cache"
+
+
+def index_store(tmp_path_factory: pytest.TempPathFactory, store: Path, **options) -> IndexReport:
+    """``build_index(store)`` through the run's embedding cache, under its lock: a text is encoded once
+    per run, by whichever worker needs it first (a cold A2X index costs half a minute of CPU; warm, 2 s).
+    Without the lock, two workers saving the cache at once would each drop what the other encoded."""
+    cache = embedding_cache(tmp_path_factory)
+    with FileLock(f"{cache}.lock"):
+        return build_index(store, cache_dir=cache, **options)
 
 
 # ------------------------------------------------------------------ kg serve on loopback
@@ -313,7 +326,7 @@ def sap_store(tmp_path_factory) -> Path:
     def make(tmp: Path) -> Path:
         options.store = tmp / "store"
         build(options)
-        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
+        index_store(tmp_path_factory, options.store)
         return options.store
 
     return once(tmp_path_factory, "sap", make)
@@ -336,7 +349,7 @@ def tasks_store(tmp_path_factory) -> Path:
     def make(tmp: Path) -> Path:
         options.store = tmp / "store"
         build(options)
-        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
+        index_store(tmp_path_factory, options.store)
         return options.store
 
     return once(tmp_path_factory, "tasks", make)
@@ -373,11 +386,10 @@ def recording_server():
 def demo_indexed_store(tmp_path_factory) -> Path:
     """The demo built with its retrieval index and raw-metadata chunks (``kg build --index --chunks``),
     for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
-    from processkg.retrieve.index import build_index
 
     def make(tmp: Path) -> Path:
         build(BuildOptions(store=tmp / "store", **demo_options()))
-        build_index(tmp / "store", odata=[DEMO / "odata"], cache_dir=embedding_cache(tmp_path_factory))
+        index_store(tmp_path_factory, tmp / "store", odata=[DEMO / "odata"])
         return tmp / "store"
 
     return once(tmp_path_factory, "demo-indexed", make)

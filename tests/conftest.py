@@ -333,10 +333,11 @@ def sap_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tasks_store(tmp_path_factory) -> Path:
-    """The store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP process layer,
-    the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the retrieval
-    index; what ``kg serve`` serves for the task checks and ``kg eval agent``. Built once per session."""
+def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
+    """The build report and store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP
+    process layer, the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the
+    retrieval index; what ``kg serve`` serves for the task checks and ``kg eval agent``, and what
+    tests/test_sap_codes.py checks the bindings on. Built once per session."""
     sap = ROOT / "data" / "sap"
     options = BuildOptions(
         odata=[shared("odata", "s4-a2x")],
@@ -346,13 +347,19 @@ def tasks_store(tmp_path_factory) -> Path:
         code_bindings=sap / "codes" / "bindings.yaml",
     )
 
-    def make(tmp: Path) -> Path:
+    def make(tmp: Path) -> tuple[BuildReport, Path]:
         options.store = tmp / "store"
-        build(options)
+        report = build(options)
         index_store(tmp_path_factory, options.store)
-        return options.store
+        return report, options.store
 
     return once(tmp_path_factory, "tasks", make)
+
+
+@pytest.fixture(scope="session")
+def tasks_store(tasks_built) -> Path:
+    """The store of :func:`tasks_built`."""
+    return tasks_built[1]
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

@@ -37,7 +37,7 @@ import virtuoso_server
 from processkg.build.pipeline import BuildOptions, BuildReport, build
 from processkg.graph.handle import StoreLocation
 from processkg.graph.store import plain
-from processkg.retrieve.index import build_index
+from processkg.retrieve.index import IndexReport, build_index
 from processkg.serve.app import Server, create_app
 from processkg.vocab import PREFIXES
 
@@ -123,9 +123,7 @@ def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
     """``make(folder)`` once per test run, also across pytest-xdist workers: the first worker makes it
     under a lock in the run's shared temporary folder and pickles the result; the others load it.
     What ``make`` writes into ``folder`` (stores, Turtle) is then read by every worker."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the workers of this run
+    root = run_folder(tmp_path_factory)
     folder, done = root / f"once-{name}", root / f"once-{name}.pickle"
     with FileLock(str(root / f"once-{name}.lock")):
         if done.exists():
@@ -147,9 +145,25 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, **options) -
     return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary folder, shared by its pytest-xdist workers (each worker's own folder is below it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
 def embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's embedding cache (per worker: the cache is not written by two processes at once)."""
-    return tmp_path_factory.getbasetemp() / "embedding-cache"
+    """The run's one embedding cache, shared by the workers: write it only through :func:`index_store`."""
+    return run_folder(tmp_path_factory) / "embedding-cache"
+
+
+def index_store(tmp_path_factory: pytest.TempPathFactory, store: Path | StoreLocation, **options) -> IndexReport:
+    """``build_index(store)`` through the run's embedding cache, under its lock: a text is encoded once
+    per run, by whichever worker needs it first (a cold A2X index costs half a minute of CPU; warm, 2 s).
+    Without the lock, two workers saving the cache at once would each drop what the other encoded."""
+    cache = embedding_cache(tmp_path_factory)
+    with FileLock(f"{cache}.lock"):
+        location = store if isinstance(store, StoreLocation) else StoreLocation(path=store)
+        return build_index(location, cache_dir=cache, **options)
 
 
 # ------------------------------------------------------------------ kg serve on loopback
@@ -315,17 +329,18 @@ def sap_store(tmp_path_factory) -> Path:
     def make(tmp: Path) -> Path:
         options.store = StoreLocation(path=tmp / "store")
         build(options)
-        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
+        index_store(tmp_path_factory, options.store)
         return tmp / "store"
 
     return once(tmp_path_factory, "sap", make)
 
 
 @pytest.fixture(scope="session")
-def tasks_store(tmp_path_factory) -> Path:
-    """The store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP process layer,
-    the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the retrieval
-    index; what ``kg serve`` serves for the task checks and ``kg eval agent``. Built once per session."""
+def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
+    """The build report and store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP
+    process layer, the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the
+    retrieval index; what ``kg serve`` serves for the task checks and ``kg eval agent``, and what
+    tests/test_sap_codes.py checks the bindings on. Built once per session."""
     sap = ROOT / "data" / "sap"
     options = BuildOptions(
         odata=[shared("odata", "s4-a2x")],
@@ -335,13 +350,19 @@ def tasks_store(tmp_path_factory) -> Path:
         code_bindings=sap / "codes" / "bindings.yaml",
     )
 
-    def make(tmp: Path) -> Path:
+    def make(tmp: Path) -> tuple[BuildReport, Path]:
         options.store = StoreLocation(path=tmp / "store")
-        build(options)
-        build_index(options.store, cache_dir=embedding_cache(tmp_path_factory))
-        return tmp / "store"
+        report = build(options)
+        index_store(tmp_path_factory, options.store)
+        return report, tmp / "store"
 
     return once(tmp_path_factory, "tasks", make)
+
+
+@pytest.fixture(scope="session")
+def tasks_store(tasks_built) -> Path:
+    """The store of :func:`tasks_built`."""
+    return tasks_built[1]
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -375,13 +396,10 @@ def recording_server():
 def demo_indexed_store(tmp_path_factory) -> Path:
     """The demo built with its retrieval index and raw-metadata chunks (``kg build --index --chunks``),
     for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
-    from processkg.retrieve.index import build_index
 
     def make(tmp: Path) -> Path:
         build(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))
-        build_index(
-            StoreLocation.parse(tmp / "store"), odata=[DEMO / "odata"], cache_dir=embedding_cache(tmp_path_factory)
-        )
+        index_store(tmp_path_factory, tmp / "store", odata=[DEMO / "odata"])
         return tmp / "store"
 
     return once(tmp_path_factory, "demo-indexed", make)

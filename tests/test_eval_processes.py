@@ -9,13 +9,13 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conftest import DEMO, embedding_cache, rows
+from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
-from processkg.retrieve.index import build_index, load_index
+from processkg.retrieve.index import load_index
 from processkg.sources.mapping import read_mapping
 
 HELD_OUT = "Process_CustomerReturns"
@@ -70,7 +70,7 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     kept, mapping = without_processes([DEMO / "bpmn"], DEMO / "mapping.yaml", [HELD_OUT], tmp_path)
     store_dir = tmp_path / "store"
     build(BuildOptions(odata=[DEMO / "odata"], bpmn=list(kept), mapping=mapping, store=StoreLocation.parse(store_dir)))
-    build_index(StoreLocation.parse(store_dir), cache_dir=embedding_cache(tmp_path_factory), progress=None)
+    index_store(tmp_path_factory, store_dir, progress=None)
 
     store = open_store(store_dir)
     ids = {r[0] for r in rows(store, PROCESS_IDS)}

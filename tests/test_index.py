@@ -20,7 +20,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from conftest import FIORI_SERVICES, shared
+from conftest import FIORI_SERVICES, index_store, shared
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
@@ -49,14 +49,8 @@ def encoder() -> Encoder:
     return enc
 
 
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory) -> Path:
-    """One embedding cache for the session: each text is encoded once across test modules."""
-    return tmp_path_factory.getbasetemp() / "embedding-cache"
-
-
 @pytest.fixture(scope="module")
-def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
+def demo_indexed(tmp_path_factory, encoder) -> Path:
     store = tmp_path_factory.mktemp("embed") / "demo"
     build(
         BuildOptions(
@@ -67,15 +61,15 @@ def demo_indexed(tmp_path_factory, encoder, shared_cache) -> Path:
             store=StoreLocation.parse(store),
         )
     )
-    build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
+    index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
     return store
 
 
 @pytest.fixture(scope="module")
-def a2x_indexed(tmp_path_factory, shared_cache, a2x_store) -> Path:
+def a2x_indexed(tmp_path_factory, a2x_store) -> Path:
     store = tmp_path_factory.mktemp("embed") / "a2x"
     shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
-    build_index(StoreLocation.parse(store), cache_dir=shared_cache)
+    index_store(tmp_path_factory, store)
     return store
 
 
@@ -103,7 +97,7 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 # ---------------------------------------------------------------- cache
 
 
-def test_shared_cache_survives_a_store_rebuild(demo_indexed, shared_cache, tmp_path):
+def test_shared_cache_survives_a_store_rebuild(demo_indexed, tmp_path_factory, tmp_path):
     store = tmp_path / "again"
     build(
         BuildOptions(
@@ -114,7 +108,7 @@ def test_shared_cache_survives_a_store_rebuild(demo_indexed, shared_cache, tmp_p
             store=StoreLocation.parse(store),
         )
     )
-    report = build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
+    report = index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
     assert report.encoded == 0 and report.counts == {"set": 23, "activity": 27, "chunk": 84}
     own = EmbeddingCache.load(store / "index")  # the index also keeps its own vectors
     assert len(own.vectors) == 134

@@ -24,6 +24,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from conftest import index_store
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
@@ -49,7 +50,6 @@ from processkg.proposals.propose import (
     verb_mode,
     write_proposals,
 )
-from processkg.retrieve.index import build_index
 from processkg.sources.mapping import MappingEntry, read_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,16 +63,11 @@ DOC = ROOT / "docs" / "mapping-proposals.md"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("propose") / "embedding-cache"
-
-
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory, cache) -> Path:
+def demo_store(tmp_path_factory) -> Path:
     """The demo data without its mapping: the proposals must not see the edges they are scored on."""
     store = tmp_path_factory.mktemp("propose") / "demo"
     build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=StoreLocation.parse(store)))
-    build_index(StoreLocation.parse(store), cache_dir=cache)
+    index_store(tmp_path_factory, store)
     return store
 
 
@@ -436,10 +431,10 @@ def test_cli_llm_options_go_together(tmp_path, demo_store):
 
 
 @pytest.fixture(scope="module")
-def sap_signals(tmp_path_factory, cache) -> Signals:
+def sap_signals(tmp_path_factory) -> Signals:
     store = tmp_path_factory.mktemp("propose") / "sap-nomap"
     build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=StoreLocation.parse(store)))  # no --mapping
-    build_index(StoreLocation.parse(store), cache_dir=cache)
+    index_store(tmp_path_factory, store)
     return Signals(StoreHandle.open(store))
 
 

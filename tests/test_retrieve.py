@@ -16,6 +16,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from conftest import index_store
 from processkg.build.pipeline import BuildOptions, build
 from processkg.cli import main
 from processkg.errors import (
@@ -24,7 +25,6 @@ from processkg.errors import (
 )
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.retrieve.context import key_predicate, render_context, render_set
-from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import (
     HYBRID,
     METHODS,
@@ -51,14 +51,8 @@ CHAIN_QUERY = "the goods left the warehouse, now charge the customer"
 DOWNSTREAM_QUERY = "the bill matches the order and what we received; book what we owe"
 
 
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory) -> Path:
-    """One embedding cache for the session: each text is encoded once across test modules."""
-    return tmp_path_factory.getbasetemp() / "embedding-cache"
-
-
 @pytest.fixture(scope="module")
-def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
+def demo_retriever(tmp_path_factory) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "demo"
     build(
         BuildOptions(
@@ -69,15 +63,15 @@ def demo_retriever(tmp_path_factory, shared_cache) -> Retriever:
             store=StoreLocation.parse(store),
         )
     )
-    build_index(StoreLocation.parse(store), odata=[DEMO / "odata"], cache_dir=shared_cache)
+    index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
     return Retriever(StoreHandle.open(store))
 
 
 @pytest.fixture(scope="module")
-def a2x_retriever(tmp_path_factory, shared_cache, a2x_store) -> Retriever:
+def a2x_retriever(tmp_path_factory, a2x_store) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "a2x"
     shutil.copytree(a2x_store, store, symlinks=True)  # the session's A2X build (odata only), indexed here
-    build_index(StoreLocation.parse(store), odata=[A2X / name for name in A2X_CHUNKED], cache_dir=shared_cache)
+    index_store(tmp_path_factory, store, odata=[A2X / name for name in A2X_CHUNKED])
     return Retriever(StoreHandle.open(store))
 
 
@@ -410,11 +404,11 @@ def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def small_store(tmp_path_factory, shared_cache) -> Path:
+def small_store(tmp_path_factory) -> Path:
     """A store of one small service with its index; tests damage copies of it."""
     store = tmp_path_factory.mktemp("retrieve") / "small"
     build(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=StoreLocation.parse(store)))
-    build_index(StoreLocation.parse(store), cache_dir=shared_cache)
+    index_store(tmp_path_factory, store)
     return store
 
 

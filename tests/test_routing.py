@@ -121,7 +121,8 @@ def test_retraining_is_deterministic(sap):
     assert fit_ranker(items, ("dense", "chain_rank")).as_json() == fit_ranker(items, ("dense", "chain_rank")).as_json()
     assert fit_classifier(items, 1.0).as_json() == fit_classifier(items, 1.0).as_json()
     offered = ("dense", "tokens_rank", "chain_rank", "word_activity_rank")  # a few, to keep it fast
-    first, second = (train(items, sap.matrices.family, offered=offered).as_json() for _ in range(2))
+    # one cross-validation seed of three: the same selection twice is what is compared, at a third of the fits
+    first, second = (train(items, sap.matrices.family, offered=offered, seeds=(0,)).as_json() for _ in range(2))
     assert first == second
 
 

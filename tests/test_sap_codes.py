@@ -1,6 +1,6 @@
 """SAP code lists (data/sap/codes) and their bindings to A2X properties (kg build --code-bindings).
 
-The A2X corpus is built once per module with every list and the binding file; the tests then
+The A2X corpus is built once per session with every list and the binding file; the tests then
 check that each binding reached a property, that the codes are in the graph with their CSV and
 row, and that kg validate now refuses an invented code where the metadata alone knew none.
 """
@@ -31,10 +31,10 @@ KG = "https://w3id.org/processkg/ontology#"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    store = tmp_path_factory.mktemp("sapcodes") / "store"
-    report = build(BuildOptions(odata=[A2X], codes=[CODES], code_bindings=BINDINGS, store=StoreLocation.parse(store)))
-    return report, store
+def built(tasks_built):
+    """The session's tasks store: A2X with every list and the binding file (and the process layer and
+    index, which the codes do not touch); a build of its own here cost a second A2X build."""
+    return tasks_built
 
 
 @pytest.fixture(scope="module")

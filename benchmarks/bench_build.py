@@ -32,13 +32,13 @@ CORPORA = {"s4-a2x": (SHARED / "s4-a2x", 3.0), "s4-fiori": (SHARED / "s4-fiori",
 def _one_run(corpus: str, queue) -> None:
     """One build into a store (no Turtle export) with the generated SHACL shapes; the target covers
     lifting and loading only, so the shape generation is subtracted and reported beside it."""
-    from processkg.build.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build_store
     from processkg.graph.handle import StoreLocation
 
     path = CORPORA[corpus][0]
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        report = build(BuildOptions(odata=[path], store=StoreLocation.parse(Path(tmp) / "store")))
+        report = build_store(BuildOptions(odata=[path], store=StoreLocation.parse(Path(tmp) / "store")))
         seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     queue.put(

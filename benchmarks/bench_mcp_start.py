@@ -120,11 +120,11 @@ def parts(store: Path) -> dict[str, float]:
 
 
 def build_store(folder: Path) -> Path:
-    from processkg.build.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build_store
     from processkg.graph.handle import StoreLocation
 
     store = folder / "store"
-    build(
+    build_store(
         BuildOptions(
             odata=[A2X],
             bpmn=[SAP / "processes"],

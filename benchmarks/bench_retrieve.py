@@ -31,7 +31,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from processkg.build.pipeline import BuildOptions, build  # noqa: E402
+from processkg.build.pipeline import BuildOptions, build_store  # noqa: E402
 from processkg.graph.handle import StoreHandle, StoreLocation  # noqa: E402
 from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
@@ -95,8 +95,8 @@ def timed(fn) -> tuple[float, object]:
 
 def build_stores(work: Path) -> dict:
     stores = {"a2x": work / "a2x", "demo": work / "demo"}
-    build(BuildOptions(odata=[A2X], store=StoreLocation.parse(stores["a2x"])))
-    build(
+    build_store(BuildOptions(odata=[A2X], store=StoreLocation.parse(stores["a2x"])))
+    build_store(
         BuildOptions(
             odata=[DEMO / "odata"],
             bpmn=[DEMO / "bpmn"],

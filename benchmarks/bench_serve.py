@@ -163,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store
         if store is None:
-            from processkg.build.pipeline import BuildOptions, build
+            from processkg.build.pipeline import BuildOptions, build_store
             from processkg.graph.handle import StoreLocation
 
             store = Path(tmp) / "a2x"
-            build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
+            build_store(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = start_server(store, port)

@@ -151,13 +151,13 @@ def per_entity_set(tokenizer: Tokenizer, store: Path) -> dict:
 
 
 def a2x_store(folder: Path) -> Path:
-    from processkg.build.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build_store
     from processkg.graph.handle import StoreLocation
 
     if not A2X.is_dir():
         sys.exit(f"error: the A2X corpus is not at {A2X}")
     store = folder / "a2x"
-    build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
+    build_store(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
     return store
 
 

@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     ap.add_argument("--single", type=int, default=None, help="validate only this many calls one at a time")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "validate.json")
     args = ap.parse_args(argv)
-    from processkg.build.pipeline import BuildOptions, build
+    from processkg.build.pipeline import BuildOptions, build_store
     from processkg.graph.handle import StoreHandle, StoreLocation
     from processkg.validate.calls import Validator
 
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
             print(f"no A2X corpus at {A2X}", file=sys.stderr)
             return 2
         store = Path(tempfile.mkdtemp(prefix="bench-validate-")) / "a2x"
-        build(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
+        build_store(BuildOptions(odata=[A2X], store=StoreLocation.parse(store)))
     t0 = time.perf_counter()
     validator = Validator(StoreHandle.open(store))
     for name in validator.model.services:  # build and parse the shapes before timing

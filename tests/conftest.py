@@ -34,7 +34,7 @@ from pyoxigraph import RdfFormat, Store
 
 import scripted_llm
 import virtuoso_server
-from processkg.build.pipeline import BuildOptions, BuildReport, build
+from processkg.build.pipeline import BuildOptions, BuildReport, build_store
 from processkg.graph.handle import StoreLocation
 from processkg.graph.store import plain
 from processkg.retrieve.index import IndexReport, build_index
@@ -112,7 +112,7 @@ class Built:
 
 def run_build(tmp: Path, **options) -> Built:
     store_dir, ttl = tmp / "store", tmp / "graph.ttl"
-    report = build(BuildOptions(store=StoreLocation.parse(store_dir), out=ttl, **options))
+    report = build_store(BuildOptions(store=StoreLocation.parse(store_dir), out=ttl, **options))
     return Built(report, store_dir, ttl, graph_of(ttl.read_bytes()))
 
 
@@ -241,7 +241,7 @@ def fiori_all(tmp_path_factory) -> Path:
     """The store of the whole s4-fiori corpus (63 services, no index), for the audit tests."""
 
     def make(tmp: Path) -> Path:
-        build(
+        build_store(
             BuildOptions(odata=[shared("odata", "s4-fiori")], store=StoreLocation.parse(tmp / "store"), on_error="warn")
         )
         return tmp / "store"
@@ -280,7 +280,7 @@ def operations_store(tmp_path_factory) -> Path:
     def make(tmp: Path) -> Path:
         codes = tmp / "rejection-reasons.csv"
         codes.write_text(REJECTION_REASONS, encoding="utf-8")
-        build(BuildOptions(odata=odata, codes=[codes], store=StoreLocation.parse(tmp / "store")))
+        build_store(BuildOptions(odata=odata, codes=[codes], store=StoreLocation.parse(tmp / "store")))
         return tmp / "store"
 
     return once(tmp_path_factory, "operations", make)
@@ -328,7 +328,7 @@ def sap_store(tmp_path_factory) -> Path:
 
     def make(tmp: Path) -> Path:
         options.store = StoreLocation(path=tmp / "store")
-        build(options)
+        build_store(options)
         index_store(tmp_path_factory, options.store)
         return tmp / "store"
 
@@ -352,7 +352,7 @@ def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
 
     def make(tmp: Path) -> tuple[BuildReport, Path]:
         options.store = StoreLocation(path=tmp / "store")
-        report = build(options)
+        report = build_store(options)
         index_store(tmp_path_factory, options.store)
         return report, tmp / "store"
 
@@ -398,7 +398,7 @@ def demo_indexed_store(tmp_path_factory) -> Path:
     for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
 
     def make(tmp: Path) -> Path:
-        build(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))
+        build_store(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))
         index_store(tmp_path_factory, tmp / "store", odata=[DEMO / "odata"])
         return tmp / "store"
 

@@ -214,3 +214,18 @@ def test_every_package_docstring_is_a_sentence(package):
 def test_each_retrieval_method_runs_the_function_of_its_name():
     """``--method hybrid-v1`` runs ``hybrid_v1()``: one name for one method in the registry and the code."""
     assert {name: m.run.__name__ for name, m in METHODS.items()} == {name: name.replace("-", "_") for name in METHODS}
+
+
+def test_the_library_api_names_resolve_to_their_objects_after_every_subpackage_is_imported():
+    """processkg's names are imported on first use (PEP 562); none may be shadowed by a subpackage of
+    the same name (``processkg.build`` is the subpackage, the build is ``build_store``)."""
+    import importlib
+
+    import processkg
+
+    for module in sorted(MODULES):
+        importlib.import_module(module)
+    for name in processkg.__all__:
+        value = getattr(processkg, name)
+        assert value is getattr(importlib.import_module(processkg.API[name]), name), name
+        assert not isinstance(value, type(processkg)), f"processkg.{name} is a module"

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from lxml import etree
 
 from processkg.build.audit import audit, bpmn_source_counts, odata_source_counts, render_audit
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.vocab import PREFIXES
@@ -124,7 +124,7 @@ def corpus(tmp_path_factory, request):
             odata, bpmn = (roots, []) if kind == "odata" else ([], roots)
             store = _session_store(request, name) or tmp_path_factory.mktemp(f"audit-{name}") / "store"
             if not store.exists():
-                build(BuildOptions(odata=odata, bpmn=bpmn, store=StoreLocation.parse(store), on_error="warn"))
+                build_store(BuildOptions(odata=odata, bpmn=bpmn, store=StoreLocation.parse(store), on_error="warn"))
             cache[name] = (store, odata, bpmn, audit(StoreHandle.open(store), odata, bpmn))
         return cache[name]
 
@@ -397,7 +397,7 @@ def test_kg_audit_exits_1_when_counts_differ(tmp_path):
     folder = tmp_path / "odata"
     folder.mkdir()
     (folder / source.name).write_bytes(source.read_bytes())
-    build(BuildOptions(odata=[folder], store=StoreLocation.parse(tmp_path / "store")))
+    build_store(BuildOptions(odata=[folder], store=StoreLocation.parse(tmp_path / "store")))
     text = source.read_text(encoding="utf-8")
     extra = text.replace(
         '<Parameter Name="_Control"', '<Parameter Name="Extra" Type="Edm.String"/><Parameter Name="_Control"'

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from conftest import ROOT, graph_of, rows, shared
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.evaluate.metrics import read_queries
 
 BENCH = ROOT / "data" / "sap" / "benchmark"
@@ -40,7 +40,7 @@ def records() -> list:
 @pytest.fixture(scope="module")
 def sap_graph():
     """The A2X services with the SAP process layer, built in memory."""
-    report = build(
+    report = build_store(
         BuildOptions(
             odata=[shared("odata", "s4-a2x")],
             bpmn=[ROOT / "data" / "sap" / "processes"],

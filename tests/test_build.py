@@ -1,4 +1,4 @@
-"""``build()``: discovery and naming, mapping, code lists, bad input, atomic writes, determinism."""
+"""``build_store()``: discovery and naming, mapping, code lists, bad input, atomic writes, determinism."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import ClassVar
 import pytest
 
 from conftest import DATA, INVALID, demo_options, handmade_options, run_build, shared, tree_digest
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.errors import (
     CodeListError,
     MalformedXMLError,
@@ -43,7 +43,7 @@ def test_directories_are_searched_recursively_with_display_paths():
 
 def test_missing_input_path_is_an_error(tmp_path):
     with pytest.raises(ProcessKGError, match=r"nothing-here: no such file or directory"):
-        build(BuildOptions(odata=[tmp_path / "nothing-here"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[tmp_path / "nothing-here"], out=tmp_path / "g.ttl"))
 
 
 def test_same_service_name_in_two_files_gets_two_iris(samples):
@@ -146,7 +146,7 @@ def test_mapping_lifts_usage_edges(handmade):
 def test_bad_mapping_entry_names_the_mapping_file_and_line(tmp_path, name, line, message):
     options = handmade_options() | {"mapping": INVALID / name}
     with pytest.raises(MappingError, match=r"mapping\.yaml:\d+") as info:
-        build(BuildOptions(out=tmp_path / "g.ttl", **options))
+        build_store(BuildOptions(out=tmp_path / "g.ttl", **options))
     assert str(info.value).startswith(f"{name}:{line}: ")
     assert info.value.line == line
     assert re.search(message, str(info.value))
@@ -155,7 +155,7 @@ def test_bad_mapping_entry_names_the_mapping_file_and_line(tmp_path, name, line,
 
 def test_unresolved_mapping_entry_is_skipped_with_warn(tmp_path):
     options = handmade_options() | {"mapping": INVALID / "unresolved-activity.mapping.yaml"}
-    report = build(BuildOptions(out=tmp_path / "g.ttl", on_error="warn", **options))
+    report = build_store(BuildOptions(out=tmp_path / "g.ttl", on_error="warn", **options))
     assert report.mapping_edges == 1
     assert [file for file, _msg in report.skipped] == ["unresolved-activity.mapping.yaml:9"]
 
@@ -189,7 +189,7 @@ def test_codes_attach_to_a_real_value_list(tmp_path):
 )
 def test_bad_code_list_names_file_and_line(tmp_path, folder, line, message):
     with pytest.raises(CodeListError, match=rf"{folder}/codes\.csv:{line}: {message}"):
-        build(BuildOptions(odata=[DATA / "odata"], codes=[INVALID / folder], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[DATA / "odata"], codes=[INVALID / folder], out=tmp_path / "g.ttl"))
 
 
 # ---------------------------------------------------------------- bad input
@@ -197,14 +197,14 @@ def test_bad_code_list_names_file_and_line(tmp_path, folder, line, message):
 
 def test_malformed_xml_stops_the_build_with_file_line_and_column(tmp_path):
     with pytest.raises(MalformedXMLError, match=r"^malformed\.xml:8:\d+: malformed XML"):
-        build(BuildOptions(odata=[INVALID / "malformed.xml"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[INVALID / "malformed.xml"], out=tmp_path / "g.ttl"))
 
 
 def test_entity_framework_file_in_a_build(tmp_path):
     folder = shared("odata", "not-service-metadata")
     with pytest.raises(NotODataError, match=r"Entity Framework designer file"):
-        build(BuildOptions(odata=[folder], out=tmp_path / "g.ttl"))
-    report = build(BuildOptions(odata=[folder, DATA / "odata"], out=tmp_path / "g.ttl", on_error="warn"))
+        build_store(BuildOptions(odata=[folder], out=tmp_path / "g.ttl"))
+    report = build_store(BuildOptions(odata=[folder, DATA / "odata"], out=tmp_path / "g.ttl", on_error="warn"))
     assert sorted(f for f, _m in report.skipped) == [
         "not-service-metadata/AdventureWorksModel.edmx",
         "not-service-metadata/NorthwindModel.edmx",
@@ -214,19 +214,19 @@ def test_entity_framework_file_in_a_build(tmp_path):
 
 def test_files_of_the_wrong_kind(tmp_path):
     with pytest.raises(NotODataError):
-        build(BuildOptions(odata=[DATA / "bpmn" / "order-flow.bpmn"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[DATA / "bpmn" / "order-flow.bpmn"], out=tmp_path / "g.ttl"))
     with pytest.raises(NotBPMNError):
-        build(BuildOptions(bpmn=[DATA / "odata" / "HANDMADE_PURCHASING.xml"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(bpmn=[DATA / "odata" / "HANDMADE_PURCHASING.xml"], out=tmp_path / "g.ttl"))
 
 
 def test_unresolved_reference_stops_the_build(tmp_path):
     with pytest.raises(UnresolvedReferenceError, match=r"^unresolved-nav-target\.xml:10: NavigationProperty "):
-        build(BuildOptions(odata=[INVALID / "unresolved-nav-target.xml"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[INVALID / "unresolved-nav-target.xml"], out=tmp_path / "g.ttl"))
 
 
 def test_billion_laughs_is_refused_without_expansion(tmp_path):
     with pytest.raises(MalformedXMLError, match=r"billion-laughs\.xml:4: document declares DTD entities"):
-        build(BuildOptions(odata=[INVALID / "billion-laughs.xml"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[INVALID / "billion-laughs.xml"], out=tmp_path / "g.ttl"))
     # the reader stops before the parser: no entity is expanded even as far as libxml2's own limit
     with pytest.raises(MalformedXMLError, match=r"not parsed"):
         csdl.read_document(INVALID / "billion-laughs.xml")
@@ -246,16 +246,16 @@ def _xxe_with_secret(tmp_path: Path, encoding: str = "utf-8") -> tuple[Path, str
 def test_xxe_to_a_local_file_is_refused_and_the_file_never_read(tmp_path, encoding):
     doc, secret = _xxe_with_secret(tmp_path, encoding)
     with pytest.raises(MalformedXMLError, match=r"document declares DTD entities") as info:
-        build(BuildOptions(odata=[doc], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[doc], out=tmp_path / "g.ttl"))
     assert secret not in str(info.value)
-    report = build(BuildOptions(odata=[doc, DATA / "odata"], out=tmp_path / "g.ttl", on_error="warn"))
+    report = build_store(BuildOptions(odata=[doc, DATA / "odata"], out=tmp_path / "g.ttl", on_error="warn"))
     assert [f for f, _m in report.skipped] == [doc.name]
     assert secret not in repr(report.as_meta()) and secret.encode() not in (tmp_path / "g.ttl").read_bytes()
 
 
 def test_xxe_to_etc_hostname_is_refused(tmp_path):
     with pytest.raises(MalformedXMLError, match=r"^xxe-file\.xml:4: document declares DTD entities") as info:
-        build(BuildOptions(odata=[INVALID / "xxe-file.xml"], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(odata=[INVALID / "xxe-file.xml"], out=tmp_path / "g.ttl"))
     hostname = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else ""
     if len(hostname) >= 4:
         assert hostname not in str(info.value)
@@ -293,7 +293,7 @@ def test_xxe_and_external_dtd_over_http_are_refused_without_network(tmp_path, ht
         MalformedXMLError,
         match=rf"^{name.replace('.', '[.]')}:\d+: document (declares DTD entities|refers to an external DTD)",
     ) as info:
-        build(BuildOptions(bpmn=[doc], out=tmp_path / "g.ttl"))
+        build_store(BuildOptions(bpmn=[doc], out=tmp_path / "g.ttl"))
     assert "LEAKED" not in str(info.value)
     assert _Recorder.requests == []
 
@@ -304,30 +304,30 @@ def test_xxe_and_external_dtd_over_http_are_refused_without_network(tmp_path, ht
 def test_on_error_warn_and_skip_go_on_and_fail_stops(tmp_path):
     inputs = dict(odata=[DATA / "odata", INVALID / "unresolved-entitytype.xml"], bpmn=[DATA / "bpmn"])
     for mode in ("warn", "skip"):
-        report = build(BuildOptions(out=tmp_path / f"{mode}.ttl", on_error=mode, **inputs))
+        report = build_store(BuildOptions(out=tmp_path / f"{mode}.ttl", on_error=mode, **inputs))
         assert [f for f, _m in report.skipped] == ["unresolved-entitytype.xml"]
         assert set(report.services) == {"HANDMADE_SALES_SRV", "HANDMADE_PURCHASING"}
     assert (tmp_path / "warn.ttl").read_bytes() == (tmp_path / "skip.ttl").read_bytes()
     with pytest.raises(UnresolvedReferenceError, match=r"^unresolved-entitytype\.xml:11: EntitySet 'Orders'"):
-        build(BuildOptions(out=tmp_path / "fail.ttl", on_error="fail", **inputs))
+        build_store(BuildOptions(out=tmp_path / "fail.ttl", on_error="fail", **inputs))
     assert not (tmp_path / "fail.ttl").exists()
     with pytest.raises(ProcessKGError, match=r"--on-error must be one of fail, warn, skip"):
-        build(BuildOptions(out=tmp_path / "x.ttl", on_error="ignore", **inputs))
+        build_store(BuildOptions(out=tmp_path / "x.ttl", on_error="ignore", **inputs))
 
 
 def test_failed_build_leaves_previous_store_and_turtle_untouched(tmp_path):
     out_dir = tmp_path / "out"
     store, ttl = out_dir / "store", out_dir / "graph.ttl"
-    build(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
     before_store, before_ttl = tree_digest(store), ttl.read_bytes()
     before_listing = sorted(p.name for p in out_dir.iterdir())
     assert before_store and before_ttl
     bad = handmade_options() | {"odata": [DATA / "odata", INVALID / "unresolved-association.edmx"]}
     with pytest.raises(UnresolvedReferenceError):
-        build(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad))
+        build_store(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad))
     bad_mapping = handmade_options() | {"mapping": INVALID / "unresolved-service.mapping.yaml"}
     with pytest.raises(MappingError):
-        build(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad_mapping))
+        build_store(BuildOptions(store=StoreLocation.parse(store), out=ttl, on_error="fail", **bad_mapping))
     assert tree_digest(store) == before_store
     assert ttl.read_bytes() == before_ttl
     assert sorted(p.name for p in out_dir.iterdir()) == before_listing == ["graph.ttl", "store"]
@@ -335,8 +335,8 @@ def test_failed_build_leaves_previous_store_and_turtle_untouched(tmp_path):
 
 def test_rebuild_replaces_the_store_and_leaves_no_temporary_files(tmp_path):
     store, ttl = tmp_path / "store", tmp_path / "graph.ttl"
-    first = build(BuildOptions(store=StoreLocation.parse(store), out=ttl, odata=[DATA / "odata"]))
-    second = build(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
+    first = build_store(BuildOptions(store=StoreLocation.parse(store), out=ttl, odata=[DATA / "odata"]))
+    second = build_store(BuildOptions(store=StoreLocation.parse(store), out=ttl, **handmade_options()))
     assert second.triples > first.triples
     assert ttl.read_bytes() == second.turtle
     assert sorted(os.listdir(tmp_path)) == ["graph.ttl", "store"]
@@ -346,13 +346,13 @@ def test_rebuild_replaces_the_store_and_leaves_no_temporary_files(tmp_path):
 
 
 def test_two_builds_of_the_demo_are_byte_identical(demo_built, tmp_path):
-    again = build(BuildOptions(out=tmp_path / "again.ttl", **demo_options()))
+    again = build_store(BuildOptions(out=tmp_path / "again.ttl", **demo_options()))
     assert again.turtle == demo_built.ttl.read_bytes()
     assert len(again.turtle) > 10_000
 
 
 def test_two_builds_of_a2x_are_byte_identical(a2x, tmp_path):
-    again = build(BuildOptions(out=tmp_path / "again.ttl", odata=[shared("odata", "s4-a2x")]))
+    again = build_store(BuildOptions(out=tmp_path / "again.ttl", odata=[shared("odata", "s4-a2x")]))
     assert (tmp_path / "again.ttl").read_bytes() == a2x.ttl.read_bytes()
     assert again.triples == a2x.report.triples > 100_000
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 
 HERE = Path(__file__).resolve().parent / "conformance"
 CASES = sorted(p for p in HERE.iterdir() if p.is_dir())
@@ -26,7 +26,7 @@ def lift(case: Path) -> bytes:
         mapping=mapping if mapping.exists() else None,
         shapes=False,
     )
-    return build(options).turtle
+    return build_store(options).turtle
 
 
 def test_there_are_cases_for_odata_bpmn_mapping_and_codes():

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import DEMO, index_store, rows
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.processes import processes_in, without_processes
@@ -69,7 +69,9 @@ def test_the_fold_store_knows_nothing_of_the_held_out_process(tmp_path, tmp_path
     mapping edge and no index text of the held-out process; the kept processes are all there."""
     kept, mapping = without_processes([DEMO / "bpmn"], DEMO / "mapping.yaml", [HELD_OUT], tmp_path)
     store_dir = tmp_path / "store"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=list(kept), mapping=mapping, store=StoreLocation.parse(store_dir)))
+    build_store(
+        BuildOptions(odata=[DEMO / "odata"], bpmn=list(kept), mapping=mapping, store=StoreLocation.parse(store_dir))
+    )
     index_store(tmp_path_factory, store_dir, progress=None)
 
     store = open_store(store_dir)

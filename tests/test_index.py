@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import FIORI_SERVICES, index_store, shared
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve import texts
@@ -52,7 +52,7 @@ def encoder() -> Encoder:
 @pytest.fixture(scope="module")
 def demo_indexed(tmp_path_factory, encoder) -> Path:
     store = tmp_path_factory.mktemp("embed") / "demo"
-    build(
+    build_store(
         BuildOptions(
             odata=[DEMO / "odata"],
             bpmn=[DEMO / "bpmn"],
@@ -99,7 +99,7 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 
 def test_shared_cache_survives_a_store_rebuild(demo_indexed, tmp_path_factory, tmp_path):
     store = tmp_path / "again"
-    build(
+    build_store(
         BuildOptions(
             odata=[DEMO / "odata"],
             bpmn=[DEMO / "bpmn"],
@@ -213,7 +213,7 @@ FIORI_INDEXED = (*FIORI_SERVICES, "FAP_SUPPLIER_LIST_SRV")
 def fiori_plain(tmp_path_factory) -> Path:
     """The Fiori slice built without index, once for the module."""
     store = tmp_path_factory.mktemp("fiori-plain") / "store"
-    build(
+    build_store(
         BuildOptions(
             odata=[shared("odata", "s4-fiori", name) for name in FIORI_INDEXED], store=StoreLocation.parse(store)
         )

@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import index_store
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
 from processkg.graph.handle import StoreHandle, StoreLocation
@@ -66,7 +66,7 @@ DOC = ROOT / "docs" / "mapping-proposals.md"
 def demo_store(tmp_path_factory) -> Path:
     """The demo data without its mapping: the proposals must not see the edges they are scored on."""
     store = tmp_path_factory.mktemp("propose") / "demo"
-    build(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=StoreLocation.parse(store)))
+    build_store(BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], store=StoreLocation.parse(store)))
     index_store(tmp_path_factory, store)
     return store
 
@@ -286,7 +286,7 @@ def test_proposals_file_is_a_mapping_with_score_and_reason(tmp_path, demo_store,
     ]
     # as a mapping, the file builds (score and reason are ignored)
     store = tmp_path / "store"
-    report = build(
+    report = build_store(
         BuildOptions(odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=path, store=StoreLocation.parse(store))
     )
     assert report.mapping_edges == len(proposals)
@@ -433,7 +433,7 @@ def test_cli_llm_options_go_together(tmp_path, demo_store):
 @pytest.fixture(scope="module")
 def sap_signals(tmp_path_factory) -> Signals:
     store = tmp_path_factory.mktemp("propose") / "sap-nomap"
-    build(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=StoreLocation.parse(store)))  # no --mapping
+    build_store(BuildOptions(odata=[A2X], bpmn=[SAP / "processes"], store=StoreLocation.parse(store)))  # no --mapping
     index_store(tmp_path_factory, store)
     return Signals(StoreHandle.open(store))
 

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from lxml import etree
 
 from processkg.assets import internal_queries_dir, queries_dir
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.docgen import parse_query_header
 from processkg.graph.handle import StoreLocation, open_store
@@ -96,7 +96,7 @@ def a2x_dir(tmp_path_factory) -> Path:
     assert A2X.is_dir(), f"real data {A2X} is absent: ../shared/data must lie beside the repository"
     bpmn, mapping = sap_layer()
     store = tmp_path_factory.mktemp("queries") / "a2x"
-    build(BuildOptions(odata=[A2X], bpmn=bpmn, mapping=mapping, store=StoreLocation.parse(store)))
+    build_store(BuildOptions(odata=[A2X], bpmn=bpmn, mapping=mapping, store=StoreLocation.parse(store)))
     return store
 
 

@@ -28,7 +28,7 @@ from pyoxigraph import BlankNode, DefaultGraph, NamedNode
 from starlette.testclient import TestClient
 
 from conftest import DEMO, demo_options
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import QueryRefusedError, RemoteStoreError, StoreNotFoundError
 from processkg.graph import remote
@@ -109,14 +109,14 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo with its index in an embedded store: the answers every server must give."""
     local = tmp_path_factory.mktemp("embedded") / "store"
-    build(BuildOptions(store=StoreLocation.parse(local), index=True, **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(local), index=True, **demo_options()))
     return local
 
 
 @pytest.fixture(scope="module")
 def stores(embedded: Path, server: str) -> tuple[Path, str]:
     """The demo with its index, built into an embedded store and onto the server."""
-    build(
+    build_store(
         BuildOptions(store=StoreLocation.parse(Path(server)), index=True, **demo_options())
     )  # a Path folds '//': still a URL
     return embedded, server
@@ -158,7 +158,7 @@ def test_a_build_sent_in_small_chunks_arrives_whole(stores, tmp_path, monkeypatc
     monkeypatch.setattr(remote.Endpoint, "put", put)
     process, url = start_server(tmp_path / "db")
     try:
-        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
+        build_store(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
         mine = canonical_ntriples(
             q.triple for q in open_store(local).quads_for_pattern(None, None, None, DefaultGraph())
         )
@@ -342,9 +342,9 @@ def test_a_reader_sees_the_old_or_the_new_build_never_a_mix(stores):
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        build(BuildOptions(store=StoreLocation.parse(Path(url)), **without_mapping))
+        build_store(BuildOptions(store=StoreLocation.parse(Path(url)), **without_mapping))
         smaller = count(url)
-        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
+        build_store(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
     finally:
         done.set()
         reader.join()
@@ -356,8 +356,8 @@ def test_a_reader_sees_the_old_or_the_new_build_never_a_mix(stores):
 def test_a_build_whose_pointer_changed_meanwhile_is_refused(stores, tmp_path):
     _local, url = stores
     started_from = remote.start(url)
-    build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))  # another build wins meanwhile
-    build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))  # another build wins meanwhile
+    build_store(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     version = version_dir(tmp_path / "store")
     with pytest.raises(RemoteStoreError, match="another kg build switched the store meanwhile"):
         remote.publish(url, started_from, version, version / "oxigraph")
@@ -369,7 +369,7 @@ def test_a_reader_of_a_dropped_build_is_told_not_given_empty_answers(stores):
     pinned = StoreHandle.open(url).graph
     assert select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")[1] == []  # empty, and the build is there
     for _ in range(2):
-        build(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
+        build_store(BuildOptions(store=StoreLocation.parse(Path(url)), **demo_options()))
     with pytest.raises(StoreNotFoundError, match="replaced by two newer builds and dropped; run the command again"):
         select(pinned, "SELECT ?s WHERE { ?s a <urn:nothing> }")
 

@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import index_store
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import (
     IndexNotFoundError,
@@ -54,7 +54,7 @@ DOWNSTREAM_QUERY = "the bill matches the order and what we received; book what w
 @pytest.fixture(scope="module")
 def demo_retriever(tmp_path_factory) -> Retriever:
     store = tmp_path_factory.mktemp("retrieve") / "demo"
-    build(
+    build_store(
         BuildOptions(
             odata=[DEMO / "odata"],
             bpmn=[DEMO / "bpmn"],
@@ -407,7 +407,7 @@ def test_cli_batch_names_the_line_of_an_empty_query(demo_retriever, tmp_path):
 def small_store(tmp_path_factory) -> Path:
     """A store of one small service with its index; tests damage copies of it."""
     store = tmp_path_factory.mktemp("retrieve") / "small"
-    build(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=StoreLocation.parse(store)))
+    build_store(BuildOptions(odata=[ROOT / "tests" / "data" / "retrieve"], store=StoreLocation.parse(store)))
     index_store(tmp_path_factory, store)
     return store
 

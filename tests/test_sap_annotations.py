@@ -17,7 +17,7 @@ from lxml import etree
 from pyoxigraph import RdfFormat, Store
 
 from conftest import FIORI_SERVICES, ROOT, SHARED, Built, shared
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve.context import set_context
 from processkg.services.model import Model, required_on_create, service_model
@@ -52,7 +52,9 @@ def a2x_validator(a2x_store: Path) -> Validator:
 def returns(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """UI_RETURNSINITIATION (Fiori V2): sap:required-in-filter, sap:requires-filter and FilterRestrictions."""
     store = tmp_path_factory.mktemp("returns") / "store"
-    build(BuildOptions(odata=[shared("odata", "s4-fiori", "UI_RETURNSINITIATION")], store=StoreLocation.parse(store)))
+    build_store(
+        BuildOptions(odata=[shared("odata", "s4-fiori", "UI_RETURNSINITIATION")], store=StoreLocation.parse(store))
+    )
     return store
 
 
@@ -63,7 +65,7 @@ def conformance(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mark, occur in no real document of the corpora."""
     store = tmp_path_factory.mktemp("sap-conformance") / "store"
     folders = ("odata-v4-field-control", "odata-v4-capabilities-insert-update-delete", "odata-v4-capabilities-filter")
-    build(BuildOptions(odata=[CONFORMANCE / f for f in folders], store=StoreLocation.parse(store)))
+    build_store(BuildOptions(odata=[CONFORMANCE / f for f in folders], store=StoreLocation.parse(store)))
     return store
 
 
@@ -199,7 +201,7 @@ def markers_table(models: dict[str, Model]) -> str:
 
 def fiori_corpus_model() -> Model:
     """All 63 Fiori services, lifted in memory (no store, no shapes): what the validator would load."""
-    report = build(BuildOptions(odata=[shared("odata", "s4-fiori")], on_error="warn", shapes=False))
+    report = build_store(BuildOptions(odata=[shared("odata", "s4-fiori")], on_error="warn", shapes=False))
     store = Store()
     store.bulk_load(report.turtle, format=RdfFormat.TURTLE)
     return service_model(store)
@@ -384,7 +386,7 @@ def test_every_violation_kind_is_documented():
 
 
 if __name__ == "__main__":  # print the table of required markers for docs/validation.md
-    a2x_report = build(BuildOptions(odata=[SHARED / "odata" / "s4-a2x"], shapes=False))
+    a2x_report = build_store(BuildOptions(odata=[SHARED / "odata" / "s4-a2x"], shapes=False))
     a2x = Store()
     a2x.bulk_load(a2x_report.turtle, format=RdfFormat.TURTLE)
     print(markers_table({"s4-a2x": service_model(a2x), "s4-fiori": fiori_corpus_model()}), end="")

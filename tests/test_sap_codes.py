@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import CodeListError
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
@@ -268,8 +268,8 @@ def bound_codes(store: Path) -> set[tuple[str, str]]:
 
 def test_a_codes_folder_with_bindings_yaml_binds_without_code_bindings(tmp_path):
     """kg build --codes data/sap/codes, without --code-bindings, binds what the explicit file binds."""
-    default = build(BuildOptions(odata=[SO_FILE], codes=[CODES], store=StoreLocation.parse(tmp_path / "default")))
-    explicit = build(
+    default = build_store(BuildOptions(odata=[SO_FILE], codes=[CODES], store=StoreLocation.parse(tmp_path / "default")))
+    explicit = build_store(
         BuildOptions(
             odata=[SO_FILE], codes=[CODES], code_bindings=BINDINGS, store=StoreLocation.parse(tmp_path / "explicit")
         )
@@ -287,7 +287,7 @@ def test_code_lists_that_reach_no_property_are_a_warning(tmp_path):
     folder.mkdir()
     for csv_file in CODES.glob("*.csv"):
         (folder / csv_file.name).write_bytes(csv_file.read_bytes())
-    report = build(BuildOptions(odata=[SO_FILE], codes=[folder], store=StoreLocation.parse(tmp_path / "store")))
+    report = build_store(BuildOptions(odata=[SO_FILE], codes=[folder], store=StoreLocation.parse(tmp_path / "store")))
     assert not bound_codes(tmp_path / "store")
     assert [w for w in report.warnings if "the --codes lists reached no property" in w]
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import ROOT, running, shared
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.serve.app import open_server
 from processkg.validate.calls import read_calls
@@ -321,7 +321,7 @@ def coded(tmp_path_factory):
     """API_SALES_ORDER_SRV built with SAP's code lists (kg build --codes data/sap/codes --code-bindings ...)."""
     store = tmp_path_factory.mktemp("a2x-codes") / "store"
     codes = ROOT / "data" / "sap" / "codes"
-    build(
+    build_store(
         BuildOptions(
             odata=[shared("odata", "s4-a2x", "API_SALES_ORDER_SRV.edmx")],
             codes=[codes],

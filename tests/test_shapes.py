@@ -8,7 +8,7 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Triple
 from pyshacl import validate as shacl_validate
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.graph.handle import StoreLocation, open_store
 from processkg.graph.store import canonical_ntriples, write_store
 from processkg.services.model import Prop, TypeInfo, is_required, service_model, standard_codes, standard_list
@@ -29,7 +29,7 @@ ID = "https://w3id.org/processkg/id/odata/"
 
 def _build(tmp_path_factory, name: str, **options):
     store = tmp_path_factory.mktemp(name) / "store"
-    build(BuildOptions(store=StoreLocation.parse(store), **options))
+    build_store(BuildOptions(store=StoreLocation.parse(store), **options))
     return store
 
 

@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.cli.options import store_location_option, store_option
 from processkg.errors import RemoteStoreError
@@ -26,7 +26,7 @@ BUILDS = 5  # builds the writer thread runs while readers open handles
 
 def rebuild(store: Path, number: int) -> None:
     """Build ``store`` (with its index) from the source of build ``number``: the two alternate."""
-    build(BuildOptions(odata=[SOURCES[number % 2]], store=StoreLocation.parse(store), index=True))
+    build_store(BuildOptions(odata=[SOURCES[number % 2]], store=StoreLocation.parse(store), index=True))
 
 
 def services(handle: StoreHandle) -> dict[str, set[str]]:

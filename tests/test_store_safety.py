@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from pyoxigraph import DefaultGraph
 
 from conftest import DEMO, INVALID, demo_options
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import OutputRefusedError, StoreBusyError, StoreRefusedError
 from processkg.graph import stats as stats_mod
@@ -40,11 +40,11 @@ NEW = demo_options()
 _SCRIPT = """
 import sys
 from pathlib import Path
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.errors import ProcessKGError
 from processkg.graph.handle import StoreLocation
 try:
-    build(BuildOptions(store=StoreLocation.parse(Path(sys.argv[1])), index=False, **{opts}))
+    build_store(BuildOptions(store=StoreLocation.parse(Path(sys.argv[1])), index=False, **{opts}))
 except ProcessKGError as exc:
     print("error:", exc, file=sys.stderr)
     sys.exit(2)
@@ -96,8 +96,8 @@ def _leftovers(folder: Path) -> list[str]:
 def references(tmp_path_factory) -> dict:
     """The stats of the old and of the new build, each built once in process."""
     root = tmp_path_factory.mktemp("refs")
-    build(BuildOptions(store=StoreLocation.parse(root / "old"), **OLD))
-    build(BuildOptions(store=StoreLocation.parse(root / "new"), **NEW))
+    build_store(BuildOptions(store=StoreLocation.parse(root / "old"), **OLD))
+    build_store(BuildOptions(store=StoreLocation.parse(root / "new"), **NEW))
     return {"old": _stats(root / "old"), "new": _stats(root / "new"), "root": root}
 
 
@@ -116,7 +116,7 @@ def test_build_refuses_a_folder_of_other_files_and_a_plain_file(tmp_path):
     plain = tmp_path / "notes.txt"
     plain.write_text("keep me")
     with pytest.raises(StoreRefusedError, match=r"notes\.txt: exists and is not a directory"):
-        build(BuildOptions(store=StoreLocation.parse(plain), **OLD))
+        build_store(BuildOptions(store=StoreLocation.parse(plain), **OLD))
     assert plain.read_text() == "keep me"
 
 
@@ -125,12 +125,12 @@ def test_build_refuses_a_store_holding_the_current_directory_or_the_inputs(tmp_p
     shutil.copytree(DEMO / "odata", inputs)
     monkeypatch.chdir(tmp_path / "project")
     with pytest.raises(StoreRefusedError, match=r"--store \.: it contains the current directory"):
-        build(BuildOptions(store=StoreLocation.parse(Path(".")), odata=[inputs]))
+        build_store(BuildOptions(store=StoreLocation.parse(Path(".")), odata=[inputs]))
     with pytest.raises(StoreRefusedError, match=r"--store \.\.: it contains the current directory"):
-        build(BuildOptions(store=StoreLocation.parse(Path("..")), odata=[inputs]))
+        build_store(BuildOptions(store=StoreLocation.parse(Path("..")), odata=[inputs]))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(StoreRefusedError, match=r"--store project: it contains the input .*odata"):
-        build(BuildOptions(store=StoreLocation.parse(Path("project")), odata=[inputs]))
+        build_store(BuildOptions(store=StoreLocation.parse(Path("project")), odata=[inputs]))
     assert sorted(os.listdir(tmp_path)) == ["project"]
     assert sorted(os.listdir(tmp_path / "project")) == ["odata"]
 
@@ -151,7 +151,7 @@ def test_build_refuses_a_store_inside_an_input_folder(tmp_path):
             )
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
     with pytest.raises(StoreRefusedError, match="inside the input folder"):
-        build(
+        build_store(
             BuildOptions(
                 store=StoreLocation.parse(tmp_path / "b" / "s"),
                 odata=[inputs / "DEMO_SALES_ORDER_SRV.edmx"],
@@ -166,7 +166,7 @@ def test_a_store_of_the_previous_layout_is_replaced_and_an_empty_folder_accepted
     shutil.copytree(version / "oxigraph", legacy / "oxigraph")
     shutil.copy(version / "build.json", legacy / "build.json")
     assert _stats(legacy) == references["old"]  # the previous layout is still readable
-    build(BuildOptions(store=StoreLocation.parse(legacy), **NEW))
+    build_store(BuildOptions(store=StoreLocation.parse(legacy), **NEW))
     assert _stats(legacy) == references["new"]
     assert not (legacy / "oxigraph").resolve().samefile(legacy)
     assert sorted(p.name for p in legacy.iterdir() if not p.name.startswith("v-")) == [
@@ -179,13 +179,13 @@ def test_a_store_of_the_previous_layout_is_replaced_and_an_empty_folder_accepted
     ]
     empty = tmp_path / "empty"
     empty.mkdir()
-    build(BuildOptions(store=StoreLocation.parse(empty), **OLD))
+    build_store(BuildOptions(store=StoreLocation.parse(empty), **OLD))
     assert _stats(empty) == references["old"]
 
 
 def test_a_failed_first_build_leaves_no_store_behind(tmp_path):
     with pytest.raises(Exception, match=r"unresolved|not declared"):
-        build(
+        build_store(
             BuildOptions(store=StoreLocation.parse(tmp_path / "store"), odata=[INVALID / "unresolved-association.edmx"])
         )
     assert os.listdir(tmp_path) == []
@@ -193,21 +193,21 @@ def test_a_failed_first_build_leaves_no_store_behind(tmp_path):
 
 def test_a_build_leaves_only_its_store_beside_it(tmp_path):
     """The lifted triples and shapes are spooled to a hidden folder beside the store while it builds."""
-    build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     assert os.listdir(tmp_path) == ["store"]
 
 
 def test_a_build_removes_the_spools_of_a_killed_build_of_its_store_and_nothing_else(tmp_path):
     """A killed build leaves its spool folder (.store.build-XXXX, marked) beside the store; the next
     build of that store, holding its writer lock, removes it; an unmarked look-alike is kept."""
-    build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     stale, alike = tmp_path / ".store.build-dead1234", tmp_path / ".store.build-mine"
     stale.mkdir()
     (stale / ".processkg-spool").touch()
     (stale / "data.nt").write_bytes(b"<a:b> <a:c> <a:d> .\n")
     alike.mkdir()
     (alike / "notes.txt").write_text("not a spool")
-    build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     assert sorted(os.listdir(tmp_path)) == [".store.build-mine", "store"]
     assert (alike / "notes.txt").read_text() == "not a spool"
 
@@ -215,11 +215,11 @@ def test_a_build_removes_the_spools_of_a_killed_build_of_its_store_and_nothing_e
 def test_a_refused_out_file_leaves_the_old_store(tmp_path):
     """--out is written before the new build becomes current: refused, the store stays as it was."""
     store = tmp_path / "store"
-    build(BuildOptions(store=StoreLocation.parse(store), **demo_options()))
+    build_store(BuildOptions(store=StoreLocation.parse(store), **demo_options()))
     before = read_meta(store)
     (tmp_path / "folder.ttl").mkdir()
     with pytest.raises(OutputRefusedError, match=r"folder\.ttl: exists and is not a regular file"):
-        build(BuildOptions(store=StoreLocation.parse(store), odata=[DEMO / "odata"], out=tmp_path / "folder.ttl"))
+        build_store(BuildOptions(store=StoreLocation.parse(store), odata=[DEMO / "odata"], out=tmp_path / "folder.ttl"))
     assert read_meta(store) == before and before["mapping_edges"] > 0
 
 
@@ -235,7 +235,7 @@ def test_a_store_loaded_in_parts_holds_the_graph_of_one_load(demo_built, tmp_pat
     """A large build is bulk-loaded LOAD_LINES N-Triples lines at a time (memory); 500 makes the demo
     load in parts: the same data and shapes graphs and the same counts in build.json."""
     monkeypatch.setattr(store_mod, "LOAD_LINES", 500)
-    report = build(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
+    report = build_store(BuildOptions(store=StoreLocation.parse(tmp_path / "store"), **demo_options()))
     assert report.triples > 3 * 500
     assert _graphs(tmp_path / "store") == _graphs(demo_built.store_dir)
     assert read_meta(tmp_path / "store")["triples"] == read_meta(demo_built.store_dir)["triples"] == report.triples
@@ -332,7 +332,7 @@ def test_two_concurrent_builds_one_wins_the_other_is_refused(tmp_path, reference
         assert f"another kg build is writing {store}" in second.stderr.read().decode()
         assert _stats(store) == references["old"], "the refused build changed nothing"
         with pytest.raises(StoreBusyError, match="another kg build is writing"):
-            build(BuildOptions(store=StoreLocation.parse(store), **OLD))
+            build_store(BuildOptions(store=StoreLocation.parse(store), **OLD))
     finally:
         os.close(fd)
     first = _spawn(store, NEW)
@@ -375,7 +375,7 @@ def test_stale_leftovers_of_the_previous_layout_are_removed_and_a_lost_store_res
     shutil.copytree(references["root"] / "old" / "current" / "oxigraph", lost / "oxigraph")
     shutil.copy(references["root"] / "old" / "current" / "build.json", lost / "build.json")
     (tmp_path / f".store.tmp-{dead}").mkdir()
-    build(BuildOptions(store=StoreLocation.parse(store), **NEW))
+    build_store(BuildOptions(store=StoreLocation.parse(store), **NEW))
     assert sorted(os.listdir(tmp_path)) == ["store"]
     assert _stats(store) == references["new"]
 

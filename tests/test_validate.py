@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from rdflib import RDF, Namespace
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.cli.validate import shapes_cmd, validate_cmd
 from processkg.errors import ProcessKGError
@@ -41,7 +41,7 @@ def fiori_validator(tmp_path_factory):
         "C_POMntnDocumentTypeValueHelp,FO,Framework Order\n",
         encoding="utf-8",
     )
-    build(
+    build_store(
         BuildOptions(odata=[FIORI / s for s in FIORI_SERVICES], codes=[codes], store=StoreLocation.parse(tmp / "store"))
     )
     return Validator(StoreHandle.open(tmp / "store"))
@@ -692,7 +692,9 @@ def test_cli_shapes_reads_the_stored_shapes_which_equal_fresh_ones(demo_store, t
     assert len(stored) > 1000
     assert sorted(map(str, stored)) == sorted(map(str, generate_shapes(graph)))
     bare = tmp_path / "bare"
-    build(BuildOptions(odata=[DEMO / "odata"], codes=[DEMO / "codes"], store=StoreLocation.parse(bare), shapes=False))
+    build_store(
+        BuildOptions(odata=[DEMO / "odata"], codes=[DEMO / "codes"], store=StoreLocation.parse(bare), shapes=False)
+    )
     assert stored_shapes(open_store(bare)) == []
     a, b = tmp_path / "a.ttl", tmp_path / "b.ttl"
     assert _invoke(shapes_cmd, ["--store", str(demo_store), "--out", str(a)]).exit_code == 0

@@ -2,9 +2,9 @@
 
 The library API is the same functions the ``kg`` command wires together::
 
-    from processkg import BuildOptions, StoreLocation, build, open_store, select, load_query
+    from processkg import BuildOptions, StoreLocation, build_store, open_store, select, load_query
     store = StoreLocation.parse("build/demo")  # what --store takes: a folder or a SPARQL server's URL
-    report = build(BuildOptions(odata=["data/demo/odata"], bpmn=["data/demo/bpmn"],
+    report = build_store(BuildOptions(odata=["data/demo/odata"], bpmn=["data/demo/bpmn"],
                                 mapping="data/demo/mapping.yaml", store=store))
     names, rows = select(open_store(store), load_query("stats-services"))
 
@@ -14,7 +14,8 @@ documents), or that must release the build, opens a :class:`StoreHandle` and han
 stages (``Retriever``, ``Validator``, ``Toolbox``, ``open_server``, ...), as the CLI does.
 
 The names are imported on first use (PEP 562), so that importing one subpackage, as ``kg mcp``
-does, does not import the whole pipeline.
+does, does not import the whole pipeline. (The build is ``build_store``: ``processkg.build`` is the
+subpackage.)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from processkg.build.pipeline import BuildOptions, BuildReport, build
+    from processkg.build.pipeline import BuildOptions, BuildReport, build_store
     from processkg.errors import ProcessKGError
     from processkg.graph.handle import StoreHandle, StoreLocation, open_store
     from processkg.graph.store import load_query, select
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 API = {
     "BuildOptions": "processkg.build.pipeline",
     "BuildReport": "processkg.build.pipeline",
-    "build": "processkg.build.pipeline",
+    "build_store": "processkg.build.pipeline",
     "ProcessKGError": "processkg.errors",
     "StoreHandle": "processkg.graph.handle",
     "StoreLocation": "processkg.graph.handle",
@@ -47,7 +48,7 @@ __all__ = [
     "ProcessKGError",
     "StoreHandle",
     "StoreLocation",
-    "build",
+    "build_store",
     "load_query",
     "open_store",
     "select",

@@ -111,7 +111,9 @@ class Builder:
         if options.on_error not in ON_ERROR:
             raise ProcessKGError(f"--on-error must be one of {', '.join(ON_ERROR)}")
         if options.store is not None and options.store.path is None:
-            raise ProcessKGError(f"{options.store}: a build on a SPARQL server is published by build(), not Builder")
+            raise ProcessKGError(
+                f"{options.store}: a build on a SPARQL server is published by build_store(), not by Builder"
+            )
         self.opt = options
         self.store = options.store.path if options.store is not None else None  # the local store written
         self.report = BuildReport()
@@ -431,7 +433,7 @@ def _memory_store(data: Path) -> Store:
     return store
 
 
-def build(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:
+def build_store(options: BuildOptions, progress: ProgressCallback | None = None) -> BuildReport:
     """Build the graph described by ``options``; the library entry point of ``kg build``."""
     if options.store is not None and options.store.url is not None:
         return _build_remote(options.store.url, options, progress)
@@ -449,4 +451,4 @@ def _build_remote(url: str, options: BuildOptions, progress: ProgressCallback | 
     return report
 
 
-__all__ = ["BuildOptions", "BuildReport", "build"]
+__all__ = ["BuildOptions", "BuildReport", "build_store"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click._termui_impl import ProgressBar
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.options import model_option, out_option, store_location_option
 from processkg.graph import stats
 from processkg.graph.handle import StoreLocation
@@ -129,7 +129,7 @@ def build_cmd(
     )
     if bar is not None:
         with bar:
-            report = build(opts, progress)
+            report = build_store(opts, progress)
     else:
-        report = build(opts)
+        report = build_store(opts)
     click.echo(stats.build_summary(report, show_skipped=on_error != "skip", store=store, out=out))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.options import out_option, store_option
 from processkg.errors import ProcessKGError
 from processkg.evaluate import processes
@@ -141,7 +141,7 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
         folder = work / f"without-{processes.fold_of(held_out[0]) + 1}"
         kept, kept_mapping = processes.without_processes(inputs.bpmn, inputs.mapping, held_out, folder)
         store = StoreLocation(path=folder / "store")
-        build(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=store))
+        build_store(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=store))
         build_index(store, cache_dir=cache, progress=None)
         return Retriever(StoreHandle.open(store))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from processkg.aliases import JSONObject
-from processkg.build.pipeline import BuildOptions, build
+from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.options import model_option, out_option
 from processkg.evaluate import socbench_protocol
 from processkg.graph.handle import StoreLocation
@@ -24,7 +24,7 @@ def build_openapi_store(folder: Path, store: StoreLocation) -> None:
     """``kg build --openapi FOLDER --store STORE --no-index``: the store SOCBench-D queries (the
     JSON files that are not OpenAPI, queries.json, are skipped with a warning nobody needs here)."""
 
-    build(BuildOptions(openapi=[Path(folder)], store=store, index=False))
+    build_store(BuildOptions(openapi=[Path(folder)], store=store, index=False))
 
 
 def _command_line(

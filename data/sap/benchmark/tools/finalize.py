@@ -322,10 +322,10 @@ class Processes:
         from pyoxigraph import RdfFormat, Store
 
         sys.path.insert(0, str(ROOT / "src"))
-        from processkg.build.pipeline import BuildOptions, build
+        from processkg.build.pipeline import BuildOptions, build_store
         from processkg.vocab import PREFIXES
 
-        report = build(BuildOptions(odata=[metadata], bpmn=[PROCESSES], mapping=MAPPING, on_error="fail"))
+        report = build_store(BuildOptions(odata=[metadata], bpmn=[PROCESSES], mapping=MAPPING, on_error="fail"))
         store = Store()
         store.bulk_load(report.turtle, format=RdfFormat.TURTLE)
 

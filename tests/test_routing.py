@@ -222,6 +222,6 @@ def test_edges_from_lists_are_the_edges_of_the_mask(size):
     rows_of: dict[int, list[int]] = {}
     for i, j in reversed(list(zip(*np.nonzero(mask), strict=True))):  # any order, one pair twice
         rows_of.setdefault(int(j), []).extend([int(i)] * (1 + (i == j)))
-    dense, lists = Edges(mask), Edges.of_lists(rows_of, size)
+    dense, lists = Edges.of_mask(mask), Edges.of_lists(rows_of, size)
     assert lists.columns == dense.columns == size
     assert np.array_equal(lists.index, dense.index) and np.array_equal(lists.valid, dense.valid)

@@ -151,30 +151,32 @@ def families(names: list[str]) -> np.ndarray:
 
 
 class Edges:
-    """A boolean matrix ``mask[i, j]`` kept as, per column j, the rows i it holds (padded with -1):
-    a max over the few rows of each column instead of over the whole matrix."""
+    """A boolean matrix ``mask[i, j]`` kept as, per column j, the rows i it holds (``index``, padded;
+    ``valid`` marks the real entries): a max over the few rows of each column instead of over the
+    whole matrix."""
 
-    def __init__(self, mask: np.ndarray) -> None:
-        counts = mask.sum(axis=0)
-        width = int(counts.max()) if mask.size else 0
-        self.index = np.zeros((mask.shape[1], width), dtype=np.int64)
+    def __init__(self, counts: np.ndarray) -> None:
+        """Room for ``counts[j]`` rows in column j; the constructors fill ``index``."""
+        width = int(counts.max()) if counts.size else 0
+        self.columns = len(counts)
+        self.index = np.zeros((self.columns, width), dtype=np.int64)
         self.valid = np.arange(width)[None, :] < counts[:, None]
-        self.index[self.valid] = np.nonzero(mask.T)[1]  # column by column, rows in order
-        self.columns = mask.shape[1]
+
+    @classmethod
+    def of_mask(cls, mask: np.ndarray) -> Edges:
+        edges = cls(mask.sum(axis=0))
+        edges.index[edges.valid] = np.nonzero(mask.T)[1]  # column by column, rows in order
+        return edges
 
     @classmethod
     def of_lists(cls, rows_of: Mapping[int, Iterable[int]], columns: int) -> Edges:
         """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (the
         navigations and the document flow between entity sets: 1.7 GB each as masks at 100x)."""
         lists = {j: sorted(set(rows)) for j, rows in rows_of.items()}
-        edges = cls.__new__(cls)
-        edges.columns = columns
         counts = np.zeros(columns, dtype=np.int64)
         for j, rows in lists.items():
             counts[j] = len(rows)
-        width = int(counts.max()) if columns else 0
-        edges.index = np.zeros((columns, width), dtype=np.int64)
-        edges.valid = np.arange(width)[None, :] < counts[:, None]
+        edges = cls(counts)
         for j, rows in lists.items():
             edges.index[j, : len(rows)] = rows
         return edges
@@ -286,8 +288,8 @@ class ProcessMatrices:
         self.starts = self.uses[starts].any(axis=0).astype(np.float32) if starts.any() else np.zeros(count)
         self.ends = self.uses[ends].any(axis=0).astype(np.float32) if ends.any() else np.zeros(count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
-        self.used_by = Edges(self.uses)
-        self.forward = (Edges(self.next), Edges(self.next.T))  # (A -> B per B, B -> C per B)
+        self.used_by = Edges.of_mask(self.uses)
+        self.forward = (Edges.of_mask(self.next), Edges.of_mask(self.next.T))  # (A -> B per B, B -> C per B)
 
     @property
     def has_process(self) -> bool:

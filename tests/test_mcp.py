@@ -426,3 +426,57 @@ def test_a_bad_odata_url_is_refused_before_serving(demo_indexed_store):
     assert done.stderr.strip().splitlines() == [
         "error: the OData URL must start with http:// or https:// and a host, not 'ftp://host/'"
     ]
+
+
+def test_kg_mcp_imports_no_stage_before_it_answers_initialize():
+    """What `kg mcp` imports to answer initialize (the kg command, its mcp command, the MCP face): none
+    of the stages the tools load afterwards, so initialize answers in under a second at any size."""
+    probe = (
+        "import sys; from processkg.cli import main; main.get_command(None, 'mcp');"
+        "import processkg.tools.mcp_server;"
+        "import json; print(json.dumps(sorted(m for m in sys.modules if m.startswith(('processkg.', 'sentence_transformers', 'torch')))))"
+    )
+    loaded = json.loads(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.replace(
+            "'", '"'
+        )
+    )
+    assert "processkg.cli.mcp" in loaded and "processkg.tools.mcp_server" in loaded
+    late = {"processkg.tools.toolbox", "processkg.retrieve.index", "processkg.build.pipeline", "processkg.serve.app"}
+    assert late.isdisjoint(loaded) and not any(m.startswith(("sentence_transformers", "torch")) for m in loaded)
+
+
+def test_loading_starts_with_the_first_message_after_initialize():
+    """The stdio reader calls the face's start once, after it has passed initialize on and before the next message."""
+    import anyio
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    from processkg.tools.mcp_server import answer_unreadable
+
+    started: list[int] = []  # how many messages had been passed on when start was called
+    lines = [
+        types.JSONRPCRequest(jsonrpc="2.0", id=1, method="initialize", params={}),
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"),
+        types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/list"),
+    ]
+
+    async def run() -> list[str]:
+        incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+        readable, passed = anyio.create_memory_object_stream[SessionMessage](10)
+        outgoing, _answers = anyio.create_memory_object_stream[SessionMessage](10)
+        seen: list[str] = []
+        async with incoming_send:
+            for line in lines:
+                await incoming_send.send(SessionMessage(line))
+        await answer_unreadable(
+            incoming, readable, outgoing, lambda: started.append(passed.statistics().current_buffer_used)
+        )
+        async with passed:
+            async for item in passed:
+                seen.append(item.message.method)
+        return seen
+
+    seen = anyio.run(run)
+    assert seen == ["initialize", "notifications/initialized", "tools/list"]
+    assert started == [1]

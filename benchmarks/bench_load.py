@@ -36,6 +36,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from processkg.tools.local_server import free_port
+
 HERE = Path(__file__).resolve().parent
 DEMO = HERE.parent / "data" / "demo"
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
@@ -221,7 +223,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "load.json")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench_serve import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"http://127.0.0.1:{free_port()}" if args.remote else None

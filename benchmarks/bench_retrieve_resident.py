@@ -29,6 +29,8 @@ from pathlib import Path
 
 import httpx
 
+from processkg.tools.local_server import free_port
+
 HERE = Path(__file__).resolve().parent
 DEMO = HERE.parent / "data" / "demo"
 QUERIES = HERE / "retrieve-dev-queries.jsonl"
@@ -103,7 +105,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "retrieve_resident.json")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench_serve import free_port
 
     texts = queries()
     with tempfile.TemporaryDirectory() as tmp:

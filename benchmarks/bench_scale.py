@@ -49,10 +49,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent / "tests"))  # tests/virtuoso_server.py: Virtuoso started as the tests start it
 
 from bench_retrieve_resident import queries  # noqa: E402
-from bench_serve import free_port  # noqa: E402
 from scale_corpus import generate  # noqa: E402
 
 import virtuoso_server  # noqa: E402
+from processkg.tools.local_server import free_port  # noqa: E402
 
 SERVICE = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 VIRTUOSO_BUFFERS = 170_000  # 1.3 GB of 8 KB pages (Virtuoso's ini for 2 GB of memory)

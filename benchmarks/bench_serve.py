@@ -24,7 +24,6 @@ import cProfile
 import json
 import os
 import pstats
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,8 @@ from pathlib import Path
 
 import httpx
 import psutil
+
+from processkg.tools.local_server import free_port
 
 HERE = Path(__file__).resolve().parent
 A2X = HERE.parent.parent / "shared" / "data" / "odata" / "s4-a2x"
@@ -51,12 +52,6 @@ ORDER = {
 }
 CLIENTS = (1, 10, 50)
 TARGET_POST_P50_MS = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(store: Path, port: int) -> subprocess.Popen:

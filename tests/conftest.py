@@ -17,7 +17,6 @@ import hashlib
 import http.server
 import os
 import pickle
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +38,7 @@ from processkg.graph.handle import StoreLocation
 from processkg.graph.store import plain
 from processkg.retrieve.index import IndexReport, build_index
 from processkg.serve.app import Server, create_app
+from processkg.tools.local_server import free_port
 from processkg.vocab import PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,13 +167,6 @@ def index_store(tmp_path_factory: pytest.TempPathFactory, store: Path | StoreLoc
 
 
 # ------------------------------------------------------------------ kg serve on loopback
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

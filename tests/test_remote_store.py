@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,16 +34,11 @@ from processkg.graph import remote
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.graph.store import canonical_ntriples, load_query, records, select, version_dir
 from processkg.serve.app import create_app, open_server
+from processkg.tools.local_server import free_port
 from processkg.tools.toolbox import Toolbox
 
 SHAPES = NamedNode("https://w3id.org/processkg/shapes")
 QUERIES = sorted(p.stem for p in (Path(__file__).parents[1] / "src/processkg/assets/queries").glob("*.rq"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def oxigraph_binary() -> str:

@@ -5,12 +5,13 @@ second SPARQL server of tests/test_remote_store.py (``conftest.virtuoso``) and o
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
+
+from processkg.tools.local_server import free_port
 
 INI = """[Database]
 DatabaseFile = {db}/virtuoso.db
@@ -73,12 +74,6 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from conftest import FIORI_SERVICES, index_store, shared
+from conftest import FIORI_SERVICES, demo_options, index_store, shared
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
@@ -52,15 +52,7 @@ def encoder() -> Encoder:
 @pytest.fixture(scope="module")
 def demo_indexed(tmp_path_factory, encoder) -> Path:
     store = tmp_path_factory.mktemp("embed") / "demo"
-    build_store(
-        BuildOptions(
-            odata=[DEMO / "odata"],
-            bpmn=[DEMO / "bpmn"],
-            mapping=DEMO / "mapping.yaml",
-            codes=[DEMO / "codes"],
-            store=StoreLocation.parse(store),
-        )
-    )
+    build_store(BuildOptions(store=StoreLocation.parse(store), **demo_options()))
     index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
     return store
 
@@ -99,15 +91,7 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
 
 def test_shared_cache_survives_a_store_rebuild(demo_indexed, tmp_path_factory, tmp_path):
     store = tmp_path / "again"
-    build_store(
-        BuildOptions(
-            odata=[DEMO / "odata"],
-            bpmn=[DEMO / "bpmn"],
-            mapping=DEMO / "mapping.yaml",
-            codes=[DEMO / "codes"],
-            store=StoreLocation.parse(store),
-        )
-    )
+    build_store(BuildOptions(store=StoreLocation.parse(store), **demo_options()))
     report = index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
     assert report.encoded == 0 and report.counts == {"set": 23, "activity": 27, "chunk": 84}
     own = EmbeddingCache.load(store / "index")  # the index also keeps its own vectors

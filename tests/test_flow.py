@@ -5,6 +5,7 @@ Every input is a real SAP A2X document from ../shared/data/odata/s4-a2x."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +22,27 @@ from processkg.sources.odata.lift_service import ServiceLifter
 from processkg.vocab import KGT, RDF_TYPE
 
 
-def _sets(*names: str) -> tuple[list[flow.KeyedSet], list]:
+def _sets(*names: str | Path) -> tuple[list[flow.KeyedSet], list]:
     """The keyed sets of the named A2X services, and their lifted triples."""
     sets, triples = [], []
     for name in names:
-        path = shared("odata", "s4-a2x", f"{name}.edmx")
+        path = name if isinstance(name, Path) else shared("odata", "s4-a2x", f"{name}.edmx")
         doc = csdl.read_document(path, path.name)
         lifter = ServiceLifter(edm.resolve(doc, []), doc.name, {})
         triples += lifter.lift()
         sets += flow.keyed_sets(doc, doc.name, lifter.set_iris, lifter.inherited_prop_iri)
     return sets, triples
+
+
+def _copy(name: str, suffix: str, folder: Path) -> Path:
+    """An A2X document as another system would serve it: its file stem and schema namespaces suffixed
+    (how benchmarks/scale_corpus.py copies a corpus)."""
+    text = shared("odata", "s4-a2x", f"{name}.edmx").read_text(encoding="utf-8")
+    names = sorted({name, *re.findall(r'Namespace="([^"]+)"', text)}, key=len, reverse=True)
+    text = re.sub("|".join(re.escape(n) for n in names), lambda m: m.group(0) + suffix, text)
+    path = folder / f"{name}{suffix}.edmx"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def _edges(*names: str) -> dict[tuple[str, str], list[tuple[str, str]]]:
@@ -83,6 +95,43 @@ def test_properties_that_only_look_like_keys_give_no_flow():
     assert ("A_PurchaseOrder", "A_PurchaseOrderItem") not in edges
 
 
+def test_a_follow_on_in_one_system_follows_the_copy_of_its_predecessor_in_the_same_system(tmp_path):
+    """Two systems serve the same purchase order and supplier invoice services (the second with its
+    namespaces suffixed _ZAB1): each invoice follows the order of its own system only, not both."""
+    sets, _ = _sets(
+        "API_PURCHASEORDER_PROCESS_SRV",
+        "API_SUPPLIERINVOICE_PROCESS",
+        _copy("API_PURCHASEORDER_PROCESS_SRV", "_ZAB1", tmp_path),
+        _copy("API_SUPPLIERINVOICE_PROCESS", "_ZAB1", tmp_path),
+    )
+    pairs = {(e.pred.service, e.pred.name, e.follow.service, e.follow.name) for e in flow.infer(sets)}
+    assert (
+        "API_PURCHASEORDER_PROCESS_SRV",
+        "A_PurchaseOrderItem",
+        "API_SUPPLIERINVOICE_PROCESS",
+        "A_SuplrInvcItemPurOrdRef",
+    ) in pairs
+    assert (
+        "API_PURCHASEORDER_PROCESS_SRV_ZAB1",
+        "A_PurchaseOrderItem",
+        "API_SUPPLIERINVOICE_PROCESS_ZAB1",
+        "A_SuplrInvcItemPurOrdRef",
+    ) in pairs
+    crossing = [p for p in pairs if p[0].endswith("_ZAB1") != p[2].endswith("_ZAB1")]
+    assert crossing == []
+    # one system alone has as many edges as each of the two
+    alone = _edges("API_PURCHASEORDER_PROCESS_SRV", "API_SUPPLIERINVOICE_PROCESS")
+    assert len(pairs) == 2 * len(alone)
+
+
+def test_service_names_are_closest_to_their_own_system():
+    assert flow.distance("API_X_SRV", "API_X_SRV") == 0
+    assert flow.distance("API_X_SRV", "API_Y_SRV") < flow.distance("API_X_SRV", "API_Y_SRV_ZAB3")
+    assert flow.distance("API_X_SRV_ZAB3", "API_Y_SRV_ZAB3") < flow.distance("API_X_SRV_ZAB3", "API_Y_SRV")
+    assert flow.distance("API_X_SRV_ZAB3", "API_Y_SRV_ZAB3") < flow.distance("API_X_SRV_ZAB3", "API_Y_SRV_ZCD4")
+    assert flow.distance("AB", "ABAB") == flow.distance("ABAB", "AB") == 2  # prefix and suffix overlap
+
+
 def test_the_lift_names_the_evidence_with_the_lifted_property_iris():
     sets, triples = _sets("API_SALES_ORDER_SRV", "API_OUTBOUND_DELIVERY_SRV", "API_PURCHASEORDER_PROCESS_SRV")
     properties = {t.subject for t in triples if t.predicate == RDF_TYPE and t.object == KGT.Property}
@@ -125,6 +174,14 @@ def test_the_build_lifts_the_flow_and_retrieval_lifts_it_to_the_documents_header
     assert delivery in retriever.flows[order]
     assert invoice in retriever.flows[purchase]
     assert purchase not in retriever.flows.get(invoice, [])
+    # a quotation's partners navigate to it (to-one) but are part of it, not the document: no lift
+    partner = _row(retriever, "API_SALES_QUOTATION_SRV", "A_SalesQuotationPartner")
+    quotation = _row(retriever, "API_SALES_QUOTATION_SRV", "A_SalesQuotation")
+    sales_order = _row(retriever, "API_SALES_ORDER_SRV", "A_SalesOrder")
+    assert sales_order in retriever.flows[quotation]
+    assert partner not in retriever.flows
+    assert not any(partner in follows for follows in retriever.flows.values())
+    assert len(rows) < 4 * 259  # header and item at both ends at most, where the old lift gave 4,147
 
 
 def test_the_flow_signal_follows_the_set_that_matches_the_query(retriever):

@@ -19,8 +19,10 @@ S follows T when properties of S carry *every* key property of T, with T a *docu
 with items (another set of T's service whose key is T's key and one ``...Item`` property) or such
 an item set. Master data (a customer, a plant, a product) has no items and is never a
 predecessor, so ``Plant`` on an order item is no flow. A set never follows itself, a set of its
-own entity type, or a set whose key is part of its own (its header). The relation is weaker than
-``bpmn:next``: it says a document *can* be made from another, not that a process makes it so.
+own entity type, or a set whose key is part of its own (its header). Where several services have a
+predecessor set of one name and key (one service copied per system or version), a follow-on set is
+linked to the one in the service whose name is closest to its own (:func:`closest`). The relation
+is weaker than ``bpmn:next``: it says a document *can* be made from another, not that a process makes it so.
 """
 
 from __future__ import annotations
@@ -177,18 +179,71 @@ def carried(
     return tuple(pairs)
 
 
+def distance(a: str, b: str) -> int:
+    """How unlike two service names are: the characters of either that are not in their common
+    prefix or common suffix (0 for a service with itself; ``API_X_SRV`` is closer to ``API_Y_SRV``
+    than to ``API_Y_SRV_ZAB3``, and ``API_X_SRV_ZAB3`` closer to ``API_Y_SRV_ZAB3`` than to either)."""
+    shared = _common(a, b) + _common(a[::-1], b[::-1])
+    return len(a) + len(b) - 2 * min(shared, len(a), len(b))
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the common prefix of two strings."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def closest(follow: KeyedSet, candidates: list[FlowEdge]) -> list[FlowEdge]:
+    """Of the edges into ``follow`` from sets of one name and key in several services (one service
+    copied per system or version), those from the services whose name is closest to ``follow``'s
+    (:func:`distance`); ties keep all. A follow-on document is made from its predecessor in its own
+    system, so without this bound N copies of a corpus would link every copy to every other, N^2 edges."""
+    best = min(distance(follow.service, e.pred.service) for e in candidates)
+    return [e for e in candidates if distance(follow.service, e.pred.service) == best]
+
+
 def infer(sets: list[KeyedSet]) -> list[FlowEdge]:
-    """Every flow edge between the sets of a build, in a fixed order (pred IRI, follow IRI)."""
+    """Every flow edge between the sets of a build, in a fixed order (pred IRI, follow IRI). Each
+    follow-on set is tried only against the predecessors whose first key property one of its
+    properties can carry (by name or by label), not against every document of the build."""
     docs = documents(sets)
     preds = [s for s in sets if s.iri in docs]
     labels = labels_of_keys(sets, {f.name for s in preds for f in s.key})
+    by_first: dict[str, list[KeyedSet]] = {}
+    for pred in preds:
+        if pred.key:
+            by_first.setdefault(pred.key[0].name, []).append(pred)
+    named: dict[str, set[str]] = {}  # squashed label -> the key property names that carry it
+    for name, squashed in labels.items():
+        for label in squashed:
+            named.setdefault(label, set()).add(name)
     unique: dict[tuple[str, str], FlowEdge] = {}
     for follow in sets:
-        for pred in preds:
-            evidence = carried(pred, follow, labels)
-            if evidence:
-                unique.setdefault((pred.iri.value, follow.iri.value), FlowEdge(pred, follow, evidence))
+        kinds: dict[tuple[str, tuple[str, ...]], list[FlowEdge]] = {}
+        for first in sorted(_carriable(follow, named)):
+            for pred in by_first.get(first, ()):
+                evidence = carried(pred, follow, labels)
+                if evidence:
+                    kinds.setdefault((pred.name, _names(pred.key)), []).append(FlowEdge(pred, follow, evidence))
+        for candidates in kinds.values():
+            for edge in closest(follow, candidates):
+                unique.setdefault((edge.pred.iri.value, follow.iri.value), edge)
     return [unique[k] for k in sorted(unique)]
+
+
+def _carriable(follow: KeyedSet, named: dict[str, set[str]]) -> set[str]:
+    """The key property names that a property of ``follow`` could carry as a first key part: its own
+    names, and for ``Reference<X>`` / ``Preceding<X>`` the key names labelled X (see :func:`_carrier`)."""
+    out = {f.name for f in follow.others}
+    for f in follow.others:
+        if f.name.startswith(REFERENCE_PREFIXES):
+            rest = f.name.removeprefix(REFERENCE_PREFIXES[0]).removeprefix(REFERENCE_PREFIXES[1])
+            out |= named.get(rest.lower(), set())
+    return out
 
 
 def lift(edges: list[FlowEdge]) -> list[Triple]:

@@ -23,7 +23,7 @@ from processkg.aliases import PlainValue, QueryValue
 from processkg.errors import ProcessKGError, QueryError, QueryLimitError
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.sparql import check
-from processkg.graph.store import plain, solutions
+from processkg.graph.store import checked_solutions, plain
 
 #: What a query child may allocate: a cartesian product behind ORDER BY grows without end.
 MEMORY_LIMIT = 4 * 1024**3
@@ -117,7 +117,7 @@ def serve(lifeline: int) -> None:
     limit = job["limit"]
     try:
         with StoreHandle(StoreLocation(path=Path(job["store"]))) as pinned:  # the version the parent pinned
-            names, rows = solutions(pinned.graph, job["query"], job["bindings"])
+            names, rows = checked_solutions(pinned.graph, job["query"], job["bindings"])  # run_bounded checked it
             table: list[list[object]] = []
             for row in rows:
                 if limit and len(table) == limit:

@@ -47,7 +47,7 @@ from processkg.graph.handle import StoreHandle
 from processkg.graph.store import StoreGraph, load_query, select
 from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
-from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick, ranked
+from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick_ranked
 from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
 from processkg.retrieve.texts import singular, words_of
 
@@ -244,6 +244,7 @@ class Retriever:
         self.encoder = Encoder(self.index.model)
         self.sets = self.index.items["set"]
         self.activities = self.index.items["activity"]
+        self.set_texts = [s["text"] for s in self.sets]  # goal_order's summaries, not listed per query
         self.set_row = {s["iri"]: i for i, s in enumerate(self.sets)}
         self.activity_name = {a["iri"]: a["name"] for a in self.activities}
         self.uses = self._uses()
@@ -286,7 +287,7 @@ class Retriever:
     @property
     def lexical(self) -> Lexical:
         if self._lexical is None:
-            self._lexical = Lexical([s["text"] for s in self.sets])
+            self._lexical = Lexical(self.set_texts)
         return self._lexical
 
     @property
@@ -703,10 +704,10 @@ def routed_results(
     sig = r.signals(query, vector, matrices)
     scores, probs = model.scores(query, sig)
     workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
-    order = goal_order(query, [s["text"] for s in r.sets], ranked(scores))
-    picks = pick(scores, matrices.family, k, sig.paths.step - 1 if workflow else None, order)
-    groups = model.explain(sig, probs)
-    return [_routed_result(r, p, float(scores[p.row]), groups[p.row], sig.paths) for p in picks]
+    steps = sig.paths.step - 1 if workflow else None
+    picks = pick_ranked(scores, matrices.family, k, steps, lambda order: goal_order(query, r.set_texts, order))
+    groups = model.explain(sig, probs, [p.row for p in picks])
+    return [_routed_result(r, p, float(scores[p.row]), group, sig.paths) for p, group in zip(picks, groups)]
 
 
 def _routed_result(r: Retriever, chosen: Pick, score: float, group: str, paths: Paths) -> Result:

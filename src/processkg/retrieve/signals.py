@@ -194,12 +194,25 @@ def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return top.astype(np.float32), np.where(np.isfinite(top), rows, -1)
 
 
-def _rank_feature(scores: np.ndarray) -> np.ndarray:
-    """1 / log2(rank + 1): 1 for the best, falling slowly (ties broken by row)."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    ranks = np.empty(len(scores), dtype=np.float32)
-    ranks[order] = np.arange(1, len(scores) + 1)
-    return (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+def _rank_feature(scores: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """1 / log2(rank + 1) where ``valid`` (everywhere when None), 0 elsewhere: 1 for the best,
+    falling slowly; the rank among all ``scores``, ties broken by row. When every other score is
+    below the valid ones (a path signal's -1 for the sets no path reaches), only the valid rows are
+    sorted: at 100x A2X a sort of all 41,100 sets per signal was half of a query's time."""
+    rows = np.arange(len(scores)) if valid is None else np.flatnonzero(valid)
+    out = np.zeros(len(scores), dtype=np.float32)
+    if not len(rows):
+        return out
+    sub = scores[rows]
+    if valid is not None and len(rows) < len(scores) and not scores[~valid].max() < sub.min():  # one ranks among them
+        ranks = np.empty(len(scores), dtype=np.float32)
+        ranks[np.lexsort((np.arange(len(scores)), -scores))] = np.arange(1, len(scores) + 1)
+        ranks = ranks[rows]
+    else:  # the valid rows come first: their order among themselves is their rank
+        ranks = np.empty(len(rows), dtype=np.float32)
+        ranks[np.lexsort((rows, -sub))] = np.arange(1, len(rows) + 1)
+    out[rows] = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+    return out
 
 
 @dataclass
@@ -338,7 +351,7 @@ class ProcessMatrices:
             "dense_gap": s - s_max,
             "dense_rank": _rank_feature(s),
             "tokens": token_scores / t_max if t_max > 0 else np.zeros_like(s),
-            "tokens_rank": _rank_feature(token_scores) * (token_scores > 0),
+            "tokens_rank": _rank_feature(token_scores, token_scores > 0),
             "navigation": _finite(nav),
             "navigation_gap": _finite(nav - s_max),
             "flow": _finite(flow),
@@ -353,7 +366,7 @@ class ProcessMatrices:
             **{f"{name}_gap": _finite(columns[name] - a_max) for name in ("activity", "after", "before")},
         }
         for name in RANKED:
-            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s) * (feats[name] > _NONE)
+            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s, feats[name] > _NONE)
         matrix = np.stack([np.asarray(feats[name], dtype=np.float32) for name in SIGNALS], axis=1)
         words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
         return QuerySignals(

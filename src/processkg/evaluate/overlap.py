@@ -16,7 +16,7 @@ from statistics import mean
 
 from processkg.aliases import JSONObject
 from processkg.evaluate.metrics import Query
-from processkg.retrieve.retriever import tokenize
+from processkg.retrieve.lexical import tokenize
 
 
 def overlap(query_words: set[str], name: str) -> float:

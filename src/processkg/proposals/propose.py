@@ -42,7 +42,7 @@ from processkg.proposals.llm_choice import (
 )
 from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
-from processkg.retrieve.retriever import Lexical
+from processkg.retrieve.lexical import Lexical
 from processkg.retrieve.texts import lexicon, type_facts
 from processkg.sources.limits import compose_yaml, read_text
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
@@ -232,8 +232,8 @@ class Signals:
         self.matrix = {
             "dense": _activity_vectors(index, encoder, self.activities, texts) @ index.vectors["set"].T,
             "dense_name": encoder.encode([a.name for a in self.activities]) @ encoder.encode(shorts).T,
-            "lexical": _bm25(Lexical([s.summary for s in self.sets]), texts),
-            "lexical_short": _bm25(Lexical(shorts), [f"{a.name}. {a.documentation}" for a in self.activities]),
+            "lexical": _bm25(Lexical.of_texts([s.summary for s in self.sets]), texts),
+            "lexical_short": _bm25(Lexical.of_texts(shorts), [f"{a.name}. {a.documentation}" for a in self.activities]),
             "header": np.tile(np.array([1.0 / s.keys for s in self.sets], np.float32), (len(texts), 1)),
         }
         self.modes = [verb_mode(a) for a in self.activities]

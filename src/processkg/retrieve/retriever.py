@@ -47,9 +47,10 @@ from processkg.graph.handle import StoreHandle
 from processkg.graph.store import StoreGraph, load_query, select
 from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
-from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick, ranked
+from processkg.retrieve.lexical import Lexical, tokenize
+from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick_ranked
 from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
-from processkg.retrieve.texts import singular, words_of
+from processkg.retrieve.tables import edge_rows, item_rows, read_edges, read_lexical
 
 Path_: TypeAlias = tuple[str, ...]
 """A walk along bpmn:next: the activity IRIs (or names, once shown) from a seed onwards."""
@@ -61,65 +62,6 @@ CANDIDATES = 20  # entries of each list fused by ``hybrid-v1``
 NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid-v1`` ranks
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "now",
-        "all",
-        "any",
-        "can",
-        "do",
-        "does",
-        "how",
-        "i",
-        "me",
-        "my",
-        "need",
-        "needs",
-        "should",
-        "want",
-    ]
-)
-
-
 #: What a result's ``source`` says: matched itself (or through an activity that uses it), reached
 #: along ``bpmn:next`` after the matched step, reached backwards (a step before the matched one),
 #: a navigation target of a matched entity set, or a set that follows a matched one in the document
@@ -180,38 +122,6 @@ class RetrievalSettings:
         return (1 if paper else 0), self.hops
 
 
-# ---------------------------------------------------------------- lexical
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case content words, camel case split, plural ``s`` stripped."""
-    out = []
-    for word in words_of(text):
-        low = word.lower()
-        if low in _STOP or len(low) < 2:
-            continue
-        out.append(singular(low))
-    return out
-
-
-class Lexical:
-    """BM25 (bm25s, Lucene variant) over a fixed list of texts."""
-
-    def __init__(self, texts: list[str]) -> None:
-        import bm25s
-
-        self.size = len(texts)
-        self.bm25 = bm25s.BM25()
-        if texts:
-            self.bm25.index([tokenize(t) or ["_"] for t in texts], show_progress=False)
-
-    def scores(self, query: str) -> np.ndarray:
-        tokens = tokenize(query)
-        if not tokens or not self.size:
-            return np.zeros(self.size, dtype=np.float32)
-        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
-
-
 def check_query(query: str) -> str:
     """A query must say something: an empty one would return arbitrary results (dense ranks
     the embedding of nothing), so it is refused."""
@@ -244,10 +154,12 @@ class Retriever:
         self.encoder = Encoder(self.index.model)
         self.sets = self.index.items["set"]
         self.activities = self.index.items["activity"]
+        self.set_texts = [s["text"] for s in self.sets]  # goal_order's summaries, not listed per query
         self.set_row = {s["iri"]: i for i, s in enumerate(self.sets)}
         self.activity_name = {a["iri"]: a["name"] for a in self.activities}
-        self.uses = self._uses()
-        self.navigations = self._navigations()
+        self._edges: dict[str, np.ndarray] = {}  # edge table name -> row pairs (tables.EDGES)
+        self._uses: dict[str, list[int]] | None = None
+        self._navigations: dict[int, list[int]] | None = None
         self._flows: dict[int, list[int]] | None = None
         self._lexical: Lexical | None = None
         self._matrices: ProcessMatrices | None = None
@@ -257,60 +169,69 @@ class Retriever:
         self._chains: dict[tuple[str, int, int], list[tuple[int, Path_]]] = {}  # (seed, hops) -> chain
         self.expansion = {"seeds": 0, "rows": 0}  # expand.rq runs and the rows they returned
 
-    def _uses(self) -> dict[str, list[int]]:
-        uses = defaultdict(list)
-        for activity, entity_set in select(self.store, load_query("retrieve-uses"))[1]:
-            if entity_set.value in self.set_row:
-                uses[activity.value].append(self.set_row[entity_set.value])
-        return dict(uses)
+    def edges(self, name: str) -> np.ndarray:
+        """The row pairs of edge table ``name`` (:data:`~processkg.retrieve.tables.EDGES`): the ones
+        ``kg index`` kept, or, missing or stale, from the store's query; read when first needed."""
+        if name not in self._edges:
+            kept = read_edges(self.handle.index_dir, name, self.index.items)
+            rows = item_rows(self.index.items)
+            self._edges[name] = kept if kept is not None else edge_rows(self.store, name, rows)
+        return self._edges[name]
 
-    def _navigations(self) -> dict[int, list[int]]:
-        targets = defaultdict(list)
-        for entity_set, target in select(self.store, load_query("retrieve-set-navigations"))[1]:
-            if entity_set.value in self.set_row and target.value in self.set_row:
-                targets[self.set_row[entity_set.value]].append(self.set_row[target.value])
-        return dict(targets)
+    @property
+    def uses(self) -> dict[str, list[int]]:
+        """Activity IRI -> the rows of the entity sets it uses (``uses:entitySet``)."""
+        if self._uses is None:
+            uses = defaultdict(list)
+            for activity, row in self.edges("uses").tolist():
+                uses[self.activities[activity]["iri"]].append(row)
+            self._uses = dict(uses)
+        return self._uses
+
+    @property
+    def navigations(self) -> dict[int, list[int]]:
+        """Row -> the rows of its navigation targets."""
+        if self._navigations is None:
+            self._navigations = _lists(self.edges("navigations"))
+        return self._navigations
 
     @property
     def flows(self) -> dict[int, list[int]]:
-        """Row -> the rows that follow it in the inferred document flow (``retrieve-flow.rq``); read
-        when first needed (the routed ``hybrid``), not when the retriever opens."""
+        """Row -> the rows that follow it in the inferred document flow (``retrieve-flow.rq``)."""
         if self._flows is None:
-            follows = defaultdict(list)
-            for pred, follow in select(self.store, load_query("retrieve-flow"))[1]:
-                if pred.value in self.set_row and follow.value in self.set_row:
-                    follows[self.set_row[pred.value]].append(self.set_row[follow.value])
-            self._flows = dict(follows)
+            self._flows = _lists(self.edges("flow"))
         return self._flows
 
     @property
     def lexical(self) -> Lexical:
+        """BM25 over the entity-set texts: the one ``kg index`` kept, or built when missing or stale."""
         if self._lexical is None:
-            self._lexical = Lexical([s["text"] for s in self.sets])
+            kept = read_lexical(self.handle.index_dir, "set", self.set_texts)
+            self._lexical = kept if kept is not None else Lexical.of_texts(self.set_texts)
         return self._lexical
 
     @property
     def activity_lexical(self) -> Lexical:
         """BM25 over the activity texts: the query's words matched to process steps."""
         if self._activity_lexical is None:
-            self._activity_lexical = Lexical([a["text"] for a in self.activities])
+            texts = [a["text"] for a in self.activities]
+            kept = read_lexical(self.handle.index_dir, "activity", texts)
+            self._activity_lexical = kept if kept is not None else Lexical.of_texts(texts)
         return self._activity_lexical
 
     @property
     def matrices(self) -> ProcessMatrices:
         """The process layer and navigations as matrices, for the signals of the routed ``hybrid``."""
         if self._matrices is None:
-            edges = [(a.value, b.value) for a, b in select(self.store, load_query("retrieve-next"))[1]]
             vectors = self.index.vectors
             self._matrices = ProcessMatrices(
                 [s["name"] for s in self.sets],
                 vectors["set"],
-                [a["iri"] for a in self.activities],
                 vectors["activity"],
-                self.uses,
-                edges,
-                self.navigations,
-                self.flows,
+                self.edges("uses"),
+                self.edges("next"),
+                self.edges("navigations"),
+                self.edges("flow"),
             )
         return self._matrices
 
@@ -444,6 +365,14 @@ class Retriever:
         if score >= best - VERIFY_MARGIN:
             return True
         return bool(set(tokenize(query)) & set(tokenize(self.sets[row]["text"])))
+
+
+def _lists(pairs: np.ndarray) -> dict[int, list[int]]:
+    """Row -> the rows paired with it, in the pairs' order."""
+    lists = defaultdict(list)
+    for a, b in pairs.tolist():
+        lists[a].append(b)
+    return dict(lists)
 
 
 def _subgraph(
@@ -703,10 +632,10 @@ def routed_results(
     sig = r.signals(query, vector, matrices)
     scores, probs = model.scores(query, sig)
     workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
-    order = goal_order(query, [s["text"] for s in r.sets], ranked(scores))
-    picks = pick(scores, matrices.family, k, sig.paths.step - 1 if workflow else None, order)
-    groups = model.explain(sig, probs)
-    return [_routed_result(r, p, float(scores[p.row]), groups[p.row], sig.paths) for p in picks]
+    steps = sig.paths.step - 1 if workflow else None
+    picks = pick_ranked(scores, matrices.family, k, steps, lambda order: goal_order(query, r.set_texts, order))
+    groups = model.explain(sig, probs, [p.row for p in picks])
+    return [_routed_result(r, p, float(scores[p.row]), group, sig.paths) for p, group in zip(picks, groups)]
 
 
 def _routed_result(r: Retriever, chosen: Pick, score: float, group: str, paths: Paths) -> Result:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -213,12 +214,13 @@ class RoutedModel:
         probs = self.kind_probabilities(query, sig)
         return self.weights(probs) @ np.exp(self.kind_scores(sig)), probs
 
-    def explain(self, sig: QuerySignals, probs: np.ndarray) -> np.ndarray:
-        """(sets,): the path group (``GROUPS``) whose weighted terms add most to each set's score."""
-        total = np.zeros((sig.features.shape[0], len(PATH_GROUPS)))
+    def explain(self, sig: QuerySignals, probs: np.ndarray, rows: list[int]) -> np.ndarray:
+        """(rows,): the path group (``GROUPS``) whose weighted terms add most to each of these sets' scores."""
+        features = sig.features[rows]
+        total = np.zeros((len(rows), len(PATH_GROUPS)))
         for weight, kind in zip(self.weights(probs), KINDS):
             model = self.rankers[kind]
-            z = (sig.features[:, [SIGNALS.index(f) for f in model.features]] - model.mean) / model.scale
+            z = (features[:, [SIGNALS.index(f) for f in model.features]] - model.mean) / model.scale
             total += weight * (z * model.coef[0]) @ _membership(model.features)
         return np.array(PATH_GROUPS, dtype=object)[total.argmax(axis=1)]
 
@@ -276,9 +278,38 @@ class Pick:
     alternatives: tuple[int, ...]
 
 
-def ranked(scores: np.ndarray) -> list[int]:
-    """Rows by score, best first (ties by row)."""
-    return [int(i) for i in np.lexsort((np.arange(len(scores)), -scores))]
+#: How many rows of a routed ranking are put in order before its slots are filled: near-duplicates
+#: (a family of about 100 sets at 100x A2X) share a slot, so ``k`` slots may take hundreds of rows;
+#: when these do not fill them, the whole ranking is put in order.
+HEAD = 4096
+
+
+def ranked(scores: np.ndarray, limit: int | None = None) -> list[int]:
+    """Rows by score, best first (ties by row): all of them, or the first ``limit`` and the rows
+    tied with the last of these (so the list is the start of the whole ranking)."""
+    rows = np.arange(len(scores))
+    if limit is not None and limit < len(scores):
+        last = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        rows = np.flatnonzero(scores >= last)
+    return [int(i) for i in rows[np.lexsort((rows, -scores[rows]))]]
+
+
+def pick_ranked(
+    scores: np.ndarray,
+    family: np.ndarray,
+    k: int,
+    steps: np.ndarray | None = None,
+    arrange: Callable[[list[int]], list[int]] = list,
+) -> list[Pick]:
+    """:func:`pick` in the order ``arrange(ranked(scores))``, with only the first :data:`HEAD` rows
+    put in order when they fill the ``k`` slots; ``arrange`` may move rows only among the first
+    :data:`HEAD` (``goal_order`` moves them among the first 20)."""
+    head = ranked(scores, HEAD)
+    if len(head) < len(scores):
+        chosen, filled = _chosen(family, k, steps, arrange(head))
+        if filled:
+            return [Pick(row, _members(row, family, scores)) for row in chosen]
+    return pick(scores, family, k, steps, arrange(ranked(scores)))
 
 
 def pick(
@@ -287,7 +318,13 @@ def pick(
     """The best ``k`` rows by score (or in ``order``), one per family of near-duplicates (the
     others become its alternatives); with ``steps`` (a step id per row, -1: none), rows of a step
     that already has a slot wait until every other step has had one."""
-    order = ranked(scores) if order is None else order
+    chosen, _filled = _chosen(family, k, steps, ranked(scores) if order is None else order)
+    return [Pick(row, _members(row, family, scores)) for row in chosen]
+
+
+def _chosen(family: np.ndarray, k: int, steps: np.ndarray | None, order: list[int]) -> tuple[list[int], bool]:
+    """The rows :func:`pick` chooses, and whether ``k`` were chosen before the waiting rows were
+    considered (then a longer ``order`` that starts with this one chooses the same)."""
     chosen: list[int] = []
     waiting: list[int] = []
     families: set[int] = set()
@@ -304,11 +341,12 @@ def pick(
         families.add(family[row])
         used.add(step)
         chosen.append(row)
+    filled = len(chosen) >= k
     for row in waiting:  # steps that had a slot already, if slots are left
         if len(chosen) < k and family[row] not in families:
             families.add(family[row])
             chosen.append(row)
-    return [Pick(row, _members(row, family, scores)) for row in chosen]
+    return chosen, filled
 
 
 def _members(row: int, family: np.ndarray, scores: np.ndarray) -> tuple[int, ...]:

@@ -172,13 +172,17 @@ class Edges:
     def of_lists(cls, rows_of: Mapping[int, Iterable[int]], columns: int) -> Edges:
         """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (the
         navigations and the document flow between entity sets: 1.7 GB each as masks at 100x)."""
-        lists = {j: sorted(set(rows)) for j, rows in rows_of.items()}
-        counts = np.zeros(columns, dtype=np.int64)
-        for j, rows in lists.items():
-            counts[j] = len(rows)
-        edges = cls(counts)
-        for j, rows in lists.items():
-            edges.index[j, : len(rows)] = rows
+        pairs = [(i, j) for j, rows in rows_of.items() for i in rows]
+        return cls.of_pairs(np.array(pairs, dtype=np.int64).reshape(-1, 2), columns)
+
+    @classmethod
+    def of_pairs(cls, pairs: np.ndarray, columns: int) -> Edges:
+        """The edges of ``mask[i, j]`` for each row (i, j) of ``pairs`` (duplicates and order aside),
+        without the mask and without a Python loop (the process layer at 100x: 685 MB as a mask)."""
+        base = int(pairs[:, 0].max()) + 1 if len(pairs) else 1
+        keys = np.unique(pairs[:, 1] * base + pairs[:, 0])  # by column, then row
+        edges = cls(np.bincount(keys // base, minlength=columns))
+        edges.index[edges.valid] = keys % base
         return edges
 
 
@@ -194,12 +198,25 @@ def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return top.astype(np.float32), np.where(np.isfinite(top), rows, -1)
 
 
-def _rank_feature(scores: np.ndarray) -> np.ndarray:
-    """1 / log2(rank + 1): 1 for the best, falling slowly (ties broken by row)."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    ranks = np.empty(len(scores), dtype=np.float32)
-    ranks[order] = np.arange(1, len(scores) + 1)
-    return (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+def _rank_feature(scores: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """1 / log2(rank + 1) where ``valid`` (everywhere when None), 0 elsewhere: 1 for the best,
+    falling slowly; the rank among all ``scores``, ties broken by row. When every other score is
+    below the valid ones (a path signal's -1 for the sets no path reaches), only the valid rows are
+    sorted: at 100x A2X a sort of all 41,100 sets per signal was half of a query's time."""
+    rows = np.arange(len(scores)) if valid is None else np.flatnonzero(valid)
+    out = np.zeros(len(scores), dtype=np.float32)
+    if not len(rows):
+        return out
+    sub = scores[rows]
+    if valid is not None and len(rows) < len(scores) and not scores[~valid].max() < sub.min():  # one ranks among them
+        ranks = np.empty(len(scores), dtype=np.float32)
+        ranks[np.lexsort((np.arange(len(scores)), -scores))] = np.arange(1, len(scores) + 1)
+        ranks = ranks[rows]
+    else:  # the valid rows come first: their order among themselves is their rank
+        ranks = np.empty(len(rows), dtype=np.float32)
+        ranks[np.lexsort((rows, -sub))] = np.arange(1, len(rows) + 1)
+    out[rows] = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+    return out
 
 
 @dataclass
@@ -237,72 +254,76 @@ class QuerySignals:
 
 
 class ProcessMatrices:
-    """The store's process layer and navigations as boolean matrices over rows of the index."""
+    """The store's process layer and navigations as edges between rows of the index."""
 
     def __init__(
         self,
         set_names: list[str],
         set_vectors: np.ndarray,
-        activity_iris: list[str],
         activity_vectors: np.ndarray,
-        uses: dict[str, list[int]],
-        next_edges: list[tuple[str, str]],
-        navigations: dict[int, list[int]],
-        flows: dict[int, list[int]] | None = None,
+        uses: np.ndarray,
+        next_edges: np.ndarray,
+        navigations: np.ndarray,
+        flows: np.ndarray,
     ) -> None:
-        """``uses``: activity IRI -> the rows of the entity sets it uses; ``next_edges``: (activity
-        IRI, activity IRI) per ``bpmn:next``; ``navigations``: row -> rows of its navigation targets;
-        ``flows``: row -> rows of the sets that follow it in the inferred document flow."""
+        """Row pairs, one per edge (:mod:`processkg.retrieve.tables`): ``uses`` (activity, entity set)
+        per ``uses:entitySet``; ``next_edges`` (activity, activity) per ``bpmn:next``; ``navigations``
+        (set, its navigation target); ``flows`` (set, a set that follows it in the inferred document flow)."""
         self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
-        act_row = {iri: i for i, iri in enumerate(activity_iris)}
-        self.uses = np.zeros((len(activity_iris), len(set_names)), dtype=bool)
-        for iri, rows in uses.items():
-            if iri in act_row:
-                self.uses[act_row[iri], rows] = True
-        self.next = np.zeros((len(activity_iris), len(activity_iris)), dtype=bool)
-        for a, b in next_edges:
-            if a in act_row and b in act_row:
-                self.next[act_row[a], act_row[b]] = True
+        self.use_pairs, self.next_pairs = uses, next_edges
         count = len(set_names)
-        sources: dict[int, list[int]] = {}  # navigation target -> the sets navigated to it from
-        for row, targets in navigations.items():
-            for target in targets:
-                sources.setdefault(target, []).append(row)
-        before: dict[int, list[int]] = {}  # a set -> the sets it follows in the inferred document flow
-        for row, targets in (flows or {}).items():
-            for target in targets:
-                before.setdefault(target, []).append(row)
-        self.navigated_from = Edges.of_lists(sources, count)
+        self.navigated_from = Edges.of_pairs(navigations, count)  # per target: the sets navigated to it from
         self.flows = (
-            Edges.of_lists(before, count),
-            Edges.of_lists(flows or {}, count),
+            Edges.of_pairs(flows, count),
+            Edges.of_pairs(flows[:, ::-1], count),
         )  # (X before Y per Y, Y after X per X)
         self.family = families(set_names)
-        self._position(len(set_names))
+        self._position(count)
+
+    @property
+    def uses(self) -> np.ndarray:
+        """``uses[activity, set]``: the activity uses the set (a mask: 685 MB at 100x; for inspection)."""
+        mask = np.zeros((len(self.activity_vectors), len(self.family)), dtype=bool)
+        mask[self.use_pairs[:, 0], self.use_pairs[:, 1]] = True
+        return mask
+
+    @property
+    def next(self) -> np.ndarray:
+        """``next[a, b]``: ``a bpmn:next b`` (a mask; for inspection)."""
+        mask = np.zeros((len(self.activity_vectors),) * 2, dtype=bool)
+        mask[self.next_pairs[:, 0], self.next_pairs[:, 1]] = True
+        return mask
 
     def _position(self, count: int) -> None:
-        starts = ~self.next.any(axis=0)  # no step before it
-        ends = ~self.next.any(axis=1)  # no step after it
-        self.mapped = self.uses.any(axis=0).astype(np.float32)
-        # boolean, not a float copy of the activities x sets matrix (300 MB at 100x)
-        self.starts = self.uses[starts].any(axis=0).astype(np.float32) if starts.any() else np.zeros(count)
-        self.ends = self.uses[ends].any(axis=0).astype(np.float32) if ends.any() else np.zeros(count)
+        activities = len(self.activity_vectors)
+        starts = np.ones(activities, dtype=bool)  # no step before it
+        starts[self.next_pairs[:, 1]] = False
+        ends = np.ones(activities, dtype=bool)  # no step after it
+        ends[self.next_pairs[:, 0]] = False
+        users, sets = self.use_pairs[:, 0], self.use_pairs[:, 1]
+        self.mapped = _flags(sets, count)
+        self.starts = _flags(sets[starts[users]], count)
+        self.ends = _flags(sets[ends[users]], count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
-        self.used_by = Edges.of_mask(self.uses)
-        self.forward = (Edges.of_mask(self.next), Edges.of_mask(self.next.T))  # (A -> B per B, B -> C per B)
+        self.used_by = Edges.of_pairs(self.use_pairs, count)
+        # (A -> B per B, B -> C per B)
+        self.forward = (
+            Edges.of_pairs(self.next_pairs, activities),
+            Edges.of_pairs(self.next_pairs[:, ::-1], activities),
+        )
 
     @property
     def has_process(self) -> bool:
-        return bool(self.uses.any())
+        return bool(len(self.use_pairs))
 
     def ablated(self, mapping_edges: bool, sequence_edges: bool) -> ProcessMatrices:
         """A copy without the ``uses:entitySet`` or the ``bpmn:next`` edges (``--no-mapping-edges``,
         ``--no-sequence-edges``)."""
         out = copy.copy(self)
         if not mapping_edges:
-            out.uses = np.zeros_like(self.uses)
+            out.use_pairs = self.use_pairs[:0]
         if not sequence_edges:
-            out.next = np.zeros_like(self.next)
+            out.next_pairs = self.next_pairs[:0]
         out._position(len(self.family))
         return out
 
@@ -338,7 +359,7 @@ class ProcessMatrices:
             "dense_gap": s - s_max,
             "dense_rank": _rank_feature(s),
             "tokens": token_scores / t_max if t_max > 0 else np.zeros_like(s),
-            "tokens_rank": _rank_feature(token_scores) * (token_scores > 0),
+            "tokens_rank": _rank_feature(token_scores, token_scores > 0),
             "navigation": _finite(nav),
             "navigation_gap": _finite(nav - s_max),
             "flow": _finite(flow),
@@ -353,7 +374,7 @@ class ProcessMatrices:
             **{f"{name}_gap": _finite(columns[name] - a_max) for name in ("activity", "after", "before")},
         }
         for name in RANKED:
-            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s) * (feats[name] > _NONE)
+            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s, feats[name] > _NONE)
         matrix = np.stack([np.asarray(feats[name], dtype=np.float32) for name in SIGNALS], axis=1)
         words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
         return QuerySignals(
@@ -418,6 +439,13 @@ class ProcessMatrices:
         best = np.full(int(self.family.max()) + 1 if len(self.family) else 0, -np.inf, dtype=np.float32)
         np.maximum.at(best, self.family, s)
         return best[self.family]
+
+
+def _flags(rows: np.ndarray, count: int) -> np.ndarray:
+    """1.0 at ``rows``, 0.0 elsewhere."""
+    out = np.zeros(count, dtype=np.float32)
+    out[rows] = 1.0
+    return out
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -1,0 +1,117 @@
+"""The first routed retrieval request of a fresh process and the warm p50 (issue 24: < 10 s and < 50 ms
+at 100x A2X), at two revisions side by side, in one run.
+
+Usage: ``python benchmarks/bench_first_request.py --store 100x=DIR [--store 10x=DIR] --before REV
+[--queries 20] [--out FILE]``
+
+For each store, the revision ``--before`` (its ``src``, taken with ``git archive`` into a temporary
+folder) and then the working tree each run in a new process, one after the other: open the store
+and its index, load the embedding model and answer the first dev query
+(``retrieve-dev-queries.jsonl``, ``hybrid``, k = 5, one query per ``retrieve_many`` as ``kg
+serve``'s resident retriever answers it): that is the first request, split into its three parts.
+Then ``--queries`` more dev queries, one at a time; their median is the warm p50. Both revisions read
+the same store: tables that ``kg index`` keeps (``processkg.retrieve.tables``) are used by a revision
+that knows them and ignored by one that does not. Writes ``benchmarks/results/first_request.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+QUERIES = HERE / "retrieve-dev-queries.jsonl"
+
+CHILD = """
+import json, statistics, sys, time
+from processkg.graph.handle import StoreHandle
+from processkg.retrieve.index import load_encoder_model
+from processkg.retrieve.retriever import Retriever
+
+store, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+texts = [json.loads(line)["query"] for line in open(path, encoding="utf-8") if line.strip()]
+t0 = time.perf_counter()
+retriever = Retriever(StoreHandle.open(store))
+t1 = time.perf_counter()
+load_encoder_model(retriever.index.model)
+t2 = time.perf_counter()
+first = retriever.retrieve_many([texts[0]], 5)[0]
+t3 = time.perf_counter()
+warm = []
+for i in range(1, n + 1):
+    start = time.perf_counter()
+    retriever.retrieve_many([texts[i % len(texts)]], 5)
+    warm.append(time.perf_counter() - start)
+print(json.dumps({
+    "open_seconds": round(t1 - t0, 2),
+    "model_seconds": round(t2 - t1, 2),
+    "first_query_seconds": round(t3 - t2, 2),
+    "first_request_seconds": round(t3 - t0, 2),
+    "warm_p50_ms": round(statistics.median(warm) * 1e3, 1),
+    "warm_queries": n,
+    "first_results": [[r.service, r.entity_set] for r in first],
+}))
+"""
+
+
+def source_of(revision: str, folder: Path) -> Path:
+    """The ``src`` folder of ``revision``, unpacked into ``folder``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src"], capture_output=True, check=True)
+    tar = folder / "src.tar"
+    tar.write_bytes(archive.stdout)
+    with tarfile.open(tar) as files:
+        files.extractall(folder, filter="data")
+    return folder / "src"
+
+
+def run(src: Path, store: Path, queries: int) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=str(src), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(store), str(QUERIES), str(queries)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]), load_average=[round(x, 2) for x in os.getloadavg()])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", action="append", required=True, help="NAME=DIR, an indexed store (repeatable)")
+    parser.add_argument("--before", required=True, help="the git revision to compare with (e.g. a commit)")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "first_request.json")
+    args = parser.parse_args()
+    before = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    after = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    result: dict[str, object] = {"cpus": os.cpu_count(), "measured": time.strftime("%Y-%m-%d"), "before": before}
+    result["after"] = after
+    sizes: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = source_of(args.before, Path(tmp))
+        for spec in args.store:
+            name, _, store = spec.partition("=")
+            sizes[name] = {
+                "before": run(old, Path(store), args.queries),
+                "after": run(ROOT / "src", Path(store), args.queries),
+            }
+            print(name, json.dumps(sizes[name]), flush=True)
+    result["sizes"] = sizes
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -176,23 +176,15 @@ def test_kg_stats_prints_the_same(stores):
     assert "kg:EntitySet" in kg("stats", "--store", url)[1]
 
 
-#: Library queries that Virtuoso 7.2 answers differently (docs/deployment.md): an activity with no
-#: predecessor loses its row in the step-counting subquery (OPTIONAL inside an aggregate), one query is
-#: "Internal Optimized compiler error" (HTTP 500), and required-keys stops the server (it crashes).
-VIRTUOSO_DIFFERS = {"entity-set-usage", "process-activities", "process-chain-before", "process-entity-sets"}
-VIRTUOSO_CRASHES = {"required-keys"}
-
-
 @BOTH
-def test_every_library_query_gives_the_same_rows(stores, request):
+def test_every_library_query_gives_the_same_rows(stores):
     local, url = stores
     for name in QUERIES:
-        if request.node.callspec.params["server"] == "virtuoso" and name in VIRTUOSO_DIFFERS | VIRTUOSO_CRASHES:
-            continue
         mine, theirs = (select(open_store(store), load_query(name)) for store in (local, url))
         assert mine == theirs, name
 
 
+@BOTH
 def test_kg_query_prints_the_same_for_a_library_query_and_a_file(stores, tmp_path):
     local, url = stores
     query = tmp_path / "count.rq"

@@ -602,8 +602,7 @@ def _bind(query: str, substitutions: Mapping[Variable, Term]) -> str:
     """``query`` with each bound variable as a BIND at the start of the outer group, which binds it as
     the embedded store's substitution does. Not a VALUES row there: Virtuoso 7.2 then planned the
     bound queries with an EXISTS over a ``*`` path (entity-set-properties) so that they never
-    answered: with no other request on the server, it waited with no CPU on row locks held by
-    another transaction (``status('l')``), which is how two test runs stalled."""
+    answered, using no CPU, even as the only request on a fresh server: how two test runs stalled."""
     if not substitutions:
         return query
     binds = " ".join(f"BIND({t} AS {v})" for v, t in substitutions.items())

@@ -30,6 +30,7 @@ from processkg.retrieve.signals import SIGNALS, Edges, family_key, steps_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "expected" / "sap-rankings.json"
+EXPECTED_HYBRID = ROOT / "tests" / "expected" / "sap-hybrid-rankings.json"
 BENCHMARK = ROOT / "data" / "sap" / "benchmark" / "queries.jsonl"
 #: Benchmark queries (test split) and the kind each asks for.
 ROUTES = [
@@ -212,6 +213,17 @@ def test_hybrid_paper_and_hybrid_v1_rank_as_before(sap):
         for q, results in zip(recorded, answers):
             got = [[r.service, r.entity_set, r.source, list(r.via)] for r in results]
             assert got == q[method], (method, q["id"])
+
+
+def test_routed_hybrid_ranks_every_benchmark_query_as_recorded(sap):
+    """With a process layer ``hybrid`` is the routed model, whatever it does without one: its top 5
+    (service, entity set, source, via) on all 330 benchmark queries, recorded before the
+    no-process branch changed (``tests/expected/sap-hybrid-rankings.json``)."""
+    recorded = json.loads(EXPECTED_HYBRID.read_text(encoding="utf-8"))["queries"]
+    text = {q["id"]: q["query"] for q in map(json.loads, BENCHMARK.read_text(encoding="utf-8").splitlines())}
+    answers = sap.retrieve_many([text[q["id"]] for q in recorded], 5, RetrievalSettings("hybrid"))
+    for q, results in zip(recorded, answers, strict=True):
+        assert [[r.service, r.entity_set, r.source, list(r.via)] for r in results] == q["hybrid"], q["id"]
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 120])

@@ -15,7 +15,9 @@ implementation, and the CLI choices, the evaluations and the docs take them from
   signals (:mod:`processkg.retrieve.signals`: dense, BM25, the activities that use it, the
   process steps after or before the one the query describes, navigation targets); near-duplicates
   share one slot (``alternatives``). Learned on the train split of ``data/sap/benchmark``
-  (``kg eval train-ranker``, ``docs/retrieval.md``); without a process layer it is ``hybrid-v1``.
+  (``kg eval train-ranker``, ``docs/retrieval.md``). Without a process layer (no activity uses an
+  entity set) it fuses BM25 and dense only, BM25 weighing more the longer the query
+  (:func:`lexical_dense`), and expands nothing.
 * ``hybrid-v1``: the first hybrid, kept for comparison: seeds fused (reciprocal rank fusion)
   from dense over entity sets, the activity-chain ranking (BPMN activities A -> ... -> B matched
   at both ends, the entity sets of B through ``uses:entitySet``), BM25, and the entity sets of
@@ -59,6 +61,8 @@ DEFAULT_HOPS = 2
 MAX_HOPS = 6
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
 CANDIDATES = 20  # entries of each list fused by ``hybrid-v1``
+LEXICAL_EVEN = 4  # ``hybrid`` without a process layer: query length (content words) at which BM25 and dense
+# weigh the same; chosen on SOCBench-D instances 1-2 and the SAP train split (docs/socbench.md)
 NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid-v1`` ranks
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
@@ -618,10 +622,32 @@ def _joined(prefix: Path_, path: Path_) -> Path_:
 def hybrid(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     """The routed ranking (:mod:`processkg.retrieve.routing`): every entity set scored at once by
     the learned models, weighted by the kind of the query; near-duplicates in one slot. Without a
-    process layer there is nothing to route on: the dense + BM25 fusion of ``hybrid-v1``."""
+    process layer there is nothing to route on: :func:`lexical_dense`."""
     if not r.matrices.has_process:
-        return hybrid_v1(r, query, vector, k, settings)
+        return lexical_dense(r, query, vector, k, settings)
     return routed_results(r, load_model(), query, vector, k, settings)
+
+
+def lexical_dense(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
+    """``hybrid`` without a process layer: reciprocal rank fusion (``RRF_K``) of BM25 and dense over
+    every entity set, no expansion. BM25 weighs n² / (n² + LEXICAL_EVEN²) for a query of n content
+    words (:func:`tokenize`), dense the rest: a long query joins several requests, which one dense
+    vector blurs and BM25 matches part by part; a short one names an object, which dense finds
+    under other words. An entity set that shares no word with the query gets no BM25 share."""
+    n = len(tokenize(query))
+    lexical_weight = n * n / (n * n + LEXICAL_EVEN**2)
+    lexical = _reciprocal_ranks(r.lexical.scores(query), positive=True)
+    similarity = _reciprocal_ranks(r.index.vectors["set"] @ vector, positive=False)
+    scores = lexical_weight * lexical + (1 - lexical_weight) * similarity
+    return [r.result(row, scores[row]) for row in _ranked(scores, k)]
+
+
+def _reciprocal_ranks(scores: np.ndarray, positive: bool) -> np.ndarray:
+    """1 / (RRF_K + rank) by descending score (ties by row); with ``positive``, 0 for a score <= 0."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    order = _ranked(scores, len(scores), positive)
+    out[order] = 1.0 / (RRF_K + np.arange(1, len(order) + 1))
+    return out
 
 
 def routed_results(

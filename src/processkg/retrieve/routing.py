@@ -18,7 +18,7 @@ step (the activity that explains a result) gets one slot before any step gets a 
 The weights are learned on the train split of the SAP benchmark (``kg eval train-ranker``) and
 shipped frozen in ``assets/ranking/routed.json``; nothing here is hand-set. Without a process layer
 (no activity uses an entity set) there are no process signals to route on, and the method is the
-dense + BM25 fusion of ``hybrid-v1``.
+fusion of BM25 and dense weighted by the query's length (``retriever.lexical_dense``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -232,15 +233,23 @@ def _rank_feature(scores: np.ndarray, valid: np.ndarray | None = None) -> np.nda
     if not len(rows):
         return out
     sub = scores[rows]
+    discount = _discounts(len(scores))
     if valid is not None and len(rows) < len(scores) and not scores[~valid].max() < sub.min():  # one ranks among them
-        ranks = np.empty(len(scores), dtype=np.float32)
-        ranks[_descending(scores)] = np.arange(1, len(scores) + 1)
-        ranks = ranks[rows]
+        position = np.empty(len(scores), dtype=np.int64)
+        position[_descending(scores)] = np.arange(len(scores))
+        out[rows] = discount[position[rows]]
     else:  # the valid rows come first: their order among themselves is their rank
-        ranks = np.empty(len(rows), dtype=np.float32)
-        ranks[_descending(sub)] = np.arange(1, len(rows) + 1)  # rows ascending: ties by row
-    out[rows] = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+        out[rows[_descending(sub)]] = discount[: len(rows)]
     return out
+
+
+@lru_cache(maxsize=4)
+def _discounts(count: int) -> np.ndarray:
+    """``1 / log2(rank + 1)`` (float32) of the ranks 1 to ``count``, in order."""
+    ranks = np.arange(1, count + 1, dtype=np.float32)
+    table = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+    table.flags.writeable = False  # shared by every call
+    return table
 
 
 @dataclass

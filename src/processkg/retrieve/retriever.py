@@ -51,7 +51,7 @@ from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
 from processkg.retrieve.lexical import Lexical, tokenize
 from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick_ranked
-from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
+from processkg.retrieve.signals import SIGNALS, Paths, ProcessMatrices, QuerySignals, steps_of
 from processkg.retrieve.tables import edge_rows, item_rows, read_edges, read_lexical
 
 Path_: TypeAlias = tuple[str, ...]
@@ -248,11 +248,14 @@ class Retriever:
             self._ablated[key] = self.matrices.ablated(*key)
         return self._ablated[key]
 
-    def signals(self, query: str, vector: np.ndarray, matrices: ProcessMatrices | None = None) -> QuerySignals:
-        """Every signal of :mod:`processkg.retrieve.signals` for every entity set, for one query."""
+    def signals(
+        self, query: str, vector: np.ndarray, matrices: ProcessMatrices | None = None, names: tuple[str, ...] = SIGNALS
+    ) -> QuerySignals:
+        """The signals ``names`` of :mod:`processkg.retrieve.signals` (all unless told) for every entity
+        set, for one query."""
         steps = self._steps[query] if query in self._steps else self.embed_steps([query])[0]
         words = self.activity_lexical.scores(query)
-        return (matrices or self.matrices).signals(vector, self.lexical.scores(query), query, steps, words)
+        return (matrices or self.matrices).signals(vector, self.lexical.scores(query), query, steps, words, names)
 
     def embed_steps(self, queries: list[str]) -> list[np.ndarray]:
         """The embeddings of each query's steps (:func:`~processkg.retrieve.signals.steps_of`), in one call."""
@@ -655,7 +658,7 @@ def routed_results(
 ) -> list[Result]:
     """The top ``k`` of ``model`` (the shipped one, or one trained for an evaluation)."""
     matrices = r.matrices_for(settings)
-    sig = r.signals(query, vector, matrices)
+    sig = r.signals(query, vector, matrices, model.signals)
     scores, probs = model.scores(query, sig)
     workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
     steps = sig.paths.step - 1 if workflow else None

@@ -751,7 +751,8 @@ METHODS: dict[str, Method] = {
             "hybrid",
             "the query's kind (object, object and details, process situation, multi-step task) "
             "decides how learned models weigh dense, BM25, activity, process-step and navigation "
-            "signals over every entity set; near-duplicates share one slot",
+            "signals over every entity set; near-duplicates share one slot; without a process layer, "
+            "BM25 and dense fused, BM25 weighing more the longer the query",
             hybrid,
             steps=True,
         ),

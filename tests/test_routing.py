@@ -250,8 +250,8 @@ def test_routed_hybrid_ranks_every_benchmark_query_as_recorded(sap):
 
 @pytest.mark.parametrize("size", [0, 1, 7, 120])
 def test_edges_from_lists_are_the_edges_of_the_mask(size):
-    """The navigations and the document flow are kept as lists (a mask of 41,100 x 41,100 sets at 100x
-    is 1.7 GB): the edges built from them are those of the mask, duplicates and order aside."""
+    """The navigations and the document flow are kept as edge lists, never as a mask (41,100 x 41,100
+    sets at 100x is 1.7 GB): edges built from lists equal those of the mask, duplicates and order aside."""
     mask = np.random.default_rng(size).random((size, size)) < 0.08
     rows_of: dict[int, list[int]] = {}
     for i, j in reversed(list(zip(*np.nonzero(mask), strict=True))):  # any order, one pair twice

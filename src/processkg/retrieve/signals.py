@@ -80,23 +80,6 @@ SIGNALS = (
     "flow_rank",
     "flow_chain_rank",
 )
-#: Path signals that also get a rank feature (ties broken by dense similarity).
-RANKED = (
-    "activity",
-    "after",
-    "chain",
-    "after2",
-    "before",
-    "navigation",
-    "step_activity",
-    "step_after",
-    "step_chain",
-    "word_activity",
-    "word_after",
-    "word_chain",
-    "flow",
-    "flow_chain",
-)
 #: The path each signal stands for, which explains a result (its ``source`` and ``via``).
 _PATH_OF = {
     "dense": "seed",
@@ -175,8 +158,8 @@ class Edges:
 
     @classmethod
     def of_lists(cls, rows_of: Mapping[int, Iterable[int]], columns: int) -> Edges:
-        """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (the
-        navigations and the document flow between entity sets: 1.7 GB each as masks at 100x)."""
+        """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (for
+        tests that state edges as lists; the retriever builds its edges with :meth:`of_pairs`)."""
         pairs = [(i, j) for j, rows in rows_of.items() for i in rows]
         return cls.of_pairs(np.array(pairs, dtype=np.int64).reshape(-1, 2), columns)
 

@@ -14,7 +14,7 @@ four ways, the first that applies to a property winning:
    one of SAP's role names for it (:data:`MASTER_KEYS`: ``SoldToParty`` names a customer,
    ``Material`` a product), refers to the entity sets, in any service, keyed by that one property;
 4. **SAP's key names across services** (:meth:`References._documents`): a type holding all key
-   properties of a set named after one of them refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
+   properties of a set named after its last key refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
 
 Not checked: a property with a code list (its codes decide: ``invalid-code``), a null or empty
 value, references to entity sets the store does not serve, and references from a deep-insert
@@ -69,7 +69,8 @@ class Reference:
 class References:
     """The references of every type, found once per (service, type) and kept. The sets of other services
     come from the store's index of entity sets and their keys (``StoreFacts.sets``), so finding them reads
-    no other service's model, and the same references are found whichever services were read before."""
+    no other service's model except, for a set of several keys, its key order (``_ordered_keys``); the
+    same references are found whichever services were read before."""
 
     def __init__(self, data: Data, facts: StoreFacts) -> None:
         self.data, self.facts = data, facts

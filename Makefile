@@ -28,8 +28,7 @@ demo: $(VENV)/.installed
 # Two workers (the CI machine's cores); each module runs on one worker, session builds are shared
 # between them (tests/conftest.py, once); modules go out slowest first (conftest.SLOWEST_FIRST, kept
 # by --no-loadscope-reorder). WORKERS=0 runs the suite in this process. One BLAS/OpenMP thread per
-# worker: with a thread per core each, numpy's and torch's threads spin against the other worker
-# (fresh clone, idle: 466 s and 812 s of user CPU against 504 s and 893 s, 2026-12-04).
+# worker: with a thread per core each, numpy's and torch's threads spin against the other worker.
 WORKERS ?= 2
 SINGLE_THREADED := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(VENV)/.installed virtuoso

@@ -178,8 +178,7 @@ class Retriever:
         ``kg index`` kept, or, missing or stale, from the store's query; read when first needed."""
         if name not in self._edges:
             kept = read_edges(self.handle.index_dir, name, self.index.items)
-            rows = item_rows(self.index.items)
-            self._edges[name] = kept if kept is not None else edge_rows(self.store, name, rows)
+            self._edges[name] = kept if kept is not None else edge_rows(self.store, name, item_rows(self.index.items))
         return self._edges[name]
 
     @property

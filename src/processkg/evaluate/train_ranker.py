@@ -98,9 +98,10 @@ def fit_listwise(lists: np.ndarray, golds: np.ndarray, l2: float) -> np.ndarray:
 
 
 def fit_ranker(train: list[Example], features: tuple[str, ...], l2: float = RANKER_L2) -> Linear:
-    stacked = np.concatenate([e.signals.columns(features) for e in train]).astype(np.float64)
+    columns = [e.signals.columns(features) for e in train]
+    stacked = np.concatenate(columns).astype(np.float64)
     mean, scale = stacked.mean(axis=0), stacked.std(axis=0) + 1e-6
-    lists = np.stack([(e.signals.columns(features) - mean) / scale for e in train])
+    lists = np.stack([(c - mean) / scale for c in columns])
     golds = np.stack([_gold_mask(e) for e in train])
     w = fit_listwise(lists, golds, l2)
     return Linear(tuple(features), mean, scale, w[None, :], np.zeros(1))

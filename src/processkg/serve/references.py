@@ -103,7 +103,7 @@ class References:
             if nav.to_many or not pairs or target is None or not all(p in table.type.props for p, _ in pairs):
                 continue
             props, keys = tuple(p for p, _ in pairs), tuple(r for _, r in pairs)
-            found.append(Reference(props, ((_named(target), keys),), f"referential constraint of {nav.name}"))
+            found.append(Reference(props, ((_target(target), keys),), f"referential constraint of {nav.name}"))
         return found
 
     def _parent(self, table: Table) -> Reference | None:
@@ -111,7 +111,7 @@ class References:
         parents, keys = self.data.parents(table)
         if not parents:
             return None
-        return Reference(keys, tuple((_named(t), keys) for t in parents), PARENT)
+        return Reference(keys, tuple((_target(t), keys) for t in parents), PARENT)
 
     # ------------------------------------------------------------ generated records
     def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
@@ -263,11 +263,7 @@ class References:
         }
 
 
-def _named(table: Table) -> Target:
-    return Target(table.service, table.name, table.creatable)
-
-
-def _target(s: SetKeys) -> Target:
+def _target(s: Table | SetKeys) -> Target:
     return Target(s.service, s.name, s.creatable)
 
 

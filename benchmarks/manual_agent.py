@@ -701,7 +701,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def stdin_for_dash(args: argparse.Namespace) -> None:
+    """An argument given as ``-`` is read from standard input (JSON or text holding both ' and $)."""
+    for name in ("text", "why", "arguments", "body"):
+        if getattr(args, name, None) == "-":
+            setattr(args, name, sys.stdin.read().strip())
+
+
 def run(session: Session, args: argparse.Namespace) -> int:
+    stdin_for_dash(args)
     if args.command == "start":
         start(session, args)
     elif args.command == "stop":

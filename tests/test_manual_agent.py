@@ -20,9 +20,10 @@ TASKS = ROOT / "data" / "sap" / "tasks" / "tasks.jsonl"
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT / "src"))
 
 
-def harness(session: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def harness(session: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(SCRIPT), "--session", str(session), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         env=ENV,
@@ -72,6 +73,10 @@ def test_the_selection_file_follows_its_rule():
     assert ids == rule.stdout.split() and len(ids) == 24
     kinds = {t["id"]: t["kind"] for t in map(json.loads, TASKS.read_text().splitlines())}
     assert sorted(kinds[i] for i in ids) == sorted(["lookup", "process-read", "single-write", "deep-write"] * 6)
+    for sheet in ("tools.md", "raw.md"):  # the drivers' sheets list the same tasks in the same order
+        text = (ROOT / "benchmarks" / "manual_agent" / sheet).read_text()
+        listed_ids = [line.split(". ", 1)[1] for line in text.split("## Tasks, in this order\n")[1].split("\n") if line]
+        assert listed_ids == ids, sheet
 
 
 def test_raw_scores_the_reference_call_completed_and_a_wrong_answer_not(raw: Path, tmp_path: Path):
@@ -84,7 +89,7 @@ def test_raw_scores_the_reference_call_completed_and_a_wrong_answer_not(raw: Pat
     reference = task("lookup-001")["reference"][0]
     read = harness(raw, "http", reference["method"], reference["url"], "--pretty")
     assert read.stdout.startswith("HTTP 200 OK\ncontent-type: application/json")
-    ended = harness(raw, "answer", read.stdout)  # the whole answer the server gave holds the values
+    ended = harness(raw, "answer", "-", stdin=read.stdout)  # the server's whole answer holds the values
     assert ended.stdout == "lookup-001 finished.\n", "the verdict is never shown to the driver"
     harness(raw, "task", "lookup-002")
     assert harness(raw, "answer", "I could not find it").stdout == "lookup-002 finished.\n"

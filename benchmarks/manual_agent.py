@@ -259,11 +259,16 @@ def _wait_port(port: int, process: subprocess.Popen[bytes], log: Path, seconds: 
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not reaped by its new parent, does not)."""
     try:
         os.kill(pid, 0)
     except OSError:
         return False
-    return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def stop(session: Session) -> None:
@@ -271,6 +276,11 @@ def stop(session: Session) -> None:
     for name, pid in config.get("pids", {}).items():
         if _alive(pid):
             os.killpg(pid, signal.SIGTERM)  # its own process group (start_new_session): it and its children
+            deadline = time.monotonic() + 15
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if _alive(pid):
+                os.killpg(pid, signal.SIGKILL)
             print(f"stopped {name} ({pid})", file=sys.stderr)
 
 
@@ -496,6 +506,9 @@ def _condition(session: Session, condition: str) -> dict[str, Any]:
 def report(folders: list[Path], out: Path) -> None:
     from processkg.evaluate.agents import GOLD, mcnemar, write_json
 
+    for folder in folders:  # a report while a driver may still run would show it the verdicts
+        if any(_alive(pid) for pid in Session(folder).config.get("pids", {}).values()):
+            raise Refused(f"the session in {folder} still runs: stop it first")
     sessions = [summarise(Session(f)) for f in folders]
     conditions = [s["condition"] for s in sessions]
     if len(set(conditions)) != len(conditions):

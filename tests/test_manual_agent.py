@@ -95,6 +95,8 @@ def test_raw_scores_the_reference_call_completed_and_a_wrong_answer_not(raw: Pat
     assert harness(raw, "answer", "I could not find it").stdout == "lookup-002 finished.\n"
     assert harness(raw, "task", "lookup-001").stdout == "error: lookup-001 is already finished\n"
 
+    assert harness(raw, "report", "--out", str(tmp_path / "report")).stderr.startswith("error: the session in")
+    harness(raw, "stop")
     assert harness(raw, "report", "--out", str(tmp_path / "report")).returncode == 0
     results = json.loads((tmp_path / "report" / "results.json").read_text())
     first, second = results["sessions"][0]["tasks"]
@@ -116,6 +118,7 @@ def test_tools_calls_through_the_mcp_client_and_counts_what_it_printed(tools: Pa
     invalid = harness(tools, "tool", "call", json.dumps({"method": "GET", "url": reference["url"] + "x"}))
     assert json.loads(invalid.stdout)["sent"] is False
     harness(tools, "answer", called.stdout)
+    harness(tools, "stop")
 
     assert harness(tools, "report", "--out", str(tmp_path / "report")).returncode == 0
     session = json.loads((tmp_path / "report" / "results.json").read_text())["sessions"][0]

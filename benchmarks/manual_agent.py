@@ -150,15 +150,17 @@ def load_selection(path: Path) -> list[str]:
     return ids
 
 
-def select_tasks(tasks_path: Path) -> list[str]:
-    """The rule of ``manual_agent_tasks.txt``: per kind the PER_KIND ids whose SHA-256 sorts first, round-robin."""
+def select_tasks(tasks_path: Path, batch: int = 1) -> list[str]:
+    """The rule of ``manual_agent_tasks.txt``: per kind the PER_KIND ids whose SHA-256 sorts first, round-robin;
+    batch 2 takes the next PER_KIND of each kind (``manual_agent_tasks-2.txt``), and so on."""
     by_kind: dict[str, list[str]] = {k: [] for k in KINDS}
     for line in tasks_path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             record = json.loads(line)
             by_kind[record["kind"]].append(record["id"])
     chosen = {
-        k: sorted(ids, key=lambda i: hashlib.sha256(i.encode()).hexdigest())[:PER_KIND] for k, ids in by_kind.items()
+        k: sorted(ids, key=lambda i: hashlib.sha256(i.encode()).hexdigest())[(batch - 1) * PER_KIND : batch * PER_KIND]
+        for k, ids in by_kind.items()
     }
     return [chosen[k][r] for r in range(PER_KIND) for k in KINDS if r < len(chosen[k])]
 
@@ -678,16 +680,16 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="per-task and total figures of one or two sessions")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("sessions", nargs="*", type=Path)
-    sub.add_parser("select", help="print the task ids the selection rule gives").add_argument(
-        "--tasks", default=str(TASKS)
-    )
+    s = sub.add_parser("select", help="print the task ids the selection rule gives")
+    s.add_argument("--tasks", default=str(TASKS))
+    s.add_argument("--batch", type=int, default=1, help="1: the first PER_KIND ids of each kind, 2: the next, ...")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "select":
-        print("\n".join(select_tasks(Path(args.tasks))))
+        print("\n".join(select_tasks(Path(args.tasks), args.batch)))
         return 0
     if args.command == "report":
         folders = args.sessions or ([args.session] if args.session else [])

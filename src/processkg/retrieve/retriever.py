@@ -42,6 +42,7 @@ from itertools import pairwise
 from typing import Any, TypeAlias, cast
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from processkg.aliases import JSONObject
 from processkg.errors import EmptyQueryError, IndexNotFoundError, ProcessKGError
@@ -147,6 +148,12 @@ class Retriever:
     """Opens a store and its index once; answers any number of queries with any method."""
 
     def __init__(self, handle: StoreHandle, model: str | None = None) -> None:
+        # numpy's BLAS on one thread in this process: the query's products with every set and activity
+        # vector are then summed in the same order whatever the number of cores (the similarities' last
+        # bits, so ties, no longer depend on it; the tests pin rankings with one thread), and an idle
+        # second BLAS thread no longer spins against the rest of the query (docs/performance.md).
+        # The embedding model's threads (torch, OpenMP) are not BLAS and keep their setting.
+        threadpool_limits(limits=1, user_api="blas")
         self.handle = handle  # the graph and the index of one build
         self.store = handle.graph
         self.index = load_index(handle)

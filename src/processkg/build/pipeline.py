@@ -276,7 +276,7 @@ class Builder:
         """The curated required-on-create fields (``--required``) of this service's entity sets."""
         found: list[Triple] = []
         for row in (r for r in self.required if r.service == doc.name):
-            triples = lifter.require(row.entity_set, row.property, row.source, row.note, row.file, row.line)
+            triples = lifter.require(row.entity_set, row.prop, row.source, row.note, row.file, row.line)
             if triples:
                 self.required_used.add(row)
                 found.extend(triples)

@@ -25,7 +25,7 @@ COLUMNS = ("service", "entity_set", "property", "source")
 class RequiredField:
     service: str
     entity_set: str
-    property: str
+    prop: str  # the CSV's property column
     source: str
     note: str
     file: str  # display name of the CSV, e.g. required/required.csv
@@ -33,7 +33,7 @@ class RequiredField:
 
     @property
     def key(self) -> str:
-        return f"{self.service}/{self.entity_set}/{self.property}"
+        return f"{self.service}/{self.entity_set}/{self.prop}"
 
 
 def required_files(path: Path) -> list[tuple[Path, str]]:

@@ -130,6 +130,8 @@ def test_describe_lists_the_curated_fields_and_its_example_fills_them(box):
     described, _ = box.run("describe", {"service": "HANDMADE_SALES_SRV", "entity_set": "Orders"})
     assert {"OrderType", "Currency"} <= set(described["required_on_create"]), described
     assert {"OrderType", "Currency"} <= set(described["example_create"]), described
+    full, _ = box.run("describe", {"service": "HANDMADE_SALES_SRV", "entity_set": "Orders", "detail": "full"})
+    assert {"OrderType", "Currency"} <= set(full["required_on_create"]), full["required_on_create"]
     created, _ = box.run("call", {"method": "POST", "url": described["path"], "body": described["example_create"]})
     assert created["status"] == 201, created
 

@@ -151,7 +151,7 @@ class Builder:
     def _lift(self) -> None:
         codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
         self._read_bindings(codes)
-        self.required = read_required(Path(self.opt.required)) if self.opt.required else []
+        self.required_rows = read_required(Path(self.opt.required)) if self.opt.required else []
         self.required_used: set[RequiredField] = set()
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._unused_bindings()
@@ -275,7 +275,7 @@ class Builder:
     def _require(self, lifter: ServiceLifter, doc: csdl.ServiceDocument) -> list[Triple]:
         """The curated required-on-create fields (``--required``) of this service's entity sets."""
         found: list[Triple] = []
-        for row in (r for r in self.required if r.service == doc.name):
+        for row in (r for r in self.required_rows if r.service == doc.name):
             triples = lifter.require(row.entity_set, row.prop, row.source, row.note, row.file, row.line)
             if triples:
                 self.required_used.add(row)
@@ -287,7 +287,7 @@ class Builder:
         as a binding that matches nothing is."""
         self.report.warnings.extend(
             f"{r.file}:{r.line}: required field {r.key} names no entity set or property of this build"
-            for r in self.required
+            for r in self.required_rows
             if r not in self.required_used
         )
 

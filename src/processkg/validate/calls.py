@@ -730,13 +730,14 @@ def _kind(comp: Node | None, path: Node | None, item: Prop | Nav | None, shape: 
     }.get(name, "datatype")
 
 
-def _required_why(item: object) -> str:
+def _required_why(item: Prop | Nav | None) -> str:
     """Why a create needs a property, as a message names it: SAP's marker, or the document a
     curated row cites (``kg build --required``), or the fallback rule."""
-    by = getattr(item, "required_by", "")
-    if by == "curated":
-        return f"curated from {getattr(item, 'required_source', '') or 'an unnamed source'}"
-    return REQUIRED_BY.get(by, REQUIRED_BY["rule"])
+    if not isinstance(item, Prop):
+        return REQUIRED_BY["rule"]
+    if item.required_by == "curated":
+        return f"curated from {item.required_source or 'an unnamed source'}"
+    return REQUIRED_BY.get(item.required_by, REQUIRED_BY["rule"])
 
 
 def _unknown(kind: str, name: str, owner: TypeInfo | None) -> str:

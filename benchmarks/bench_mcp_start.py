@@ -130,6 +130,7 @@ def build_store(folder: Path) -> Path:
             bpmn=[SAP / "processes"],
             mapping=SAP / "mapping.yaml",
             codes=[SAP / "codes"],
+            required=SAP / "required",
             store=StoreLocation.parse(store),
             index=True,
         )

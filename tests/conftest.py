@@ -365,7 +365,8 @@ def sap_store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
     """The build report and store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP
-    process layer, the SAP code lists bound to their properties (data/sap/codes, bindings.yaml) and the
+    process layer, the SAP code lists bound to their properties (data/sap/codes, bindings.yaml), the curated
+    required-on-create fields (data/sap/required) and the
     retrieval index; what ``kg serve`` serves for the task checks and ``kg eval agent``, and what
     tests/test_sap_codes.py checks the bindings on. Built once per session."""
     sap = ROOT / "data" / "sap"
@@ -375,6 +376,7 @@ def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
         mapping=sap / "mapping.yaml",
         codes=[sap / "codes"],
         code_bindings=sap / "codes" / "bindings.yaml",
+        required=sap / "required",
     )
 
     def make(tmp: Path) -> tuple[BuildReport, Path]:

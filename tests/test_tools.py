@@ -465,8 +465,16 @@ def test_select_must_name_fields(a2x_box):
 def test_a_deep_insert_answer_shows_the_created_children(a2x_box):
     body = {
         "SalesOrderType": "OR",
+        "SalesOrganization": "1010",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
         "SoldToParty": "0000000001",
-        "to_Item": {"results": [{"Material": "0000000001"}, {"Material": "0000000002"}]},
+        "to_Item": {
+            "results": [
+                {"Material": "0000000001", "RequestedQuantity": "1"},
+                {"Material": "0000000002", "RequestedQuantity": "2"},
+            ]
+        },
     }
     answer, _ = a2x_box.run("call", {"method": "POST", "url": SO + "A_SalesOrder", "body": body})
     assert answer["status"] == 201, answer

@@ -64,6 +64,10 @@ class CodeListError(InputError):
     """A code-list CSV row that cannot be read."""
 
 
+class RequiredFieldsError(InputError):
+    """A row of a curated required-on-create CSV (``kg build --required``) that cannot be read."""
+
+
 class AssetMissingError(ProcessKGError):
     """A file that ships inside the package (ontology, shapes, queries, templates) is missing."""
 

@@ -79,6 +79,7 @@ KGT = _Namespace(
     fieldControl fieldControlPath requiredInFilter requiresFilter updatablePath deletablePath
     filterRequiredProperty nonFilterableProperty insertRequiredProperty nonInsertableNavigation nonUpdatableProperty
     concurrencyToken optimisticConcurrency
+    RequiredOnCreate requiredOnCreate requiredProperty requirementSource requirementNote
     semantics unitProperty textProperty
     targetEntityType targetEntitySet cardinality partner containsTarget relationship
     fromRole toRole referentialConstraint localProperty referencedProperty

@@ -46,6 +46,7 @@ from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFF
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
 from processkg.sources.odata import csdl, edm, flow
 from processkg.sources.odata.lift_service import ServiceLifter
+from processkg.sources.required import RequiredField, read_required
 from processkg.validate.payload_shapes import batch_shapes, check_graph
 
 ON_ERROR = ("fail", "warn", "skip")
@@ -72,6 +73,7 @@ class BuildOptions:
     openapi: list[Path | str] = field(default_factory=list)  # OpenAPI 3 documents (services without a process layer)
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
     code_bindings: Path | None = None  # YAML: SERVICE/EntityType/Property -> value_list of a --codes CSV
+    required: Path | None = None  # CSV file or folder: curated required-on-create fields (sources/required.py)
 
 
 @dataclass
@@ -135,8 +137,8 @@ class Builder:
 
     def _inputs(self) -> list[Path | str]:
         """Every input path: the store must not contain one of them (it would replace them)."""
-        mapping = [self.opt.mapping] if self.opt.mapping else []
-        return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *mapping]
+        extra = [p for p in (self.opt.mapping, self.opt.required) if p]
+        return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *extra]
 
     def _run(self) -> BuildReport:
         start = time.perf_counter()
@@ -149,8 +151,11 @@ class Builder:
     def _lift(self) -> None:
         codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
         self._read_bindings(codes)
+        self.required_rows = read_required(Path(self.opt.required)) if self.opt.required else []
+        self.required_used: set[RequiredField] = set()
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._unused_bindings()
+        self._unused_required()
         self._codes_reached_nothing(codes)
         self._openapi()
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
@@ -209,7 +214,7 @@ class Builder:
             return
         key = doc.file.rsplit(".", 1)[0] if ambiguous else doc.name
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
-        self._add(lifter.lift() + self._bind_codes(lifter, doc, codes), shapes=True)
+        self._add(lifter.lift() + self._bind_codes(lifter, doc, codes) + self._require(lifter, doc), shapes=True)
         self.keyed_sets += flow.keyed_sets(doc, key, lifter.set_iris, lifter.inherited_prop_iri)
         self.codes_reached += lifter.codelist_codes
         self.report.warnings.extend(lifter.warnings)
@@ -266,6 +271,25 @@ class Builder:
                 bound.extend(lifter.bind_codes(type_qname, prop, rows[binding.value_list], binding.line))
                 self.bindings_used.add(binding.line)
         return bound
+
+    def _require(self, lifter: ServiceLifter, doc: csdl.ServiceDocument) -> list[Triple]:
+        """The curated required-on-create fields (``--required``) of this service's entity sets."""
+        found: list[Triple] = []
+        for row in (r for r in self.required_rows if r.service == doc.name):
+            triples = lifter.require(row.entity_set, row.prop, row.source, row.note, row.file, row.line)
+            if triples:
+                self.required_used.add(row)
+                found.extend(triples)
+        return found
+
+    def _unused_required(self) -> None:
+        """A curated row whose service, entity set or property is not in this build is a warning,
+        as a binding that matches nothing is."""
+        self.report.warnings.extend(
+            f"{r.file}:{r.line}: required field {r.key} names no entity set or property of this build"
+            for r in self.required_rows
+            if r not in self.required_used
+        )
 
     def _unused_bindings(self) -> None:
         name = self.bindings_name

@@ -58,6 +58,11 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     help="YAML binding SERVICE/EntityType/Property (wildcards allowed) to a --codes value list "
     "(default: the bindings.yaml of a --codes folder, if one has it).",
 )
+@click.option(
+    "--required",
+    type=click.Path(path_type=Path),
+    help="CSV file or directory (service,entity_set,property,source,note) of curated required-on-create fields.",
+)
 @store_location_option(
     "Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).", required=False
 )
@@ -89,6 +94,7 @@ def build_cmd(
     mapping: Path,
     codes: tuple[Path, ...],
     code_bindings: Path,
+    required: Path | None,
     store: StoreLocation | None,
     out: Path,
     on_error: str,
@@ -126,6 +132,7 @@ def build_cmd(
         chunks=chunks,
         openapi=list(openapi_paths),
         code_bindings=code_bindings,
+        required=required,
     )
     if bar is not None:
         with bar:

@@ -166,7 +166,7 @@ def _flags(row: Record) -> list[str]:
         collection,
         row["defaultValue"] is not None,
         row["namespace"] or "",
-        mandatory=True if row["insertRequired"] else sap_mandatory(row["fieldControl"]),
+        mandatory=True if row["insertRequired"] or row["curatedRequired"] else sap_mandatory(row["fieldControl"]),
     ):
         flags.append("required")
     if creatable and (not updatable or row["immutable"] or row["nonUpdatable"]) and not row["isKey"]:

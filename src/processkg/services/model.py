@@ -47,7 +47,8 @@ class Prop:
     field_control: str | None = None  # a constant Common.FieldControl: Mandatory, ReadOnly, Hidden, ...
     filterable: bool = True  # sap:filterable
     required_in_filter: bool = False  # sap:required-in-filter
-    required_by: str = ""  # why a create needs it: "FieldControl", "InsertRestrictions" (SAP's), "rule"
+    required_by: str = ""  # why a create needs it: "FieldControl", "InsertRestrictions" (SAP's), "curated", "rule"
+    required_source: str = ""  # the document a "curated" requirement cites (kg build --required)
 
     @property
     def collection(self) -> bool:
@@ -273,6 +274,7 @@ def _load_service(store: StoreGraph, head: ServiceHead) -> tuple[ServiceInfo, di
             t.props.update(declared.get(owner.iri, {}))
             t.navs.update(navs.get(owner.iri, {}))
     _insert_required(svc, types)
+    _curated_required(store, svc, types)
     _load_operations(store, svc, types, codes)
     return svc, types
 
@@ -343,6 +345,19 @@ def _insert_required(svc: ServiceInfo, types: dict[str, TypeInfo]) -> None:
             p = t.props.get(prop_name)
             if p is not None and not p.read_only and p.required_by in ("", "rule"):
                 t.props[prop_name] = replace(p, required=True, required_by="InsertRestrictions")
+
+
+def _curated_required(store: StoreGraph, svc: ServiceInfo, types: dict[str, TypeInfo]) -> None:
+    """The curated required-on-create fields of ``kg build --required`` make those properties of
+    the set's entity type required (``required_by`` "curated", with the document they cite),
+    unless SAP's own markers already do or the client may not set them; inherited ones are
+    copied first, as in :func:`_insert_required`."""
+    rows = records(store, "service-required-on-create", service=svc.name)
+    for r in sorted(rows, key=lambda r: (r["set"], r["name"])):
+        t = types.get(svc.sets[r["set"]][0]) if r["set"] in svc.sets else None
+        p = t.props.get(r["name"]) if t is not None else None
+        if t is not None and p is not None and not p.read_only and p.required_by in ("", "rule"):
+            t.props[p.name] = replace(p, required=True, required_by="curated", required_source=r["source"])
 
 
 def _lineage(types: dict[str, TypeInfo], t: TypeInfo | None) -> list[TypeInfo]:

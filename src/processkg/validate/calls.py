@@ -74,6 +74,7 @@ METHODS = ("GET", "POST", *UPDATES, "DELETE")
 REQUIRED_BY = {
     "FieldControl": "Common.FieldControl Mandatory",
     "InsertRestrictions": "Capabilities.InsertRestrictions/RequiredProperties",
+    "curated": "curated from the document it cites",
     "rule": "non-nullable and not computed",
 }
 
@@ -346,8 +347,7 @@ class Validator:
         if kind in ("unknown-property", "unknown-navigation"):
             return _unknown(kind, name, owner)
         if kind == "missing-required":
-            why = REQUIRED_BY.get(getattr(item, "required_by", ""), REQUIRED_BY["rule"])
-            return f"{name} is required to create {tname} ({why}); add it"
+            return f"{name} is required to create {tname} ({_required_why(item)}); add it"
         if kind == "read-only":
             return f"{name} is read-only in {tname} (not creatable or computed); remove it"
         if kind == "invalid-code" and isinstance(item, Prop):
@@ -596,7 +596,7 @@ class UpdateConverter(Converter):
         tname = t.qname.rsplit(".", 1)[-1]
         for name, p in sorted(t.props.items()):
             if p.required and not p.key and name not in given:
-                why = REQUIRED_BY.get(p.required_by, REQUIRED_BY["rule"])
+                why = _required_why(p)
                 message = (
                     f"{name} is required in {tname} ({why}) and a PUT replaces the whole entity; "
                     "add it, or send a PATCH to change only some properties"
@@ -728,6 +728,16 @@ def _kind(comp: Node | None, path: Node | None, item: Prop | Nav | None, shape: 
         "MaxLengthConstraintComponent": "max-length",
         "InConstraintComponent": "invalid-code",
     }.get(name, "datatype")
+
+
+def _required_why(item: Prop | Nav | None) -> str:
+    """Why a create needs a property, as a message names it: SAP's marker, or the document a
+    curated row cites (``kg build --required``), or the fallback rule."""
+    if not isinstance(item, Prop):
+        return REQUIRED_BY["rule"]
+    if item.required_by == "curated":
+        return f"curated from {item.required_source or 'an unnamed source'}"
+    return REQUIRED_BY.get(item.required_by, REQUIRED_BY["rule"])
 
 
 def _unknown(kind: str, name: str, owner: TypeInfo | None) -> str:

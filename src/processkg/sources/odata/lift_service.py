@@ -374,6 +374,27 @@ class ServiceLifter:
             self._code(vl, s, "", value, label, "codelist", row, file)
         return self.t.items[start:]
 
+    def require(self, set_name: str, prop_name: str, source: str, note: str, file: str, line: int) -> list[Triple]:
+        """A curated required-on-create field (``kg build --required``): the entity set gets a
+        ``kg:RequiredOnCreate`` node naming the property, its source document and the CSV row;
+        returns the new triples, or [] (and nothing is added) when the set or property is not in
+        this service."""
+        es = next((e for c in self.doc.containers for e in c.entity_sets if e.name == set_name), None)
+        if es is None or set_name not in self.set_iris:
+            return []
+        owner = self.declaring_type(self.doc.types.get(es.entity_type), prop_name)
+        if not owner:
+            return []
+        start = len(self.t.items)
+        s = child(self.set_iris[set_name], "required", prop_name)
+        self.t.node(s, KGT.RequiredOnCreate, line, f"{set_name}/{prop_name} required on create", file=file)
+        self.t.text(s, KGT.name, prop_name)
+        self.t.add(s, KGT.requiredProperty, self.prop_iri(owner, prop_name))
+        self.t.text(s, KGT.requirementSource, source)
+        self.t.text(s, KGT.requirementNote, note)
+        self.t.add(self.set_iris[set_name], KGT.requiredOnCreate, s)
+        return self.t.items[start:]
+
     # ---------------------------------------------------------------- enums, sets, navs
     def _enum(self, enum: EnumType) -> None:
         t = self.t

@@ -1,0 +1,95 @@
+"""Curated required-on-create fields: what a create needs where SAP's V2 metadata does not say.
+
+``kg build --required PATH`` reads a CSV file, or every ``*.csv`` of a folder (e.g.
+``data/sap/required``), with the header ``service,entity_set,property,source,note``: one row
+per property a POST to the entity set must carry, and the document that says so in ``source``.
+A row naming a service, entity set or property that the build does not have is a warning (as an
+unused code binding is); a row that cannot be read stops the build with ``FILE:LINE: ...``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from processkg.errors import RequiredFieldsError
+from processkg.sources.limits import MAX_CODE_ROWS, read_text
+
+COLUMNS = ("service", "entity_set", "property", "source")
+
+
+@dataclass(frozen=True)
+class RequiredField:
+    service: str
+    entity_set: str
+    prop: str  # the CSV's property column
+    source: str
+    note: str
+    file: str  # display name of the CSV, e.g. required/required.csv
+    line: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.service}/{self.entity_set}/{self.prop}"
+
+
+def required_files(path: Path) -> list[tuple[Path, str]]:
+    """The CSV file ``path``, or the ``*.csv`` of folder ``path`` sorted by name, with display names
+    ``FOLDER/FILE`` (as code lists are named in the graph)."""
+    if path.is_dir():
+        return [(f, f"{path.name}/{f.name}") for f in sorted(path.glob("*.csv"))]
+    return [(path, f"{path.parent.name}/{path.name}")]
+
+
+def read_required(path: Path) -> list[RequiredField]:
+    """Every row of the CSV file or folder ``path``, in file order; a row repeating an earlier
+    service/entity_set/property is refused with both lines."""
+    if not path.exists():
+        raise RequiredFieldsError("no such file or folder", str(path))
+    found: list[RequiredField] = []
+    seen: dict[str, RequiredField] = {}
+    for file, display in required_files(path):
+        for row in _rows(file, display):
+            first = seen.setdefault(row.key, row)
+            if first is not row:
+                raise RequiredFieldsError(f"{row.key} repeats {first.file}:{first.line}", str(file), row.line)
+            found.append(row)
+    return found
+
+
+def _rows(path: Path, display: str) -> Iterator[RequiredField]:
+    text = read_text(path, "required-fields file", str(path), RequiredFieldsError)
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    last = 0
+    try:
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        last = reader.line_num
+        if missing:
+            raise RequiredFieldsError(
+                f"lacks column(s) {', '.join(missing)}; expected service,entity_set,property,source,note", str(path), 1
+            )
+        for count, row in enumerate(reader, start=1):
+            last = reader.line_num
+            if count > MAX_CODE_ROWS:
+                raise RequiredFieldsError(f"more than {MAX_CODE_ROWS:,} rows in one file", str(path), last)
+            yield _row(path, display, row, last)
+    except csv.Error as exc:
+        raise RequiredFieldsError(f"not a well-formed CSV row: {exc}", str(path), last + 1) from None
+
+
+def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None], line: int) -> RequiredField:
+    values = {c: row.get(c) for c in (*COLUMNS, "note")}
+    if None in row or any(not isinstance(v, str) and v is not None for v in values.values()):
+        raise RequiredFieldsError("row has more fields than the header", str(path), line)
+    text = {c: str(v or "").strip() for c, v in values.items()}
+    empty = [c for c in COLUMNS if not text[c]]
+    if empty:
+        raise RequiredFieldsError(f"row has an empty {', '.join(empty)}", str(path), line)
+    if any("\n" in v or "\r" in v for v in text.values()):
+        raise RequiredFieldsError("a field spans several lines (an unterminated quote before it?)", str(path), line)
+    return RequiredField(
+        text["service"], text["entity_set"], text["property"], text["source"], text["note"], display, line
+    )

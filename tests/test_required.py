@@ -1,0 +1,149 @@
+"""Curated required-on-create fields (kg build --required, data/sap/required; issue 22).
+
+A hand-made CSV (tests/data/required) makes two properties of HANDMADE_SALES_SRV's Orders required;
+the tests check the reader's errors, the lift, a POST that kg serve refuses with the field and its
+source, describe's list, and that the SAP list's rows all reach A2X properties and leave every
+reference call of the tasks accepted (tests/test_tasks.py sends them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from processkg.build.pipeline import BuildOptions, BuildReport, build_store
+from processkg.errors import RequiredFieldsError
+from processkg.graph.handle import StoreHandle, StoreLocation, open_store
+from processkg.sources.required import read_required
+from processkg.tools.local_server import LocalServer
+from processkg.tools.odata_client import ODataClient
+from processkg.tools.toolbox import Toolbox
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+INVALID = ROOT / "tests" / "invalid"
+SAP_REQUIRED = ROOT / "data" / "sap" / "required"
+SALES = DATA / "odata" / "HANDMADE_SALES_SRV"
+KG = "https://w3id.org/processkg/ontology#"
+SOURCE = "Handmade Sales API guide, section 2 'Create an order'"
+
+
+@pytest.fixture(scope="module")
+def handmade(tmp_path_factory) -> tuple[BuildReport, Path]:
+    store = tmp_path_factory.mktemp("required") / "store"
+    report = build_store(
+        BuildOptions(odata=[SALES], required=DATA / "required", store=StoreLocation(path=store), index=False)
+    )
+    return report, store
+
+
+@pytest.fixture(scope="module")
+def box(handmade) -> Iterator[Toolbox]:
+    with LocalServer(StoreHandle.open(handmade[1])) as server:
+        toolbox = Toolbox(StoreHandle.open(handmade[1]), ODataClient(server.url), allow_writes=True)
+        yield toolbox
+        toolbox.close()
+
+
+# ---------------------------------------------------------------- the reader
+def test_the_handmade_file_reads_in_file_order_with_file_and_line():
+    rows = read_required(DATA / "required")
+    assert [(r.key, r.file, r.line) for r in rows] == [
+        ("HANDMADE_SALES_SRV/Orders/OrderType", "required/required.csv", 2),
+        ("HANDMADE_SALES_SRV/Orders/Currency", "required/required.csv", 3),
+    ]
+    assert rows[0].source == SOURCE and rows[0].note == "test data: every order has a type"
+
+
+def test_an_empty_property_names_file_and_line(tmp_path):
+    with pytest.raises(
+        RequiredFieldsError, match=r"required-empty-property/required\.csv:3: row has an empty property"
+    ):
+        build_store(BuildOptions(odata=[SALES], required=INVALID / "required-empty-property", out=tmp_path / "g.ttl"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("service,entity_set,property\nS,E,P\n", r"r\.csv:1: lacks column\(s\) source"),
+        ("service,entity_set,property,source,note\nS,E,P,doc,\nS,E,P,doc2,\n", r"r\.csv:3: S/E/P repeats r/r\.csv:2"),
+        (
+            "service,entity_set,property,source,note\nS,E,P,doc,,extra\n",
+            r"r\.csv:2: row has more fields than the header",
+        ),
+    ],
+)
+def test_malformed_rows_name_file_and_line(tmp_path, text, message):
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "r.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(RequiredFieldsError, match=message):
+        read_required(folder)
+
+
+def test_a_row_naming_no_property_of_the_build_is_a_warning(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(
+        "service,entity_set,property,source,note\nHANDMADE_SALES_SRV,Orders,NoSuchField,doc,\n"
+        "HANDMADE_SALES_SRV,Orders,Currency,doc,\n",
+        encoding="utf-8",
+    )
+    report = build_store(BuildOptions(odata=[SALES], required=path, out=tmp_path / "g.ttl"))
+    assert [w for w in report.warnings if "required field" in w] == [
+        f"{tmp_path.name}/r.csv:2: required field HANDMADE_SALES_SRV/Orders/NoSuchField names no entity set or "
+        "property of this build"
+    ]
+
+
+# ---------------------------------------------------------------- the lift
+def test_each_row_is_lifted_on_its_entity_set_with_source_file_and_line(handmade):
+    report, store = handmade
+    assert not [w for w in report.warnings if "required field" in w]
+    rows = open_store(store).query(f"""PREFIX kg: <{KG}>
+        SELECT ?set ?prop ?source ?file ?line WHERE {{
+          ?s kg:name ?set ; kg:requiredOnCreate ?r .
+          ?r a kg:RequiredOnCreate ; kg:requiredProperty/kg:name ?prop ; kg:requirementSource ?source ;
+             kg:sourceFile ?file ; kg:sourceLine ?line }} ORDER BY ?line""")
+    assert [tuple(str(v.value) for v in row) for row in rows] == [
+        ("Orders", "OrderType", SOURCE, "required/required.csv", "2"),
+        ("Orders", "Currency", SOURCE, "required/required.csv", "3"),
+    ]
+
+
+# ---------------------------------------------------------------- kg serve and describe
+def test_kg_serve_refuses_a_create_without_a_curated_field_naming_it_and_its_source(box):
+    described, is_error = box.run("describe", {"service": "HANDMADE_SALES_SRV", "entity_set": "Orders"})
+    assert not is_error, described
+    answer, _ = box.run("call", {"method": "POST", "url": described["path"], "body": {"OrderType": "ST"}})
+    assert answer["status"] == 400, answer
+    violations = [(v["kind"], v["path"], v["message"]) for v in answer["violations"]]
+    assert (
+        "missing-required",
+        "/Currency",
+        f"Currency is required to create OrderType (curated from {SOURCE}); add it",
+    ) in (violations), violations
+
+
+def test_describe_lists_the_curated_fields_and_its_example_fills_them(box):
+    described, _ = box.run("describe", {"service": "HANDMADE_SALES_SRV", "entity_set": "Orders"})
+    assert {"OrderType", "Currency"} <= set(described["required_on_create"]), described
+    assert {"OrderType", "Currency"} <= set(described["example_create"]), described
+    full, _ = box.run("describe", {"service": "HANDMADE_SALES_SRV", "entity_set": "Orders", "detail": "full"})
+    assert {"OrderType", "Currency"} <= set(full["required_on_create"]), full["required_on_create"]
+    created, _ = box.run("call", {"method": "POST", "url": described["path"], "body": described["example_create"]})
+    assert created["status"] == 201, created
+
+
+# ---------------------------------------------------------------- the SAP list
+def test_every_sap_row_reaches_an_a2x_property_of_the_tasks_store(tasks_built):
+    report, _store = tasks_built
+    rows = read_required(SAP_REQUIRED)
+    assert len(rows) >= 40 and all(r.source for r in rows)
+    assert not [w for w in report.warnings if "required field" in w]
+
+
+def test_an_sap_row_without_a_document_says_unsourced():
+    for row in read_required(SAP_REQUIRED):
+        assert (row.file == "required/unsourced.csv") == row.source.startswith("unsourced: "), row

@@ -135,11 +135,12 @@ class ServiceLifter:
             t.add(s, KGT.baseType, self.type_iri(st.base_type))
         for prop in st.properties:
             self._property(st, prop, s)
-        for key in key_of(self.doc, st) if st.kind == "EntityType" else ():
+        for position, key in enumerate(key_of(self.doc, st) if st.kind == "EntityType" else (), 1):
             name = key.split("/", 1)[0]
             owner = self.declaring_type(st, name)
             if owner:
                 t.add(s, KGT.keyProperty, self.prop_iri(owner, name))
+                t.integer(self.prop_iri(owner, name), KGT.keyPosition, position)
 
     def _property(self, st: StructuredType, prop: Property, type_node: NamedNode) -> None:
         t = self.t

@@ -26,10 +26,13 @@ demo: $(VENV)/.installed
 	$(BIN)/kg validate --store build/demo data/demo/calls.jsonl; test $$? -le 1
 
 # Two workers (the CI machine's cores); each module runs on one worker, session builds are shared
-# between them (tests/conftest.py, once). WORKERS=0 runs the suite in this process.
+# between them (tests/conftest.py, once); modules go out slowest first (conftest.SLOWEST_FIRST, kept
+# by --no-loadscope-reorder). WORKERS=0 runs the suite in this process. One BLAS/OpenMP thread per
+# worker: with a thread per core each, numpy's and torch's threads spin against the other worker.
 WORKERS ?= 2
+SINGLE_THREADED := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(VENV)/.installed virtuoso
-	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope
+	$(SINGLE_THREADED) $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 
 # tests/test_remote_store.py runs the remote store on OpenLink Virtuoso too (tests/conftest.py starts
 # it on loopback); a fresh Debian machine gets it from Debian's packages, as root or through sudo.
@@ -40,7 +43,7 @@ virtuoso:
 
 # The suite without the end-to-end tests marked slow (wheel install, notebook, whole-corpus builds).
 test-fast: $(VENV)/.installed virtuoso
-	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope -m "not slow"
+	$(SINGLE_THREADED) $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope --no-loadscope-reorder -m "not slow"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -97,6 +97,10 @@ def main() -> None:
     after = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "src"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    after += "-dirty" if changed else ""  # the working tree is what runs, not HEAD
     result: dict[str, object] = {"cpus": os.cpu_count(), "measured": time.strftime("%Y-%m-%d"), "before": before}
     result["after"] = after
     sizes: dict[str, object] = {}

@@ -49,9 +49,10 @@ DEMO = ROOT / "data" / "demo"
 
 
 #: The slowest modules, slowest first (seconds per module, setup included, in a run of 2026-12-04 on
-#: two workers): pytest-xdist's ``loadscope`` hands modules to the workers in collection order, so
-#: these go out first and the short ones fill in at the end, and the two workers end together
-#: (in file-name order test_tasks, test_queries and test_remote_store came last).
+#: two workers). With ``--no-loadscope-reorder`` (the Makefile's ``make test``) pytest-xdist's
+#: ``loadscope`` hands modules to the workers in collection order, so these go out first and the short
+#: ones fill in at the end; its default order is by number of tests, which sent test_architecture's
+#: 224 quick tests first and the slow test_remote_store (58 tests) after a dozen others.
 SLOWEST_FIRST = (
     "test_tasks.py",
     "test_queries.py",

@@ -437,9 +437,7 @@ def test_kg_mcp_imports_no_stage_before_it_answers_initialize():
         "import json; print(json.dumps(sorted(m for m in sys.modules if m.startswith(('processkg.', 'sentence_transformers', 'torch')))))"
     )
     loaded = json.loads(
-        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.replace(
-            "'", '"'
-        )
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     )
     assert "processkg.cli.mcp" in loaded and "processkg.tools.mcp_server" in loaded
     late = {"processkg.tools.toolbox", "processkg.retrieve.index", "processkg.build.pipeline", "processkg.serve.app"}

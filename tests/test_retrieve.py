@@ -27,6 +27,7 @@ from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.retrieve.context import key_predicate, render_context, render_set
 from processkg.retrieve.retriever import (
     HYBRID,
+    LEXICAL_EVEN,
     METHODS,
     NAVIGATION_SEEDS,
     RRF_K,
@@ -266,9 +267,31 @@ def test_a2x_hybrid_without_process_layer_returns_seeds_only(a2x_retriever):
         a2x_retriever.retrieve(CHAIN_QUERY, 20, method="tokens")
     )
     assert set(names(results)) <= set(pool)  # no activities: dense and BM25 seeds only
-    assert results == a2x_retriever.retrieve(CHAIN_QUERY, 5, method="hybrid-v1")  # nothing to route on
     goods_issue = a2x_retriever.retrieve("post the goods issue for the delivery", 5)
     assert {"A_OutbDeliveryHeader", "A_OutbDeliveryItem"} <= set(names(goods_issue))
+
+
+LONG_QUERY = (
+    "the customer orders bikes, we check availability and credit, create the outbound delivery, pick and "
+    "post the goods issue, bill the customer and clear the incoming payment against the open item"
+)
+
+
+def test_a2x_hybrid_without_process_layer_weighs_bm25_by_query_length(a2x_retriever):
+    """No process layer: BM25 and dense fused, BM25 weighing n² / (n² + LEXICAL_EVEN²) for n
+    content words. No content word: dense alone; two words: dense leads (BM25 alone misses the
+    header A_SalesOrder); 21 words: BM25's order (dense's top 5 shares nothing with it)."""
+
+    def top(query, method):
+        return names(a2x_retriever.retrieve(query, 5, method=method))
+
+    assert (LEXICAL_EVEN, len(tokenize("what is there for me")), len(tokenize(LONG_QUERY))) == (4, 0, 21)
+    assert top("what is there for me", "hybrid") == top("what is there for me", "dense")
+    assert top("sales order", "hybrid")[0] == top("sales order", "dense")[0] == "A_SalesOrder"
+    assert "A_SalesOrder" not in top("sales order", "tokens")
+    assert top(LONG_QUERY, "hybrid") == top(LONG_QUERY, "tokens")
+    assert not set(top(LONG_QUERY, "dense")) & set(top(LONG_QUERY, "tokens"))
+    assert {r.source for r in a2x_retriever.retrieve(LONG_QUERY, 20)} == {"seed"}  # no expansion
 
 
 def test_a2x_all_methods_and_ablations_run(a2x_retriever):

@@ -7,6 +7,7 @@ Real model, real hnswlib, real Oxigraph, no mocks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -26,10 +27,11 @@ from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import render_context
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, _explained
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, RoutedModel, load_model
-from processkg.retrieve.signals import SIGNALS, Edges, family_key, steps_of
+from processkg.retrieve.signals import SIGNALS, Edges, _masked_max, family_key, steps_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "expected" / "sap-rankings.json"
+EXPECTED_HYBRID = ROOT / "tests" / "expected" / "sap-hybrid-rankings.json"
 BENCHMARK = ROOT / "data" / "sap" / "benchmark" / "queries.jsonl"
 #: Benchmark queries (test split) and the kind each asks for.
 ROUTES = [
@@ -82,6 +84,11 @@ def test_a_damaged_model_file_is_one_clear_error(tmp_path):
         load_model(str(bad))
     bad.write_text("{not json")
     with pytest.raises(RankingModelError, match=r"routed\.json: cannot read the routed ranking model"):
+        load_model(str(bad))
+    shipped = load_model().as_json()
+    shipped["rankers"]["single"]["features"][1] = "dense_ranked"  # a signal that does not exist
+    bad.write_text(json.dumps(shipped))
+    with pytest.raises(RankingModelError, match=r"unknown signals \['dense_ranked'\]"):
         load_model(str(bad))
 
 
@@ -150,6 +157,22 @@ def test_vectorised_signals_equal_a_direct_computation(sap):
         assert column["navigation"][row] == pytest.approx(expect_navigation, abs=1e-5)
 
 
+@pytest.mark.parametrize("query, _kind", ROUTES + [("we cannot bill the customer for the shipment yet", "")])
+def test_the_signals_a_model_reads_are_those_of_all_signals(sap, query, _kind):
+    """A routed query computes only the signals its model reads (no rank feature nobody weighs):
+    those are the same, bit for bit, as when every signal is computed, and so are the paths."""
+    model = load_model()
+    assert set(model.signals) < set(SIGNALS) and model.signals == tuple(n for n in SIGNALS if n in model.signals)
+    vector = sap.embed([query])[0]
+    every, read = sap.signals(query, vector), sap.signals(query, vector, names=model.signals)
+    assert read.names == model.signals and read.features.shape == (len(sap.sets), len(model.signals))
+    assert every.columns(model.signals).tobytes() == read.features.tobytes()
+    for field in dataclasses.fields(read.paths):
+        mine, theirs = getattr(read.paths, field.name), getattr(every.paths, field.name)
+        assert np.array_equal(np.asarray(mine), np.asarray(theirs)), field.name
+    assert np.array_equal(model.scores(query, every)[0], model.scores(query, read)[0])
+
+
 def test_a_blocked_goal_walks_bpmn_next_backwards(sap):
     situation = "we want to bill the customer for the shipment"
     blocked = "we cannot bill the customer for the shipment yet"
@@ -214,14 +237,33 @@ def test_hybrid_paper_and_hybrid_v1_rank_as_before(sap):
             assert got == q[method], (method, q["id"])
 
 
+def test_routed_hybrid_ranks_every_benchmark_query_as_recorded(sap):
+    """With a process layer ``hybrid`` is the routed model, whatever it does without one: its top 5
+    (service, entity set, source, via) on all 330 benchmark queries, recorded before the
+    no-process branch changed (``tests/expected/sap-hybrid-rankings.json``)."""
+    recorded = json.loads(EXPECTED_HYBRID.read_text(encoding="utf-8"))["queries"]
+    text = {q["id"]: q["query"] for q in map(json.loads, BENCHMARK.read_text(encoding="utf-8").splitlines())}
+    answers = sap.retrieve_many([text[q["id"]] for q in recorded], 5, RetrievalSettings("hybrid"))
+    for q, results in zip(recorded, answers, strict=True):
+        assert [[r.service, r.entity_set, r.source, list(r.via)] for r in results] == q["hybrid"], q["id"]
+
+
 @pytest.mark.parametrize("size", [0, 1, 7, 120])
 def test_edges_from_lists_are_the_edges_of_the_mask(size):
-    """The navigations and the document flow are kept as lists (a mask of 41,100 x 41,100 sets at 100x
-    is 1.7 GB): the edges built from them are those of the mask, duplicates and order aside."""
+    """The navigations and the document flow are kept as edge lists, never as a mask (41,100 x 41,100
+    sets at 100x is 1.7 GB): edges built from lists equal those of the mask, duplicates and order aside."""
     mask = np.random.default_rng(size).random((size, size)) < 0.08
     rows_of: dict[int, list[int]] = {}
     for i, j in reversed(list(zip(*np.nonzero(mask), strict=True))):  # any order, one pair twice
         rows_of.setdefault(int(j), []).extend([int(i)] * (1 + (i == j)))
     dense, lists = Edges.of_mask(mask), Edges.of_lists(rows_of, size)
+    values = np.round(np.random.default_rng(size).normal(size=size), 1).astype(np.float32)  # ties
+    values[::5] = -np.inf
+    top, rows = _masked_max(lists, values)
+    for j in range(size):  # the max over the column's rows, and the first row that holds it
+        held = np.flatnonzero(mask[:, j])
+        best = max((values[i] for i in held), default=-np.inf)
+        assert top[j] == best and rows[j] == (-1 if best == -np.inf else held[values[held] == best][0])
     assert lists.columns == dense.columns == size
-    assert np.array_equal(lists.index, dense.index) and np.array_equal(lists.valid, dense.valid)
+    assert np.array_equal(lists.rows, dense.rows) and np.array_equal(lists.column_of, dense.column_of)
+    assert np.array_equal(lists.starts, dense.starts) and np.array_equal(lists.nonempty, dense.nonempty)

@@ -123,14 +123,15 @@ def test_expansion_finds_no_process_edges_so_hybrid_paper_is_dense(energy):
     assert socbench_protocol.verdict(result, tests).startswith("Confirmed:")
 
 
-def test_hybrid_fuses_dense_and_tokens(energy):
+def test_hybrid_without_a_process_layer_loses_nothing_to_bm25(energy):
+    """No process layer: ``hybrid`` is the length-weighted fusion of BM25 and dense, not the
+    expansion of ``hybrid-v1``; on this domain's long queries its recall is at least BM25's at
+    every k (``hybrid-v1`` here: 0.574 / 0.782 / 0.938 against BM25's 0.745 / 0.855 / 0.988)."""
     _root, result, _tests = energy
-    for r in result.results:
-        assert r.ranked["hybrid"] == r.ranked["hybrid-v1"]  # no process layer to route on: the fusion
-        top = set(r.ranked["hybrid"][:5])
-        assert top <= set(r.ranked["dense"][: socbench_protocol.CANDIDATES]) | set(
-            r.ranked["tokens"][: socbench_protocol.CANDIDATES]
-        )
+    for k in KS:
+        hybrid, tokens = (socbench_protocol.mean_recall(result.results, m, k) for m in ("hybrid", "tokens"))
+        assert hybrid >= tokens > socbench_protocol.mean_recall(result.results, "hybrid-v1", k), k
+    assert any(r.ranked["hybrid"] != r.ranked["hybrid-v1"] for r in result.results)
 
 
 def test_recall_follows_the_benchmark_protocol():

@@ -162,12 +162,11 @@ class Builder:
         """The lifted triples and their payload shapes go to two N-Triples files as each batch is
         lifted, beside the store (the system's temporary folder without one); gone afterwards."""
         store = self.store
-        if store:
-            _remove_stale_spools(store)
         if not store:
             with owned_tmp() as tmp:
                 yield Spool(tmp / "data.nt"), Spool(tmp / "shapes.nt")
             return
+        _remove_stale_spools(store)
         with tempfile.TemporaryDirectory(dir=store.parent, prefix=f".{store.name}{SPOOL}") as spool:
             (Path(spool) / SPOOL_MARKER).touch()
             yield Spool(Path(spool) / "data.nt"), Spool(Path(spool) / "shapes.nt")

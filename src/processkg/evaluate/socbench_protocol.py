@@ -21,9 +21,10 @@ without the service; when two services of a domain have the same ``METHOD /path`
 them in the top k finds it (the benchmark's code compares unqualified ids, so this is its rule too).
 
 Methods: every method of the registry that needs no OData metadata chunks (:data:`METHODS`).
-Without a process layer ``hybrid`` fuses dense and BM25 (its activity lists are empty) and
-expansion runs ``queries/expand.rq`` for every seed; the run reports how many rows it returned
-and how many process edges the graph holds.
+Without a process layer ``hybrid`` is the length-weighted fusion of BM25 and dense
+(:func:`processkg.retrieve.retriever.lexical_dense`, no expansion) and ``hybrid-v1`` fuses dense
+and BM25 (its activity lists are empty) and runs ``queries/expand.rq`` for every seed; the run
+reports how many rows it returned and how many process edges the graph holds.
 """
 
 from __future__ import annotations
@@ -44,7 +45,15 @@ from processkg.evaluate.metrics import paired_test
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import StoreGraph, load_query, plain, select, write_atomic
 from processkg.retrieve.index import Encoder, build_index
-from processkg.retrieve.retriever import CANDIDATES, HYBRID, RRF_K, Result, RetrievalSettings, Retriever
+from processkg.retrieve.retriever import (
+    CANDIDATES,
+    HYBRID,
+    LEXICAL_EVEN,
+    RRF_K,
+    Result,
+    RetrievalSettings,
+    Retriever,
+)
 from processkg.retrieve.retriever import METHODS as RETRIEVAL_METHODS
 from processkg.sources import openapi
 
@@ -296,9 +305,10 @@ def as_json(result: Run, test_rows: list[JSONObject]) -> JSONObject:
         "model": result.model,
         "ks": list(KS),
         "methods": list(METHODS),
-        "hybrid_lists": list(HYBRID.lists),
-        "rrf_k": RRF_K,
-        "candidates": CANDIDATES,
+        "fusion": {
+            "hybrid": {"lists": ["tokens", "dense"], "rrf_k": RRF_K, "lexical_even": LEXICAL_EVEN},
+            "hybrid-v1": {"lists": list(HYBRID.lists), "rrf_k": RRF_K, "candidates": CANDIDATES},
+        },
         "counts": {
             "instances": len({d.instance for d in result.domains}),
             "domains": len(result.domains),

@@ -98,10 +98,10 @@ def fit_listwise(lists: np.ndarray, golds: np.ndarray, l2: float) -> np.ndarray:
 
 
 def fit_ranker(train: list[Example], features: tuple[str, ...], l2: float = RANKER_L2) -> Linear:
-    cols = [SIGNALS.index(f) for f in features]
-    stacked = np.concatenate([e.signals.features[:, cols] for e in train]).astype(np.float64)
+    columns = [e.signals.columns(features) for e in train]
+    stacked = np.concatenate(columns).astype(np.float64)
     mean, scale = stacked.mean(axis=0), stacked.std(axis=0) + 1e-6
-    lists = np.stack([(e.signals.features[:, cols] - mean) / scale for e in train])
+    lists = np.stack([(c - mean) / scale for c in columns])
     golds = np.stack([_gold_mask(e) for e in train])
     w = fit_listwise(lists, golds, l2)
     return Linear(tuple(features), mean, scale, w[None, :], np.zeros(1))
@@ -139,7 +139,7 @@ def cv_ranker(
             model = fit_ranker([e for i, e in enumerate(items) if i not in held_set], features)
             for i in held:
                 e = items[i]
-                scores = model(e.signals.features[:, [SIGNALS.index(f) for f in features]])[:, 0]
+                scores = model(e.signals.columns(features))[:, 0]
                 step = e.signals.paths.step - 1 if steps else None  # -1: the whole query, no step
                 total.append(recall(e, scores, family, 3, step) + recall(e, scores, family, 5, step))
     return float(np.mean(total))

@@ -361,7 +361,7 @@ def build_index(
 ) -> IndexReport:
     """Write the index of the build ``store`` names now (``STORE/current/index``, so it is replaced
     together with the graph it indexes): embed every item (reusing cached vectors) and build HNSW
-    graphs. The store's writer lock is taken first (one writer at a time), then the build is pinned:
+    graphs. A local store's writer lock is taken first (one writer at a time), then the build is pinned:
     the index is made from the graph of the version it is written into.
 
     ``odata``: the metadata files or folders the store was built from; when given, their

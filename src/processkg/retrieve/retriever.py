@@ -15,7 +15,9 @@ implementation, and the CLI choices, the evaluations and the docs take them from
   signals (:mod:`processkg.retrieve.signals`: dense, BM25, the activities that use it, the
   process steps after or before the one the query describes, navigation targets); near-duplicates
   share one slot (``alternatives``). Learned on the train split of ``data/sap/benchmark``
-  (``kg eval train-ranker``, ``docs/retrieval.md``); without a process layer it is ``hybrid-v1``.
+  (``kg eval train-ranker``, ``docs/retrieval.md``). Without a process layer (no activity uses an
+  entity set) it fuses BM25 and dense only, BM25 weighing more the longer the query
+  (:func:`lexical_dense`), and expands nothing.
 * ``hybrid-v1``: the first hybrid, kept for comparison: seeds fused (reciprocal rank fusion)
   from dense over entity sets, the activity-chain ranking (BPMN activities A -> ... -> B matched
   at both ends, the entity sets of B through ``uses:entitySet``), BM25, and the entity sets of
@@ -49,7 +51,7 @@ from processkg.retrieve.goals import goal_order
 from processkg.retrieve.index import Encoder, load_index, model_id
 from processkg.retrieve.lexical import Lexical, tokenize
 from processkg.retrieve.routing import KINDS, Pick, RoutedModel, load_model, pick_ranked
-from processkg.retrieve.signals import Paths, ProcessMatrices, QuerySignals, steps_of
+from processkg.retrieve.signals import SIGNALS, Paths, ProcessMatrices, QuerySignals, steps_of
 from processkg.retrieve.tables import edge_rows, item_rows, read_edges, read_lexical
 
 Path_: TypeAlias = tuple[str, ...]
@@ -59,6 +61,8 @@ DEFAULT_HOPS = 2
 MAX_HOPS = 6
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
 CANDIDATES = 20  # entries of each list fused by ``hybrid-v1``
+LEXICAL_EVEN = 4  # ``hybrid`` without a process layer: query length (content words) at which BM25 and dense
+# weigh the same; chosen on SOCBench-D instances 1-2 and the SAP train split (docs/socbench.md)
 NAVIGATION_SEEDS = 3  # the nearest entity sets whose navigation targets ``hybrid-v1`` ranks
 VERIFY_MARGIN = 0.05
 CHUNKS_PER_RESULT = 10
@@ -174,8 +178,7 @@ class Retriever:
         ``kg index`` kept, or, missing or stale, from the store's query; read when first needed."""
         if name not in self._edges:
             kept = read_edges(self.handle.index_dir, name, self.index.items)
-            rows = item_rows(self.index.items)
-            self._edges[name] = kept if kept is not None else edge_rows(self.store, name, rows)
+            self._edges[name] = kept if kept is not None else edge_rows(self.store, name, item_rows(self.index.items))
         return self._edges[name]
 
     @property
@@ -244,11 +247,14 @@ class Retriever:
             self._ablated[key] = self.matrices.ablated(*key)
         return self._ablated[key]
 
-    def signals(self, query: str, vector: np.ndarray, matrices: ProcessMatrices | None = None) -> QuerySignals:
-        """Every signal of :mod:`processkg.retrieve.signals` for every entity set, for one query."""
+    def signals(
+        self, query: str, vector: np.ndarray, matrices: ProcessMatrices | None = None, names: tuple[str, ...] = SIGNALS
+    ) -> QuerySignals:
+        """The signals ``names`` of :mod:`processkg.retrieve.signals` (all unless told) for every entity
+        set, for one query."""
         steps = self._steps[query] if query in self._steps else self.embed_steps([query])[0]
         words = self.activity_lexical.scores(query)
-        return (matrices or self.matrices).signals(vector, self.lexical.scores(query), query, steps, words)
+        return (matrices or self.matrices).signals(vector, self.lexical.scores(query), query, steps, words, names)
 
     def embed_steps(self, queries: list[str]) -> list[np.ndarray]:
         """The embeddings of each query's steps (:func:`~processkg.retrieve.signals.steps_of`), in one call."""
@@ -618,10 +624,32 @@ def _joined(prefix: Path_, path: Path_) -> Path_:
 def hybrid(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
     """The routed ranking (:mod:`processkg.retrieve.routing`): every entity set scored at once by
     the learned models, weighted by the kind of the query; near-duplicates in one slot. Without a
-    process layer there is nothing to route on: the dense + BM25 fusion of ``hybrid-v1``."""
+    process layer there is nothing to route on: :func:`lexical_dense`."""
     if not r.matrices.has_process:
-        return hybrid_v1(r, query, vector, k, settings)
+        return lexical_dense(r, query, vector, k, settings)
     return routed_results(r, load_model(), query, vector, k, settings)
+
+
+def lexical_dense(r: Retriever, query: str, vector: np.ndarray, k: int, settings: RetrievalSettings) -> list[Result]:
+    """``hybrid`` without a process layer: reciprocal rank fusion (``RRF_K``) of BM25 and dense over
+    every entity set, no expansion. BM25 weighs n² / (n² + LEXICAL_EVEN²) for a query of n content
+    words (:func:`tokenize`), dense the rest: a long query joins several requests, which one dense
+    vector blurs and BM25 matches part by part; a short one names an object, which dense finds
+    under other words. An entity set that shares no word with the query gets no BM25 share."""
+    n = len(tokenize(query))
+    lexical_weight = n * n / (n * n + LEXICAL_EVEN**2)
+    lexical = _reciprocal_ranks(r.lexical.scores(query), positive=True)
+    similarity = _reciprocal_ranks(r.index.vectors["set"] @ vector, positive=False)
+    scores = lexical_weight * lexical + (1 - lexical_weight) * similarity
+    return [r.result(row, scores[row]) for row in _ranked(scores, k)]
+
+
+def _reciprocal_ranks(scores: np.ndarray, positive: bool) -> np.ndarray:
+    """1 / (RRF_K + rank) by descending score (ties by row); with ``positive``, 0 for a score <= 0."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    order = _ranked(scores, len(scores), positive)
+    out[order] = 1.0 / (RRF_K + np.arange(1, len(order) + 1))
+    return out
 
 
 def routed_results(
@@ -629,7 +657,7 @@ def routed_results(
 ) -> list[Result]:
     """The top ``k`` of ``model`` (the shipped one, or one trained for an evaluation)."""
     matrices = r.matrices_for(settings)
-    sig = r.signals(query, vector, matrices)
+    sig = r.signals(query, vector, matrices, model.signals)
     scores, probs = model.scores(query, sig)
     workflow = model.slots_per_step and KINDS[int(probs.argmax())] == "workflow"
     steps = sig.paths.step - 1 if workflow else None
@@ -722,7 +750,8 @@ METHODS: dict[str, Method] = {
             "hybrid",
             "the query's kind (object, object and details, process situation, multi-step task) "
             "decides how learned models weigh dense, BM25, activity, process-step and navigation "
-            "signals over every entity set; near-duplicates share one slot",
+            "signals over every entity set; near-duplicates share one slot; without a process layer, "
+            "BM25 and dense fused, BM25 weighing more the longer the query",
             hybrid,
             steps=True,
         ),

@@ -18,7 +18,7 @@ step (the activity that explains a result) gets one slot before any step gets a 
 The weights are learned on the train split of the SAP benchmark (``kg eval train-ranker``) and
 shipped frozen in ``assets/ranking/routed.json``; nothing here is hand-set. Without a process layer
 (no activity uses an entity set) there are no process signals to route on, and the method is the
-dense + BM25 fusion of ``hybrid-v1``.
+fusion of BM25 and dense weighted by the query's length (``retriever.lexical_dense``).
 """
 
 from __future__ import annotations
@@ -86,15 +86,19 @@ def _top(values: np.ndarray, n: int) -> float:
     return float(np.sort(values)[-n:].mean()) if len(values) else 0.0
 
 
+#: The signals :func:`query_features` reads.
+QUERY_SIGNALS = ("chain", "navigation", "step_activity", "step_chain")
+
+
 def _column_max(sig: QuerySignals, name: str) -> float:
-    return float(sig.features[:, SIGNALS.index(name)].max()) if sig.features.shape[0] else 0.0
+    return float(sig.column(name).max()) if sig.features.shape[0] else 0.0
 
 
 def query_features(query: str, sig: QuerySignals) -> np.ndarray:
     """The classifier's view of a query: how well it matches entity sets and activities, and its form."""
     s, a = sig.set_sims, sig.activity_sims
     s_max, a_max = (float(s.max()) if len(s) else 0.0), (float(a.max()) if len(a) else 0.0)
-    nav = sig.features[:, SIGNALS.index("navigation")]
+    nav = sig.column("navigation")
     values = {
         "set_max": s_max,
         "set_top5": _top(s, 5),
@@ -176,9 +180,13 @@ class RoutedModel:
     def from_json(cls, data: JSONObject) -> RoutedModel:
         if tuple(data.get("kinds", ())) != KINDS:
             raise RankingModelError(f"the routed ranking model has kinds {data.get('kinds')}, not {list(KINDS)}")
+        rankers = {kind: Linear.from_json(data["rankers"][kind]) for kind in KINDS}
+        unknown = sorted({f for ranker in rankers.values() for f in ranker.features} - set(SIGNALS))
+        if unknown:
+            raise RankingModelError(f"the routed ranking model weighs unknown signals {unknown}")
         return cls(
             Linear.from_json(data["classifier"]),
-            {kind: Linear.from_json(data["rankers"][kind]) for kind in KINDS},
+            rankers,
             bool(data.get("slots_per_step", False)),
             dict(data.get("about", {})),
             _routing(data.get("routing", "soft")),
@@ -194,6 +202,13 @@ class RoutedModel:
             "rankers": {kind: self.rankers[kind].as_json() for kind in KINDS},
         }
 
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """The signals the model reads (its rankers' and :data:`QUERY_SIGNALS`), in :data:`SIGNALS` order:
+        the others need not be computed to rank with it."""
+        used = {f for ranker in self.rankers.values() for f in ranker.features} | set(QUERY_SIGNALS)
+        return tuple(name for name in SIGNALS if name in used)
+
     def kind_probabilities(self, query: str, sig: QuerySignals) -> np.ndarray:
         return _softmax(self.classifier(query_features(query, sig)))
 
@@ -203,7 +218,7 @@ class RoutedModel:
 
     def _ranker_scores(self, kind: str, sig: QuerySignals) -> np.ndarray:
         model = self.rankers[kind]
-        return model(sig.features[:, [SIGNALS.index(f) for f in model.features]])[:, 0]
+        return model(sig.columns(model.features))[:, 0]
 
     def weights(self, probs: np.ndarray) -> np.ndarray:
         """How much each kind's ranking counts: its probability (soft), or 1 for the likeliest (hard)."""
@@ -216,11 +231,10 @@ class RoutedModel:
 
     def explain(self, sig: QuerySignals, probs: np.ndarray, rows: list[int]) -> np.ndarray:
         """(rows,): the path group (``GROUPS``) whose weighted terms add most to each of these sets' scores."""
-        features = sig.features[rows]
         total = np.zeros((len(rows), len(PATH_GROUPS)))
         for weight, kind in zip(self.weights(probs), KINDS):
             model = self.rankers[kind]
-            z = (features[:, [SIGNALS.index(f) for f in model.features]] - model.mean) / model.scale
+            z = (sig.columns(model.features, rows) - model.mean) / model.scale
             total += weight * (z * model.coef[0]) @ _membership(model.features)
         return np.array(PATH_GROUPS, dtype=object)[total.argmax(axis=1)]
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -79,23 +80,6 @@ SIGNALS = (
     "flow_rank",
     "flow_chain_rank",
 )
-#: Path signals that also get a rank feature (ties broken by dense similarity).
-RANKED = (
-    "activity",
-    "after",
-    "chain",
-    "after2",
-    "before",
-    "navigation",
-    "step_activity",
-    "step_after",
-    "step_chain",
-    "word_activity",
-    "word_after",
-    "word_chain",
-    "flow",
-    "flow_chain",
-)
 #: The path each signal stands for, which explains a result (its ``source`` and ``via``).
 _PATH_OF = {
     "dense": "seed",
@@ -122,6 +106,7 @@ BLOCKED = re.compile(
     re.I,
 )
 _NONE = -1.0  # the value of a path signal for a set that no such path reaches
+_SET_GAPS = ("navigation", "flow")  # gaps to the best entity set; the other path gaps: to the best activity
 
 Columns: TypeAlias = dict[str, np.ndarray]
 """Signals by name: one value per entity set."""
@@ -151,27 +136,30 @@ def families(names: list[str]) -> np.ndarray:
 
 
 class Edges:
-    """A boolean matrix ``mask[i, j]`` kept as, per column j, the rows i it holds (``index``, padded;
-    ``valid`` marks the real entries): a max over the few rows of each column instead of over the
-    whole matrix."""
+    """A boolean matrix ``mask[i, j]`` kept as compressed columns: the rows i of each column j that
+    holds any, in order (``rows``, column after column; ``starts``: where each of the ``nonempty``
+    columns begins): a max per column over the edges alone, not over the whole matrix."""
 
-    def __init__(self, counts: np.ndarray) -> None:
-        """Room for ``counts[j]`` rows in column j; the constructors fill ``index``."""
-        width = int(counts.max()) if counts.size else 0
-        self.columns = len(counts)
-        self.index = np.zeros((self.columns, width), dtype=np.int64)
-        self.valid = np.arange(width)[None, :] < counts[:, None]
+    def __init__(self, columns: int, column_of: np.ndarray, rows: np.ndarray) -> None:
+        """The edges (``rows[e]``, ``column_of[e]``), sorted by column, then row, without duplicates."""
+        self.columns = columns
+        self.rows = rows
+        self.column_of = column_of
+        first = np.ones(len(rows), dtype=bool)
+        first[1:] = column_of[1:] != column_of[:-1]
+        self.starts = np.flatnonzero(first)
+        self.positions = np.arange(len(rows), dtype=np.uint64)
+        self.nonempty = column_of[self.starts]
 
     @classmethod
     def of_mask(cls, mask: np.ndarray) -> Edges:
-        edges = cls(mask.sum(axis=0))
-        edges.index[edges.valid] = np.nonzero(mask.T)[1]  # column by column, rows in order
-        return edges
+        columns, rows = np.nonzero(mask.T)  # column by column, rows in order
+        return cls(mask.shape[1], columns.astype(np.int64), rows.astype(np.int64))
 
     @classmethod
     def of_lists(cls, rows_of: Mapping[int, Iterable[int]], columns: int) -> Edges:
-        """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (the
-        navigations and the document flow between entity sets: 1.7 GB each as masks at 100x)."""
+        """The edges of ``mask[i, j] = i in rows_of[j]``, without the ``columns`` x ``columns`` mask (for
+        tests that state edges as lists; the retriever builds its edges with :meth:`of_pairs`)."""
         pairs = [(i, j) for j, rows in rows_of.items() for i in rows]
         return cls.of_pairs(np.array(pairs, dtype=np.int64).reshape(-1, 2), columns)
 
@@ -181,42 +169,70 @@ class Edges:
         without the mask and without a Python loop (the process layer at 100x: 685 MB as a mask)."""
         base = int(pairs[:, 0].max()) + 1 if len(pairs) else 1
         keys = np.unique(pairs[:, 1] * base + pairs[:, 0])  # by column, then row
-        edges = cls(np.bincount(keys // base, minlength=columns))
-        edges.index[edges.valid] = keys % base
-        return edges
+        return cls(columns, keys // base, keys % base)
 
 
 def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column j: the max of ``values[i]`` over the rows i of ``edges`` in column j with a
-    finite value, and that i; ``-inf`` and -1 where there is none."""
-    if not edges.index.shape[1]:
-        return np.full(edges.columns, -np.inf, dtype=np.float32), np.full(edges.columns, -1, dtype=np.int64)
-    scored = np.where(edges.valid, values[edges.index], -np.inf)
-    best = scored.argmax(axis=1)
-    top = scored[np.arange(edges.columns), best]
-    rows = edges.index[np.arange(edges.columns), best]
-    return top.astype(np.float32), np.where(np.isfinite(top), rows, -1)
+    """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``) over the rows i of
+    ``edges`` in column j, and the first such i (-1 where the max is ``-inf``); ``-inf`` and -1 where
+    there is no row. One max per column over keys that hold the value, then the position."""
+    top = np.full(edges.columns, -np.inf, dtype=np.float32)
+    rows = np.full(edges.columns, -1, dtype=np.int64)
+    if not len(edges.rows):
+        return top, rows
+    scored = values[edges.rows]
+    keys = (_order_bits(scored).astype(np.uint64) << _HIGH) | (_LOW - edges.positions)  # the first wins a tie
+    first = (_LOW - (np.maximum.reduceat(keys, edges.starts) & _LOW)).astype(np.int64)
+    best = scored[first]
+    top[edges.nonempty] = best
+    rows[edges.nonempty] = np.where(np.isfinite(best), edges.rows[first], -1)
+    return top, rows
+
+
+_HIGH = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def _order_bits(values: np.ndarray) -> np.ndarray:
+    """float32 ``values`` (no NaN) as uint32 in the same order, ``-0.0`` and ``0.0`` alike."""
+    bits = (values + np.float32(0.0)).view(np.uint32)  # -0.0 + 0.0 is 0.0
+    return np.where(bits >= 0x80000000, ~bits, bits | np.uint32(0x80000000))
+
+
+def _descending(scores: np.ndarray) -> np.ndarray:
+    """The positions of float32 ``scores`` (no NaN) by descending score, ties by position: the order
+    of a stable sort, from one sort of distinct keys (score, then position)."""
+    keys = ((~_order_bits(scores)).astype(np.uint64) << _HIGH) | np.arange(len(scores), dtype=np.uint64)
+    return (np.sort(keys) & _LOW).astype(np.int64)
 
 
 def _rank_feature(scores: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
     """1 / log2(rank + 1) where ``valid`` (everywhere when None), 0 elsewhere: 1 for the best,
-    falling slowly; the rank among all ``scores``, ties broken by row. When every other score is
-    below the valid ones (a path signal's -1 for the sets no path reaches), only the valid rows are
+    falling slowly; the rank among all float32 ``scores``, ties broken by row. When every other score
+    is below the valid ones (a path signal's -1 for the sets no path reaches), only the valid rows are
     sorted: at 100x A2X a sort of all 41,100 sets per signal was half of a query's time."""
     rows = np.arange(len(scores)) if valid is None else np.flatnonzero(valid)
     out = np.zeros(len(scores), dtype=np.float32)
     if not len(rows):
         return out
     sub = scores[rows]
+    discount = _discounts(len(scores))
     if valid is not None and len(rows) < len(scores) and not scores[~valid].max() < sub.min():  # one ranks among them
-        ranks = np.empty(len(scores), dtype=np.float32)
-        ranks[np.lexsort((np.arange(len(scores)), -scores))] = np.arange(1, len(scores) + 1)
-        ranks = ranks[rows]
+        position = np.empty(len(scores), dtype=np.int64)
+        position[_descending(scores)] = np.arange(len(scores))
+        out[rows] = discount[position[rows]]
     else:  # the valid rows come first: their order among themselves is their rank
-        ranks = np.empty(len(rows), dtype=np.float32)
-        ranks[np.lexsort((rows, -sub))] = np.arange(1, len(rows) + 1)
-    out[rows] = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+        out[rows[_descending(sub)]] = discount[: len(rows)]
     return out
+
+
+@lru_cache(maxsize=4)
+def _discounts(count: int) -> np.ndarray:
+    """``1 / log2(rank + 1)`` (float32) of the ranks 1 to ``count``, in order."""
+    ranks = np.arange(1, count + 1, dtype=np.float32)
+    table = (1.0 / np.log2(ranks + 1.0)).astype(np.float32)
+    table.flags.writeable = False  # shared by every call
+    return table
 
 
 @dataclass
@@ -242,15 +258,26 @@ class Paths:
 
 @dataclass
 class QuerySignals:
-    """Every signal for every entity set of one query: ``features`` (sets x SIGNALS) and the paths."""
+    """Signals for every entity set of one query: ``features`` (sets x ``names``, all of
+    :data:`SIGNALS` unless fewer were asked for) and the paths."""
 
     features: np.ndarray
+    names: tuple[str, ...]  # the signal of each column of ``features``
     paths: Paths
     set_sims: np.ndarray
     activity_sims: np.ndarray
     token_scores: np.ndarray
     activity_token_scores: np.ndarray
     steps: int  # parts of the query matched as steps (0: the query is one part)
+
+    def column(self, name: str) -> np.ndarray:
+        """Signal ``name`` of every entity set."""
+        return self.features[:, self.names.index(name)]
+
+    def columns(self, names: tuple[str, ...], rows: list[int] | None = None) -> np.ndarray:
+        """(sets, ``names``), or (``rows``, ``names``): these signals of every entity set, or of ``rows``."""
+        cols = [self.names.index(name) for name in names]
+        return np.ascontiguousarray(self.features[:, cols] if rows is None else self.features[np.ix_(rows, cols)])
 
 
 class ProcessMatrices:
@@ -334,9 +361,12 @@ class ProcessMatrices:
         query: str = "",
         steps: np.ndarray | None = None,
         activity_tokens: np.ndarray | None = None,
+        names: tuple[str, ...] = SIGNALS,
     ) -> QuerySignals:
-        """All signals of one query: its normalised embedding, its BM25 scores, its text and the
-        embeddings of its steps (:func:`steps_of`; none: the whole query is the only step)."""
+        """The signals ``names`` (all of :data:`SIGNALS` unless told) of one query, and every path: its
+        normalised embedding, its BM25 scores, its text and the embeddings of its steps
+        (:func:`steps_of`; none: the whole query is the only step). A signal left out is not computed
+        (a rank feature is a sort of up to every set), and the others are the same as with all."""
         s = (self.set_vectors @ vector).astype(np.float32)
         a = (self.activity_vectors @ vector).astype(np.float32)
         parts = vector[None, :] if steps is None or not len(steps) else np.vstack([vector[None, :], steps])
@@ -349,36 +379,24 @@ class ProcessMatrices:
         paths.update(step_paths | word_paths)
         nav, nav_from = self._navigation(s)
         flow, flow_from = _masked_max(self.flows[1 if backward else 0], s)
-        flow_chain = _finite(flow + s)
+        columns.update(navigation=nav, flow=flow, flow_chain=flow + s)
         s_max = float(s.max()) if len(s) else 0.0
         a_max = float(a.max()) if len(a) else 0.0
         t_max = float(token_scores.max()) if len(token_scores) else 0.0
-        fam = self._family_best(s)
-        feats = {
-            "dense": s,
-            "dense_gap": s - s_max,
-            "dense_rank": _rank_feature(s),
-            "tokens": token_scores / t_max if t_max > 0 else np.zeros_like(s),
-            "tokens_rank": _rank_feature(token_scores, token_scores > 0),
-            "navigation": _finite(nav),
-            "navigation_gap": _finite(nav - s_max),
-            "flow": _finite(flow),
-            "flow_gap": _finite(flow - s_max),
-            "flow_chain": flow_chain,
-            "mapped": self.mapped,
-            "starts": self.starts,
-            "ends": self.ends,
-            "family_gap": fam - s,
-            "duplicated": (self.family_size > 1).astype(np.float32),
-            **{name: _finite(values) for name, values in columns.items()},
-            **{f"{name}_gap": _finite(columns[name] - a_max) for name in ("activity", "after", "before")},
-        }
-        for name in RANKED:
-            feats[f"{name}_rank"] = _rank_feature(feats[name] + 1e-3 * s, feats[name] > _NONE)
-        matrix = np.stack([np.asarray(feats[name], dtype=np.float32) for name in SIGNALS], axis=1)
+        made: Columns = {}
+
+        def column(name: str) -> np.ndarray:  # made when first asked for
+            if name not in made:
+                made[name] = self._column(name, s, token_scores, columns, (s_max, a_max, t_max), column)
+            return made[name]
+
+        features = np.empty((len(s), len(names)), dtype=np.float32, order="F")  # filled column by column
+        for i, name in enumerate(names):
+            features[:, i] = column(name)
         words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
         return QuerySignals(
-            matrix,
+            features,
+            names,
             Paths(navigation=nav_from, flow=flow_from, backward=backward, **paths),
             s,
             a,
@@ -386,6 +404,44 @@ class ProcessMatrices:
             words,
             len(parts) - 1,
         )
+
+    def _column(
+        self,
+        name: str,
+        s: np.ndarray,
+        token_scores: np.ndarray,
+        paths: Columns,
+        maxima: tuple[float, float, float],
+        column: Callable[[str], np.ndarray],
+    ) -> np.ndarray:
+        """Signal ``name`` from the dense similarities ``s``, the BM25 scores, the path maxima
+        (``-inf`` where no path reaches a set), the best set, activity and BM25 scores, and the
+        other signals (``column``)."""
+        s_max, a_max, t_max = maxima
+        if name in paths:
+            return _finite(paths[name])
+        if name.endswith("_rank"):
+            base = name.removesuffix("_rank")
+            if base == "dense":
+                return _rank_feature(s)
+            if base == "tokens":
+                return _rank_feature(token_scores, token_scores > 0)
+            return _rank_feature(column(base) + 1e-3 * s, column(base) > _NONE)
+        if name.endswith("_gap") and name != "family_gap":
+            base = name.removesuffix("_gap")
+            return s - s_max if base == "dense" else _finite(paths[base] - (s_max if base in _SET_GAPS else a_max))
+        fixed = {"mapped": self.mapped, "starts": self.starts, "ends": self.ends}
+        if name in fixed:
+            return fixed[name]
+        if name == "dense":
+            return s
+        if name == "tokens":
+            return token_scores / t_max if t_max > 0 else np.zeros_like(s)
+        if name == "family_gap":
+            return self._family_best(s) - s
+        if name == "duplicated":
+            return (self.family_size > 1).astype(np.float32)
+        raise KeyError(name)
 
     def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
         """The activity, after, chain, after2 and before signals, with the activities behind them;

@@ -14,7 +14,7 @@ four ways, the first that applies to a property winning:
    one of SAP's role names for it (:data:`MASTER_KEYS`: ``SoldToParty`` names a customer,
    ``Material`` a product), refers to the entity sets, in any service, keyed by that one property;
 4. **SAP's key names across services** (:meth:`References._documents`): a type holding all key
-   properties of a set named after one of them refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
+   properties of a set named after its last key refers to it (``PurchaseOrder`` -> ``A_PurchaseOrder``).
 
 Not checked: a property with a code list (its codes decide: ``invalid-code``), a null or empty
 value, references to entity sets the store does not serve, and references from a deep-insert
@@ -69,7 +69,8 @@ class Reference:
 class References:
     """The references of every type, found once per (service, type) and kept. The sets of other services
     come from the store's index of entity sets and their keys (``StoreFacts.sets``), so finding them reads
-    no other service's model, and the same references are found whichever services were read before."""
+    no other service's model except, for a set of several keys, its key order (``_ordered_keys``); the
+    same references are found whichever services were read before."""
 
     def __init__(self, data: Data, facts: StoreFacts) -> None:
         self.data, self.facts = data, facts
@@ -102,7 +103,7 @@ class References:
             if nav.to_many or not pairs or target is None or not all(p in table.type.props for p, _ in pairs):
                 continue
             props, keys = tuple(p for p, _ in pairs), tuple(r for _, r in pairs)
-            found.append(Reference(props, ((_named(target), keys),), f"referential constraint of {nav.name}"))
+            found.append(Reference(props, ((_target(target), keys),), f"referential constraint of {nav.name}"))
         return found
 
     def _parent(self, table: Table) -> Reference | None:
@@ -110,7 +111,7 @@ class References:
         parents, keys = self.data.parents(table)
         if not parents:
             return None
-        return Reference(keys, tuple((_named(t), keys) for t in parents), PARENT)
+        return Reference(keys, tuple((_target(t), keys) for t in parents), PARENT)
 
     # ------------------------------------------------------------ generated records
     def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
@@ -262,11 +263,7 @@ class References:
         }
 
 
-def _named(table: Table) -> Target:
-    return Target(table.service, table.name, table.creatable)
-
-
-def _target(s: SetKeys) -> Target:
+def _target(s: Table | SetKeys) -> Target:
     return Target(s.service, s.name, s.creatable)
 
 

@@ -101,17 +101,21 @@ def test_references_across_services_hold_keys_of_the_other_service(server):
     orders = server.data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder").rows
     items = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows.values()
     assert all((i["Material"],) in products for i in items)
+    order_items = server.data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem").rows
     invoice_refs = server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef").rows.values()
     assert invoice_refs and all((r["PurchaseOrder"],) in orders for r in invoice_refs)
+    assert all((r["PurchaseOrder"], r["PurchaseOrderItem"]) in order_items for r in invoice_refs)
     where = {
-        t.name
+        (t.service, t.name)
         for t, _k in next(
             r
             for r in server.references.of(server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef"))
-            if r.props == ("PurchaseOrder",)
+            if r.props == ("PurchaseOrder", "PurchaseOrderItem")
         ).targets
     }
-    assert "A_PurchaseOrder" in where
+    assert ("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem") in where, (
+        "an invoice item refers to a purchase order item, keyed in its Key element's order"
+    )
 
 
 def test_an_item_without_the_key_of_its_order_is_rejected_not_numbered(client):
@@ -174,3 +178,4 @@ def test_reset_keeps_an_ungenerated_service_ungenerated(a2x_store):
     fresh.data.reset()
     assert list(items.rows.values()) == generated
     assert "API_CUSTOMER_RETURN_SRV" not in fresh.data.services
+

@@ -179,3 +179,14 @@ def test_reset_keeps_an_ungenerated_service_ungenerated(a2x_store):
     assert list(items.rows.values()) == generated
     assert "API_CUSTOMER_RETURN_SRV" not in fresh.data.services
 
+
+def test_a_date_time_in_a_key_matches_in_the_v2_json_form(client):
+    """A_BusinessPartnerContact is keyed by ValidityEndDate too: its generated records hold ISO date-times,
+    a V2 client sends /Date(ms)/; a child of the first contact, with its key as read, is accepted."""
+    bp = "/sap/opu/odata/sap/API_BUSINESS_PARTNER/"
+    contact = client.get(bp + "A_BusinessPartnerContact?$top=1").json()["d"]["results"][0]
+    assert contact["ValidityEndDate"].startswith("/Date(")
+    body = {k: contact[k] for k in ("RelationshipNumber", "BusinessPartnerCompany", "BusinessPartnerPerson")}
+    answer = client.post(bp + "A_BPContactToAddress", json=dict(body, ValidityEndDate=contact["ValidityEndDate"]))
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["d"]["ValidityEndDate"] == contact["ValidityEndDate"]

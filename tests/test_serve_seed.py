@@ -9,8 +9,9 @@ child created without its parent's key is rejected, not numbered.
 from __future__ import annotations
 
 import pytest
+from lxml import etree
 
-from conftest import running
+from conftest import running, shared
 from processkg.graph.handle import StoreHandle
 from processkg.serve import odata_json
 from processkg.serve.app import ServeHTTPError, Server, open_server
@@ -83,6 +84,25 @@ def _only_complex_missing(table: Table, exc: ServeHTTPError) -> bool:
     return all(
         d["code"] == "missing-required" and table.type.props[d["target"].lstrip("/")].complex_type is not None
         for d in exc.details or []
+    )
+
+
+def test_a_type_s_properties_are_in_the_order_of_its_metadata(server):
+    """The key first, in its Key element's order (A_BillingDocumentItem: BillingDocument, BillingDocumentItem;
+    the store's rows gave it the other way round, and kg serve found no header for it), then the Property
+    elements in document order, whatever order the store returns them in."""
+    doc = etree.parse(str(shared("odata", "s4-a2x", "API_BILLING_DOCUMENT_SRV.edmx")))
+    (element,) = doc.xpath("//*[local-name()='EntityType'][@Name='A_BillingDocumentItemType']")
+    keys = [r.get("Name") for r in element.xpath("./*[local-name()='Key']/*[local-name()='PropertyRef']")]
+    declared = [p.get("Name") for p in element.xpath("./*[local-name()='Property']")]
+    table = server.data.table("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem")
+    assert keys == table.keys == ["BillingDocument", "BillingDocumentItem"]
+    assert list(table.type.props) == keys + [p for p in declared if p not in keys]
+    assert [p.name for p in server.data.parents(table)[0]] == ["A_BillingDocument"]
+    first = next(iter(table.rows.values()))
+    assert list(first)[:2] == keys and (first["BillingDocument"], first["BillingDocumentItem"]) == (
+        "0000000001",
+        "000010",
     )
 
 

@@ -356,27 +356,30 @@ def _lineage(types: dict[str, TypeInfo], t: TypeInfo | None) -> list[TypeInfo]:
     return chain
 
 
-#: The sort position of a property that is not part of the key: after every key property.
-NOT_A_KEY = 1 << 30
+#: The sort position of a property without one: after every property that has one.
+UNPLACED = 1 << 30
 
 
 def _declared_props(
     store: StoreGraph, service: str, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
 ) -> dict[str, dict[str, Prop]]:
     """Each type's own properties by name: its key first, in the order of its Key element
-    (``kg:keyPosition``), then the others as the store gives them."""
+    (``kg:keyPosition``), then the others in the order the type declares them (``kg:propertyPosition``),
+    so the order is the metadata's whichever order the store returns the rows in (by name where a store
+    built before these positions has none)."""
     by_qname = {t.qname: t.iri for t in types.values()}
-    found: dict[str, list[tuple[int, int, Prop]]] = {}  # type IRI -> (key position or none, row, Prop)
-    for row, r in enumerate(records(store, "service-properties", service=service)):
+    found: dict[str, list[tuple[int, int, str, Prop]]] = {}  # type IRI -> (key position, position, name, Prop)
+    for r in records(store, "service-properties", service=service):
         owner = types.get(r["type"])
         if owner is None:
             continue
         prop = _prop(r, owner)
         prop.complex_type = by_qname.get(prop.item_type)
         _attach_codes(prop, codes.get(prop.iri))
-        position = r["keyPosition"] if prop.key and isinstance(r["keyPosition"], int) else NOT_A_KEY
-        found.setdefault(owner.iri, []).append((position, row, prop))
-    return {iri: {p.name: p for _pos, _row, p in sorted(props, key=lambda x: x[:2])} for iri, props in found.items()}
+        key = r["keyPosition"] if prop.key and isinstance(r["keyPosition"], int) else UNPLACED
+        position = r["position"] if isinstance(r["position"], int) else UNPLACED
+        found.setdefault(owner.iri, []).append((key, position, prop.name, prop))
+    return {iri: {p.name: p for *_place, p in sorted(props, key=lambda x: x[:3])} for iri, props in found.items()}
 
 
 def _prop(r: Record, owner: TypeInfo) -> Prop:

@@ -265,7 +265,7 @@ def test_the_cache_is_keyed_by_the_build_the_pointer_names(stores):
     assert {p.name for p in folder.iterdir()} >= {"build.json", "metadata", "index", remote.REMOTE}
 
 
-# Oxigraph only: on Virtuoso a record's properties come in another order (docs/deployment.md)
+@BOTH
 def test_kg_serve_answers_the_same_metadata_and_records(stores):
     local, url = stores
     root = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"

@@ -9,8 +9,9 @@ child created without its parent's key is rejected, not numbered.
 from __future__ import annotations
 
 import pytest
+from lxml import etree
 
-from conftest import running
+from conftest import running, shared
 from processkg.graph.handle import StoreHandle
 from processkg.serve import odata_json
 from processkg.serve.app import ServeHTTPError, Server, open_server
@@ -86,6 +87,25 @@ def _only_complex_missing(table: Table, exc: ServeHTTPError) -> bool:
     )
 
 
+def test_a_type_s_properties_are_in_the_order_of_its_metadata(server):
+    """The key first, in its Key element's order (A_BillingDocumentItem: BillingDocument, BillingDocumentItem;
+    the store's rows gave it the other way round, and kg serve found no header for it), then the Property
+    elements in document order, whatever order the store returns them in."""
+    doc = etree.parse(str(shared("odata", "s4-a2x", "API_BILLING_DOCUMENT_SRV.edmx")))
+    (element,) = doc.xpath("//*[local-name()='EntityType'][@Name='A_BillingDocumentItemType']")
+    keys = [r.get("Name") for r in element.xpath("./*[local-name()='Key']/*[local-name()='PropertyRef']")]
+    declared = [p.get("Name") for p in element.xpath("./*[local-name()='Property']")]
+    table = server.data.table("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem")
+    assert keys == table.keys == ["BillingDocument", "BillingDocumentItem"]
+    assert list(table.type.props) == keys + [p for p in declared if p not in keys]
+    assert [p.name for p in server.data.parents(table)[0]] == ["A_BillingDocument"]
+    first = next(iter(table.rows.values()))
+    assert list(first)[:2] == keys and (first["BillingDocument"], first["BillingDocumentItem"]) == (
+        "0000000001",
+        "000010",
+    )
+
+
 def test_items_are_numbered_per_document_in_steps_of_ten(server):
     items = list(server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows.values())
     assert [(i["SalesOrder"], i["SalesOrderItem"]) for i in items[:4]] == [
@@ -101,17 +121,21 @@ def test_references_across_services_hold_keys_of_the_other_service(server):
     orders = server.data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder").rows
     items = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows.values()
     assert all((i["Material"],) in products for i in items)
+    order_items = server.data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem").rows
     invoice_refs = server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef").rows.values()
     assert invoice_refs and all((r["PurchaseOrder"],) in orders for r in invoice_refs)
+    assert all((r["PurchaseOrder"], r["PurchaseOrderItem"]) in order_items for r in invoice_refs)
     where = {
-        t.name
+        (t.service, t.name)
         for t, _k in next(
             r
             for r in server.references.of(server.data.table("API_SUPPLIERINVOICE_PROCESS", "A_SuplrInvcItemPurOrdRef"))
-            if r.props == ("PurchaseOrder",)
+            if r.props == ("PurchaseOrder", "PurchaseOrderItem")
         ).targets
     }
-    assert "A_PurchaseOrder" in where
+    assert ("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem") in where, (
+        "an invoice item refers to a purchase order item, keyed in its Key element's order"
+    )
 
 
 def test_an_item_without_the_key_of_its_order_is_rejected_not_numbered(client):
@@ -174,3 +198,15 @@ def test_reset_keeps_an_ungenerated_service_ungenerated(a2x_store):
     fresh.data.reset()
     assert list(items.rows.values()) == generated
     assert "API_CUSTOMER_RETURN_SRV" not in fresh.data.services
+
+
+def test_a_date_time_in_a_key_matches_in_the_v2_json_form(client):
+    """A_BusinessPartnerContact is keyed by ValidityEndDate too: its generated records hold ISO date-times,
+    a V2 client sends /Date(ms)/; a child of the first contact, with its key as read, is accepted."""
+    bp = "/sap/opu/odata/sap/API_BUSINESS_PARTNER/"
+    contact = client.get(bp + "A_BusinessPartnerContact?$top=1").json()["d"]["results"][0]
+    assert contact["ValidityEndDate"].startswith("/Date(")
+    body = {k: contact[k] for k in ("RelationshipNumber", "BusinessPartnerCompany", "BusinessPartnerPerson")}
+    answer = client.post(bp + "A_BPContactToAddress", json=dict(body, ValidityEndDate=contact["ValidityEndDate"]))
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["d"]["ValidityEndDate"] == contact["ValidityEndDate"]

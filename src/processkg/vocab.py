@@ -73,7 +73,7 @@ KGT = _Namespace(
     sourceFile sourceLine name namespace qualifiedName label description
     odataVersion edmxVersion dataServiceVersion serviceName
     schema entityContainer entitySet singleton entityType complexType enumType member
-    property navigationProperty keyProperty baseType
+    property propertyPosition navigationProperty keyProperty keyPosition baseType
     isKey edmType isCollection nullable maxLength precision scale defaultValue
     creatable updatable deletable filterable sortable addressable computed immutable
     fieldControl fieldControlPath requiredInFilter requiresFilter updatablePath deletablePath

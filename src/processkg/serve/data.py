@@ -6,8 +6,9 @@ facets and value-help codes, so they are valid against the payload shapes), or t
 format). Related records are found by SAP's key convention: an item's key repeats its header's
 key properties by name (``SalesOrder`` in ``A_SalesOrderItem``), so navigation and deep insert
 match on the properties the two types share with the target's key. A child set's generated records
-belong ``ITEMS`` to a parent record, numbered per document (``000010``, ``000020``); the server then
-points every other reference at an existing record (``References.link``). A service's records are
+belong ``ITEMS`` to a parent record, numbered per document (``000010``, ``000020``), and their short
+reference fields carry the document's number as the document's own do (an item of delivery 3 refers to
+sales order 3); the server then points every other reference at an existing record (``References.link``). A service's records are
 made on its first use (:meth:`Data.generate`), not at start: a store of thousands of services starts
 without generating any.
 """
@@ -148,9 +149,11 @@ class Data:
             if found is None:
                 tables = self.tables_of(service)
                 found = {name: {} for name in tables}
+                documents: dict[str, list[int]] = {}  # entity set -> the document number of each record
                 for table in sorted(tables.values(), key=lambda t: (len(t.keys), t.name)):
                     parents, shared = self.parents(table)
-                    _fill(table, found[table.name], self.rows, found[parents[0].name] if parents else None, shared)
+                    parent = (found[parents[0].name], documents[parents[0].name]) if parents else None
+                    documents[table.name] = _fill(table, found[table.name], self.rows, parent, shared)
                 found.update(copy.deepcopy(self._loaded.get(service, {})))
                 self._filled[service] = found
             return found
@@ -268,23 +271,38 @@ def _canonical_record(table: Table, record: JSONObject, i: int, path: Path) -> d
     return row
 
 
-def _fill(table: Table, out: Rows, rows: int, parent: Rows | None, shared: tuple[str, ...]) -> None:
+def _fill(
+    table: Table, out: Rows, rows: int, parent: tuple[Rows, list[int]] | None, shared: tuple[str, ...]
+) -> list[int]:
     """``rows`` records into ``out``; a child set's records belong ``ITEMS`` to each of the first ``rows``
-    records of its parent (``parent``), numbered per parent (``000010``, ``000020``, ... where the item key
-    is a short numeric text)."""
+    records of its parent (``parent``: its records and their document numbers), numbered per parent
+    (``000010``, ``000020``, ... where the item key is a short numeric text). Returns the document number
+    of each record: a root record's is its own (``i``), a child's its parent's, which its short reference
+    fields take (:func:`is_reference_number`), so an item of delivery 3 refers to sales order 3 as the
+    delivery does, and never to a number past the ``rows`` records of the set it refers to."""
     v2 = table.type.version.startswith(("1", "2"))
-    heads = list(parent.values()) if parent is not None else []
+    heads, numbers = (list(parent[0].values()), parent[1]) if parent is not None else ([], [])
+    documents: list[int] = []
     for i in range(min(len(heads), rows) * ITEMS if heads else rows):
+        document = numbers[(i // ITEMS) % len(heads)] if heads else i
         record: dict[str, object] = {}
         for p in table.type.props.values():
-            value = generated(p, table.name, i)
+            value = generated(p, table.name, document if is_reference_number(p) else i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
             elif heads and p.key and is_item_number(p):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
-        out.setdefault(table.key_of(record), record)
+        if out.setdefault(table.key_of(record), record) is record:
+            documents.append(document)
+    return documents
+
+
+def is_reference_number(prop: Prop) -> bool:
+    """A field that holds the number of another record (``ReferenceSDDocument``, ``SoldToParty``): a short
+    text without a code list that is not part of the key (:func:`_string` numbers it like a key)."""
+    return not prop.key and prop.edm_type == "Edm.String" and not prop.codes and 0 < (prop.max_length or 0) <= 10
 
 
 def is_item_number(prop: Prop) -> bool:

@@ -5,7 +5,10 @@ item belongs to, or the customer an order is sold to, exists. A reference is fou
 four ways, the first that applies to a property winning:
 
 1. **Referential constraint**: a to-one navigation property whose constraint names the local
-   property (``to_SoldToParty``: ``SoldToParty`` -> ``A_Customer.Customer``);
+   property (``to_SoldToParty``: ``SoldToParty`` -> ``A_Customer.Customer``). A V2 association's
+   constraint is lifted on both of its navigations; the one seen from the principal's end (its
+   referenced properties are not the target's key, which a V2 principal's are: ``to_SerialDeliveryItem``
+   of an outbound delivery item, whose serial number list refers to the item) is no reference;
 2. **Parent by key** (the convention of :mod:`processkg.serve.data`): an entity set of the same
    service whose key properties are a proper part of this type's key, by name, is its parent
    (``A_SalesOrder`` keyed ``SalesOrder`` for ``A_SalesOrderItem`` keyed ``SalesOrder, SalesOrderItem``);
@@ -103,6 +106,8 @@ class References:
             if nav.to_many or not pairs or target is None or not all(p in table.type.props for p, _ in pairs):
                 continue
             props, keys = tuple(p for p, _ in pairs), tuple(r for _, r in pairs)
+            if odata_json.is_v2(table.type) and sorted(keys) != sorted(target.keys):
+                continue  # seen from the principal's end: the target refers to this record
             found.append(Reference(props, ((_target(target), keys),), f"referential constraint of {nav.name}"))
         return found
 
@@ -181,8 +186,8 @@ class References:
         """SAP's key names across services: a type that holds all key properties of a set named after its
         last key (``PurchaseOrder``, ``PurchaseOrderItem`` of ``A_PurchaseOrderItem``) refers to it, unless
         they are all part of its own key (itself, its parent: see ``_parent``); the longest such key first,
-        the same service's sets before other services'. The key order is the model's, so a set of several
-        keys reads its service's model (known gap: that order is the store's, not the metadata's)."""
+        the same service's sets before other services'. The key order is the model's (the Key element's),
+        so a set of several keys reads its service's model."""
         groups: dict[tuple[str, ...], list[SetKeys]] = {}
         for s in self.facts.sets:
             named = s.name.rpartition("_")[2] in s.keys

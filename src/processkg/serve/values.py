@@ -16,15 +16,22 @@ from processkg.validate import literals
 
 NUMERIC = {"Edm.Byte", "Edm.SByte", "Edm.Int16", "Edm.Int32", "Edm.Int64", "Edm.Decimal", "Edm.Double", "Edm.Single"}
 V2_STRING_NUMBERS = {"Edm.Int64", "Edm.Decimal"}
+DATE_TIMES = {"Edm.DateTime", "Edm.DateTimeOffset"}
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
-    """The stored form of a JSON value, or the value itself when it does not parse (validation said why)."""
+    """The stored form of a JSON value, or the value itself when it does not parse (validation said why).
+    A date-time has one form whichever JSON form it came in (``/Date(1767225600000)/``,
+    ``2026-01-01T00:00:00Z`` and, read as UTC as V2 JSON reads it, ``2026-01-01T00:00:00`` are all
+    ``2026-01-01T00:00:00+00:00``), so keys and references compare equal."""
     if value is None:
         return None
     lexical, _datatype, problem = literals.literal(value, edm_type, v2)
-    return value if problem else lexical
+    if problem:
+        return value
+    moment = _moment(lexical) if edm_type in DATE_TIMES else None
+    return moment.isoformat() if moment is not None else lexical
 
 
 def comparable(value: JSONValue, edm_type: str) -> object:

@@ -371,11 +371,19 @@ def _lineage(types: dict[str, TypeInfo], t: TypeInfo | None) -> list[TypeInfo]:
     return chain
 
 
+#: The sort position of a property without one: after every property that has one.
+UNPLACED = 1 << 30
+
+
 def _declared_props(
     store: StoreGraph, service: str, types: dict[str, TypeInfo], codes: dict[str, dict[str, set[str]]]
 ) -> dict[str, dict[str, Prop]]:
+    """Each type's own properties by name: its key first, in the order of its Key element
+    (``kg:keyPosition``), then the others in the order the type declares them (``kg:propertyPosition``),
+    so the order is the metadata's whichever order the store returns the rows in (by name where a store
+    built before these positions has none)."""
     by_qname = {t.qname: t.iri for t in types.values()}
-    declared: dict[str, dict[str, Prop]] = {}  # type IRI -> name -> Prop
+    found: dict[str, list[tuple[int, int, str, Prop]]] = {}  # type IRI -> (key position, position, name, Prop)
     for r in records(store, "service-properties", service=service):
         owner = types.get(r["type"])
         if owner is None:
@@ -383,8 +391,10 @@ def _declared_props(
         prop = _prop(r, owner)
         prop.complex_type = by_qname.get(prop.item_type)
         _attach_codes(prop, codes.get(prop.iri))
-        declared.setdefault(owner.iri, {})[prop.name] = prop
-    return declared
+        key = r["keyPosition"] if prop.key and isinstance(r["keyPosition"], int) else UNPLACED
+        position = r["position"] if isinstance(r["position"], int) else UNPLACED
+        found.setdefault(owner.iri, []).append((key, position, prop.name, prop))
+    return {iri: {p.name: p for *_place, p in sorted(props, key=lambda x: x[:3])} for iri, props in found.items()}
 
 
 def _prop(r: Record, owner: TypeInfo) -> Prop:

@@ -4,7 +4,7 @@ hundred characters, from the validator's model of the store (no per-call SPARQL 
 Key; what a create requires; the writable properties with type, length and label; their code lists
 inline (the first codes and how many there are); the navigation properties a create can fill (deep
 insert) and how to write them; whether a change needs an ETag; and one example create payload:
-the required fields, the keys of the parent the set belongs to (SAP's key convention), valid codes
+the required fields, the key of a record of the parent the set belongs to (kg serve's rule), valid codes
 from the value helps and values in the form the service's OData version takes. A large entity set
 is cut to :data:`BUDGET` characters step by step (labels of optional properties, then their types,
 then the optional properties themselves, each step saying so); ``detail: "full"`` gives the rest.
@@ -13,9 +13,10 @@ then the optional properties themselves, each step saying so); ``detail: "full"`
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.serve.data import ROWS, generated
+from processkg.serve.data import ROWS, Data, Table, generated
 from processkg.serve.references import MASTER_KEYS
 from processkg.serve.values import to_json
 from processkg.services.model import Model, Nav, Prop, ServiceInfo, TypeInfo
@@ -28,7 +29,7 @@ FULL = 'describe with detail "full" for '
 
 
 def compact(
-    model: Model,
+    seed: Data,
     service: str,
     entity_set: str,
     base: JSONObject,
@@ -36,9 +37,11 @@ def compact(
     code_labels: dict[tuple[str, str], str],
     etag: bool,
 ) -> JSONObject:
-    """The compact ``describe`` of one entity set; ``base`` holds what the head of the typed context
+    """The compact ``describe`` of one entity set, from the model of ``seed`` (kg serve's data as it starts,
+    which the example payload takes its parent keys from); ``base`` holds what the head of the typed context
     gives (service, entity_set, label, path, key, one_record, allows); ``labels`` are the properties'
     labels by IRI, ``code_labels`` the codes' by (property IRI, code)."""
+    model = seed.model
     svc = model.services[service]
     t = model.types[svc.sets[entity_set][0]]
     v2 = svc.version.startswith(("1", "2", "3"))
@@ -53,30 +56,36 @@ def compact(
     if navigation:
         answer["deep_insert"] = navigation
     if "create" in answer.get("allows", []):
-        answer["example_create"] = example(model, svc, entity_set, t, v2)
-        inside = create_inside(model, svc, t)
+        answer["example_create"] = example(seed, svc, entity_set, v2)
+        inside = create_inside(seed, svc, entity_set)
         if inside:
             answer["create"] = inside
     answer["more"] = FULL + "every property with its flags, code labels, operations and process steps"
     return _fit(answer, writable, labels)
 
 
-def example(model: Model, svc: ServiceInfo, entity_set: str, t: TypeInfo, v2: bool) -> JSONObject:
-    """One create payload: the parent's key (an existing record: the first one ``kg serve`` generates),
-    the required fields, up to :data:`EXAMPLE_CODES` fields with a code list (their first code) and the
-    references to master records by SAP's names (``SoldToParty``, ``Material``: the first record's key);
-    the set's own key is left to the server's numbering."""
-    parent = _parent_keys(svc, model, t)
+def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
+    """One create payload: the parent's key (kg serve's parent of the set, :meth:`Data.parents`, and the
+    key of the first record kg serve generates for it: ``PurchaseOrderItem`` ``00010``), the required
+    fields, up to :data:`EXAMPLE_CODES` fields with a code list (their first code) and the references to
+    master records by SAP's names (``SoldToParty``, ``Material``: the first record's key); the set's own
+    key is left to the server's numbering."""
+    t = seed.model.types[svc.sets[entity_set][0]]
+    found = _parent(seed, svc.name, entity_set)
+    parent = found[1] if found is not None else {}
     payload: JSONObject = {}
     coded = 0
     for p in sorted(t.props.values(), key=lambda p: (not p.key, p.name)):
         writable = not (p.key or p.read_only or p.computed)
         own_key = p.key and p.name not in parent
-        master = _master_key(model, p.name) if not (p.codes or p.read_only or own_key) else None
+        master = _master_key(seed.model, p.name) if not (p.codes or p.read_only or own_key) else None
         with_code = writable and bool(p.codes) and coded < EXAMPLE_CODES
         parent_key = p.key and p.name in parent and not p.read_only
         new_key = p.key and p.required and not parent_key and not p.read_only  # a key the client must give
         if not (parent_key or new_key or (writable and p.required) or with_code or master is not None):
+            continue
+        if parent_key:
+            payload[p.name] = to_json(parent[p.name], p.edm_type, v2)
             continue
         value = generated(master, p.name, 0) if master is not None else generated(p, entity_set, NEW if new_key else 0)
         if value is not None:
@@ -99,39 +108,30 @@ def _master_key(model: Model, name: str) -> Prop | None:
     return None
 
 
-def _parent_keys(svc: ServiceInfo, model: Model, t: TypeInfo) -> set[str]:
-    """The key properties this type shares with the largest proper part of its key that keys another
-    entity set of the service (``SalesOrder`` of ``A_SalesOrderItem``)."""
-    found = _parent(svc, model, t)
-    return found[1] if found is not None else set()
+def _parent(seed: Data, service: str, entity_set: str) -> tuple[Table, dict[str, JSONValue]] | None:
+    """kg serve's parent of the set (:meth:`Data.parents`: keyed by the longest proper prefix of its key;
+    of two, the one with a navigation to this type: an item partner's parent is the item) and the values
+    of that prefix in the first record kg serve generates for the parent (before its references are
+    linked, which never changes a parent's key: the generated children keep theirs)."""
+    table = seed.table(service, entity_set)
+    parents, shared = seed.parents(table) if table is not None else ([], ())
+    if table is None or not parents:
+        return None
+    parent = next((p for p in parents if any(n.target == table.type.iri for n in p.type.navs.values())), parents[0])
+    first = next(iter(seed.filled(service)[parent.name].values()), {})
+    return parent, {k: cast(JSONValue, first.get(k)) for k in shared}
 
 
-def _parent(svc: ServiceInfo, model: Model, t: TypeInfo) -> tuple[str, set[str]] | None:
-    """The entity set (name) keyed by the largest proper part of this type's key, and that key; of two
-    as large, the one with a navigation to this type (an item partner's parent is the item)."""
-    own = {p.name for p in t.props.values() if p.key}
-    best: tuple[str, set[str]] | None = None
-    rank = (0, False)
-    for name, (type_iri, _creatable) in sorted(svc.sets.items()):
-        other = model.types.get(type_iri)
-        if other is None or other.iri == t.iri:
-            continue
-        keys = {p.name for p in other.props.values() if p.key}
-        candidate = (len(keys), any(n.target == t.iri for n in other.navs.values()))
-        if keys and keys < own and candidate > rank:
-            best, rank = (name, keys), candidate
-    return best
-
-
-def create_inside(model: Model, svc: ServiceInfo, t: TypeInfo) -> str:
+def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:
     """How to create an entity whose parent key a client may not set (read-only): inside its parent,
     by the parent's navigation to it; ``""`` when it can be created on its own."""
-    found = _parent(svc, model, t)
+    t = seed.model.types[svc.sets[entity_set][0]]
+    found = _parent(seed, svc.name, entity_set)
     if found is None or not any(t.props[k].read_only for k in found[1] if k in t.props):
         return ""
-    name, keys = found
-    parent = model.types[svc.sets[name][0]]
-    nav = next((n.name for n in sorted(parent.navs.values(), key=lambda n: n.name) if n.target == t.iri), "")
+    parent, keys = found
+    name = parent.name
+    nav = next((n.name for n in sorted(parent.type.navs.values(), key=lambda n: n.name) if n.target == t.iri), "")
     given = f"{', '.join(sorted(keys))} {'comes' if len(keys) == 1 else 'come'} from the parent"
     if not nav:
         return f"create it with its parent {name}: its {given}"

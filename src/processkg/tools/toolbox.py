@@ -19,6 +19,7 @@ from processkg.graph.store import records
 from processkg.retrieve.context import key_predicate, render_set, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
+from processkg.serve.data import Data
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.describe import compact
 from processkg.tools.odata_client import ODataClient
@@ -58,6 +59,8 @@ class Toolbox:
         self.roots = {s.name: service_root(s.name, s.version, s.namespaces) for s in heads}
         self.etag_sets = {(str(r["service"]), str(r["name"])) for r in records(self.graph, "serve-concurrency")}
         self._retriever: Retriever | None = None
+        #: kg serve's data as it starts (each service's records made when describe first needs them)
+        self.seed = Data(self.validator.model)
         self._labels: dict[str, str] | None = None
         self._code_labels: dict[tuple[str, str], str] | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
@@ -119,8 +122,8 @@ class Toolbox:
             "one_record": key_predicate(entity_set, keys, head.get("version") or ""),
             "allows": _allows(head),
         }
-        model, etag = self.validator.model, self.carries_etag(service, t.iri)
-        return compact(model, service, entity_set, base, self.labels, self.code_labels, etag)
+        etag = self.carries_etag(service, t.iri)
+        return compact(self.seed, service, entity_set, base, self.labels, self.code_labels, etag)
 
     @property
     def labels(self) -> dict[str, str]:

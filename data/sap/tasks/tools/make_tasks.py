@@ -95,7 +95,12 @@ LOOKUPS = [
         ["NetAmount", "Plant"],
         4,
     ),
-    ("Which material was billed on billing document {k}?", BIL + "A_BillingDocument('{k}')/to_Item", ["Material"], 9),
+    (
+        "Which material was billed on billing document {k}, and in what quantity?",
+        BIL + "A_BillingDocument('{k}')/to_Item",
+        ["Material", "BillingQuantity"],
+        9,
+    ),
     (
         "Outbound delivery {k}: from which plant and storage location is its item shipped?",
         DLV + "A_OutbDeliveryHeader('{k}')/to_DeliveryDocumentItem",
@@ -740,9 +745,9 @@ def single_writes() -> list[dict]:
         ),
         (
             "Business partner {k} moved to Austria. Change the country of its address.",
-            patch(BP + "A_BusinessPartnerAddress(BusinessPartner='{k}',AddressID='{k}')", {"Country": "AT"}),
+            patch(BP + "A_BusinessPartnerAddress(BusinessPartner='{k}',AddressID='{a}')", {"Country": "AT"}),
             BP + "A_BusinessPartnerAddress",
-            {"BusinessPartner": "{k}", "Country": "AT"},
+            {"BusinessPartner": "{k}", "AddressID": "{a}", "Country": "AT"},
         ),
         (
             "Business partner {k} now corresponds in French. Change its correspondence language.",
@@ -752,7 +757,8 @@ def single_writes() -> list[dict]:
         ),
     ]
     for i, (text, call, url, where) in enumerate(specs, 1):
-        values = {"c": n(i % 19 + 1), "k": n(i % 17 + 2), "r": ref(i, "SW")}
+        # {a}: the first address of partner {k}; kg serve numbers a partner's two addresses 2k-1 and 2k
+        values = {"c": n(i % 19 + 1), "k": n(i % 17 + 2), "a": n(2 * (i % 17 + 2) - 1), "r": ref(i, "SW")}
         tasks.append(
             write(
                 f"single-write-{i:03d}",
@@ -1335,11 +1341,15 @@ def distinctive(values: list[str], text: str, tid: str) -> list[str]:
 def main(store: Path) -> None:
     specs = lookups() + process_reads() + single_writes() + deep_writes()
     out = []
-    with LocalServer(StoreHandle.open(store)) as server:
+    with LocalServer(StoreHandle.open(store), allow_reset=True) as server:
         client = ODataClient(server.url)
         problems = []
         for spec in specs:
-            client.http.post(server.url + "$reset")
+            reset = client.http.post(server.url + "$reset", headers={"x-csrf-token": server.server.csrf_token})
+            if reset.status_code != 204:
+                raise SystemExit(
+                    f"POST /$reset answered {reset.status_code}: each task must start from the start state"
+                )
             try:
                 out.append(run(spec, client))
             except SystemExit as exc:

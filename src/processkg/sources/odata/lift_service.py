@@ -133,13 +133,15 @@ class ServiceLifter:
         t.add(self._schema_iri(st.namespace), KGT.complexType if st.kind == "ComplexType" else KGT.entityType, s)
         if st.base_type:
             t.add(s, KGT.baseType, self.type_iri(st.base_type))
-        for prop in st.properties:
+        for position, prop in enumerate(st.properties, 1):
             self._property(st, prop, s)
-        for key in key_of(self.doc, st) if st.kind == "EntityType" else ():
+            t.integer(self.prop_iri(st.qname, prop.name), KGT.propertyPosition, position)
+        for position, key in enumerate(key_of(self.doc, st) if st.kind == "EntityType" else (), 1):
             name = key.split("/", 1)[0]
             owner = self.declaring_type(st, name)
             if owner:
                 t.add(s, KGT.keyProperty, self.prop_iri(owner, name))
+                t.integer(self.prop_iri(owner, name), KGT.keyPosition, position)
 
     def _property(self, st: StructuredType, prop: Property, type_node: NamedNode) -> None:
         t = self.t

@@ -677,7 +677,10 @@ def create_app(server: Server) -> Starlette:
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
             return response
-        response = await run_in_threadpool(answer, server, request.method, url, headers, raw)
+        # On the event loop, not on a worker thread: the GIL and the validation lock (pySHACL is not
+        # thread-safe) run one call at a time anyway, and the hand-off to a thread and back was a
+        # quarter of a GET by key's CPU time (benchmarks/bench_sap_clients.py, py-spy).
+        response = answer(server, request.method, url, headers, raw)
         location = response.headers.get("location")
         if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
             response.headers["location"] = str(request.base_url).rstrip("/") + location

@@ -24,6 +24,7 @@ unless ``--store`` names one, starts ``kg serve`` on it in its own process on a 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -120,6 +121,15 @@ def git_tree() -> str:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "src"], capture_output=True, text=True)
     return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
+
+
+def uvicorn_parts() -> dict[str, str]:
+    """The HTTP parser and event loop uvicorn picks for ``kg serve`` here (it runs with this environment)."""
+    found = {name: importlib.util.find_spec(name) is not None for name in ("httptools", "uvloop")}
+    return {
+        "uvicorn_http": "httptools" if found["httptools"] else "h11",
+        "uvicorn_loop": "uvloop" if found["uvloop"] else "asyncio",
+    }
 
 
 def build(tmp: Path) -> Path:
@@ -341,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     node()
-    common = {"commit": git_tree(), "measured": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+    common = {"commit": git_tree(), "measured": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), **uvicorn_parts()}
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         store = args.store or build(tmp)

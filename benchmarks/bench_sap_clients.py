@@ -348,10 +348,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", type=Path, help="an A2X store built with data/sap/codes (else one is built)")
     ap.add_argument("--rounds", type=int, default=300, help="measured rounds of the latency comparison")
     ap.add_argument("--only", choices=("sdk", "mock"), help="run one of the two parts")
+    ap.add_argument("--out", type=Path, default=RESULTS / "sap_mockserver.json", help="the side-by-side's JSON")
+    ap.add_argument(
+        "--source",
+        help="what kg serve runs when processkg is imported from outside this repository's src "
+        "(an export of an older commit on PYTHONPATH, say); recorded instead of the commit",
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     node()
-    common = {"commit": git_tree(), "measured": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), **uvicorn_parts()}
+    import processkg
+
+    ours = Path(processkg.__file__).resolve().is_relative_to(ROOT / "src")
+    if not ours and not args.source:
+        raise SystemExit(f"processkg comes from {processkg.__file__}: say what that is with --source")
+    common = {
+        "commit": git_tree() if ours else args.source,
+        "measured": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        **uvicorn_parts(),
+    }
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         store = args.store or build(tmp)
@@ -368,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 write(RESULTS / "sap_clients.json", result)
             if args.only in (None, "mock"):
-                write(RESULTS / "sap_mockserver.json", {**common, **side_by_side(base, args.rounds, tmp)})
+                write(args.out, {**common, **side_by_side(base, args.rounds, tmp)})
         finally:
             stop(kg_proc)
     return 0

@@ -272,25 +272,39 @@ KINDS: dict[str, tuple[Call, int]] = {
 }
 
 
-def latency(servers: dict[str, httpx.Client], rounds: int, warmup: int = 20) -> dict[str, dict[str, float]]:
-    """Median milliseconds of each kind on each server, interleaved one request at a time."""
+def latency(
+    servers: dict[str, httpx.Client], pids: dict[str, int], rounds: int, warmup: int = 20
+) -> dict[str, dict[str, float]]:
+    """Median milliseconds of each kind on each server, interleaved one request at a time, and the
+    server process's CPU milliseconds per request of that kind (the kernel's tick accounting, read
+    around each request outside the timed part: summed over the rounds it estimates the CPU a
+    request costs, which other jobs on the machine change much less than the latency)."""
+    import psutil
+
     tokens = {name: csrf_token(client) for name, client in servers.items()}
+    procs = {name: psutil.Process(pid) for name, pid in pids.items()}
     names = list(servers)
     ms: dict[tuple[str, str], list[float]] = {(k, n): [] for k in KINDS for n in names}
+    cpu: dict[tuple[str, str], float] = {(k, n): 0.0 for k in KINDS for n in names}
     for i in range(warmup + rounds):
         for kind, (call, expected) in KINDS.items():
             for name in names if i % 2 == 0 else names[::-1]:
+                before = sum(procs[name].cpu_times()[:2])
                 start = time.perf_counter()
                 response = call(servers[name], tokens[name])
                 elapsed = (time.perf_counter() - start) * 1000
+                used = sum(procs[name].cpu_times()[:2]) - before
                 if response.status_code != expected:
                     raise SystemExit(f"{kind} on {name}: {response.status_code} {response.text[:300]}")
                 if i >= warmup:
                     ms[(kind, name)].append(elapsed)
+                    cpu[(kind, name)] += used * 1000
     out: dict[str, dict[str, float]] = {}
     for kind in KINDS:
         row = {f"{name}_p50_ms": round(statistics.median(ms[(kind, name)]), 2) for name in names}
         row["ratio_kg_to_mock"] = round(row["kg_serve_p50_ms"] / row["mock_p50_ms"], 2)
+        row.update({f"{name}_cpu_ms": round(cpu[(kind, name)] / rounds, 2) for name in names})
+        row["cpu_ratio_kg_to_mock"] = round(row["kg_serve_cpu_ms"] / max(row["mock_cpu_ms"], 0.01), 2)
         out[kind] = row
         print(f"{kind}: {row}", flush=True)
     return out
@@ -305,7 +319,7 @@ def ended_by(proc: subprocess.Popen, client: httpx.Client) -> int | None:
         return proc.wait(timeout=30)
 
 
-def side_by_side(kg_base: str, rounds: int, tmp: Path) -> dict[str, Any]:
+def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str, Any]:
     with httpx.Client(base_url=kg_base, timeout=60) as kg:
         kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
         records = export_records(kg)
@@ -325,7 +339,7 @@ def side_by_side(kg_base: str, rounds: int, tmp: Path) -> dict[str, Any]:
                     mock_proc = start_mock(port, mockdata)
                 kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
                 load_before = os.getloadavg()
-                timing = latency(servers, rounds)
+                timing = latency(servers, {"kg_serve": kg_pid, "mock": mock_proc.pid}, rounds)
                 load_after = os.getloadavg()
         finally:
             stop(mock_proc)
@@ -384,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 write(RESULTS / "sap_clients.json", result)
             if args.only in (None, "mock"):
-                write(args.out, {**common, **side_by_side(base, args.rounds, tmp)})
+                write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp)})
         finally:
             stop(kg_proc)
     return 0

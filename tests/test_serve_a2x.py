@@ -138,6 +138,28 @@ def test_put_may_repeat_read_only_values_unchanged_but_not_change_them(served, c
     ]
 
 
+def test_put_of_an_entity_read_without_expand_as_the_cloud_sdk_sends_it(client):
+    """The SAP Cloud SDK 4.x (``update(entity).replaceWholeEntityWithPut()`` after a ``getByKey``)
+    sends every property it read and an empty list for every to-many navigation property that was
+    not expanded (``"to_Item": []``): no entity, so no deep update. A list with an entity still is one."""
+    url = SO + "A_SalesOrder(SalesOrder='0000000004')"  # the SDK's key syntax
+    read = client.get(url)
+    entity = {k: v for k, v in read.json()["d"].items() if not isinstance(v, dict)}
+    navs = {"to_Item": [], "to_Partner": [], "to_PaymentPlanItemDetails": [], "to_PricingElement": [], "to_Text": []}
+    body = {**entity, "PurchaseOrderByCustomer": "PO-SDK-PUT", **navs}
+    headers = {"If-Match": read.headers["etag"], "accept": "application/json"}
+    put = client.put(url, json=body, headers=headers)
+    assert put.status_code == 204, put.text
+    again = client.get(url)
+    assert again.json()["d"]["PurchaseOrderByCustomer"] == "PO-SDK-PUT"
+    assert len(again.json()["d"]) == len(read.json()["d"]), "the empty lists are not stored"
+    v2_empty = client.put(url, json={**body, "to_Item": {"results": []}}, headers={"If-Match": again.headers["etag"]})
+    assert v2_empty.status_code == 204, v2_empty.text
+    deep = client.put(url, json={**body, "to_Item": [{"Material": PRODUCT}]}, headers={"If-Match": "*"})
+    details = deep.json()["error"]["innererror"]["errordetails"]
+    assert deep.status_code == 400 and [(d["code"], d["target"]) for d in details] == [("read-only", "/to_Item")]
+
+
 def test_sap_response_conventions(client):
     """Version headers, deferred links, V2 DateTimeOffset with its offset, an absolute Location, 406."""
     read = client.get(SO + "A_SalesOrder('0000000003')")

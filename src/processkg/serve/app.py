@@ -558,11 +558,11 @@ def _unquote_literal(text: str) -> str:
 def _next_key(table: Table, key: str, record: dict[str, object]) -> str:
     """The next free number; an item's number is the next step of ten within its document (``000030``
     after ``000020``), as SAP numbers items."""
-    prop = table.type.props[key]
-    head = table.keys[: table.keys.index(key)]
-    item = bool(head) and is_item_number(prop)
-    rows = [r for r in table.rows.values() if not item or all(r.get(k) == record.get(k) for k in head)]
-    numbers = [int(k) for r in rows if (k := str(r.get(key, ""))).isdigit()]
+    prop, at = table.type.props[key], table.keys.index(key)
+    item = at > 0 and is_item_number(prop)
+    head = tuple(str(record.get(k)) for k in table.keys[:at])
+    # read from the key tuples the rows are stored under (each part is str(value)), not from the rows
+    numbers = [int(k[at]) for k in table.rows if k[at].isdigit() and (not item or k[:at] == head)]
     value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
     width = prop.max_length or 0
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
@@ -677,7 +677,10 @@ def create_app(server: Server) -> Starlette:
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
             return response
-        response = await run_in_threadpool(answer, server, request.method, url, headers, raw)
+        # On the event loop, not on a worker thread: the GIL and the validation lock (pySHACL is not
+        # thread-safe) run one call at a time anyway, and the hand-off to a thread and back was a
+        # quarter of a GET by key's CPU time (benchmarks/bench_sap_clients.py, py-spy).
+        response = answer(server, request.method, url, headers, raw)
         location = response.headers.get("location")
         if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
             response.headers["location"] = str(request.base_url).rstrip("/") + location

@@ -21,6 +21,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import TypeAlias
 
@@ -240,10 +241,14 @@ class Data:
         target = self.target(table, nav)
         if target is None:
             return None, []
-        shared = [k for k in target.keys if k in table.type.props]
+        keys = target.keys
+        shared = [i for i, k in enumerate(keys) if k in table.type.props]
         if not shared:
             return target, []
-        return target, [r for r in target.rows.values() if all(str(r.get(k)) == str(record.get(k)) for k in shared)]
+        # compared on the key tuples the rows are stored under (each part is str(value)): one C call a row
+        part, want = itemgetter(*shared), tuple(str(record.get(keys[i])) for i in shared)
+        wanted = want if len(want) > 1 else want[0]
+        return target, [r for key, r in target.rows.items() if part(key) == wanted]
 
 
 def _json_list(path: Path) -> list[JSONObject]:

@@ -522,7 +522,7 @@ class UpdateConverter(Converter):
     Checked here, in Python, because an update differs from a create: a property may be changed
     unless it is a key (a key value equal to the URL's is accepted), computed, immutable, not
     updatable, Common.FieldControl ReadOnly or in the set's UpdateRestrictions/NonUpdatableProperties;
-    navigation properties carry links only (no deep update). The values themselves (Edm type,
+    navigation properties carry links or an empty collection only (no deep update). The values themselves (Edm type,
     MaxLength, codes, complex values) are checked by the payload shapes as in a create.
     """
 
@@ -545,7 +545,7 @@ class UpdateConverter(Converter):
         if name in t.props:
             self.change_prop(node, t, t.props[name], value, pointer)
         elif name in t.navs:
-            if value is not None and not (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
+            if value is not None and not _no_entity(value):
                 self.violations.append(
                     Violation(
                         "read-only",
@@ -699,6 +699,17 @@ def _control(key: str, t: TypeInfo) -> bool:
 def _objects(value: JSONValue) -> bool:
     """A JSON object or an array of objects (an empty array too): what deep insert sends."""
     return isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+
+
+def _no_entity(value: JSONValue) -> bool:
+    """A navigation value in an update body that carries no entity: a deferred link, a link, or an
+    empty collection (``[]``, V2 ``{"results": []}``), which the SAP Cloud SDK sends for every
+    to-many navigation of an entity read without ``$expand``."""
+    if isinstance(value, list):
+        return not value
+    if isinstance(value, dict):
+        return "__deferred" in value or _is_link(value) or value == {"results": []}
+    return False
 
 
 def _is_link(value: JSONObject) -> bool:

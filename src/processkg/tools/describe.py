@@ -1,30 +1,41 @@
 """``describe``'s compact answer: what an agent needs to read and write one entity set, in a few
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
-Key; what a create requires; the writable properties with type, length and label; their code lists
-inline (the first codes and how many there are); the navigation properties a create can fill (deep
-insert) and how to write them; whether a change needs an ETag; and one example create payload:
-the required fields, the keys of the parent the set belongs to (SAP's key convention), valid codes
-from the value helps and values in the form the service's OData version takes. A large entity set
-is cut to :data:`BUDGET` characters step by step (labels of optional properties, then their types,
-then the optional properties themselves, each step saying so); ``detail: "full"`` gives the rest.
+Key; what a create requires, with type, length and label; the names of the optional writable
+properties in one string (a type only where it is not ``String``); their code lists inline (a short
+list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
+size and a few examples, a list another property has already shown by that property's name); the
+navigation properties a create can fill (deep insert) and how to write them; whether a change needs
+an ETag; and one example create payload: the required fields, the keys of the parent the set belongs
+to (SAP's key convention), valid codes from the value helps and values in the form the service's
+OData version takes. One ``more`` sentence says what ``detail: "full"`` adds. An entity set still
+over :data:`BUDGET` characters loses the optional properties' types, then the codes of optional
+properties, each step saying so in ``more``.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.data import ROWS, generated
 from processkg.serve.references import MASTER_KEYS
 from processkg.serve.values import to_json
-from processkg.services.model import Model, Nav, Prop, ServiceInfo, TypeInfo
+from processkg.services.model import Model, Nav, Prop, ServiceInfo, TypeInfo, standard_codes
 
 BUDGET = 3_800  # characters of a compact answer (JSON), the goal being at most 4,000
-CODES_SHOWN = 6  # codes of a code list shown inline; the rest are counted
+SHORT_LIST = 6  # a code list this long is shown whole
+CODES_SHOWN = 3  # codes shown of a longer list; the rest are counted
+#: ISO code lists by the name model.standard_codes knows them, with their name and a few examples.
+STANDARDS = {
+    "currency": ("ISO 4217 currency code", ("EUR", "USD", "JPY")),
+    "country": ("ISO 3166-1 country code", ("DE", "US", "CN")),
+    "language": ("ISO 639-1 language code", ("EN", "DE", "FR")),
+}
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-FULL = 'describe with detail "full" for '
+MORE = 'detail "full": types, lengths and labels of optional properties, all codes, flags, operations, process steps'
 
 
 def compact(
@@ -43,10 +54,14 @@ def compact(
     t = model.types[svc.sets[entity_set][0]]
     v2 = svc.version.startswith(("1", "2", "3"))
     writable = sorted((p for p in t.props.values() if not (p.key or p.read_only or p.computed)), key=lambda p: p.name)
-    required = [p.name for p in writable if p.required]
-    answer: JSONObject = dict(base, etag=etag, required_on_create=required)
-    answer["properties"] = [_line(p, labels.get(p.iri, "")) for p in writable]
-    codes = {p.name: _codes(p, code_labels) for p in writable if p.codes}
+    required = [p for p in writable if p.required]
+    optional = [p for p in writable if not p.required]
+    answer: JSONObject = dict(base, etag=etag, required_on_create=[p.name for p in required])
+    if required:
+        answer["required_types"] = [_line(p, labels.get(p.iri, "")) for p in required]
+    if optional:
+        answer["optional"] = names(optional, typed=True)
+    codes = code_lists(writable, code_labels)
     if codes:
         answer["codes"] = codes
     navigation = _deep_insert(model, svc, t, v2)
@@ -57,8 +72,8 @@ def compact(
         inside = create_inside(model, svc, t)
         if inside:
             answer["create"] = inside
-    answer["more"] = FULL + "every property with its flags, code labels, operations and process steps"
-    return _fit(answer, writable, labels)
+    answer["more"] = MORE
+    return _fit(answer, required, optional, code_labels)
 
 
 def example(model: Model, svc: ServiceInfo, entity_set: str, t: TypeInfo, v2: bool) -> JSONObject:
@@ -142,33 +157,102 @@ def create_inside(model: Model, svc: ServiceInfo, t: TypeInfo) -> str:
 
 
 def _line(p: Prop, label: str) -> str:
-    """``Name: String(4) "Label"``, with ``required`` when a create needs it."""
+    """``Name: String(4) "Label"`` (the label only where it says more than the name)."""
     facets = f"({p.max_length})" if p.max_length else ""
-    flag = ", required" if p.required else ""
     shown = f' "{label}"' if label and label.replace(" ", "").lower() != p.name.lower() else ""
-    return f"{p.name}: {p.edm_type.replace('Edm.', '')}{facets}{flag}{shown}"
+    return f"{p.name}: {_type(p)}{facets}{shown}"
+
+
+def _type(p: Prop) -> str:
+    return p.edm_type.replace("Edm.", "")
+
+
+def names(props: list[Prop], typed: bool) -> str:
+    """The properties' names in one string, a numbered series of one type as one name
+    (``CustomerTaxClassification1-9``), with the type where it is not ``String`` if ``typed``."""
+    series: dict[tuple[str, str], list[int]] = {}
+    for p in props:
+        stem = p.name.rstrip("0123456789")
+        number = p.name[len(stem) :]
+        key = (stem, p.edm_type) if number and not number.startswith("0") else (p.name, p.edm_type)
+        series.setdefault(key, []).append(int(number) if key[0] == stem and number else -1)
+    out = []
+    for (stem, edm_type), numbers in sorted(series.items()):
+        name = stem if numbers == [-1] else _numbered(stem, sorted(numbers))
+        out.append(name if not typed or edm_type == "Edm.String" else f"{name} {edm_type.replace('Edm.', '')}")
+    return ", ".join(out)
+
+
+def _numbered(stem: str, numbers: list[int]) -> str:
+    """``Stem1-5`` for a run 1..5, ``Stem1, Stem3`` otherwise; runs of two or more are joined."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{stem}{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(f"{stem}{n}" for n in r) for r in runs)
+
+
+def code_lists(props: list[Prop], code_labels: dict[tuple[str, str], str]) -> JSONObject:
+    """The code list of each property that has one, as one string; a list already shown for an earlier
+    property is named by it (``"as DocumentCurrency"``)."""
+    out: JSONObject = {}
+    seen: dict[tuple[str, ...], str] = {}
+    for p in props:
+        if not p.codes:
+            continue
+        if p.codes in seen:
+            out[p.name] = f"as {seen[p.codes]}"
+            continue
+        seen[p.codes] = p.name
+        out[p.name] = _codes(p, code_labels)
+    return out
 
 
 def _codes(p: Prop, code_labels: dict[tuple[str, str], str]) -> str:
-    """``CR "Credit Memo Request", DR "Debit Memo Request", ...`` (a label only where it is not the code)."""
+    """``CR "Credit Memo Request", DR "Debit Memo Request"`` for a short list (a label only where it says
+    more than the code); the first :data:`CODES_SHOWN` and the count of a longer one; an ISO standard
+    by its name, count and examples."""
     codes = p.codes or ()
-    labelled = [(c, code_labels.get((p.iri, c), "")) for c in codes[:CODES_SHOWN]]
-    shown = ", ".join(f'{c} "{label}"' if label and label != c else c for c, label in labelled)
-    if len(codes) <= CODES_SHOWN:
-        return shown
-    return f"{shown}, ... ({len(codes)} codes; {FULL}more)"
+    standard = _standard(codes)
+    if standard is not None:
+        name, examples = STANDARDS[standard]
+        examples_shown = [c for c in examples if c in codes] or list(codes[:CODES_SHOWN])
+        return f"{name} ({len(codes)} codes), e.g. {', '.join(examples_shown)}"
+    few = codes if len(codes) <= SHORT_LIST else codes[:CODES_SHOWN]
+    labelled = [(c, code_labels.get((p.iri, c), "")) for c in few]
+    shown = ", ".join(f'{c} "{label}"' if label and c not in label.split() else c for c, label in labelled)
+    return shown if len(few) == len(codes) else f"{shown}, ... ({len(codes)} codes)"
+
+
+def _standard(codes: tuple[str, ...]) -> str | None:
+    """The ISO list (``"currency"``, ...) these codes are, when they are at least 9 in 10 of its codes
+    and all of them belong to it."""
+    for kind in STANDARDS:
+        known = _standard_set(kind)
+        if len(codes) >= 0.9 * len(known) and known.issuperset(codes):
+            return kind
+    return None
+
+
+@cache
+def _standard_set(kind: str) -> frozenset[str]:
+    return frozenset(standard_codes(kind))
 
 
 def _deep_insert(model: Model, svc: ServiceInfo, t: TypeInfo, v2: bool) -> JSONObject:
     """The navigation properties that lead to an entity set of the service, and the syntax of a deep insert."""
     targets = {type_iri: name for name, (type_iri, _c) in sorted(svc.sets.items())}
-    navs = [n for n in sorted(t.navs.values(), key=lambda n: n.name) if n.target in targets]
+    parent = _parent(svc, model, t)
+    up = model.types[svc.sets[parent[0]][0]].iri if parent is not None else None
+    navs = [n for n in sorted(t.navs.values(), key=lambda n: n.name) if n.target in targets and n.target != up]
     if not navs:
         return {}
     many = next((n for n in navs if n.to_many), None)
     syntax = _syntax(many, v2) if many is not None else f'"{navs[0].name}": {{...}}'
     return {
-        "navigation": [f"{n.name}: {targets[str(n.target)]} ({'many' if n.to_many else 'one'})" for n in navs],
+        "navigation": ", ".join(f"{n.name}: {targets[str(n.target)]}{'' if n.to_many else ' (one)'}" for n in navs),
         "syntax": f"create children inside the parent's POST: {syntax}",
     }
 
@@ -177,26 +261,38 @@ def _syntax(nav: Nav, v2: bool) -> str:
     return f'"{nav.name}": {{"results": [{{...}}, ...]}}' if v2 else f'"{nav.name}": [{{...}}, ...]'
 
 
-def _fit(answer: JSONObject, writable: list[Prop], labels: dict[str, str]) -> JSONObject:
-    """``answer`` cut to :data:`BUDGET` characters: first the labels of optional properties go, then
-    their types, then the optional properties themselves; a note says what was left out."""
-    if _size(answer) <= BUDGET:
-        return answer
-    required = [p for p in writable if p.required]
-    optional = [p for p in writable if not p.required]
-    steps: list[tuple[list[str], str]] = [
-        ([_line(p, "") for p in optional], "labels of optional properties"),
-        ([p.name for p in optional], "types and labels of optional properties"),
-        ([], f"{len(optional)} optional properties"),
+def _fit(
+    answer: JSONObject, required: list[Prop], optional: list[Prop], code_labels: dict[tuple[str, str], str]
+) -> JSONObject:
+    """``answer`` cut to :data:`BUDGET` characters: first the types of optional properties go, then their
+    codes, then the last of their names (counted); ``more`` says what was left out."""
+    steps = [
+        (lambda: answer.update(optional=names(optional, typed=False)), "the optional properties' types"),
+        (lambda: answer.update(codes=code_lists(required, code_labels)), "the optional properties' codes"),
+        (lambda: answer.update(optional=_shortened(answer, str(answer["optional"]))), "some of their names"),
     ]
-    for lines, left_out in steps:
-        answer["properties"] = [_line(p, labels.get(p.iri, "")) for p in required] + lines
-        answer["left_out"] = f"{left_out}: {FULL}them"
-        if lines == [] and "codes" in answer:
-            answer["codes"] = {k: v for k, v in answer["codes"].items() if k in {p.name for p in required}}
-        if _size(answer) <= BUDGET:
+    left_out: list[str] = []
+    for step, what in steps:
+        if _size(answer) <= BUDGET or not optional:
             break
+        step()
+        left_out.append(what)
+        answer["more"] = f"left out here: {', '.join(left_out)}; {MORE}"
+    if answer.get("codes") == {}:
+        del answer["codes"]
     return answer
+
+
+def _shortened(answer: JSONObject, text: str) -> str:
+    """``text`` (comma-separated names) cut so that ``answer`` fits :data:`BUDGET`, ending with how many
+    names were cut."""
+    parts = text.split(", ")
+    over = _size(answer) - BUDGET + len(", ... (+000 more)") + len('"left out here: some of their names; "')
+    kept = parts
+    while kept and over > 0:
+        over -= len(kept[-1]) + 2
+        kept = kept[:-1]
+    return f"{', '.join(kept)}, ... (+{len(parts) - len(kept)} more)"
 
 
 def _size(answer: JSONValue) -> int:

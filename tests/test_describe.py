@@ -81,18 +81,25 @@ def test_compact_describe_of_a_sales_order(described):
 
 def test_compact_describe_names_every_writable_property(described):
     """Each writable property of every entity set is named: a required one with its type, an optional one
-    in ``optional`` (a numbered series as ``Name1-9``)."""
+    in ``optional`` (a numbered series as ``Name1-9``), unless the answer says how many it left out."""
     box, answers = described
     model = box.validator.model
+    cut = {}
     for (service, name), answer in answers.items():
         t = model.types[model.services[service].sets[name][0]]
         writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
         named = {line.split(":")[0] for line in answer.get("required_types", [])}
-        for part in answer.get("optional", "").split(", ") if answer.get("optional") else []:
-            stem, _, numbers = part.split(" ")[0].partition("-")
+        text, _, counted = answer.get("optional", "").partition(", ... (+")
+        for part in text.split(", ") if text else []:
+            stem, _, last = part.split(" ")[0].partition("-")
             base = stem.rstrip("0123456789")
-            named |= {f"{base}{n}" for n in range(int(stem[len(base) :]), int(numbers) + 1)} if numbers else {stem}
-        assert named == writable, (service, name, sorted(named ^ writable))
+            named |= {f"{base}{n}" for n in range(int(stem[len(base) :]), int(last) + 1)} if last else {stem}
+        if counted:
+            cut[name] = int(counted.removesuffix(" more)"))
+            assert named < writable and len(writable - named) == cut[name], (service, name)
+        else:
+            assert named == writable, (service, name, sorted(named ^ writable))
+    assert cut == {"GLAccountLineItem": 69, "PurchaseOrderItem": 49}
 
 
 def test_full_describe_is_the_whole_typed_context(described):

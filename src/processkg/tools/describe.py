@@ -285,14 +285,20 @@ def _fit(
 
 def _shortened(answer: JSONObject, text: str) -> str:
     """``text`` (comma-separated names) cut so that ``answer`` fits :data:`BUDGET`, ending with how many
-    names were cut."""
+    properties were cut (``Name1-9`` counts 9)."""
     parts = text.split(", ")
     over = _size(answer) - BUDGET + len(", ... (+000 more)") + len('"left out here: some of their names; "')
     kept = parts
     while kept and over > 0:
         over -= len(kept[-1]) + 2
         kept = kept[:-1]
-    return f"{', '.join(kept)}, ... (+{len(parts) - len(kept)} more)"
+    return f"{', '.join(kept)}, ... (+{sum(_count(part) for part in parts[len(kept) :])} more)"
+
+
+def _count(part: str) -> int:
+    """How many properties one name of :func:`names` stands for: ``Name1-9`` for 9."""
+    first, _, last = part.split(" ")[0].partition("-")
+    return int(last) - int(first[len(first.rstrip("0123456789")) :]) + 1 if last else 1
 
 
 def _size(answer: JSONValue) -> int:

@@ -170,16 +170,17 @@ def _type(p: Prop) -> str:
 def names(props: list[Prop], typed: bool) -> str:
     """The properties' names in one string, a numbered series of one type as one name
     (``CustomerTaxClassification1-9``), with the type where it is not ``String`` if ``typed``."""
-    series: dict[tuple[str, str], list[int]] = {}
+    series: dict[tuple[str, str], list[int]] = {}  # (stem, type) -> numbers; a name without one is its own
+    single: list[tuple[str, str]] = []
     for p in props:
         stem = p.name.rstrip("0123456789")
         number = p.name[len(stem) :]
-        key = (stem, p.edm_type) if number and not number.startswith("0") else (p.name, p.edm_type)
-        series.setdefault(key, []).append(int(number) if key[0] == stem and number else -1)
-    out = []
-    for (stem, edm_type), numbers in sorted(series.items()):
-        name = stem if numbers == [-1] else _numbered(stem, sorted(numbers))
-        out.append(name if not typed or edm_type == "Edm.String" else f"{name} {edm_type.replace('Edm.', '')}")
+        if number and not number.startswith("0"):
+            series.setdefault((stem, p.edm_type), []).append(int(number))
+        else:
+            single.append((p.name, p.edm_type))
+    named = [(_numbered(stem, sorted(numbers)), edm_type) for (stem, edm_type), numbers in series.items()]
+    out = [n if not typed or t == "Edm.String" else f"{n} {t.replace('Edm.', '')}" for n, t in sorted(single + named)]
     return ", ".join(out)
 
 

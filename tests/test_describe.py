@@ -50,13 +50,46 @@ def test_compact_describe_of_a_sales_order(described):
     _box, answers = described
     order = answers[("API_SALES_ORDER_SRV", "A_SalesOrder")]
     assert order["key"] == ["SalesOrder"] and order["etag"] is True
-    assert order["codes"]["SalesOrderType"].startswith('CF "Consignment Fill-up", CI "Consignment Issue"')
-    assert '(19 codes; describe with detail "full" for more)' in order["codes"]["SalesOrderType"]
-    assert "to_Item: A_SalesOrderItem (many)" in order["deep_insert"]["navigation"]
+    assert order["codes"]["SalesOrderType"] == (
+        'CF "Consignment Fill-up", CI "Consignment Issue", CONR "Consignment Returns", ... (19 codes)'
+    )
+    assert order["codes"]["TransactionCurrency"] == "ISO 4217 currency code (178 codes), e.g. EUR, USD, JPY"
+    assert order["codes"]["DistributionChannel"] == '10 "Direct Sales"'  # a short list whole
+    optional = order["optional"].split(", ")
+    assert "CustomerTaxClassification1-9" in optional and "CustomerTaxClassification1" not in optional
+    assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" in optional
+    assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
     assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
     assert order["example_create"]["SoldToParty"] == "0000000001"
+    assert order["more"].startswith('detail "full": types, lengths and labels of optional properties')
+    assert "required_types" not in order and "left_out" not in order
     item = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")]
     assert item["etag"] is False and "SalesOrder" not in item["example_create"]  # read-only: set by the parent
+    assert "to_SalesOrder" not in item["deep_insert"]["navigation"]  # the parent is no child to insert
+    assert item["codes"]["ShippingPoint"] == "as ProductionPlant"  # one list shown once
+
+
+def test_compact_describe_names_every_writable_property(described):
+    """Each writable property of every entity set is named: a required one with its type, an optional one
+    in ``optional`` (a numbered series as ``Name1-9``), unless the answer says how many it left out."""
+    box, answers = described
+    model = box.validator.model
+    cut = {}
+    for (service, name), answer in answers.items():
+        t = model.types[model.services[service].sets[name][0]]
+        writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
+        named = {line.split(":")[0] for line in answer.get("required_types", [])}
+        text, _, counted = answer.get("optional", "").partition(", ... (+")
+        for part in text.split(", ") if text else []:
+            stem, _, last = part.split(" ")[0].partition("-")
+            base = stem.rstrip("0123456789")
+            named |= {f"{base}{n}" for n in range(int(stem[len(base) :]), int(last) + 1)} if last else {stem}
+        if counted:
+            cut[name] = int(counted.removesuffix(" more)"))
+            assert named < writable and len(writable - named) == cut[name], (service, name)
+        else:
+            assert named == writable, (service, name, sorted(named ^ writable))
+    assert cut == {"GLAccountLineItem": 69, "PurchaseOrderItem": 49}
 
 
 def test_an_example_child_takes_the_key_of_a_parent_record_kg_serve_has(described):

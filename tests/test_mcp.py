@@ -123,6 +123,8 @@ def test_stdio_finds_the_entity_sets_of_a_business_request(stdio):
     assert (first["service"], first["entity_set"]) == ("DEMO_SALES_ORDER_SRV", "A_SalesOrder")
     assert first["path"] == V2 + "A_SalesOrder" and first["key"] == ["SalesOrder"]
     assert "Create outbound delivery" in first["next_steps"]
+    assert all(value not in ([], "", None) for r in found for value in r.values()), "no empty member is sent"
+    assert all("source" not in r and not r.get("via", "").startswith("seed") for r in found)
     assert json.loads(result.content[0].text) == result.structured_content
 
 

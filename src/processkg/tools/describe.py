@@ -1,31 +1,42 @@
 """``describe``'s compact answer: what an agent needs to read and write one entity set, in a few
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
-Key; what a create requires; the writable properties with type, length and label; their code lists
-inline (the first codes and how many there are); the navigation properties a create can fill (deep
-insert) and how to write them; whether a change needs an ETag; and one example create payload:
-the required fields, the key of a record of the parent the set belongs to (kg serve's rule), valid codes
-from the value helps and values in the form the service's OData version takes. A large entity set
-is cut to :data:`BUDGET` characters step by step (labels of optional properties, then their types,
-then the optional properties themselves, each step saying so); ``detail: "full"`` gives the rest.
+Key; what a create requires, with type, length and label; the names of the optional writable
+properties in one string (a type only where it is not ``String``); their code lists inline (a short
+list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
+size and a few examples, a list another property has already shown by that property's name); the
+navigation properties a create can fill (deep insert) and how to write them; whether a change needs
+an ETag; and one example create payload: the required fields, the keys of the parent the set belongs
+to (kg serve's rule: a record it generates), valid codes from the value helps and values in the form the service's
+OData version takes. One ``more`` sentence says what ``detail: "full"`` adds. An entity set still
+over :data:`BUDGET` characters loses the optional properties' types, then the codes of optional
+properties, each step saying so in ``more``.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import cast
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.data import ROWS, Data, Table, generated
 from processkg.serve.references import MASTER_KEYS
 from processkg.serve.values import to_json
-from processkg.services.model import Model, Nav, Prop, ServiceInfo, TypeInfo
+from processkg.services.model import Model, Nav, Prop, ServiceInfo, standard_codes
 
 BUDGET = 3_800  # characters of a compact answer (JSON), the goal being at most 4,000
-CODES_SHOWN = 6  # codes of a code list shown inline; the rest are counted
+SHORT_LIST = 6  # a code list this long is shown whole
+CODES_SHOWN = 3  # codes shown of a longer list; the rest are counted
+#: ISO code lists by the name model.standard_codes knows them, with their name and a few examples.
+STANDARDS = {
+    "currency": ("ISO 4217 currency code", ("EUR", "USD", "JPY")),
+    "country": ("ISO 3166-1 country code", ("DE", "US", "CN")),
+    "language": ("ISO 639-1 language code", ("EN", "DE", "FR")),
+}
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-FULL = 'describe with detail "full" for '
+MORE = 'detail "full": types, lengths and labels of optional properties, all codes, flags, operations, process steps'
 
 
 def compact(
@@ -46,13 +57,17 @@ def compact(
     t = model.types[svc.sets[entity_set][0]]
     v2 = svc.version.startswith(("1", "2", "3"))
     writable = sorted((p for p in t.props.values() if not (p.key or p.read_only or p.computed)), key=lambda p: p.name)
-    required = [p.name for p in writable if p.required]
-    answer: JSONObject = dict(base, etag=etag, required_on_create=required)
-    answer["properties"] = [_line(p, labels.get(p.iri, "")) for p in writable]
-    codes = {p.name: _codes(p, code_labels) for p in writable if p.codes}
+    required = [p for p in writable if p.required]
+    optional = [p for p in writable if not p.required]
+    answer: JSONObject = dict(base, etag=etag, required_on_create=[p.name for p in required])
+    if required:
+        answer["required_types"] = [_line(p, labels.get(p.iri, "")) for p in required]
+    if optional:
+        answer["optional"] = names(optional, typed=True)
+    codes = code_lists(writable, code_labels)
     if codes:
         answer["codes"] = codes
-    navigation = _deep_insert(model, svc, t, v2)
+    navigation = _deep_insert(seed, svc, entity_set, v2)
     if navigation:
         answer["deep_insert"] = navigation
     if "create" in answer.get("allows", []):
@@ -60,8 +75,8 @@ def compact(
         inside = create_inside(seed, svc, entity_set)
         if inside:
             answer["create"] = inside
-    answer["more"] = FULL + "every property with its flags, code labels, operations and process steps"
-    return _fit(answer, writable, labels)
+    answer["more"] = MORE
+    return _fit(answer, required, optional, code_labels)
 
 
 def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
@@ -142,33 +157,105 @@ def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:
 
 
 def _line(p: Prop, label: str) -> str:
-    """``Name: String(4) "Label"``, with ``required`` when a create needs it."""
+    """``Name: String(4) "Label"`` (the label only where it says more than the name)."""
     facets = f"({p.max_length})" if p.max_length else ""
-    flag = ", required" if p.required else ""
     shown = f' "{label}"' if label and label.replace(" ", "").lower() != p.name.lower() else ""
-    return f"{p.name}: {p.edm_type.replace('Edm.', '')}{facets}{flag}{shown}"
+    return f"{p.name}: {_type(p)}{facets}{shown}"
+
+
+def _type(p: Prop) -> str:
+    return p.edm_type.replace("Edm.", "")
+
+
+def names(props: list[Prop], typed: bool) -> str:
+    """The properties' names in one string, a numbered series of one type as one name
+    (``CustomerTaxClassification1-9``), with the type where it is not ``String`` if ``typed``."""
+    series: dict[tuple[str, str], list[int]] = {}  # (stem, type) -> numbers; a name without one is its own
+    single: list[tuple[str, str]] = []
+    for p in props:
+        stem = p.name.rstrip("0123456789")
+        number = p.name[len(stem) :]
+        if number and not number.startswith("0"):
+            series.setdefault((stem, p.edm_type), []).append(int(number))
+        else:
+            single.append((p.name, p.edm_type))
+    named = [(_numbered(stem, sorted(numbers)), edm_type) for (stem, edm_type), numbers in series.items()]
+    out = [n if not typed or t == "Edm.String" else f"{n} {t.replace('Edm.', '')}" for n, t in sorted(single + named)]
+    return ", ".join(out)
+
+
+def _numbered(stem: str, numbers: list[int]) -> str:
+    """``Stem1-5`` for a run 1..5, ``Stem1, Stem3`` otherwise; runs of two or more are joined."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{stem}{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(f"{stem}{n}" for n in r) for r in runs)
+
+
+def code_lists(props: list[Prop], code_labels: dict[tuple[str, str], str]) -> JSONObject:
+    """The code list of each property that has one, as one string; a list already shown for an earlier
+    property is named by it (``"as DocumentCurrency"``)."""
+    out: JSONObject = {}
+    seen: dict[tuple[str, ...], str] = {}
+    for p in props:
+        if not p.codes:
+            continue
+        if p.codes in seen:
+            out[p.name] = f"as {seen[p.codes]}"
+            continue
+        seen[p.codes] = p.name
+        out[p.name] = _codes(p, code_labels)
+    return out
 
 
 def _codes(p: Prop, code_labels: dict[tuple[str, str], str]) -> str:
-    """``CR "Credit Memo Request", DR "Debit Memo Request", ...`` (a label only where it is not the code)."""
+    """``CR "Credit Memo Request", DR "Debit Memo Request"`` for a short list (a label only where it says
+    more than the code); the first :data:`CODES_SHOWN` and the count of a longer one; an ISO standard
+    by its name, count and examples."""
     codes = p.codes or ()
-    labelled = [(c, code_labels.get((p.iri, c), "")) for c in codes[:CODES_SHOWN]]
-    shown = ", ".join(f'{c} "{label}"' if label and label != c else c for c, label in labelled)
-    if len(codes) <= CODES_SHOWN:
-        return shown
-    return f"{shown}, ... ({len(codes)} codes; {FULL}more)"
+    standard = _standard(codes)
+    if standard is not None:
+        name, examples = STANDARDS[standard]
+        examples_shown = [c for c in examples if c in codes] or list(codes[:CODES_SHOWN])
+        return f"{name} ({len(codes)} codes), e.g. {', '.join(examples_shown)}"
+    few = codes if len(codes) <= SHORT_LIST else codes[:CODES_SHOWN]
+    labelled = [(c, code_labels.get((p.iri, c), "")) for c in few]
+    shown = ", ".join(f'{c} "{label}"' if label and c not in label.split() else c for c, label in labelled)
+    return shown if len(few) == len(codes) else f"{shown}, ... ({len(codes)} codes)"
 
 
-def _deep_insert(model: Model, svc: ServiceInfo, t: TypeInfo, v2: bool) -> JSONObject:
-    """The navigation properties that lead to an entity set of the service, and the syntax of a deep insert."""
+def _standard(codes: tuple[str, ...]) -> str | None:
+    """The ISO list (``"currency"``, ...) these codes are, when they are at least 9 in 10 of its codes
+    and all of them belong to it."""
+    for kind in STANDARDS:
+        known = _standard_set(kind)
+        if len(codes) >= 0.9 * len(known) and known.issuperset(codes):
+            return kind
+    return None
+
+
+@cache
+def _standard_set(kind: str) -> frozenset[str]:
+    return frozenset(standard_codes(kind))
+
+
+def _deep_insert(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
+    """The navigation properties that lead to an entity set of the service (not back to the set's parent),
+    and the syntax of a deep insert."""
+    t = seed.model.types[svc.sets[entity_set][0]]
     targets = {type_iri: name for name, (type_iri, _c) in sorted(svc.sets.items())}
-    navs = [n for n in sorted(t.navs.values(), key=lambda n: n.name) if n.target in targets]
+    parent = _parent(seed, svc.name, entity_set)
+    up = parent[0].type.iri if parent is not None else None
+    navs = [n for n in sorted(t.navs.values(), key=lambda n: n.name) if n.target in targets and n.target != up]
     if not navs:
         return {}
     many = next((n for n in navs if n.to_many), None)
     syntax = _syntax(many, v2) if many is not None else f'"{navs[0].name}": {{...}}'
     return {
-        "navigation": [f"{n.name}: {targets[str(n.target)]} ({'many' if n.to_many else 'one'})" for n in navs],
+        "navigation": ", ".join(f"{n.name}: {targets[str(n.target)]}{'' if n.to_many else ' (one)'}" for n in navs),
         "syntax": f"create children inside the parent's POST: {syntax}",
     }
 
@@ -177,26 +264,44 @@ def _syntax(nav: Nav, v2: bool) -> str:
     return f'"{nav.name}": {{"results": [{{...}}, ...]}}' if v2 else f'"{nav.name}": [{{...}}, ...]'
 
 
-def _fit(answer: JSONObject, writable: list[Prop], labels: dict[str, str]) -> JSONObject:
-    """``answer`` cut to :data:`BUDGET` characters: first the labels of optional properties go, then
-    their types, then the optional properties themselves; a note says what was left out."""
-    if _size(answer) <= BUDGET:
-        return answer
-    required = [p for p in writable if p.required]
-    optional = [p for p in writable if not p.required]
-    steps: list[tuple[list[str], str]] = [
-        ([_line(p, "") for p in optional], "labels of optional properties"),
-        ([p.name for p in optional], "types and labels of optional properties"),
-        ([], f"{len(optional)} optional properties"),
+def _fit(
+    answer: JSONObject, required: list[Prop], optional: list[Prop], code_labels: dict[tuple[str, str], str]
+) -> JSONObject:
+    """``answer`` cut to :data:`BUDGET` characters: first the types of optional properties go, then their
+    codes, then the last of their names (counted); ``more`` says what was left out."""
+    steps = [
+        (lambda: answer.update(optional=names(optional, typed=False)), "the optional properties' types"),
+        (lambda: answer.update(codes=code_lists(required, code_labels)), "the optional properties' codes"),
+        (lambda: answer.update(optional=_shortened(answer, str(answer["optional"]))), "some of their names"),
     ]
-    for lines, left_out in steps:
-        answer["properties"] = [_line(p, labels.get(p.iri, "")) for p in required] + lines
-        answer["left_out"] = f"{left_out}: {FULL}them"
-        if lines == [] and "codes" in answer:
-            answer["codes"] = {k: v for k, v in answer["codes"].items() if k in {p.name for p in required}}
-        if _size(answer) <= BUDGET:
+    left_out: list[str] = []
+    for step, what in steps:
+        if _size(answer) <= BUDGET or not optional:
             break
+        step()
+        left_out.append(what)
+        answer["more"] = f"left out here: {', '.join(left_out)}; {MORE}"
+    if answer.get("codes") == {}:
+        del answer["codes"]
     return answer
+
+
+def _shortened(answer: JSONObject, text: str) -> str:
+    """``text`` (comma-separated names) cut so that ``answer`` fits :data:`BUDGET`, ending with how many
+    properties were cut (``Name1-9`` counts 9)."""
+    parts = text.split(", ")
+    over = _size(answer) - BUDGET + len(", ... (+000 more)") + len('"left out here: some of their names; "')
+    kept = parts
+    while kept and over > 0:
+        over -= len(kept[-1]) + 2
+        kept = kept[:-1]
+    return f"{', '.join(kept)}, ... (+{sum(_count(part) for part in parts[len(kept) :])} more)"
+
+
+def _count(part: str) -> int:
+    """How many properties one name of :func:`names` stands for: ``Name1-9`` for 9."""
+    first, _, last = part.split(" ")[0].partition("-")
+    return int(last) - int(first[len(first.rstrip("0123456789")) :]) + 1 if last else 1
 
 
 def _size(answer: JSONValue) -> int:

@@ -70,10 +70,10 @@ FIND = ToolSpec(
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "How to read and write one entity set: URL path, key, what a create requires, writable properties "
-    "with type, length and label, their codes, deep insert, whether changes need an ETag, and an example "
-    'create payload. detail "full" adds every property with its flags, code labels, operations (function '
-    "imports, actions) and the process steps before and after.",
+    "How to read and write one entity set: URL path, key, what a create requires (type, length, label), "
+    "the optional writable properties, their codes, deep insert, whether changes need an ETag, and an "
+    'example create payload. detail "full" adds every property with its flags and label, all codes, '
+    "operations (function imports, actions) and the process steps before and after.",
     _obj(
         {
             "service": _STR,
@@ -89,6 +89,8 @@ DESCRIBE = ToolSpec(
             "path": _STR,
             "key": {"type": "array", "items": _STR},
             "required_on_create": {"type": "array", "items": _STR},
+            "required_types": {"type": "array", "items": _STR},
+            "optional": _STR,
             "properties": {"type": "array", "items": _STR},
             "codes": {"type": "object"},
             "deep_insert": {"type": "object"},

@@ -29,6 +29,7 @@ from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, re
 
 MAX_ROWS = 20  # records of a collection shown to the agent; the rest are counted
 MAX_K = 20
+NEXT_SHOWN = 3  # next process steps named in a find_entity_sets result; the rest are counted
 #: V4 control information left out of an answer (the ETag is handled by ``call``; count and next link stay).
 V4_CONTROL = frozenset({"@odata.context", "@odata.etag", "@odata.metadataEtag", "@odata.id", "@odata.editLink"})
 V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
@@ -303,19 +304,26 @@ class Toolbox:
         return self.client.url(url) if self.client is not None else url
 
     def _brief(self, result: Result) -> JSONObject:
+        """One result of ``find_entity_sets``: what an agent needs to act on it, no empty or default member
+        (a label that only repeats the set's name, the source of a direct hit, an empty list); the next
+        steps capped at :data:`NEXT_SHOWN`, the rest counted (``next_steps`` lists them all)."""
         context = set_context(self.graph, result.iri)
+        label = context["head"].get("typeLabel") or ""
         after = sorted({name for step in context["process"] for name in step["after"]})
-        return {
-            "service": result.service,
-            "entity_set": result.entity_set,
-            "label": context["head"].get("typeLabel") or "",
-            "source": result.source,
-            "via": list(result.via),
-            "path": self.path(result.service, result.entity_set),
-            "key": [p["name"] for p in context["properties"] if p["key"]],
-            "required_on_create": context["required"],
-            "next_steps": after,
-        }
+        brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
+        if label and label.replace(" ", "").lower() != result.entity_set.lower():
+            brief["label"] = label
+        brief["path"] = self.path(result.service, result.entity_set)
+        brief["key"] = [p["name"] for p in context["properties"] if p["key"]]
+        if context["required"]:
+            brief["required_on_create"] = context["required"]
+        if result.via:  # the process steps that led here, after how when not a direct hit ("expanded: A > B")
+            how = "" if result.source == "seed" else f"{result.source}: "
+            brief["via"] = how + result.path_text()
+        if after:
+            more = [f"+{len(after) - NEXT_SHOWN} more (next_steps)"] if len(after) > NEXT_SHOWN else []
+            brief["next_steps"] = after[:NEXT_SHOWN] + more
+        return brief
 
     def close(self) -> None:
         if self.client is not None:

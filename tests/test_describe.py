@@ -57,12 +57,21 @@ def test_compact_describe_of_a_sales_order(described):
     assert order["codes"]["DistributionChannel"] == '10 "Direct Sales"'  # a short list whole
     optional = order["optional"].split(", ")
     assert "CustomerTaxClassification1-9" in optional and "CustomerTaxClassification1" not in optional
-    assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" in optional
+    assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" not in optional
+    # the curated fields (data/sap/required) are required, with type, length and label
+    assert order["required_on_create"] == [
+        "DistributionChannel",
+        "OrganizationDivision",
+        "SalesOrderType",
+        "SalesOrganization",
+        "SoldToParty",
+    ]
+    assert [line.split(":")[0] for line in order["required_types"]] == order["required_on_create"]
     assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
     assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
     assert order["example_create"]["SoldToParty"] == "0000000001"
     assert order["more"].startswith('detail "full": types, lengths and labels of optional properties')
-    assert "required_types" not in order and "left_out" not in order
+    assert "left_out" not in order
     item = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")]
     assert item["etag"] is False and "SalesOrder" not in item["example_create"]  # read-only: set by the parent
     assert "to_SalesOrder" not in item["deep_insert"]["navigation"]  # the parent is no child to insert

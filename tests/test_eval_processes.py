@@ -13,8 +13,9 @@ from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import processes_in, without_processes
+from processkg.evaluate.processes import automatic_mapping, kept_mapping, processes_in, without_processes
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
+from processkg.proposals.propose import Signals, read_proposals
 from processkg.retrieve.index import load_index
 from processkg.sources.mapping import read_mapping
 
@@ -111,3 +112,56 @@ def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_store):
     )
     assert result.exit_code == 2
     assert "--bpmn needs the --odata the store was built from" in result.output
+
+
+def edges(entries) -> list[tuple[str, str, str, str, str]]:
+    return [(e.process, e.activity, e.service, e.entity_set, e.mode) for e in entries]
+
+
+@pytest.fixture(scope="module")
+def kept_signals(tmp_path_factory) -> Signals:
+    """Proposal signals of the demo store built with every BPMN file and the mapping of the kept
+    processes only: what the automatic protocol proposes from."""
+    folder = tmp_path_factory.mktemp("automatic")
+    mapping = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], folder / "kept.yaml")
+    store_dir = folder / "base"
+    build_store(
+        BuildOptions(
+            odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=mapping, store=StoreLocation.parse(store_dir)
+        )
+    )
+    index_store(tmp_path_factory, store_dir, progress=None)
+    return Signals(StoreHandle.open(store_dir))
+
+
+def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tmp_path, kept_signals):
+    quality = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path)
+    gold = read_mapping(DEMO / "mapping.yaml")
+    written = edges(read_mapping(tmp_path / "mapping.yaml"))
+    proposed = edges(read_proposals(tmp_path / "proposals.yaml"))
+    assert proposed and {p[0] for p in proposed} == {HELD_OUT}
+    assert written == [e for e in edges(gold) if e[0] != HELD_OUT] + proposed
+    truth = {e[:4] for e in edges(gold) if e[0] == HELD_OUT}
+    found = {p[:4] for p in proposed}
+    measured = quality["held_out"]["edges"]
+    assert (measured["tp"], measured["proposed"], measured["gold"]) == (len(found & truth), len(found), len(truth))
+
+
+def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals):
+    """Tuned on the kept processes' gold only: without the held-out entries in the gold file the same
+    settings and the same proposals come out; only their measured quality changes."""
+    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full")
+    blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
+    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind")
+    assert blind["settings"] == full["settings"] and blind["tuning_f1"] == full["tuning_f1"]
+    assert (tmp_path / "blind" / "mapping.yaml").read_bytes() == (tmp_path / "full" / "mapping.yaml").read_bytes()
+    assert full["held_out"]["edges"]["gold"] > 0 and blind["held_out"]["edges"]["gold"] == 0
+
+
+def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("", encoding="utf-8")
+    args = ["eval", "processes", "--store", str(demo_store), "--queries", str(queries), "--protocol", "automatic"]
+    result = CliRunner().invoke(main, [*args, "--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn")])
+    assert result.exit_code == 2
+    assert "--protocol automatic needs --mapping" in result.output

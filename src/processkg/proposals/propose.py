@@ -19,7 +19,7 @@ import json
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
@@ -580,6 +580,16 @@ def _keys(
     }
 
 
+def edge_quality(proposals: list[Proposal], gold_entries: list[MappingEntry], processes: Collection[str]) -> JSONObject:
+    """P, R, F1 (and counts) of the proposals of ``processes`` against their gold edges, ignoring
+    and with the mode."""
+    chosen = set(processes)
+    return {
+        label: _prf(_keys(proposals, with_mode, chosen), _keys(gold_entries, with_mode, chosen))
+        for label, with_mode in (("edges", False), ("edges_with_mode", True))
+    }
+
+
 def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]) -> JSONObject:
     """Edge precision, recall and F1 against a gold mapping: without and with the mode, per
     split (``split_processes`` over the gold's processes), per mode and per process.
@@ -640,12 +650,14 @@ def tune(
     base: ProposalWeights | None = None,
     grid: Mapping[str, Sequence[float]] | None = None,
     weights: Mapping[str, Sequence[float]] | None = None,
+    on: Collection[str] | None = None,
 ) -> JSONObject:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
-    weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
-    test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
+    weights) by edge F1 on the processes ``on`` (default: the train half of the gold's processes);
+    evaluate the choice on train, test and all. Ties go to fewer sets, a higher threshold and
+    ratio, then the earlier weights."""
     base, grid = base or ProposalWeights(), grid or TUNE_GRID
-    train = set(split_processes({g.process for g in gold_entries})[0])
+    train = set(on) if on is not None else set(split_processes({g.process for g in gold_entries})[0])
     gold = _keys(gold_entries, False, train)
     rows = [i for i, a in enumerate(signals.activities) if a.process in train]
     best_key: tuple[float, ...] = (-1.0,)

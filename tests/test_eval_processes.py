@@ -141,6 +141,7 @@ def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tm
     proposed = edges(read_proposals(tmp_path / "proposals.yaml"))
     assert proposed and {p[0] for p in proposed} == {HELD_OUT}
     assert written == [e for e in edges(gold) if e[0] != HELD_OUT] + proposed
+    assert edges(read_mapping(tmp_path / "gold.yaml")) == [e for e in edges(gold) if e[0] == HELD_OUT]
     truth = {e[:4] for e in edges(gold) if e[0] == HELD_OUT}
     found = {p[:4] for p in proposed}
     measured = quality["held_out"]["edges"]

@@ -152,7 +152,8 @@ def mapping_rows(entries: Sequence[MappingEntry | Proposal]) -> list[JSONObject]
 def automatic_mapping(signals: Signals, gold: Path, held_out: Sequence[str], folder: Path) -> JSONObject:
     """Write ``folder/mapping.yaml``: the gold edges of the kept processes and, for the held-out ones,
     the edges ``kg map propose`` draws with weights and cut tuned on the kept processes' gold alone
-    (``folder/proposals.yaml`` keeps them with score and reason). Returns the chosen settings and
+    (``folder/proposals.yaml`` keeps them with score and reason; ``folder/gold.yaml`` has the held-out
+    processes' gold, for ``kg eval mapping``). Returns the chosen settings and
     the proposals' P, R and F1 on the held-out processes against their gold."""
     gone = set(held_out)
     entries = read_mapping(gold)
@@ -162,6 +163,7 @@ def automatic_mapping(signals: Signals, gold: Path, held_out: Sequence[str], fol
     folder.mkdir(parents=True, exist_ok=True)
     write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])
     write_mapping(folder / "mapping.yaml", mapping_rows(kept) + mapping_rows(proposals))
+    write_mapping(folder / "gold.yaml", mapping_rows([e for e in entries if e.process in gone]))
     return {
         "settings": asdict(choice["settings"]),
         "tuning_f1": choice["train_f1"],

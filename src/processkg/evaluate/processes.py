@@ -46,7 +46,15 @@ from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import Hit, Query, evaluate_methods
 from processkg.evaluate.train_ranker import Log, examples, train
 from processkg.proposals.proposal_facts import Proposal
-from processkg.proposals.propose import WEIGHT_GRID, Signals, edge_quality, propose, tune, write_proposals
+from processkg.proposals.propose import (
+    CONTEXT_GRID,
+    WEIGHT_GRID,
+    Signals,
+    edge_quality,
+    propose,
+    tune,
+    write_proposals,
+)
 from processkg.retrieve.retriever import RetrievalSettings, Retriever
 from processkg.retrieve.routing import RoutedModel
 from processkg.sources.discover import BPMN_SUFFIXES, discover
@@ -158,7 +166,7 @@ def automatic_mapping(signals: Signals, gold: Path, held_out: Sequence[str], fol
     gone = set(held_out)
     entries = read_mapping(gold)
     kept = [e for e in entries if e.process not in gone]
-    choice = tune(signals, kept, weights=WEIGHT_GRID, on={e.process for e in kept})
+    choice = proposal_choice(signals, kept)
     proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in gone]
     folder.mkdir(parents=True, exist_ok=True)
     write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])
@@ -169,6 +177,36 @@ def automatic_mapping(signals: Signals, gold: Path, held_out: Sequence[str], fol
         "tuning_f1": choice["train_f1"],
         "held_out": edge_quality(proposals, entries, gone),
     }
+
+
+def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = False) -> JSONObject:
+    """``tune`` on the ``kept`` gold alone: the signal weights and the cut over ``WEIGHT_GRID`` and, with
+    ``context``, then the context weights over ``CONTEXT_GRID`` (``known`` drawing on ``kept``)."""
+    signals.know(kept)
+    on = {e.process for e in kept}
+    choice = tune(signals, kept, weights=WEIGHT_GRID, on=on)
+    if context:
+        choice = tune(signals, kept, base=choice["settings"], weights=CONTEXT_GRID, on=on)
+    return choice
+
+
+def proposal_folds(signals: Signals, gold: list[MappingEntry], context: bool = False) -> list[JSONObject]:
+    """Leave processes out for the proposals alone: per fold (:func:`fold_of` of the gold's processes),
+    the settings :func:`proposal_choice` takes from the other processes' gold, and the P, R and F1
+    of the proposals on the fold's processes."""
+    names = sorted({e.process for e in gold})
+    out: list[JSONObject] = []
+    for f in range(FOLDS):
+        held_out = [p for p in names if fold_of(p) == f]
+        choice = proposal_choice(signals, [e for e in gold if e.process not in held_out], context)
+        proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in held_out]
+        mapping = {
+            "settings": asdict(choice["settings"]),
+            "tuning_f1": choice["train_f1"],
+            "held_out": edge_quality(proposals, gold, held_out),
+        }
+        out.append({"fold": f + 1, "held_out": held_out, "mapping": mapping})
+    return out
 
 
 def ranked(
@@ -272,7 +310,7 @@ def render(report: JSONObject, command: str = "") -> str:
         lines.append(f"| {f['fold']} | {', '.join(f['held_out'])} | {f['tuning_queries']} | {f['test_queries']} |")
     if any("mapping" in f for f in report["folds"]):
         lines += ["", "## Proposed mapping edges on the held-out processes (tuned on the other processes' gold)", ""]
-        lines += _mapping_table(report["folds"])
+        lines += mapping_table(report["folds"])
     parts = [(p, f"held-out processes, {title}") for p, title in PROTOCOLS.items() if p in report]
     for part, title in parts + ([("tuning", "the tuning processes (seen), full graph")] if "tuning" in report else []):
         lines += ["", f"## Recall@3 / Recall@5 on {title}", ""] + _recall_table(report[part])
@@ -291,7 +329,7 @@ def render(report: JSONObject, command: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _mapping_table(report_folds: list[JSONObject]) -> list[str]:
+def mapping_table(report_folds: list[JSONObject]) -> list[str]:
     """Per fold and over all folds: P / R / F1 of the proposed edges against the held-out gold."""
     lines = [
         "| fold | tuning F1 | proposed | gold | correct | P | R | F1 | F1 with mode | weights and cut |",

@@ -535,3 +535,21 @@ def test_every_sap_activity_but_the_containers_is_considered(sap_signals):
     assert all(
         chosen(scores, i, replace(ProposalWeights(), threshold=-1.0)) for i in range(len(sap_signals.activities))
     )
+
+
+def test_the_documented_leave_out_figures_are_the_committed_reports():
+    """docs/mapping-proposals.md's leave-processes-out rows are the totals of the committed
+    `kg map tune --folds` reports."""
+    folder = ROOT / "docs" / "results" / "mapping-folds"
+    for label, name in (
+        ("weights and cut per fold", "folds.json"),
+        ("+ context weights per fold", "folds-context.json"),
+    ):
+        folds = json.loads((folder / name).read_text(encoding="utf-8"))
+        tp, proposed, gold = (
+            sum(f["mapping"]["held_out"]["edges"][k] for f in folds) for k in ("tp", "proposed", "gold")
+        )
+        p, r = tp / proposed, tp / gold
+        row = next(line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {label} |"))
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        assert cells[1:6] == [str(proposed), str(tp), f"{p:.3f}", f"{r:.3f}", f"{2 * p * r / (p + r):.3f}"]

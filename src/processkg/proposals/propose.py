@@ -5,7 +5,9 @@ weighted mean of ``SIGNALS``: ``dense`` (cosine of activity text and set summary
 index), ``dense_name`` (cosine of activity name and the set's name and labels), ``lexical``
 (BM25 of the activity text over the summaries, over its best score), ``lexical_short`` (BM25 of
 name and documentation over names and labels), ``header`` (1 / key count); minus
-``unwritable`` when the verb says write and the set is neither creatable nor updatable. Copies
+``unwritable`` when the verb says write and the set is neither creatable nor updatable; plus
+the weighted ``CONTEXT`` signals of the activity's process, neighbours and document parts
+(``Signals.context``; weight 0 by default: leaving processes out they did not help). Copies
 of a set in several services count once, as the copy the reference mapping's conventions
 prefer (``_duplicates``). An activity keeps its best ``top_n`` sets scoring at least
 ``threshold`` and, after the first, ``ratio`` times the first. Verb cues give the mode.

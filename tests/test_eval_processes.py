@@ -166,3 +166,24 @@ def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):
     result = CliRunner().invoke(main, [*args, "--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn")])
     assert result.exit_code == 2
     assert "--protocol automatic needs --mapping" in result.output
+
+
+def test_the_documented_automatic_layer_figures_are_the_committed_run():
+    """docs/results.md's automatic columns are the Recall@3 of docs/results/processes-automatic."""
+    root = DEMO.parents[1]
+    report = json.loads(
+        (root / "docs" / "results" / "processes-automatic" / "results.json").read_text(encoding="utf-8")
+    )
+    summary = report["automatic"]["summary"]
+    lines = (root / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    for method in ("dense", "tokens", "hybrid-paper", "hybrid-v1"):
+        row = next(line for line in lines if line.startswith(f"| {method} | ") and line.count("|") == 11)
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        assert cells[4:7] == [f"{summary[method][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+    row = next(line for line in lines if line.startswith("| **hybrid** (fold's own model)"))
+    cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+    assert cells[4:7] == [f"{summary['hybrid'][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+    folds = json.loads((root / "docs" / "results" / "mapping-folds" / "folds.json").read_text(encoding="utf-8"))
+    assert [f["mapping"]["held_out"] for f in report["folds"]] == [f["mapping"]["held_out"] for f in folds], (
+        "the automatic layer's proposals are those of kg map tune --folds"
+    )

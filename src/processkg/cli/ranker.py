@@ -129,8 +129,9 @@ def processes_cmd(
     """Leave processes out: train the routed hybrid without some processes, test it on their queries.
 
     With --odata and --bpmn (and --mapping), each fold is also built again without its held-out
-    processes (BPMN, mapping edges, texts, index), and both protocols are reported side by side. The
-    automatic protocol keeps their BPMN and proposes their mapping edges (--protocol automatic)."""
+    processes (BPMN, mapping edges, texts, index), and both protocols are reported side by side.
+    --protocol automatic keeps their BPMN and gives them the mapping edges kg map propose draws,
+    tuned on the other processes' gold; --protocol chooses which protocols run."""
     queries = read_queries(queries_file)
     chosen = set(protocols) or {"held_out"} | ({"removed"} if bpmn else set())
     rebuild, auto = None, None

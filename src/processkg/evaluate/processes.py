@@ -15,7 +15,7 @@ seeds of each cross-validation inside the training (3 for the shipped model; few
 The baselines need no tuning (``dense``, ``tokens``, ``hybrid-paper``); ``hybrid-v1`` was chosen
 on the train split of all processes, so on this protocol it has seen the held-out processes.
 
-Two protocols, reported side by side:
+Three protocols (``PROTOCOLS``), reported side by side for those that ran:
 
 * *queries withheld*: every fold ranks with one :class:`Retriever` over the full store. Only the
   held-out processes' queries are withheld from training; their BPMN, mapping edges, activity

@@ -148,12 +148,13 @@ def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tm
     assert (measured["tp"], measured["proposed"], measured["gold"]) == (len(found & truth), len(found), len(truth))
 
 
-def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals):
+@pytest.mark.parametrize("context", [False, True])
+def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context):
     """Tuned on the kept processes' gold only: without the held-out entries in the gold file the same
     settings and the same proposals come out; only their measured quality changes."""
-    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full")
+    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context)
     blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
-    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind")
+    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context)
     assert blind["settings"] == full["settings"] and blind["tuning_f1"] == full["tuning_f1"]
     assert (tmp_path / "blind" / "mapping.yaml").read_bytes() == (tmp_path / "full" / "mapping.yaml").read_bytes()
     assert full["held_out"]["edges"]["gold"] > 0 and blind["held_out"]["edges"]["gold"] == 0

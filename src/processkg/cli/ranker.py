@@ -99,6 +99,11 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
     "kg map propose tuned on the other processes' gold. Default: held_out, and removed with --bpmn.",
 )
 @click.option(
+    "--proposal-context",
+    is_flag=True,
+    help="With --protocol automatic: also choose the proposals' context weights (kg map tune --folds --context).",
+)
+@click.option(
     "--fold",
     "only",
     multiple=True,
@@ -123,6 +128,7 @@ def processes_cmd(
     code_bindings: Path | None,
     work: Path | None,
     protocols: tuple[str, ...],
+    proposal_context: bool,
     only: tuple[int, ...],
     cache_dir: Path | None,
 ) -> None:
@@ -151,7 +157,7 @@ def processes_cmd(
         if "removed" in chosen:
             rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
         if "automatic" in chosen and mapping:
-            auto = _automatic(inputs, mapping, folder, cache_dir or folder / "embedding-cache")
+            auto = _automatic(inputs, mapping, folder, cache_dir or folder / "embedding-cache", proposal_context)
     report = processes.run(
         Retriever(store),
         queries,
@@ -187,7 +193,7 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
     return make
 
 
-def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path) -> processes.Automatic:
+def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path, context: bool) -> processes.Automatic:
     """Each fold's automatic layer, under WORK/automatic-FOLD: a store of every BPMN file with the
     mapping of the kept processes only (``base``), proposals for the held-out ones drawn from it,
     and the store of every BPMN file with the kept gold and those proposals (``store``)."""
@@ -198,7 +204,7 @@ def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path) -> 
         kept = processes.kept_mapping(mapping, held_out, folder / "kept.yaml")
         build_store(replace(inputs, mapping=kept, store=base))
         build_index(base, cache_dir=cache, progress=None)
-        quality = processes.automatic_mapping(Signals(StoreHandle.open(base)), mapping, held_out, folder)
+        quality = processes.automatic_mapping(Signals(StoreHandle.open(base)), mapping, held_out, folder, context)
         store = StoreLocation(path=folder / "store")
         build_store(replace(inputs, mapping=folder / "mapping.yaml", store=store))
         build_index(store, cache_dir=cache, progress=None)

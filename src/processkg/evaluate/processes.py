@@ -157,16 +157,19 @@ def mapping_rows(entries: Sequence[MappingEntry | Proposal]) -> list[JSONObject]
     ]
 
 
-def automatic_mapping(signals: Signals, gold: Path, held_out: Sequence[str], folder: Path) -> JSONObject:
+def automatic_mapping(
+    signals: Signals, gold: Path, held_out: Sequence[str], folder: Path, context: bool = False
+) -> JSONObject:
     """Write ``folder/mapping.yaml``: the gold edges of the kept processes and, for the held-out ones,
     the edges ``kg map propose`` draws with weights and cut tuned on the kept processes' gold alone
     (``folder/proposals.yaml`` keeps them with score and reason; ``folder/gold.yaml`` has the held-out
-    processes' gold, for ``kg eval mapping``). Returns the chosen settings and
-    the proposals' P, R and F1 on the held-out processes against their gold."""
+    processes' gold, for ``kg eval mapping``). With ``context``, the context weights are chosen too
+    (:func:`proposal_choice`). Returns the chosen settings and the proposals' P, R and F1 on the
+    held-out processes against their gold."""
     gone = set(held_out)
     entries = read_mapping(gold)
     kept = [e for e in entries if e.process not in gone]
-    choice = proposal_choice(signals, kept)
+    choice = proposal_choice(signals, kept, context)
     proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in gone]
     folder.mkdir(parents=True, exist_ok=True)
     write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])

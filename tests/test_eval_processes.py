@@ -13,8 +13,9 @@ from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import processes_in, without_processes
+from processkg.evaluate.processes import automatic_mapping, kept_mapping, processes_in, without_processes
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
+from processkg.proposals.propose import Signals, read_proposals
 from processkg.retrieve.index import load_index
 from processkg.sources.mapping import read_mapping
 
@@ -111,3 +112,79 @@ def test_eval_processes_without_odata_refuses_bpmn(tmp_path, demo_store):
     )
     assert result.exit_code == 2
     assert "--bpmn needs the --odata the store was built from" in result.output
+
+
+def edges(entries) -> list[tuple[str, str, str, str, str]]:
+    return [(e.process, e.activity, e.service, e.entity_set, e.mode) for e in entries]
+
+
+@pytest.fixture(scope="module")
+def kept_signals(tmp_path_factory) -> Signals:
+    """Proposal signals of the demo store built with every BPMN file and the mapping of the kept
+    processes only: what the automatic protocol proposes from."""
+    folder = tmp_path_factory.mktemp("automatic")
+    mapping = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], folder / "kept.yaml")
+    store_dir = folder / "base"
+    build_store(
+        BuildOptions(
+            odata=[DEMO / "odata"], bpmn=[DEMO / "bpmn"], mapping=mapping, store=StoreLocation.parse(store_dir)
+        )
+    )
+    index_store(tmp_path_factory, store_dir, progress=None)
+    return Signals(StoreHandle.open(store_dir))
+
+
+def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tmp_path, kept_signals):
+    quality = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path)
+    gold = read_mapping(DEMO / "mapping.yaml")
+    written = edges(read_mapping(tmp_path / "mapping.yaml"))
+    proposed = edges(read_proposals(tmp_path / "proposals.yaml"))
+    assert proposed and {p[0] for p in proposed} == {HELD_OUT}
+    assert written == [e for e in edges(gold) if e[0] != HELD_OUT] + proposed
+    assert edges(read_mapping(tmp_path / "gold.yaml")) == [e for e in edges(gold) if e[0] == HELD_OUT]
+    truth = {e[:4] for e in edges(gold) if e[0] == HELD_OUT}
+    found = {p[:4] for p in proposed}
+    measured = quality["held_out"]["edges"]
+    assert (measured["tp"], measured["proposed"], measured["gold"]) == (len(found & truth), len(found), len(truth))
+
+
+@pytest.mark.parametrize("context", [False, True])
+def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context):
+    """Tuned on the kept processes' gold only: without the held-out entries in the gold file the same
+    settings and the same proposals come out; only their measured quality changes."""
+    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context)
+    blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
+    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context)
+    assert blind["settings"] == full["settings"] and blind["tuning_f1"] == full["tuning_f1"]
+    assert (tmp_path / "blind" / "mapping.yaml").read_bytes() == (tmp_path / "full" / "mapping.yaml").read_bytes()
+    assert full["held_out"]["edges"]["gold"] > 0 and blind["held_out"]["edges"]["gold"] == 0
+
+
+def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("", encoding="utf-8")
+    args = ["eval", "processes", "--store", str(demo_store), "--queries", str(queries), "--protocol", "automatic"]
+    result = CliRunner().invoke(main, [*args, "--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn")])
+    assert result.exit_code == 2
+    assert "--protocol automatic needs --mapping" in result.output
+
+
+def test_the_documented_automatic_layer_figures_are_the_committed_run():
+    """docs/results.md's automatic columns are the Recall@3 of docs/results/processes-automatic."""
+    root = DEMO.parents[1]
+    report = json.loads(
+        (root / "docs" / "results" / "processes-automatic" / "results.json").read_text(encoding="utf-8")
+    )
+    summary = report["automatic"]["summary"]
+    lines = (root / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    for method in ("dense", "tokens", "hybrid-paper", "hybrid-v1"):
+        row = next(line for line in lines if line.startswith(f"| {method} | ") and line.count("|") == 11)
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        assert cells[4:7] == [f"{summary[method][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+    row = next(line for line in lines if line.startswith("| **hybrid** (fold's own model)"))
+    cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+    assert cells[4:7] == [f"{summary['hybrid'][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+    folds = json.loads((root / "docs" / "results" / "mapping-folds" / "folds.json").read_text(encoding="utf-8"))
+    assert [f["mapping"]["held_out"] for f in report["folds"]] == [f["mapping"]["held_out"] for f in folds], (
+        "the automatic layer's proposals are those of kg map tune --folds"
+    )

@@ -17,6 +17,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -28,6 +29,7 @@ from conftest import index_store
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError
+from processkg.evaluate.processes import proposal_folds
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
@@ -266,6 +268,61 @@ def test_proposals_follow_the_settings_and_are_deterministic(demo_store, demo_si
     assert len(fewer) == len(demo_signals.activities)
 
 
+def test_known_draws_on_the_edges_of_other_processes_only(demo_signals, demo_gold):
+    """An activity gets, for a set, the name similarity of the most similar mapped activity of another
+    process that uses that set; nothing from its own process's edges."""
+    mapped = [e for e in demo_gold if e.process == "Process_OrderToCash"]
+    try:
+        demo_signals.know(mapped)
+        known = demo_signals.matrix["known"]
+    finally:
+        demo_signals.know([])
+    acts, sets = demo_signals.activities, demo_signals.sets
+    row = {(a.process, a.id): i for i, a in enumerate(acts)}
+    col = {(s.service, s.name): j for j, s in enumerate(sets)}
+    expected = np.zeros_like(known)
+    for e in mapped:
+        b, j = row[(e.process, e.activity)], col[(e.service, e.entity_set)]
+        for i, a in enumerate(acts):
+            if a.process != "Process_OrderToCash":
+                similarity = float(np.clip(demo_signals.names[i] @ demo_signals.names[b], 0.0, 1.0))
+                expected[i, j] = max(expected[i, j], similarity)
+    assert known == pytest.approx(expected, abs=1e-6)
+    assert known.max() > 0.5 and not known[[row[k] for k in row if k[0] == "Process_OrderToCash"]].any()
+
+
+def test_item_gives_a_part_the_score_of_its_document(demo_signals):
+    """The demo's outbound delivery items are a part of the delivery header (a to-many navigation in
+    one service): with ``item`` alone, an item's context is its header's score, and the header (a
+    part of nothing) gets none."""
+    names = [s.name for s in demo_signals.sets]
+    header, item = names.index("A_OutbDeliveryHeader"), names.index("A_OutbDeliveryItem")
+    assert header in demo_signals.documents[item] and item not in demo_signals.documents[header]
+    base = demo_signals.scores(ProposalWeights(dedupe=False))
+    context = demo_signals.context(base, ProposalWeights(item=1.0))
+    parents = demo_signals.documents[item]
+    assert context[:, item] == pytest.approx(np.maximum(base[:, parents].max(axis=1), 0.0))
+    assert not demo_signals.documents[header] and not context[:, header].any()
+
+
+def test_proposal_folds_never_see_the_held_out_gold(demo_signals, demo_gold):
+    """Each fold's settings come from the other processes' gold: garbling one fold's gold leaves that
+    fold's choice and proposals as they were, and only its measured quality drops."""
+    garbled = [replace(e, entity_set="Nothing") if e.process == "Process_CustomerReturns" else e for e in demo_gold]
+    try:
+        real, blind = proposal_folds(demo_signals, demo_gold), proposal_folds(demo_signals, garbled)
+    finally:
+        demo_signals.know([])
+    fold = next(k for k, f in enumerate(real) if f["held_out"] == ["Process_CustomerReturns"])
+    assert real[fold]["mapping"]["settings"] == blind[fold]["mapping"]["settings"]
+    assert (
+        real[fold]["mapping"]["held_out"]["edges"]["proposed"]
+        == blind[fold]["mapping"]["held_out"]["edges"]["proposed"]
+    )
+    assert real[fold]["mapping"]["held_out"]["edges"]["tp"] > 0 == blind[fold]["mapping"]["held_out"]["edges"]["tp"]
+    assert real[fold]["mapping"]["tuning_f1"] == blind[fold]["mapping"]["tuning_f1"]
+
+
 def test_demo_proposals_find_most_of_the_demo_mapping(demo_store, demo_signals, demo_gold):
     result = evaluate_mapping(propose(None, signals=demo_signals), demo_gold)
     assert result["edges"]["all"]["precision"] >= 0.5 and result["edges"]["all"]["recall"] >= 0.4
@@ -478,3 +535,21 @@ def test_every_sap_activity_but_the_containers_is_considered(sap_signals):
     assert all(
         chosen(scores, i, replace(ProposalWeights(), threshold=-1.0)) for i in range(len(sap_signals.activities))
     )
+
+
+def test_the_documented_leave_out_figures_are_the_committed_reports():
+    """docs/mapping-proposals.md's leave-processes-out rows are the totals of the committed
+    `kg map tune --folds` reports."""
+    folder = ROOT / "docs" / "results" / "mapping-folds"
+    for label, name in (
+        ("weights and cut per fold", "folds.json"),
+        ("+ context weights per fold", "folds-context.json"),
+    ):
+        folds = json.loads((folder / name).read_text(encoding="utf-8"))
+        tp, proposed, gold = (
+            sum(f["mapping"]["held_out"]["edges"][k] for f in folds) for k in ("tp", "proposed", "gold")
+        )
+        p, r = tp / proposed, tp / gold
+        row = next(line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {label} |"))
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        assert cells[1:6] == [str(proposed), str(tp), f"{p:.3f}", f"{r:.3f}", f"{2 * p * r / (p + r):.3f}"]

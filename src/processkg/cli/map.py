@@ -18,6 +18,7 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, out_option, proposal_llm_options, store_option
 from processkg.errors import ProcessKGError
+from processkg.evaluate.processes import mapping_table, proposal_folds
 from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
@@ -32,7 +33,7 @@ from processkg.proposals.propose import (
     tune,
     write_proposals,
 )
-from processkg.sources.mapping import read_mapping
+from processkg.sources.mapping import MappingEntry, read_mapping
 
 SIGNAL_NAMES = ("dense", "dense_name", "lexical", "lexical_short", "header")  # as propose.SIGNALS
 
@@ -104,10 +105,22 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @store_option("Store with its index, built WITHOUT the gold mapping.")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold mapping (YAML).")
 @click.option("--weights", is_flag=True, help="Also choose the signal weights (propose.WEIGHT_GRID).")
+@click.option(
+    "--folds",
+    is_flag=True,
+    help="Leave processes out instead: per fold of kg eval processes, choose the weights and the cut on the "
+    "other processes' gold and score the fold's processes.",
+)
+@click.option("--context", is_flag=True, help="With --folds: then also choose the context weights (CONTEXT_GRID).")
 @out_option("file", "Write the choice and its evaluation here (JSON).")
-def tune_cmd(store: StoreHandle, gold: Path, weights: bool, out: Path) -> None:
+def tune_cmd(store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, out: Path) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
+    if folds:
+        _tune_folds(Signals(store), read_mapping(gold), context, out)
+        return
+    if context:
+        raise click.UsageError("--context goes with --folds")
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
@@ -119,6 +132,14 @@ def tune_cmd(store: StoreHandle, gold: Path, weights: bool, out: Path) -> None:
     if out:
         payload = {"settings": asdict(chosen), "train_f1": result["train_f1"], "evaluation": result["evaluation"]}
         Path(out).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}")
+
+
+def _tune_folds(signals: Signals, gold: list[MappingEntry], context: bool, out: Path | None) -> None:
+    result = proposal_folds(signals, gold, context)
+    click.echo("\n".join(mapping_table(result)))
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         click.echo(f"wrote {out}")
 
 

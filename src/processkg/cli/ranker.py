@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from processkg.aliases import JSONObject
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.options import out_option, store_option
 from processkg.errors import ProcessKGError
@@ -17,6 +18,7 @@ from processkg.evaluate import processes
 from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fingerprint, train
 from processkg.graph.handle import StoreHandle, StoreLocation
+from processkg.proposals.propose import Signals
 from processkg.retrieve.index import build_index
 from processkg.retrieve.retriever import Retriever
 
@@ -88,6 +90,27 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
     help="Folder for the folds' stores (with --bpmn; default: OUT/folds).",
 )
 @click.option(
+    "--protocol",
+    "protocols",
+    multiple=True,
+    type=click.Choice(list(processes.PROTOCOLS)),
+    help="Run this protocol (repeatable). held_out: queries withheld, full graph; removed: each fold built "
+    "without its held-out processes; automatic: each fold keeps their BPMN, with mapping edges proposed by "
+    "kg map propose tuned on the other processes' gold. Default: held_out, and removed with --bpmn.",
+)
+@click.option(
+    "--proposal-context",
+    is_flag=True,
+    help="With --protocol automatic: also choose the proposals' context weights (kg map tune --folds --context).",
+)
+@click.option(
+    "--fold",
+    "only",
+    multiple=True,
+    type=click.IntRange(1, processes.FOLDS),
+    help="Run only this fold (repeatable; default: every fold).",
+)
+@click.option(
     "--cache",
     "cache_dir",
     type=click.Path(path_type=Path),
@@ -104,14 +127,24 @@ def processes_cmd(
     codes: tuple[Path, ...],
     code_bindings: Path | None,
     work: Path | None,
+    protocols: tuple[str, ...],
+    proposal_context: bool,
+    only: tuple[int, ...],
     cache_dir: Path | None,
 ) -> None:
     """Leave processes out: train the routed hybrid without some processes, test it on their queries.
 
     With --odata and --bpmn (and --mapping), each fold is also built again without its held-out
-    processes (BPMN, mapping edges, texts, index), and both protocols are reported side by side."""
+    processes (BPMN, mapping edges, texts, index), and both protocols are reported side by side.
+    --protocol automatic keeps their BPMN and gives them the mapping edges kg map propose draws,
+    tuned on the other processes' gold; --protocol chooses which protocols run."""
     queries = read_queries(queries_file)
-    rebuild = None
+    chosen = set(protocols) or {"held_out"} | ({"removed"} if bpmn else set())
+    rebuild, auto = None, None
+    if chosen & {"removed", "automatic"} and not bpmn:
+        raise ProcessKGError("--protocol removed and automatic need --bpmn: the folds' stores are built from it")
+    if "automatic" in chosen and not mapping:
+        raise ProcessKGError("--protocol automatic needs --mapping: the kept processes' gold tunes the proposals")
     if bpmn:
         if not odata:
             raise ProcessKGError("--bpmn needs the --odata the store was built from")
@@ -121,8 +154,20 @@ def processes_cmd(
         inputs = BuildOptions(
             odata=list(odata), bpmn=list(bpmn), mapping=mapping, codes=list(codes), code_bindings=code_bindings
         )
-        rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
-    report = processes.run(Retriever(store), queries, log=click.echo, fold_seeds=fold_seeds, rebuild=rebuild)
+        if "removed" in chosen:
+            rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
+        if "automatic" in chosen and mapping:
+            auto = _automatic(inputs, mapping, folder, cache_dir or folder / "embedding-cache", proposal_context)
+    report = processes.run(
+        Retriever(store),
+        queries,
+        log=click.echo,
+        fold_seeds=fold_seeds,
+        rebuild=rebuild,
+        automatic=auto,
+        only=set(only) or None,
+        withheld="held_out" in chosen,
+    )
     command = "kg eval processes " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else ""
     text = processes.render(report, command)
     click.echo(text)
@@ -144,5 +189,25 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
         build_store(replace(inputs, bpmn=list(kept), mapping=kept_mapping, store=store))
         build_index(store, cache_dir=cache, progress=None)
         return Retriever(StoreHandle.open(store))
+
+    return make
+
+
+def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path, context: bool) -> processes.Automatic:
+    """Each fold's automatic layer, under WORK/automatic-FOLD: a store of every BPMN file with the
+    mapping of the kept processes only (``base``), proposals for the held-out ones drawn from it,
+    and the store of every BPMN file with the kept gold and those proposals (``store``)."""
+
+    def make(held_out: list[str]) -> tuple[Retriever, JSONObject]:
+        folder = work / f"automatic-{processes.fold_of(held_out[0]) + 1}"
+        base = StoreLocation(path=folder / "base")
+        kept = processes.kept_mapping(mapping, held_out, folder / "kept.yaml")
+        build_store(replace(inputs, mapping=kept, store=base))
+        build_index(base, cache_dir=cache, progress=None)
+        quality = processes.automatic_mapping(Signals(StoreHandle.open(base)), mapping, held_out, folder, context)
+        store = StoreLocation(path=folder / "store")
+        build_store(replace(inputs, mapping=folder / "mapping.yaml", store=store))
+        build_index(store, cache_dir=cache, progress=None)
+        return Retriever(StoreHandle.open(store)), quality
 
     return make

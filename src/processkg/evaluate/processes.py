@@ -15,7 +15,7 @@ seeds of each cross-validation inside the training (3 for the shipped model; few
 The baselines need no tuning (``dense``, ``tokens``, ``hybrid-paper``); ``hybrid-v1`` was chosen
 on the train split of all processes, so on this protocol it has seen the held-out processes.
 
-Two protocols, reported side by side:
+Three protocols (``PROTOCOLS``), reported side by side for those that ran:
 
 * *queries withheld*: every fold ranks with one :class:`Retriever` over the full store. Only the
   held-out processes' queries are withheld from training; their BPMN, mapping edges, activity
@@ -24,12 +24,19 @@ Two protocols, reported side by side:
   without the held-out processes: their BPMN files are left out of the build, their mapping edges
   out of the mapping, so that neither the graph, nor the texts built from it, nor the index, nor
   the fold's training sees them. :func:`without_processes` chooses the inputs of such a build.
+* *automatic layer* (when an ``automatic`` build is given): a user brings the held-out processes'
+  BPMN without a mapping. Each fold's store keeps every BPMN file; the held-out processes' mapping
+  edges are replaced by the edges ``kg map propose`` draws for them, its weights and cut tuned
+  (:func:`~processkg.proposals.propose.tune`, with the weight grid) on the gold of the *other*
+  processes only (:func:`automatic_mapping`); the inferred document flow is in every build. The
+  fold's ranker is trained on that store without the held-out queries, as above.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import yaml
@@ -38,10 +45,20 @@ from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import Hit, Query, evaluate_methods
 from processkg.evaluate.train_ranker import Log, examples, train
+from processkg.proposals.proposal_facts import Proposal
+from processkg.proposals.propose import (
+    CONTEXT_GRID,
+    WEIGHT_GRID,
+    Signals,
+    edge_quality,
+    propose,
+    tune,
+    write_proposals,
+)
 from processkg.retrieve.retriever import RetrievalSettings, Retriever
 from processkg.retrieve.routing import RoutedModel
 from processkg.sources.discover import BPMN_SUFFIXES, discover
-from processkg.sources.mapping import read_mapping
+from processkg.sources.mapping import MappingEntry, read_mapping
 from processkg.sources.xmlio import local, parse_xml
 
 FOLDS = 3
@@ -51,10 +68,14 @@ ROUTED = "hybrid"
 PROTOCOLS = {
     "held_out": "queries withheld (full graph)",
     "removed": "processes removed (graph, texts, index, training)",
+    "automatic": "automatic layer (held-out BPMN kept, its mapping proposed, inferred flow)",
 }
 
 #: Builds a store without the given processes and opens its retriever (``kg eval processes --odata ...``).
 Rebuild = Callable[[list[str]], Retriever]
+#: Builds a store whose held-out processes carry proposed edges: its retriever, and the proposals'
+#: quality on the held-out processes (:func:`automatic_mapping`).
+Automatic = Callable[[list[str]], tuple[Retriever, JSONObject]]
 
 
 def fold_of(process: str) -> int:
@@ -115,15 +136,80 @@ def without_processes(
         raise ProcessKGError(f"no BPMN file holds the held-out processes {', '.join(sorted(missing))}")
     if mapping is None:
         return kept, None
-    entries = [e for e in read_mapping(mapping) if e.process not in gone]
-    rows = [
+    return kept, kept_mapping(mapping, held_out, folder / "mapping.yaml")
+
+
+def kept_mapping(mapping: Path, held_out: Collection[str], out: Path) -> Path:
+    """Write to ``out`` the entries of ``mapping`` that are not of a ``held_out`` process."""
+    write_mapping(out, mapping_rows([e for e in read_mapping(mapping) if e.process not in set(held_out)]))
+    return out
+
+
+def write_mapping(out: Path, rows: list[JSONObject]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump({"mappings": rows}, sort_keys=False), encoding="utf-8")
+
+
+def mapping_rows(entries: Sequence[MappingEntry | Proposal]) -> list[JSONObject]:
+    return [
         {"process": e.process, "activity": e.activity, "service": e.service, "entity_set": e.entity_set, "mode": e.mode}
         for e in entries
     ]
+
+
+def automatic_mapping(
+    signals: Signals, gold: Path, held_out: Sequence[str], folder: Path, context: bool = False
+) -> JSONObject:
+    """Write ``folder/mapping.yaml``: the gold edges of the kept processes and, for the held-out ones,
+    the edges ``kg map propose`` draws with weights and cut tuned on the kept processes' gold alone
+    (``folder/proposals.yaml`` keeps them with score and reason; ``folder/gold.yaml`` has the held-out
+    processes' gold, for ``kg eval mapping``). With ``context``, the context weights are chosen too
+    (:func:`proposal_choice`). Returns the chosen settings and the proposals' P, R and F1 on the
+    held-out processes against their gold."""
+    gone = set(held_out)
+    entries = read_mapping(gold)
+    kept = [e for e in entries if e.process not in gone]
+    choice = proposal_choice(signals, kept, context)
+    proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in gone]
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "mapping.yaml"
-    out.write_text(yaml.safe_dump({"mappings": rows}, sort_keys=False), encoding="utf-8")
-    return kept, out
+    write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])
+    write_mapping(folder / "mapping.yaml", mapping_rows(kept) + mapping_rows(proposals))
+    write_mapping(folder / "gold.yaml", mapping_rows([e for e in entries if e.process in gone]))
+    return {
+        "settings": asdict(choice["settings"]),
+        "tuning_f1": choice["train_f1"],
+        "held_out": edge_quality(proposals, entries, gone),
+    }
+
+
+def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = False) -> JSONObject:
+    """``tune`` on the ``kept`` gold alone: the signal weights and the cut over ``WEIGHT_GRID`` and, with
+    ``context``, then the context weights over ``CONTEXT_GRID`` (``known`` drawing on ``kept``)."""
+    signals.know(kept)
+    on = {e.process for e in kept}
+    choice = tune(signals, kept, weights=WEIGHT_GRID, on=on)
+    if context:
+        choice = tune(signals, kept, base=choice["settings"], weights=CONTEXT_GRID, on=on)
+    return choice
+
+
+def proposal_folds(signals: Signals, gold: list[MappingEntry], context: bool = False) -> list[JSONObject]:
+    """Leave processes out for the proposals alone: per fold (:func:`fold_of` of the gold's processes),
+    the settings :func:`proposal_choice` takes from the other processes' gold, and the P, R and F1
+    of the proposals on the fold's processes."""
+    names = sorted({e.process for e in gold})
+    out: list[JSONObject] = []
+    for f in range(FOLDS):
+        held_out = [p for p in names if fold_of(p) == f]
+        choice = proposal_choice(signals, [e for e in gold if e.process not in held_out], context)
+        proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in held_out]
+        mapping = {
+            "settings": asdict(choice["settings"]),
+            "tuning_f1": choice["train_f1"],
+            "held_out": edge_quality(proposals, gold, held_out),
+        }
+        out.append({"fold": f + 1, "held_out": held_out, "mapping": mapping})
+    return out
 
 
 def ranked(
@@ -149,43 +235,65 @@ def run(
     log: Log | None = None,
     fold_seeds: int = 3,
     rebuild: Rebuild | None = None,
+    automatic: Automatic | None = None,
+    only: Collection[int] | None = None,
+    withheld: bool = True,
 ) -> JSONObject:
-    """Every fold: train on its tuning queries, score its held-out and its tuning process queries; with
-    ``rebuild``, train and score again on a store built without the fold's held-out processes."""
+    """Every fold (or the folds numbered in ``only``, from 1): with ``withheld``, train on its tuning
+    queries over the full store and score its held-out and its tuning process queries; with
+    ``rebuild``, train and score on a store built without the fold's held-out processes; with
+    ``automatic``, on a store whose held-out processes have proposed mapping edges."""
     held: dict[str, dict[str, list[Hit]]] = {}
     removed: dict[str, dict[str, list[Hit]]] = {}
+    auto: dict[str, dict[str, list[Hit]]] = {}
     tuned: dict[str, dict[str, list[Hit]]] = {}
     held_queries: list[Query] = []
     tuned_queries: list[Query] = []
     report_folds = []
     for f, processes in enumerate(folds(queries)):
+        if only is not None and f + 1 not in only:
+            continue
         if log:
             log(f"fold {f + 1}: holding out {', '.join(processes)}")
         tuning = tuning_queries(queries, processes)
         seeds = tuple(range(fold_seeds))
-        model = train(examples(retriever, tuning), retriever.matrices.family, f"fold {f + 1}", log, seeds=seeds)
         test = [q for q in queries if q.type in PROCESS_TYPES and process_of(q) in processes]
         seen = [q for q in tuning if q.type in PROCESS_TYPES]
-        _merge(held, ranked(retriever, test, _routed(retriever, test, model)))
-        _merge(tuned, ranked(retriever, seen, _routed(retriever, seen, model)))
+        if withheld:
+            model = train(examples(retriever, tuning), retriever.matrices.family, f"fold {f + 1}", log, seeds=seeds)
+            _merge(held, ranked(retriever, test, _routed(retriever, test, model)))
+            _merge(tuned, ranked(retriever, seen, _routed(retriever, seen, model)))
         if rebuild is not None:
             if log:
                 log(f"fold {f + 1}: building without {', '.join(processes)}")
             pruned = rebuild(processes)
             model = train(examples(pruned, tuning), pruned.matrices.family, f"fold {f + 1} removed", log, seeds=seeds)
             _merge(removed, ranked(pruned, test, _routed(pruned, test, model)))
+        fold: JSONObject = {
+            "fold": f + 1,
+            "held_out": processes,
+            "tuning_queries": len(tuning),
+            "test_queries": len(test),
+        }
+        if automatic is not None:
+            if log:
+                log(f"fold {f + 1}: building with proposed edges for {', '.join(processes)}")
+            proposed, fold["mapping"] = automatic(processes)
+            model = train(
+                examples(proposed, tuning), proposed.matrices.family, f"fold {f + 1} automatic", log, seeds=seeds
+            )
+            _merge(auto, ranked(proposed, test, _routed(proposed, test, model)))
         held_queries += test
         tuned_queries += seen
-        report_folds.append(
-            {"fold": f + 1, "held_out": processes, "tuning_queries": len(tuning), "test_queries": len(test)}
-        )
-    report: JSONObject = {
-        "folds": report_folds,
-        "held_out": evaluate_methods(held, held_queries, (1, 3, 5, 10)),
-        "tuning": evaluate_methods(tuned, tuned_queries, (1, 3, 5, 10)),
-    }
+        report_folds.append(fold)
+    report: JSONObject = {"folds": report_folds}
+    if withheld:
+        report["held_out"] = evaluate_methods(held, held_queries, (1, 3, 5, 10))
+        report["tuning"] = evaluate_methods(tuned, tuned_queries, (1, 3, 5, 10))
     if rebuild is not None:
         report["removed"] = evaluate_methods(removed, held_queries, (1, 3, 5, 10))
+    if automatic is not None:
+        report["automatic"] = evaluate_methods(auto, held_queries, (1, 3, 5, 10))
     return report
 
 
@@ -203,11 +311,13 @@ def render(report: JSONObject, command: str = "") -> str:
     lines += ["| fold | held-out processes | tuning queries | held-out queries |", "|---|---|---|---|"]
     for f in report["folds"]:
         lines.append(f"| {f['fold']} | {', '.join(f['held_out'])} | {f['tuning_queries']} | {f['test_queries']} |")
+    if any("mapping" in f for f in report["folds"]):
+        lines += ["", "## Proposed mapping edges on the held-out processes (tuned on the other processes' gold)", ""]
+        lines += mapping_table(report["folds"])
     parts = [(p, f"held-out processes, {title}") for p, title in PROTOCOLS.items() if p in report]
-    parts.append(("tuning", "the tuning processes (seen), full graph"))
-    for part, title in parts:
+    for part, title in parts + ([("tuning", "the tuning processes (seen), full graph")] if "tuning" in report else []):
         lines += ["", f"## Recall@3 / Recall@5 on {title}", ""] + _recall_table(report[part])
-    for part, _ in parts[:-1]:
+    for part, _ in parts:
         lines += [
             "",
             f"## Paired tests on the held-out processes, {PROTOCOLS[part]} (Recall@3)",
@@ -220,6 +330,43 @@ def render(report: JSONObject, command: str = "") -> str:
                 f"| {t['a']} | {t['b']} | {t['group']} | {t['n']} | {t['mean_diff']:+.3f} | {t['wilcoxon_p']:.4f} | {t['permutation_p']:.4f} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def mapping_table(report_folds: list[JSONObject]) -> list[str]:
+    """Per fold and over all folds: P / R / F1 of the proposed edges against the held-out gold."""
+    lines = [
+        "| fold | tuning F1 | proposed | gold | correct | P | R | F1 | F1 with mode | weights and cut |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    total = {"tp": 0, "proposed": 0, "gold": 0}
+    total_mode = 0
+    for f in report_folds:
+        if "mapping" not in f:
+            continue
+        m = f["mapping"]
+        e, w = m["held_out"]["edges"], m["held_out"]["edges_with_mode"]
+        total = {k: total[k] + e[k] for k in total}
+        total_mode += w["tp"]
+        chosen = ", ".join(f"{k} {v}" for k, v in m["settings"].items() if k != "dedupe")
+        lines.append(
+            f"| {f['fold']} | {m['tuning_f1']:.3f} | {e['proposed']} | {e['gold']} | {e['tp']} | "
+            f"{e['precision']:.3f} | {e['recall']:.3f} | {e['f1']:.3f} | {w['f1']:.3f} | {chosen} |"
+        )
+    p, r = _ratio(total["tp"], total["proposed"]), _ratio(total["tp"], total["gold"])
+    pm, rm = _ratio(total_mode, total["proposed"]), _ratio(total_mode, total["gold"])
+    lines.append(
+        f"| all | | {total['proposed']} | {total['gold']} | {total['tp']} | {p:.3f} | {r:.3f} | "
+        f"{_f1(p, r):.3f} | {_f1(pm, rm):.3f} | |"
+    )
+    return lines
+
+
+def _ratio(a: int, b: int) -> float:
+    return a / b if b else 0.0
+
+
+def _f1(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r else 0.0
 
 
 def _recall_table(ev: JSONObject) -> list[str]:

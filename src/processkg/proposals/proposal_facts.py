@@ -17,6 +17,10 @@ class ProposalWeights:
     lexical_short: float = 0.5
     header: float = 0.0
     unwritable: float = 0.2
+    process_service: float = 0.0
+    item: float = 0.0
+    neighbour: float = 0.0
+    known: float = 0.0
     top_n: int = 2
     threshold: float = 0.625
     ratio: float = 0.9

@@ -5,7 +5,9 @@ weighted mean of ``SIGNALS``: ``dense`` (cosine of activity text and set summary
 index), ``dense_name`` (cosine of activity name and the set's name and labels), ``lexical``
 (BM25 of the activity text over the summaries, over its best score), ``lexical_short`` (BM25 of
 name and documentation over names and labels), ``header`` (1 / key count); minus
-``unwritable`` when the verb says write and the set is neither creatable nor updatable. Copies
+``unwritable`` when the verb says write and the set is neither creatable nor updatable; plus
+the weighted ``CONTEXT`` signals of the activity's process, neighbours and document parts
+(``Signals.context``; weight 0 by default: leaving processes out they did not help). Copies
 of a set in several services count once, as the copy the reference mapping's conventions
 prefer (``_duplicates``). An activity keeps its best ``top_n`` sets scoring at least
 ``threshold`` and, after the first, ``ratio`` times the first. Verb cues give the mode.
@@ -19,7 +21,7 @@ import json
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
@@ -213,10 +215,17 @@ def verb_mode(activity: ActivityFacts) -> tuple[str, str]:
 # ---------------------------------------------------------------- signals and scores
 
 SIGNALS = ("dense", "dense_name", "lexical", "lexical_short", "header")
+#: Signals of an activity's context, added to the fused score of :data:`SIGNALS` (``Signals.context``).
+CONTEXT = ("process_service", "item", "neighbour", "known")
+#: How many of an activity's best sets vote for their services in ``process_service``.
+SERVICE_VOTES = 3
 
 
 class Signals:
-    """The five signal matrices (activities x sets) of one store, computed once."""
+    """The five signal matrices (activities x sets) of one store, computed once, and the relations
+    the context signals walk: the process of each activity, its neighbours along ``bpmn:next``, the
+    service and the document (``propose-items``) of each set, the document flow inferred from the
+    metadata, and the mapping edges the store already has."""
 
     def __init__(self, handle: StoreHandle, model: str | None = None) -> None:
         index = load_index(handle)
@@ -239,6 +248,94 @@ class Signals:
         self.modes = [verb_mode(a) for a in self.activities]
         self.writable = np.array([s.writable for s in self.sets])
         self.canonical = {mode: _duplicates(self.sets, mode == "write") for mode in MODES}
+        self._relations(handle.graph, encoder)
+
+    def _relations(self, store: StoreGraph, encoder: Encoder) -> None:
+        set_row = {s.iri: j for j, s in enumerate(self.sets)}
+        act_row = {a.iri: i for i, a in enumerate(self.activities)}
+        processes = sorted({a.process for a in self.activities})
+        self.process = np.array([processes.index(a.process) for a in self.activities], dtype=np.int64)
+        services = sorted({s.service for s in self.sets})
+        self.service = np.zeros((len(self.sets), len(services)), dtype=np.float32)
+        self.service[np.arange(len(self.sets)), [services.index(s.service) for s in self.sets]] = 1.0
+        #: per set row: the rows of the documents it is a part of
+        self.documents: list[list[int]] = [[] for _ in self.sets]
+        for r in records(store, "propose-items"):
+            if r["header"] in set_row and r["item"] in set_row:
+                self.documents[set_row[r["item"]]].append(set_row[r["header"]])
+        #: per set row: itself, and the rows of the sets it follows or that follow it
+        self.related: list[list[int]] = [[j] for j in range(len(self.sets))]
+        for r in records(store, "retrieve-flow"):
+            if r["from"] in set_row and r["to"] in set_row:
+                self.related[set_row[r["from"]]].append(set_row[r["to"]])
+                self.related[set_row[r["to"]]].append(set_row[r["from"]])
+        self.neighbours: list[list[int]] = [[] for _ in self.activities]
+        for r in records(store, "retrieve-next"):
+            a, b = act_row.get(r["from"]), act_row.get(r["to"])
+            if a is not None and b is not None and a != b:
+                self.neighbours[a].append(b)
+                self.neighbours[b].append(a)
+        self.uses = [
+            (act_row[r["activity"]], set_row[r["set"]])
+            for r in records(store, "retrieve-uses")
+            if r["activity"] in act_row and r["set"] in set_row
+        ]
+        self.names = encoder.encode([a.name for a in self.activities]) if self.activities else np.zeros((0, 1))
+        self.matrix["known"] = self.known(self.uses)
+
+    def know(self, entries: Iterable[MappingEntry]) -> None:
+        """Let ``known`` draw on these mapping edges instead of the store's (those that name an
+        activity and a set of the store)."""
+        act_row = {(a.process, a.id): i for i, a in enumerate(self.activities)}
+        set_row = {(s.service, s.name): j for j, s in enumerate(self.sets)}
+        pairs = [(act_row.get((e.process, e.activity)), set_row.get((e.service, e.entity_set))) for e in entries]
+        self.matrix["known"] = self.known([(i, j) for i, j in pairs if i is not None and j is not None])
+
+    def known(self, uses: Sequence[tuple[int, int]]) -> np.ndarray:
+        """Activities x sets: the name similarity of the most similar activity of *another* process
+        that the mapping links to the set (0 where none is)."""
+        out = np.zeros((len(self.activities), len(self.sets)), dtype=np.float32)
+        if not uses:
+            return out
+        sim = np.clip(self.names @ self.names.T, 0.0, 1.0)
+        for b, j in uses:
+            other = self.process != self.process[b]
+            out[other, j] = np.maximum(out[other, j], sim[other, b])
+        return out
+
+    def context(self, base: np.ndarray, settings: ProposalWeights) -> np.ndarray:
+        """Activities x sets: the weighted context signals of the fused scores ``base``:
+        ``process_service``, the share of the process's votes (each activity's best
+        :data:`SERVICE_VOTES` sets, by score) that go to the set's service, over the best service's;
+        ``item``, the best score of a document the set is a part of; ``neighbour``, the best score,
+        for an activity right before or after, of the set or of a set it follows or that follows it
+        in the inferred flow; ``known``, :meth:`known` of the store's mapping edges."""
+        out = settings.known * self.matrix["known"]
+        if settings.process_service:
+            out = out + settings.process_service * self._process_service(base)
+        if settings.item:
+            out = out + settings.item * _column_max(base, self.documents)
+        if settings.neighbour:
+            near = np.zeros_like(base)
+            for i, others in enumerate(self.neighbours):
+                if others:
+                    near[i] = base[others].max(axis=0)
+            out = out + settings.neighbour * _column_max(near, self.related)
+        return out
+
+    def _process_service(self, base: np.ndarray) -> np.ndarray:
+        votes = np.zeros_like(base)
+        top = np.argsort(-base, axis=1, kind="stable")[:, :SERVICE_VOTES]
+        rows = np.arange(len(base))[:, None]
+        votes[rows, top] = np.maximum(base[rows, top], 0.0)
+        by_service = votes @ self.service  # activities x services
+        out = np.zeros_like(base)
+        for p in np.unique(self.process):
+            mine = self.process == p
+            share = by_service[mine].sum(axis=0)
+            share = share / max(float(share.max()), 1e-9)
+            out[mine] = (self.service @ share)[None, :]
+        return out
 
     def copies(self, row: int, mode: str) -> list[int]:
         """The other copies of the set in ``row``, when it is the preferred copy for ``mode``."""
@@ -250,10 +347,20 @@ class Signals:
         fused = sum(getattr(settings, name) * self.matrix[name] for name in SIGNALS) / total
         writes = np.array([mode == "write" for mode, _ in self.modes])
         fused = fused - settings.unwritable * np.outer(writes, ~self.writable)
+        fused = fused + self.context(fused, settings)
         if settings.dedupe:
             fused[writes] = _collapse(fused[writes], self.canonical["write"])
             fused[~writes] = _collapse(fused[~writes], self.canonical["read"])
         return fused
+
+
+def _column_max(scores: np.ndarray, sources: list[list[int]]) -> np.ndarray:
+    """Column j: the best non-negative score in ``scores`` of the columns ``sources[j]`` (0 if none)."""
+    out = np.zeros_like(scores)
+    for j, rows in enumerate(sources):
+        if rows:
+            out[:, j] = np.maximum(scores[:, rows].max(axis=1), 0.0)
+    return out
 
 
 def _activity_vectors(
@@ -580,6 +687,16 @@ def _keys(
     }
 
 
+def edge_quality(proposals: list[Proposal], gold_entries: list[MappingEntry], processes: Collection[str]) -> JSONObject:
+    """P, R, F1 (and counts) of the proposals of ``processes`` against their gold edges, ignoring
+    and with the mode."""
+    chosen = set(processes)
+    return {
+        label: _prf(_keys(proposals, with_mode, chosen), _keys(gold_entries, with_mode, chosen))
+        for label, with_mode in (("edges", False), ("edges_with_mode", True))
+    }
+
+
 def evaluate_mapping(proposals: list[Proposal], gold_entries: list[MappingEntry]) -> JSONObject:
     """Edge precision, recall and F1 against a gold mapping: without and with the mode, per
     split (``split_processes`` over the gold's processes), per mode and per process.
@@ -634,18 +751,29 @@ WEIGHT_GRID = {
 }
 
 
+#: The context weights tried by ``kg map tune --folds --context``, on top of the chosen signal weights.
+CONTEXT_GRID = {
+    "process_service": (0.0, 0.1, 0.2),
+    "item": (0.0, 0.1, 0.2),
+    "neighbour": (0.0, 0.1, 0.2),
+    "known": (0.0, 0.1, 0.2),
+}
+
+
 def tune(
     signals: Signals,
     gold_entries: list[MappingEntry],
     base: ProposalWeights | None = None,
     grid: Mapping[str, Sequence[float]] | None = None,
     weights: Mapping[str, Sequence[float]] | None = None,
+    on: Collection[str] | None = None,
 ) -> JSONObject:
     """Choose ``top_n``, ``threshold`` and ``ratio`` (and, given a grid of ``weights``, the signal
-    weights) by edge F1 on the train half of the gold's processes; evaluate the choice on train,
-    test and all. Ties go to fewer sets, a higher threshold and ratio, then the earlier weights."""
+    weights) by edge F1 on the processes ``on`` (default: the train half of the gold's processes);
+    evaluate the choice on train, test and all. Ties go to fewer sets, a higher threshold and
+    ratio, then the earlier weights."""
     base, grid = base or ProposalWeights(), grid or TUNE_GRID
-    train = set(split_processes({g.process for g in gold_entries})[0])
+    train = set(on) if on is not None else set(split_processes({g.process for g in gold_entries})[0])
     gold = _keys(gold_entries, False, train)
     rows = [i for i, a in enumerate(signals.activities) if a.process in train]
     best_key: tuple[float, ...] = (-1.0,)

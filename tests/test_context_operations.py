@@ -109,3 +109,11 @@ def test_an_entity_set_without_operations_shows_none(a2x_graph):
         Result("API_SALES_ORDER_SRV", "A_SalesOrderItem", 1.0, iri=f"{ID}API_SALES_ORDER_SRV/set/A_SalesOrderItem"),
     )
     assert "operations (" not in rendered
+
+
+def test_the_key_predicate_follows_the_key_element_not_the_alphabet(a2x_graph):
+    """A_SalesOrderItemPartnerType's Key (API_SALES_ORDER_SRV.edmx, lines 282-286): SalesOrder,
+    SalesOrderItem, PartnerFunction; sorted by name, PartnerFunction would come first."""
+    context = set_context(a2x_graph, f"{ID}API_SALES_ORDER_SRV/set/A_SalesOrderItemPartner")
+    assert [p["name"] for p in context["properties"][:3]] == ["SalesOrder", "SalesOrderItem", "PartnerFunction"]
+    assert context["key_predicate"].startswith("A_SalesOrderItemPartner(SalesOrder=")

@@ -7,15 +7,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from processkg.errors import CodeListError
-from processkg.sources.limits import MAX_CODE_ROWS, read_text
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows
 
 REQUIRED = ("value_list", "code")
 
@@ -49,23 +47,9 @@ def codes_for(codes: CodeLists, service: str) -> dict[str, list[CodeRow]]:
 
 
 def _rows(path: Path) -> Iterator[tuple[str, str, str, str, int]]:
-    text = read_text(path, "code list", str(path), CodeListError)
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    last = 0  # the line the last good row (or the header) ended on: a broken row starts after it
-    try:
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        last = reader.line_num
-        if missing:
-            raise CodeListError(
-                f"code list lacks column(s) {', '.join(missing)}; expected value_list,code,description[,service]",
-                str(path),
-                1,
-            )
-        for count, row in enumerate(reader, start=1):
-            last = reader.line_num
-            yield _row(path, row, last, count)
-    except csv.Error as exc:
-        raise CodeListError(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None
+    header = "value_list,code,description[,service]"
+    for count, line, row in csv_rows(path, "code list", REQUIRED, header, CodeListError, lacks="code list "):
+        yield _row(path, row, line, count)
 
 
 def _row(path: Path, row: dict[str | Any, str | Any], line: int, count: int) -> tuple[str, str, str, str, int]:
@@ -74,6 +58,4 @@ def _row(path: Path, row: dict[str | Any, str | Any], line: int, count: int) -> 
     value_list, code = (row.get("value_list") or "").strip(), (row.get("code") or "").strip()
     if not value_list or not code:
         raise CodeListError("row has an empty value_list or code", str(path), line)
-    if any("\n" in (v or "") or "\r" in (v or "") for v in row.values() if isinstance(v, str)):
-        raise CodeListError("a field spans several lines (an unterminated quote before it?)", str(path), line)
     return (row.get("service") or "").strip(), value_list, code, (row.get("description") or "").strip(), line

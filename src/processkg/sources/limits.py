@@ -9,7 +9,10 @@ under 3 MB, the largest SOCBench-D document under 1 MB) and are listed in docs/r
 
 from __future__ import annotations
 
+import csv
+import io
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -91,3 +94,27 @@ def compose_yaml(text: str, name: str, error: type[InputError] = InputError) -> 
 
 def _line(event: yaml.Event) -> int | None:
     return event.start_mark.line + 1 if event.start_mark else None
+
+
+def csv_rows(
+    path: Path, kind: str, columns: tuple[str, ...], header: str, error: type[InputError], lacks: str = ""
+) -> Iterator[tuple[int, int, dict[str | None, str | list[str] | None]]]:
+    """The rows of the CSV file ``path`` (a ``kind`` for messages: "code list") as (count, line, row),
+    ``line`` the file line the row ended on. One ``error`` with ``path:line`` for a header without one of
+    ``columns`` (message ``{lacks}lacks column(s) ...; expected {header}``), a row that is not CSV, or a
+    field that spans lines (an unterminated quote swallowed what followed)."""
+    text = read_text(path, kind, str(path), error)
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    last = 0  # the line the last good row (or the header) ended on: a broken row starts after it
+    try:
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        last = reader.line_num
+        if missing:
+            raise error(f"{lacks}lacks column(s) {', '.join(missing)}; expected {header}", str(path), 1)
+        for count, row in enumerate(reader, start=1):
+            last = reader.line_num
+            if any("\n" in v or "\r" in v for v in row.values() if isinstance(v, str)):
+                raise error("a field spans several lines (an unterminated quote before it?)", str(path), last)
+            yield count, last, row
+    except csv.Error as exc:
+        raise error(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None

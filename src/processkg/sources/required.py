@@ -9,14 +9,12 @@ unused code binding is); a row that cannot be read stops the build with ``FILE:L
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from processkg.errors import RequiredFieldsError
-from processkg.sources.limits import MAX_CODE_ROWS, read_text
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows
 
 COLUMNS = ("service", "entity_set", "property", "source")
 
@@ -61,23 +59,11 @@ def read_required(path: Path) -> list[RequiredField]:
 
 
 def _rows(path: Path, display: str) -> Iterator[RequiredField]:
-    text = read_text(path, "required-fields file", str(path), RequiredFieldsError)
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    last = 0
-    try:
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        last = reader.line_num
-        if missing:
-            raise RequiredFieldsError(
-                f"lacks column(s) {', '.join(missing)}; expected service,entity_set,property,source,note", str(path), 1
-            )
-        for count, row in enumerate(reader, start=1):
-            last = reader.line_num
-            if count > MAX_CODE_ROWS:
-                raise RequiredFieldsError(f"more than {MAX_CODE_ROWS:,} rows in one file", str(path), last)
-            yield _row(path, display, row, last)
-    except csv.Error as exc:
-        raise RequiredFieldsError(f"not a well-formed CSV row: {exc}", str(path), last + 1) from None
+    header = "service,entity_set,property,source,note"
+    for count, line, row in csv_rows(path, "required-fields file", COLUMNS, header, RequiredFieldsError):
+        if count > MAX_CODE_ROWS:
+            raise RequiredFieldsError(f"more than {MAX_CODE_ROWS:,} rows in one file", str(path), line)
+        yield _row(path, display, row, line)
 
 
 def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None], line: int) -> RequiredField:
@@ -88,8 +74,6 @@ def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None]
     empty = [c for c in COLUMNS if not text[c]]
     if empty:
         raise RequiredFieldsError(f"row has an empty {', '.join(empty)}", str(path), line)
-    if any("\n" in v or "\r" in v for v in text.values()):
-        raise RequiredFieldsError("a field spans several lines (an unterminated quote before it?)", str(path), line)
     return RequiredField(
         text["service"], text["entity_set"], text["property"], text["source"], text["note"], display, line
     )

@@ -74,7 +74,6 @@ METHODS = ("GET", "POST", *UPDATES, "DELETE")
 REQUIRED_BY = {
     "FieldControl": "Common.FieldControl Mandatory",
     "InsertRestrictions": "Capabilities.InsertRestrictions/RequiredProperties",
-    "curated": "curated from the document it cites",
     "rule": "non-nullable and not computed",
 }
 

@@ -111,7 +111,9 @@ def _build_constraints_once() -> None:
     mapping = {}
     for parameter, component in CONSTRAINT_PARAMETERS_MAP.items():
         core = component.__module__.startswith("pyshacl.constraints.core.")
-        mapping[parameter] = built.setdefault(component, _built_once(component)) if core else component
+        if core and component not in built:  # one subclass per component, shared by its parameters
+            built[component] = _built_once(component)
+        mapping[parameter] = built[component] if core else component
     pyshacl_shape.CONSTRAINT_PARAMS = (_Parameters(ALL_CONSTRAINT_PARAMETERS), mapping)  # type: ignore[attr-defined]
 
 

@@ -168,18 +168,29 @@ def automatic_mapping(
     held-out processes against their gold."""
     gone = set(held_out)
     entries = read_mapping(gold)
-    kept = [e for e in entries if e.process not in gone]
-    choice = proposal_choice(signals, kept, context)
-    proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in gone]
+    proposals, choice, quality = fold_proposals(signals, entries, gone, context)
     folder.mkdir(parents=True, exist_ok=True)
     write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])
+    kept = [e for e in entries if e.process not in gone]
     write_mapping(folder / "mapping.yaml", mapping_rows(kept) + mapping_rows(proposals))
     write_mapping(folder / "gold.yaml", mapping_rows([e for e in entries if e.process in gone]))
-    return {
+    return quality
+
+
+def fold_proposals(
+    signals: Signals, gold: list[MappingEntry], held_out: Collection[str], context: bool = False
+) -> tuple[list[Proposal], JSONObject, JSONObject]:
+    """The proposals for the ``held_out`` processes with the settings :func:`proposal_choice` takes from the
+    other processes' ``gold``, that choice, and its report: the settings, the tuning F1 and the P, R and F1
+    of the proposals against the held-out processes' gold."""
+    choice = proposal_choice(signals, [e for e in gold if e.process not in held_out], context)
+    proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in held_out]
+    quality: JSONObject = {
         "settings": asdict(choice["settings"]),
         "tuning_f1": choice["train_f1"],
-        "held_out": edge_quality(proposals, entries, gone),
+        "held_out": edge_quality(proposals, gold, held_out),
     }
+    return proposals, choice, quality
 
 
 def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = False) -> JSONObject:
@@ -201,13 +212,7 @@ def proposal_folds(signals: Signals, gold: list[MappingEntry], context: bool = F
     out: list[JSONObject] = []
     for f in range(FOLDS):
         held_out = [p for p in names if fold_of(p) == f]
-        choice = proposal_choice(signals, [e for e in gold if e.process not in held_out], context)
-        proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in held_out]
-        mapping = {
-            "settings": asdict(choice["settings"]),
-            "tuning_f1": choice["train_f1"],
-            "held_out": edge_quality(proposals, gold, held_out),
-        }
+        _proposals, _choice, mapping = fold_proposals(signals, gold, held_out, context)
         out.append({"fold": f + 1, "held_out": held_out, "mapping": mapping})
     return out
 

@@ -1,6 +1,6 @@
 """SAP's own clients against ``kg serve``, and ``kg serve`` side by side with SAP's Fiori mock server.
 
-Usage: ``python benchmarks/bench_sap_clients.py [--store DIR] [--rounds N] [--only sdk|mock]``
+Usage: ``python benchmarks/bench_sap_clients.py [--store DIR] [--rounds N] [--only sdk|mock|catalog]``
 (run by hand; Node and the npm packages come from ``benchmarks/sap-clients``, see its README.md).
 
 Builds the A2X store from ``../shared/data/odata/s4-a2x`` with SAP's code lists (``data/sap/codes``)
@@ -19,6 +19,9 @@ unless ``--store`` names one, starts ``kg serve`` on it in its own process on a 
    which (a 4xx answer); (b) ``--rounds`` rounds of a GET by key, a filtered GET and a deep insert
    of an order with two items (validated by ``kg serve``), interleaved one request at a time and
    alternating which server goes first: the median milliseconds of each and the ratio kg serve / mock.
+3. **Catalogs** (``benchmarks/results/sap_catalog.json``): runs ``sap-clients/catalog.js``, the catalog
+   client of SAP's Fiori tools (``@sap-ux/axios-extension``), which lists the server's services through
+   SAP Gateway's V2 and V4 catalog services; each with the services it found, checked against ``GET /``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -201,6 +205,23 @@ def cloud_sdk(base: str, record: Path) -> dict[str, Any]:
     return result
 
 
+def catalogs(base: str) -> dict[str, Any]:
+    """The services ``catalog.js`` listed through each catalog, and whether they are the V2 and the V4
+    services of ``GET /``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "catalog.json"
+        done = subprocess.run([str(node()), "catalog.js", base, str(out)], cwd=CLIENTS, capture_output=True, text=True)
+        if done.returncode != 0 or not out.exists():
+            raise SystemExit(f"catalog.js ended with exit {done.returncode}: {done.stderr.strip()[-2000:]}")
+        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    listed = httpx.get(base + "/").json()["services"]
+    for name, prefix in (("v2", "2"), ("v4", "4")):
+        expected = sorted(urlsplit(s["url"]).path for s in listed if s["version"].startswith(prefix))
+        found = sorted(s["path"] for s in result[name].get("services", []))
+        result[name]["matches_root_page"] = found == expected
+    return result
+
+
 # ------------------------------------------------------------------ 2. side by side with the mock server
 
 
@@ -361,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, help="an A2X store built with data/sap/codes (else one is built)")
     ap.add_argument("--rounds", type=int, default=300, help="measured rounds of the latency comparison")
-    ap.add_argument("--only", choices=("sdk", "mock"), help="run one of the two parts")
+    ap.add_argument("--only", choices=("sdk", "mock", "catalog"), help="run one of the three parts")
     ap.add_argument("--out", type=Path, default=RESULTS / "sap_mockserver.json", help="the side-by-side's JSON")
     ap.add_argument(
         "--source",
@@ -397,6 +418,13 @@ def main(argv: list[str] | None = None) -> int:
                     f"Cloud SDK: {len(result['steps']) - len(failed)} of {len(result['steps'])} steps ok; failed: {failed}"
                 )
                 write(RESULTS / "sap_clients.json", result)
+            if args.only in (None, "catalog"):
+                listed = catalogs(base)
+                print(
+                    "catalogs: "
+                    + "; ".join(f"{v}: {len(r.get('services', []))} services, ok={r['ok']}" for v, r in listed.items())
+                )
+                write(RESULTS / "sap_catalog.json", {**common, **listed})
             if args.only in (None, "mock"):
                 write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp)})
         finally:

@@ -8,11 +8,13 @@ records (``POST /$reset``). Nothing here is mocked: pyodata sends its own URLs a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
 import pyodata
 import pytest
 import requests
+from lxml import etree
 from pyodata.exceptions import HttpError
 from pyodata.v2.service import Service
 from pyodata.vendor.SAP import BusinessGatewayError
@@ -24,6 +26,7 @@ from processkg.serve.app import Server, open_server
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 PRODUCT = "/sap/opu/odata/sap/API_PRODUCT_SRV/"
 PARTNER = "/sap/opu/odata/sap/API_BUSINESS_PARTNER/"
+CSDL4 = "http://docs.oasis-open.org/odata/ns/edm"
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +91,40 @@ def test_the_root_lists_every_service_path(served):
     assert fetched == server.csrf_token, "a GET of the root gives the CSRF token, as any GET does"
     unknown = client.get("/sap/opu/odata/sap/NO_SUCH_SRV/")
     assert unknown.status_code == 404 and "GET / lists the paths of the 45 services" in unknown.text
+
+
+V4_CATALOG = "/sap/opu/odata4/iwfnd/config/default/iwfnd/catalog/0002/"
+
+
+def test_the_v4_catalog_lists_every_v4_service_as_a_service_group(served):
+    """SAP Gateway's V4 catalog, asked as SAP's Fiori tools ask it (``@sap-ux/axios-extension``'s
+    V4CatalogService; ``benchmarks/sap-clients/catalog.js`` runs that client itself): a group per V4
+    service, whose service URL is the path ``GET /`` gives and serves its $metadata."""
+    _server, client = served
+    root = {urlsplit(s["url"]).path for s in client.get("/").json()["services"] if s["version"].startswith("4")}
+    answer = client.get(V4_CATALOG + "ServiceGroups?$count=true&$expand=DefaultSystem($expand=Services())")
+    assert answer.status_code == 200 and answer.headers["odata-version"] == "4.0"
+    body = answer.json()
+    assert body["@odata.context"] == "$metadata#ServiceGroups(DefaultSystem(Services()))"
+    assert body["@odata.count"] == len(body["value"]) == len(root) == 6
+    urls = {s["ServiceUrl"] for g in body["value"] for s in g["DefaultSystem"]["Services"]}
+    assert urls == root
+    for url in sorted(urls):
+        metadata = client.get(url + "$metadata")
+        assert metadata.status_code == 200 and '<edmx:Edmx Version="4.0' in metadata.text
+    metadata = etree.fromstring(client.get(V4_CATALOG + "$metadata").content)
+    declared = {
+        t.get("Name"): {p.get("Name") for p in t.iterfind(f"{{{CSDL4}}}Property")}
+        for t in metadata.iter(f"{{{CSDL4}}}EntityType")
+    }
+    group = body["value"][0]
+    assert declared["ServiceGroupType"] == set(group) - {"DefaultSystem"}
+    assert declared["SystemType"] == set(group["DefaultSystem"]) - {"Services"}
+    assert declared["ServiceType"] == set(group["DefaultSystem"]["Services"][0])
+    second = client.get(V4_CATALOG + "ServiceGroups?$skip=1&$top=1").json()["value"]
+    assert second == [{k: body["value"][1][k] for k in ("GroupId", "Description")}], "no expand: the groups alone"
+    refused = client.get(V4_CATALOG + "ServiceGroups?$filter=GroupId eq 'X'")
+    assert refused.status_code == 400 and "$filter" in refused.json()["error"]["message"]
 
 
 def test_reads_navigation_and_expand_over_several_services(served, fresh):

@@ -673,7 +673,8 @@ def create_app(server: Server) -> Starlette:
         if request.url.path in ADMIN:
             return await run_in_threadpool(admin, server, request.method, request.url.path, headers)
         if request.url.path == "/" or catalog.is_catalog(request.url.path):
-            response = discovery(server, request.method, request.url.path, str(request.base_url).rstrip("/"))
+            origin = str(request.base_url).rstrip("/")
+            response = discovery(server, request.method, request.url.path, request.url.query, origin)
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
             return response
@@ -698,21 +699,23 @@ def create_app(server: Server) -> Starlette:
     )
 
 
-def discovery(server: Server, method: str, path: str, origin: str) -> Response:
-    """``GET /`` (every service and its path) and SAP's V2 catalog service (``serve/catalog.py``);
+def discovery(server: Server, method: str, path: str, query: str, origin: str) -> Response:
+    """``GET /`` (every service and its path) and SAP's V2 and V4 catalog services (``serve/catalog.py``);
     not OData calls of a store service, so not validated and not recorded."""
     services = {root: (name, server.version(name)) for root, name in server.roots.items()}
+    version = catalog.version_of(path)
+    header = {"OData-Version": "4.0"} if version == "4.0" else {"DataServiceVersion": "2.0"}
     try:
         if method not in ("GET", "HEAD"):
             raise ServeHTTPError(405, "method-not-allowed", f"{path} is read with GET")
         if path == "/":
             return JSONResponse(catalog.root_page(services, origin))
-        kind, body = catalog.answer(path, services, origin)
+        kind, body = catalog.answer(path, query, services, origin)
     except ServeHTTPError as exc:
-        return JSONResponse(odata_json.error("2.0", exc.code, exc.message), status_code=exc.status)
+        return JSONResponse(odata_json.error(version, exc.code, exc.message), status_code=exc.status, headers=header)
     if kind == "xml":
-        return Response(str(body), media_type="application/xml", headers={"DataServiceVersion": "2.0"})
-    return JSONResponse(body, headers={"DataServiceVersion": "2.0"})
+        return Response(str(body), media_type="application/xml", headers=header)
+    return JSONResponse(body, headers=header)
 
 
 def resident_retrieve(server: Server, params: dict[str, str]) -> Response:

@@ -122,6 +122,7 @@ class Server:
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.retrieval = retrieval  # GET /$processkg/retrieve (serve/retrieval.py)
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.heads.values()}
+        self.roots_longest_first = sorted(self.roots, key=len, reverse=True)  # a root may begin another
         self.validate_lock = threading.Lock()
         self.csrf = csrf
         self.csrf_token = secrets.token_urlsafe(24)
@@ -156,7 +157,7 @@ class Server:
 
     # ------------------------------------------------------------ routing
     def resource(self, path: str) -> Resource:
-        for root in sorted(self.roots, key=len, reverse=True):
+        for root in self.roots_longest_first:
             if path == root.rstrip("/") or path.startswith(root):
                 rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
                 return Resource(self.roots[root], root, rest)

@@ -114,22 +114,31 @@ def parse_query(query: str) -> dict[str, str]:
 
 
 def split_top(text: str, sep: str) -> list[str]:
-    """Split on ``sep`` outside quotes and parentheses."""
-    out: list[str] = []
-    cur: list[str] = []
-    depth, quoted = 0, False
-    for ch in text:
-        if ch == "'":
-            quoted = not quoted
-        elif not quoted and ch in "()":
-            depth += 1 if ch == "(" else -1
-        if ch == sep and not quoted and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return [s.strip() for s in out if s.strip()]
+    """Split on ``sep`` outside quotes and parentheses (a quote toggles quoting wherever it stands;
+    parentheses inside quotes do not count); the parts stripped, empty ones dropped. Only the quotes,
+    parentheses and separators are visited: this runs on every URL a server or validator reads."""
+    if "'" not in text and "(" not in text and ")" not in text:
+        parts = text.split(sep)
+    else:
+        parts, start, depth, quoted = [], 0, 0, False
+        for m in _SPECIAL[sep].finditer(text):
+            ch = m.group()
+            if ch == "'":
+                quoted = not quoted
+            elif quoted:
+                continue
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            elif depth == 0:
+                parts.append(text[start : m.start()])
+                start = m.end()
+        parts.append(text[start:])
+    return [s.strip() for s in parts if s.strip()]
+
+
+_SPECIAL = {sep: re.compile("['()" + re.escape(sep) + "]") for sep in "/&,;"}
 
 
 # ---------------------------------------------------------------- service and resource

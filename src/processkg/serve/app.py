@@ -30,9 +30,9 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.graph.handle import StoreHandle
 from processkg.jsonl import finite_float, reject_constant
-from processkg.serve import catalog, changes, etags, facts, flow, odata_batch, odata_json, operations
+from processkg.serve import catalog, changes, etags, facts, flow_checks, odata_batch, odata_json, operations
 from processkg.serve.data import Data, Rows, Table, is_item_number
-from processkg.serve.flow import DocumentFlows
+from processkg.serve.flow_checks import DocumentFlows
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
 from processkg.serve.references import References
@@ -128,7 +128,7 @@ class Server:
         self.csrf_token = secrets.token_urlsafe(24)
         self.facts = store_facts or facts.StoreFacts()
         self.references = References(data, self.facts)
-        self.flow = DocumentFlows(data, self.facts)  # serve/flow.py: follow-ons name ready predecessors
+        self.flow = DocumentFlows(data, self.facts)  # serve/flow_checks.py: follow-ons name ready predecessors
         data.linker = self.link  # generated references hold existing keys, across services
         data.preparer = self.flow.prepare
         self.etags = use_etags
@@ -138,8 +138,8 @@ class Server:
         return self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
 
     def check_flow(self, op: OperationInfo, values: JSONObject) -> None:
-        """An operation that makes follow-ons from references (serve/flow.py): 400 when one fails."""
-        problem = flow.rejection(self.flow.check_operation(op, values))
+        """An operation that makes follow-ons from references (serve/flow_checks.py): 400 when one fails."""
+        problem = flow_checks.rejection(self.flow.check_operation(op, values))
         if problem is not None:
             raise problem
 
@@ -383,7 +383,7 @@ class Server:
             if child_of is not None:
                 table, inherited = self.parent_of_child(table, res, child_of)
             _check_references(self.references.check(table, {**payload, **inherited}))
-            problem = flow.rejection(self.flow.check(table, {**payload, **inherited}))
+            problem = flow_checks.rejection(self.flow.check(table, {**payload, **inherited}))
             if problem is not None:
                 raise problem
             record = self.insert(table, payload, inherited)

@@ -115,7 +115,7 @@ def invoke(server: OperationServer, method: str, url: str, body: JSONValue, root
         raise ServeHTTPError(404, "unknown-operation", f"no operation {target.get('operation')}")
     values, _problems = parameter_values(op, target, body)
     with server.data.lock:
-        server.check_flow(op, values)  # an action making follow-ons from references (serve/flow.py)
+        server.check_flow(op, values)  # an action making follow-ons from references (serve/flow_checks.py)
         acted = _acted_on(server.data, op, target, values, walk)
         changed = _apply(op, acted)
         return _answer(server, op, acted, changed, root)

@@ -1,7 +1,7 @@
 """The curated document flow in the tools: ``describe``'s ``made_from`` (one short line per predecessor:
 which fields carry its key, whether it is required, what it must have done first) and ``next_steps``'s
 ``follow_ons`` (the sets made from a record of this set or of its items, with a payload template whose
-carrier fields hold the given record's keys). The flows are kg serve's (:mod:`processkg.serve.flow`),
+carrier fields hold the given record's keys). The flows are kg serve's (:mod:`processkg.serve.flow_checks`),
 read once per toolbox from the store.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from processkg.aliases import JSONObject
 from processkg.serve.data import Data
-from processkg.serve.flow import Flow
+from processkg.serve.flow_checks import Flow
 from processkg.tools.describe import create_inside
 
 

@@ -20,7 +20,7 @@ from processkg.retrieve.context import key_predicate, render_set, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
 from processkg.serve.data import Data
-from processkg.serve.flow import Flow, flows_of
+from processkg.serve.flow_checks import Flow, flows_of
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.describe import compact
 from processkg.tools.flow_steps import follow_ons, made_from

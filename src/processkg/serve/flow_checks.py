@@ -196,7 +196,7 @@ class DocumentFlows:
         pending: dict[tuple[Flow, tuple[str, ...]], Decimal],
     ) -> dict[str, str] | None:
         assert flow.quantity is not None
-        own, limit = _number(record.get(flow.quantity[0])), _number(found.get(flow.quantity[1]))
+        own, limit = _number(record, flow.quantity[0]), _number(found, flow.quantity[1])
         if limit is None:
             return None
         own_key = table.key_of(record) if all(record.get(k) not in (None, "") for k in table.keys) else None
@@ -227,7 +227,7 @@ class DocumentFlows:
             if row_key == own_key:
                 continue
             if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key:
-                total += _number(r.get(flow.quantity[0])) or Decimal(0)
+                total += _number(r, flow.quantity[0]) or Decimal(0)
         return total
 
     def _ready(self, flow: Flow, pred: Table, rows: Rows) -> list[dict[str, object]]:
@@ -369,9 +369,7 @@ class DocumentFlows:
             record[c] = chosen.get(k)
         if flow.quantity is not None:
             key = self._key(flow, pred, record)
-            used[(flow, key)] = used.get((flow, key), Decimal(0)) + (
-                _number(record.get(flow.quantity[0])) or Decimal(0)
-            )
+            used[(flow, key)] = used.get((flow, key), Decimal(0)) + (_number(record, flow.quantity[0]) or Decimal(0))
 
     def _most_left(
         self,
@@ -388,7 +386,7 @@ class DocumentFlows:
 
         def left(c: dict[str, object]) -> Decimal:
             key = self._key(flow, pred, {p: c.get(k) for p, k in flow.carriers})
-            return (_number(c.get(pred_qty)) or Decimal(0)) - used.get((flow, key), Decimal(0))
+            return (_number(c, pred_qty) or Decimal(0)) - used.get((flow, key), Decimal(0))
 
         best = max(candidates, key=left, default=None)
         if best is None or left(best) <= 0:
@@ -405,8 +403,8 @@ class DocumentFlows:
         used: dict[tuple[Flow, tuple[str, ...]], Decimal],
     ) -> bool:
         assert flow.quantity is not None
-        limit = _number(candidate.get(flow.quantity[1]))
-        own = _number(trial.get(flow.quantity[0])) or Decimal(0)
+        limit = _number(candidate, flow.quantity[1])
+        own = _number(trial, flow.quantity[0]) or Decimal(0)
         if limit is None:
             return True
         return used.get((flow, self._key(flow, pred, trial)), Decimal(0)) + own <= limit
@@ -436,7 +434,9 @@ def rows_of(table: Table) -> Rows:
     return table.rows
 
 
-def _number(value: object) -> Decimal | None:
+def _number(record: dict[str, object], prop: str) -> Decimal | None:
+    """``record``'s ``prop`` as a number (None when empty or not a number)."""
+    value = record.get(prop)
     if value in (None, ""):
         return None
     try:

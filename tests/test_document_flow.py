@@ -345,3 +345,15 @@ def test_every_generated_record_passes_the_reference_and_flow_checks(server):
     )
     headers = server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader").rows.values()
     assert {h["OverallGoodsMovementStatus"] for h in headers} == {"C"}
+
+
+def test_an_update_that_names_another_predecessor_is_checked_and_one_that_does_not_is_not(client):
+    url = "/sap/opu/odata/sap/API_CUSTOMER_RETURN_SRV/A_CustomerReturn('0000000001')"
+    etag = client.get(url).headers["etag"]
+    detail = _detail(client.patch(url, json={"ReferenceSDDocument": "0000009999"}, headers={"if-match": etag}))
+    assert (detail["code"], detail["target"]) == ("unknown-predecessor", "/ReferenceSDDocument")
+    assert "names no A_BillingDocument (API_BILLING_DOCUMENT_SRV)" in detail["message"]
+    changed = client.patch(url, json={"PurchaseOrderByCustomer": "FLOW"}, headers={"if-match": etag})
+    assert changed.status_code == 204, changed.text
+    moved = client.patch(url, json={"ReferenceSDDocument": "0000000002"}, headers={"if-match": changed.headers["etag"]})
+    assert moved.status_code == 204, moved.text

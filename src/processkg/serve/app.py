@@ -435,6 +435,9 @@ class Server:
             payload = _payload(body)
             new = changes.changed(table, record, payload, replace=method == "PUT")
             _check_references(self.references.check(table, new, changed=frozenset(payload)))
+            problem = flow_checks.rejection(self.flow.check_change(table, new, frozenset(payload)))
+            if problem is not None:
+                raise problem
             table.rows[key] = new
         return Response(status_code=204, headers={"ETag": etags.etag(new)} if self.uses_etags(table) else None)
 

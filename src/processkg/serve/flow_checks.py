@@ -20,6 +20,9 @@ given as parameters (``CreateFromSDDocument`` of billing: ``_Reference`` items w
 is checked against the flows into the item sets of the set it is bound to whose one carrier is
 ``ReferenceSDDocument`` (:data:`REFERENCE_PARAMETERS`).
 
+An update (PATCH, MERGE, PUT) that sets a flow's carriers, its applies-when property or its quantity
+is checked the same way, on the record as it will be (:meth:`DocumentFlows.check_change`).
+
 The generated records are made consistent with the flow (:meth:`DocumentFlows.prepare`, when the
 records are filled: a predecessor set with a precondition has every record ready; and
 :meth:`DocumentFlows.link`, when they are linked: a follow-on's carriers name an existing, ready
@@ -124,6 +127,23 @@ class DocumentFlows:
     def check(self, table: Table, payload: JSONObject, pointer: str = "") -> list[dict[str, str]]:
         """One error detail per flow into ``payload``'s set (deep-insert children included) that fails."""
         return list(self._check(table, payload, pointer, {}))
+
+    def check_change(self, table: Table, record: JSONObject, changed: frozenset[str]) -> list[dict[str, str]]:
+        """On an update: the flows whose carriers, applies-when or quantity property the client sets,
+        checked on ``record`` as it will be (a flow it does not touch is not checked again: a billed
+        delivery whose goods issue was reversed does not block a change of the billing item's text)."""
+        stored = self._stored(table, record)
+        details = []
+        for flow in self.into(table):
+            touched = set(flow.props) | {
+                flow.applies.prop if flow.applies else "",
+                flow.quantity[0] if flow.quantity else "",
+            }
+            if touched & changed:
+                detail = self._check_flow(flow, table, stored, "", {})
+                if detail is not None:
+                    details.append(detail)
+        return details
 
     def _check(
         self, table: Table, payload: JSONObject, pointer: str, pending: dict[tuple[Flow, tuple[str, ...]], Decimal]

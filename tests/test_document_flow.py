@@ -357,3 +357,15 @@ def test_an_update_that_names_another_predecessor_is_checked_and_one_that_does_n
     assert changed.status_code == 204, changed.text
     moved = client.patch(url, json={"ReferenceSDDocument": "0000000002"}, headers={"if-match": changed.headers["etag"]})
     assert moved.status_code == 204, moved.text
+
+
+def test_an_item_added_through_its_order_is_checked_against_the_quotation_it_names(client):
+    item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
+    url = SO + "A_SalesOrder('0000000001')/to_Item"
+    refused = client.post(url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"})
+    detail = _detail(refused)
+    assert (detail["code"], detail["target"]) == ("unknown-predecessor", "/ReferenceSDDocumentItem")
+    assert "names no A_SalesQuotationItem (API_SALES_QUOTATION_SRV)" in detail["message"]
+    quoted = client.post(url, json={**item, "ReferenceSDDocument": "0000000001", "ReferenceSDDocumentItem": "000010"})
+    assert quoted.status_code == 201, quoted.text
+    assert client.post(url, json=item).status_code == 201, "an order item needs no quotation"

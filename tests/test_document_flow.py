@@ -189,7 +189,11 @@ def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existin
     detail = _detail(answer)
     assert detail["code"] == "missing-predecessor"
     assert detail["target"] == "/to_DeliveryDocumentItem/0/ReferenceSDDocumentItem"
-    assert "A_OutbDeliveryItem lacks ReferenceSDDocument, ReferenceSDDocumentItem" in detail["message"]
+    assert (
+        "A_OutbDeliveryItem lacks ReferenceSDDocument, ReferenceSDDocumentItem: in Process_OrderToCash its records "
+        "are made from A_SalesOrderItem records" in detail["message"]
+    )
+    assert "or create the A_SalesOrderItem first (the step 'Create the sales order')" in detail["message"]
     assert "A_SalesOrderItem records: 0000000001/000010" in detail["message"]
     assert "give the key of an existing A_SalesOrderItem" in detail["message"]
 

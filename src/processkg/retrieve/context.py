@@ -93,6 +93,7 @@ def document_flow(store: StoreGraph, iri: str) -> JSONObject:
                 "source": r["source"],
                 "_pre": [],
                 "_applies": [],
+                "_any": [],
             },
         )
         f["carriers"][r["carrier"]] = r["carried"]
@@ -104,10 +105,14 @@ def document_flow(store: StoreGraph, iri: str) -> JSONObject:
             f["applies_when"] = f"{r['appliesProp']} = {' or '.join(f['_applies'])}"
         if r["stepName"] and r["stepName"] not in f["steps"]:
             f["steps"].append(r["stepName"])
+        if r["anyStep"] and r["anyStep"] not in f["_any"]:
+            f["_any"].append(r["anyStep"])
     found: JSONObject = {"predecessors": [], "follow_ons": []}
     for f in flows.values():
         side = "predecessors" if f.pop("direction") == "predecessor" else "follow_ons"
         f.pop("_pre"), f.pop("_applies")
+        steps = f.pop("_any")
+        f["steps"] = f["steps"] or steps  # in process order where the process orders them, else every writer
         found[side].append(f)
     return found
 

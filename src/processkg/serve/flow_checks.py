@@ -72,6 +72,7 @@ class Flow:
     applies: Condition | None
     precondition: Condition | None
     quantity: tuple[str, str] | None  # (follow-on quantity, predecessor quantity)
+    steps: tuple[str, ...] = ()  # the process steps that write the predecessor (the steps to do first)
 
     @property
     def props(self) -> tuple[str, ...]:
@@ -97,9 +98,17 @@ def flows_of(rows: list[Record]) -> list[Flow]:
                 _condition(group, "appliesProp", "appliesValue"),
                 _condition(group, "preProp", "preValue"),
                 (str(first["qtyFollow"]), str(first["qtyPred"])) if first.get("qtyFollow") else None,
+                _steps(group),
             )
         )
     return sorted(found, key=lambda f: (f.follow, f.pred))
+
+
+def _steps(group: list[Record]) -> tuple[str, ...]:
+    """The steps that write the predecessor and come before one that writes the follow-on; without
+    such a step (the follow-on is written by no step of the process), every step that writes it."""
+    before = sorted({str(r["predStep"]) for r in group if r.get("predStep")})
+    return tuple(before or sorted({str(r["anyStep"]) for r in group if r.get("anyStep")}))
 
 
 def _condition(group: list[Record], prop: str, value: str) -> Condition | None:
@@ -261,12 +270,14 @@ class DocumentFlows:
 
     def _give(self, flow: Flow, pred: Table) -> str:
         pairs = ", ".join(f"{c} = its {k}" for c, k in flow.carriers)
-        return f"give the key of an existing {pred.name} ({pairs}), or create the {pred.name} first"
+        step = f" (the step {' or '.join(repr(s) for s in flow.steps)})" if flow.steps else ""
+        return f"give the key of an existing {pred.name} ({pairs}), or create the {pred.name} first{step}"
 
     def _missing(self, flow: Flow, table: Table, pred: Table, given: list[str]) -> str:
         lacking = [c for c in flow.props if c not in given]
         return (
-            f"{table.name} lacks {', '.join(lacking)}: in {flow.process} its records are made from {pred.name} records"
+            f"{table.name} lacks {', '.join(lacking)}: in {flow.process} its records are made from {pred.name} "
+            f"records"
             f"{self._existing(flow, pred, rows_of(pred))}; {self._give(flow, pred)}"
         )
 

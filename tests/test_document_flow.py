@@ -27,6 +27,7 @@ from processkg.sources.document_flow import read_flows
 from processkg.tools.toolbox import Toolbox
 
 SAP_FLOW = ROOT / "data" / "sap" / "flow"
+DATA = ROOT / "tests" / "data"
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
 OD = "/sap/opu/odata/sap/API_OUTBOUND_DELIVERY_SRV/"
 MD = "/sap/opu/odata/sap/API_MATERIAL_DOCUMENT_SRV/"
@@ -79,6 +80,34 @@ def test_the_sap_file_reads_every_row_with_its_source():
         "Process_SupplierInvoiceProcessing",
         "Process_CustomerReturns",
     } <= processes
+
+
+def test_a_row_that_does_not_resolve_is_a_warning_naming_file_row_and_why(tmp_path):
+    """Against the hand-made sales service: a set it does not have, a property its set does not have,
+    and carriers that leave out a key property of the predecessor; the one good row is lifted."""
+    folder = tmp_path / "flow"
+    folder.mkdir()
+    (folder / "flow.csv").write_text(
+        "process,predecessor,follow_on,carriers,required,applies_when,precondition,quantity,source,note\n"
+        "P,HANDMADE_SALES_SRV/Quotes,HANDMADE_SALES_SRV/Orders,Order=Quote,no,,,,test,\n"
+        "P,HANDMADE_SALES_SRV/Orders,HANDMADE_SALES_SRV/Items,Material=Order,no,,Stage=C,,test,\n"
+        "P,HANDMADE_SALES_SRV/Items,HANDMADE_SALES_SRV/Orders,OrderType=Order,no,,,,test,\n"
+        "P,HANDMADE_SALES_SRV/Orders,HANDMADE_SALES_SRV/Customers,Customer=Order,no,,Status=C,,test,\n",
+        encoding="utf-8",
+    )
+    report = build_store(
+        BuildOptions(odata=[DATA / "odata" / "HANDMADE_SALES_SRV"], flow=folder, out=tmp_path / "g.ttl")
+    )
+    warnings = [w for w in report.warnings if "document flow" in w]
+    assert warnings == [
+        "flow/flow.csv:2: document flow HANDMADE_SALES_SRV/Quotes -> HANDMADE_SALES_SRV/Orders: "
+        "names no entity set HANDMADE_SALES_SRV/Quotes of this build",
+        "flow/flow.csv:3: document flow HANDMADE_SALES_SRV/Orders -> HANDMADE_SALES_SRV/Items: "
+        "Orders has no property Stage",
+        "flow/flow.csv:4: document flow HANDMADE_SALES_SRV/Items -> HANDMADE_SALES_SRV/Orders: "
+        "the carriers must carry every key property of Items (Order, Item)",
+    ]
+    assert report.turtle.count(b"kg:DocumentFlow") == 1
 
 
 # ---------------------------------------------------------------- the graph

@@ -196,15 +196,15 @@ class DocumentFlows:
         if len(given) < len(flow.props):
             if not flow.required:
                 return None
-            return self._detail("missing-predecessor", flow, table, pointer, self._missing(flow, table, pred, given))
+            return self._detail("missing-predecessor", flow, pointer, self._missing(flow, table, pred, given))
         key = self._key(flow, pred, record)
         found = pred.rows.get(key)
         if found is None:
             named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
-            message = f"{named} names no {pred.name} ({pred.service}){self._existing(flow, pred, rows_of(pred))}"
-            return self._detail("unknown-predecessor", flow, table, pointer, f"{message}; {self._give(flow, pred)}")
+            message = f"{named} names no {pred.name} ({pred.service}){self._existing(flow, pred)}"
+            return self._detail("unknown-predecessor", flow, pointer, f"{message}; {self._give(flow, pred)}")
         if flow.precondition is not None and not flow.precondition.holds(found):
-            return self._detail("predecessor-not-ready", flow, table, pointer, self._not_ready(flow, pred, key, found))
+            return self._detail("predecessor-not-ready", flow, pointer, self._not_ready(flow, pred, key, found))
         if flow.quantity is not None:
             return self._over(flow, table, pred, key, found, record, pointer, pending)
         return None
@@ -240,8 +240,8 @@ class DocumentFlows:
         )
         repair = (
             f"reference at most {left}" if left > 0 else f"it is fully referenced: choose another {pred.name}"
-        ) + self._existing(flow, pred, rows_of(pred))
-        return self._detail("predecessor-fully-referenced", flow, table, pointer, f"{message}; {repair}")
+        ) + self._existing(flow, pred)
+        return self._detail("predecessor-fully-referenced", flow, pointer, f"{message}; {repair}")
 
     def referenced(
         self, flow: Flow, rows: Rows, key: tuple[str, ...], own_key: tuple[str, ...] | None = None
@@ -259,11 +259,9 @@ class DocumentFlows:
                 total += _number(r, flow.quantity[0]) or Decimal(0)
         return total
 
-    def _ready(self, flow: Flow, pred: Table, rows: Rows) -> list[dict[str, object]]:
-        return [r for r in rows.values() if flow.precondition is None or flow.precondition.holds(r)]
-
-    def _existing(self, flow: Flow, pred: Table, rows: Rows) -> str:
-        ready = self._ready(flow, pred, rows)[:SHOWN]
+    def _existing(self, flow: Flow, pred: Table) -> str:
+        """Some records of the predecessor that a follow-on could name (ready ones), for a hint."""
+        ready = [r for r in pred.rows.values() if flow.precondition is None or flow.precondition.holds(r)][:SHOWN]
         sample = ["/".join(str(r.get(k)) for _c, k in flow.carriers) for r in ready]
         what = "ready " if flow.precondition is not None else ""
         return f"; {what}{pred.name} records: {', '.join(sample)}" if sample else f"; {pred.name} has no {what}record"
@@ -278,7 +276,7 @@ class DocumentFlows:
         return (
             f"{table.name} lacks {', '.join(lacking)}: in {flow.process} its records are made from {pred.name} "
             f"records"
-            f"{self._existing(flow, pred, rows_of(pred))}; {self._give(flow, pred)}"
+            f"{self._existing(flow, pred)}; {self._give(flow, pred)}"
         )
 
     def _not_ready(self, flow: Flow, pred: Table, key: tuple[str, ...], found: dict[str, object]) -> str:
@@ -300,10 +298,10 @@ class DocumentFlows:
             f"{pred.name} {', '.join(key)} has {cond.prop} {'empty' if has in (None, '') else repr(has)}; "
             f"{flow.follow[1]} records are made only from a {pred.name} with {cond.prop} "
             f"{' or '.join(cond.values)} ({flow.process}): {first}, or use a ready one"
-            f"{self._existing(flow, pred, rows_of(pred))}"
+            f"{self._existing(flow, pred)}"
         )
 
-    def _detail(self, code: str, flow: Flow, table: Table, pointer: str, message: str) -> dict[str, str]:
+    def _detail(self, code: str, flow: Flow, pointer: str, message: str) -> dict[str, str]:
         return {"code": code, "target": f"{pointer}/{flow.props[-1]}", "message": message}
 
     # ------------------------------------------------------------ operations
@@ -354,14 +352,13 @@ class DocumentFlows:
         used: dict[tuple[Flow, tuple[str, ...]], Decimal] = {}
         for i, record in enumerate(rows.values()):
             for flow in flows:
-                self._link_record(flow, flows, table, record, i, rows_at, used)
+                self._link_record(flow, flows, record, i, rows_at, used)
         return rows
 
     def _link_record(
         self,
         flow: Flow,
         flows: list[Flow],
-        table: Table,
         record: dict[str, object],
         i: int,
         rows_at: RowsAt,
@@ -459,10 +456,6 @@ def rejection(details: list[dict[str, str]]) -> ServeHTTPError | None:
     first = details[0]
     summary = f"{len(details)} document flow violation(s); first at {first['target']}: {first['message']}"
     return ServeHTTPError(400, first["code"], summary, details)
-
-
-def rows_of(table: Table) -> Rows:
-    return table.rows
 
 
 def _number(record: dict[str, object], prop: str) -> Decimal | None:

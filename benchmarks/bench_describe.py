@@ -10,7 +10,7 @@ so running it once on the code before a change and once after gives both in one 
 
 The store is the A2X services with the SAP process layer and code lists, as tests/conftest.py's
 ``tasks_store`` builds it (``kg build --odata ../shared/data/odata/s4-a2x --bpmn data/sap/processes
---mapping data/sap/mapping.yaml --codes data/sap/codes --required data/sap/required``). No OData server is needed: describe reads
+--mapping data/sap/mapping.yaml --codes data/sap/codes --required data/sap/required --flow data/sap/flow``). No OData server is needed: describe reads
 the graph only.
 """
 

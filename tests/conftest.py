@@ -366,7 +366,7 @@ def sap_store(tmp_path_factory) -> Path:
 def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
     """The build report and store of the agent tasks (data/sap/tasks): the 45 A2X services with the SAP
     process layer, the SAP code lists bound to their properties (data/sap/codes, bindings.yaml), the curated
-    required-on-create fields (data/sap/required) and the
+    required-on-create fields (data/sap/required), the curated document flow (data/sap/flow) and the
     retrieval index; what ``kg serve`` serves for the task checks and ``kg eval agent``, and what
     tests/test_sap_codes.py checks the bindings on. Built once per session."""
     sap = ROOT / "data" / "sap"
@@ -377,6 +377,7 @@ def tasks_built(tmp_path_factory) -> tuple[BuildReport, Path]:
         codes=[sap / "codes"],
         code_bindings=sap / "codes" / "bindings.yaml",
         required=sap / "required",
+        flow=sap / "flow",
     )
 
     def make(tmp: Path) -> tuple[BuildReport, Path]:

@@ -68,6 +68,10 @@ class RequiredFieldsError(InputError):
     """A row of a curated required-on-create CSV (``kg build --required``) that cannot be read."""
 
 
+class DocumentFlowError(InputError):
+    """A row of a curated document-flow CSV (``kg build --flow``) that cannot be read."""
+
+
 class AssetMissingError(ProcessKGError):
     """A file that ships inside the package (ontology, shapes, queries, templates) is missing."""
 

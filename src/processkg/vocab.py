@@ -92,6 +92,9 @@ KGT = _Namespace(
     actionFor bindingType returnEntitySet isBound boundToCollection isBindingParameter returnType
     entitySetPath applicablePath optionalParameter
     InferredFlow inferredNext flowFrom flowTo carrierProperty carriedKey
+    DocumentFlow FlowKey documentNext flowPredecessor flowFollowOn flowKey keyCarrier keyCarried
+    predecessorRequired appliesWhenProperty appliesWhenValue preconditionProperty preconditionValue
+    quantityProperty quantityLimit flowProcess flowProcessId predecessorStep followOnStep flowSource flowNote
     Operation operation operationParameter httpMethod path operationId parameterLocation required
     schemaFormat openapiVersion serverUrl tag mediaType
     """,

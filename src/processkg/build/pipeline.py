@@ -43,6 +43,8 @@ from processkg.sources.bpmn.lift_definitions import DefinitionsLifter, element_i
 from processkg.sources.code_bindings import BINDINGS_FILE, bound_properties, read_bindings
 from processkg.sources.codes import CodeLists, codes_for, read_code_lists
 from processkg.sources.discover import BPMN_SUFFIXES, CODES_SUFFIXES, ODATA_SUFFIXES, discover
+from processkg.sources.document_flow import Use, read_flows
+from processkg.sources.document_flow import lift as lift_document_flow
 from processkg.sources.mapping import ActivityRef, lift_mapping, read_mapping, resolve_entry
 from processkg.sources.odata import csdl, edm, flow
 from processkg.sources.odata.lift_service import ServiceLifter
@@ -74,6 +76,7 @@ class BuildOptions:
     check: bool = False  # run shapes/graph.ttl on the new graph; fail before replacing the old one
     code_bindings: Path | None = None  # YAML: SERVICE/EntityType/Property -> value_list of a --codes CSV
     required: Path | None = None  # CSV file or folder: curated required-on-create fields (sources/required.py)
+    flow: Path | None = None  # CSV file or folder: curated document flow (sources/document_flow.py)
 
 
 @dataclass
@@ -137,7 +140,7 @@ class Builder:
 
     def _inputs(self) -> list[Path | str]:
         """Every input path: the store must not contain one of them (it would replace them)."""
-        extra = [p for p in (self.opt.mapping, self.opt.required) if p]
+        extra = [p for p in (self.opt.mapping, self.opt.required, self.opt.flow) if p]
         return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *extra]
 
     def _run(self) -> BuildReport:
@@ -153,6 +156,8 @@ class Builder:
         self._read_bindings(codes)
         self.required_rows = read_required(Path(self.opt.required)) if self.opt.required else []
         self.required_used: set[RequiredField] = set()
+        self.flow_rows = read_flows(Path(self.opt.flow)) if self.opt.flow else []
+        self.uses: list[Use] = []
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._unused_bindings()
         self._unused_required()
@@ -161,6 +166,7 @@ class Builder:
         self._bpmn(discover(self.opt.bpmn, BPMN_SUFFIXES))
         if self.opt.mapping:
             self._mapping(Path(self.opt.mapping))
+        self._document_flow()
 
     @contextmanager
     def _spools(self) -> Iterator[tuple[Spool, Spool]]:
@@ -345,8 +351,20 @@ class Builder:
             except ProcessKGError as exc:
                 self._failed(f"{display}:{entry.line}", exc)
         self._add(lift_mapping(good, self.activities, self.entity_sets, display))
+        for entry in good:
+            acts, _targets = resolve_entry(entry, self.activities, self.entity_sets, display)
+            self.uses += [Use(a, entry.mode, entry.service, entry.entity_set) for a in acts]
         self.report.mapping_edges = len(good)
         self.report.files.append(display)
+
+    def _document_flow(self) -> None:
+        """The curated document flow (``--flow``), linked to the entity sets and the mapped process steps."""
+        if not self.opt.flow:
+            return
+        triples, warnings = lift_document_flow(self.flow_rows, self.keyed_sets, self.uses)
+        self._add(triples)
+        self.report.warnings.extend(warnings)
+        self.report.files.extend(sorted({r.file for r in self.flow_rows}))
 
     # ---------------------------------------------------------------- output
     def _check(self, tmp: Path) -> None:

@@ -63,6 +63,11 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     type=click.Path(path_type=Path),
     help="CSV file or directory (service,entity_set,property,source,note) of curated required-on-create fields.",
 )
+@click.option(
+    "--flow",
+    type=click.Path(path_type=Path),
+    help="CSV file or directory (process,predecessor,follow_on,carriers,required,...) of curated document flow.",
+)
 @store_location_option(
     "Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).", required=False
 )
@@ -95,6 +100,7 @@ def build_cmd(
     codes: tuple[Path, ...],
     code_bindings: Path,
     required: Path | None,
+    flow: Path | None,
     store: StoreLocation | None,
     out: Path,
     on_error: str,
@@ -133,6 +139,7 @@ def build_cmd(
         openapi=list(openapi_paths),
         code_bindings=code_bindings,
         required=required,
+        flow=flow,
     )
     if bar is not None:
         with bar:

@@ -6,7 +6,8 @@ of docs/validation.md), which are read-only or create-only, which a read must or
 filter on, navigation
 properties with cardinality and target, value helps with their codes (or "codes unknown"),
 and the process chain: the activities that use it, with the activities right before and
-after them and the entity sets those use. The data comes from ``queries/retrieve-context-*.rq``
+after them and the entity sets those use; and the curated document flow: the documents it is made
+from, which of its properties carry their keys and what they must have done first. The data comes from ``queries/retrieve-context-*.rq``
 and is rendered by the jinja2 template ``templates/context.md.j2``.
 """
 
@@ -65,7 +66,55 @@ def set_context(store: StoreGraph, iri: str) -> JSONObject:
         "value_helps": _value_helps(store, iri),
         "operations": _operations(store, iri, head, key_predicate(head["name"], keys, head.get("version") or "")),
         "process": _process(store, iri),
+        "flow": document_flow(store, iri),
     }
+
+
+def document_flow(store: StoreGraph, iri: str) -> JSONObject:
+    """The curated document flow around an entity set (``kg build --flow``): ``predecessors``, the sets
+    its records are made from, and ``follow_ons``, the sets made from its records; each with its service,
+    the carriers (``{follow-on property: predecessor key}``), whether a predecessor is required, the
+    precondition and quantity rule as text, the process and the steps that write the other set."""
+    flows: dict[str, JSONObject] = {}
+    for r in records(store, "retrieve-context-flow", set=iri):
+        f = flows.setdefault(
+            r["flow"],
+            {
+                "direction": r["direction"],
+                "service": r["otherService"],
+                "entity_set": r["other"],
+                "carriers": {},
+                "required": r["required"] is True,
+                "process": r["process"],
+                "precondition": "",
+                "applies_when": "",
+                "quantity": f"{r['qtyFollow']} <= {r['qtyPred']}" if r["qtyFollow"] else "",
+                "steps": [],
+                "source": r["source"],
+                "_pre": [],
+                "_applies": [],
+                "_any": [],
+            },
+        )
+        f["carriers"][r["carrier"]] = r["carried"]
+        if r["preValue"] is not None and r["preValue"] not in f["_pre"]:
+            f["_pre"].append(r["preValue"])
+            f["precondition"] = f"{r['preProp']} = {' or '.join(f['_pre'])}"
+        if r["appliesValue"] is not None and r["appliesValue"] not in f["_applies"]:
+            f["_applies"].append(r["appliesValue"])
+            f["applies_when"] = f"{r['appliesProp']} = {' or '.join(f['_applies'])}"
+        if r["stepName"] and r["stepName"] not in f["steps"]:
+            f["steps"].append(r["stepName"])
+        if r["anyStep"] and r["anyStep"] not in f["_any"]:
+            f["_any"].append(r["anyStep"])
+    found: JSONObject = {"predecessors": [], "follow_ons": []}
+    for f in flows.values():
+        side = "predecessors" if f.pop("direction") == "predecessor" else "follow_ons"
+        f.pop("_pre"), f.pop("_applies")
+        steps = f.pop("_any")
+        f["steps"] = f["steps"] or steps  # in process order where the process orders them, else every writer
+        found[side].append(f)
+    return found
 
 
 def _bare_context(iri: str) -> JSONObject:
@@ -94,6 +143,7 @@ def _bare_context(iri: str) -> JSONObject:
         "value_helps": [],
         "operations": [],
         "process": [],
+        "flow": {"predecessors": [], "follow_ons": []},
     }
 
 

@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -30,15 +30,16 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
 from processkg.graph.handle import StoreHandle
 from processkg.jsonl import finite_float, reject_constant
-from processkg.serve import catalog, changes, etags, facts, odata_batch, odata_json, operations
-from processkg.serve.data import Data, Table, is_item_number
+from processkg.serve import catalog, changes, etags, facts, flow_checks, odata_batch, odata_json, operations
+from processkg.serve.data import Data, Rows, Table, is_item_number
+from processkg.serve.flow_checks import DocumentFlows
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
 from processkg.serve.references import References
 from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical, comparable
-from processkg.services.model import Model, Nav, Prop, TypeInfo
+from processkg.services.model import Model, Nav, OperationInfo, Prop, TypeInfo
 from processkg.validate.calls import CallResult, Validator
 from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
 
@@ -128,8 +129,20 @@ class Server:
         self.csrf_token = secrets.token_urlsafe(24)
         self.facts = store_facts or facts.StoreFacts()
         self.references = References(data, self.facts)
-        data.linker = self.references.link  # generated references hold existing keys, across services
+        self.flow = DocumentFlows(data, self.facts)  # serve/flow_checks.py: follow-ons name ready predecessors
+        data.linker = self.link  # generated references hold existing keys, across services
+        data.preparer = self.flow.prepare
         self.etags = use_etags
+
+    def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
+        """Generated records linked: references to existing keys, then document flow to ready predecessors."""
+        return self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
+
+    def check_flow(self, op: OperationInfo, values: JSONObject) -> None:
+        """An operation that makes follow-ons from references (serve/flow_checks.py): 400 when one fails."""
+        problem = flow_checks.rejection(self.flow.check_operation(op, values))
+        if problem is not None:
+            raise problem
 
     def uses_etags(self, table: Table) -> bool:
         return self.etags and (table.service, table.name) in self.facts.etag_sets
@@ -371,6 +384,9 @@ class Server:
             if child_of is not None:
                 table, inherited = self.parent_of_child(table, res, child_of)
             _check_references(self.references.check(table, {**payload, **inherited}))
+            problem = flow_checks.rejection(self.flow.check(table, {**payload, **inherited}))
+            if problem is not None:
+                raise problem
             record = self.insert(table, payload, inherited)
             item = self.entity(table, record, res.root)
             for path in _inserted_paths(self.model.types, table.type, payload):
@@ -420,6 +436,9 @@ class Server:
             payload = _payload(body)
             new = changes.changed(table, record, payload, replace=method == "PUT")
             _check_references(self.references.check(table, new, changed=frozenset(payload)))
+            problem = flow_checks.rejection(self.flow.check_change(table, new, frozenset(payload)))
+            if problem is not None:
+                raise problem
             table.rows[key] = new
         return Response(status_code=204, headers={"ETag": etags.etag(new)} if self.uses_etags(table) else None)
 

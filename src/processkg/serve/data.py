@@ -91,6 +91,7 @@ class Data:
         self.model, self.rows = model, rows
         self.lock = threading.RLock()
         self.linker: Linker | None = None  # set by the server (References.link); None: records stay as filled
+        self.preparer: Callable[[Table, Rows], None] | None = None  # set by the server (DocumentFlows.prepare)
         self._tables: dict[str, dict[str, Table]] = {}  # service -> entity set -> table, made on first use
         self._loaded: dict[str, dict[str, Rows]] = {}  # service -> entity set -> the records of --data
         self._filled: dict[str, dict[str, Rows]] = {}  # service -> entity set -> records before linking
@@ -155,6 +156,8 @@ class Data:
                     parents, shared = self.parents(table)
                     parent = (found[parents[0].name], documents[parents[0].name]) if parents else None
                     documents[table.name] = _fill(table, found[table.name], self.rows, parent, shared)
+                    if self.preparer is not None:
+                        self.preparer(table, found[table.name])
                 found.update(copy.deepcopy(self._loaded.get(service, {})))
                 self._filled[service] = found
             return found

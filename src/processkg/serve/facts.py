@@ -1,6 +1,7 @@
 """What ``kg serve`` reads from a store besides the validation model: each service's source document
 (for ``$metadata``), the entity sets whose entities carry an ETag, the referential constraints of
-navigation properties, and the key properties of every entity set (for the referential checks).
+navigation properties, the key properties of every entity set (for the referential checks) and the
+curated document flow (for the flow checks).
 
 Nothing is read at start: a source document when its ``$metadata`` is asked for, the rest on the
 first request that needs it, so a store of thousands of services starts in the time of one. Everything
@@ -41,6 +42,7 @@ class StoreFacts:
         self._etag_sets: set[tuple[str, str]] | None = None
         self._constraints: dict[str, list[tuple[str, str]]] | None = None
         self._sets: list[SetKeys] | None = None
+        self._document_flows: list[Record] | None = None
 
     def document(self, service: str) -> bytes | None:
         """``service``'s source document as ``kg build`` kept it; None when the store keeps none."""
@@ -88,6 +90,14 @@ class StoreFacts:
                     found.append(SetKeys(r["service"], r["name"], tuple(sorted(own)), r["creatable"] is not False))
                 self._sets = sorted(found, key=lambda s: (s.service, s.name))
             return self._sets
+
+    @property
+    def document_flows(self) -> list[Record]:
+        """The rows of ``serve-document-flow``: the curated document flow (``kg build --flow``)."""
+        with self.lock:
+            if self._document_flows is None:
+                self._document_flows = self._records("serve-document-flow")
+            return self._document_flows
 
     def _records(self, query: str) -> list[Record]:
         if self.handle is None:

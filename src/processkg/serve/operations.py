@@ -82,6 +82,8 @@ class OperationServer(Protocol):
 
     def check_call(self, call: JSONObject) -> None: ...
 
+    def check_flow(self, op: OperationInfo, values: JSONObject) -> None: ...
+
     def entity(
         self, table: Table, record: JSONObject, base: str, select: list[str] | None = None
     ) -> dict[str, object]: ...
@@ -113,6 +115,7 @@ def invoke(server: OperationServer, method: str, url: str, body: JSONValue, root
         raise ServeHTTPError(404, "unknown-operation", f"no operation {target.get('operation')}")
     values, _problems = parameter_values(op, target, body)
     with server.data.lock:
+        server.check_flow(op, values)  # an action making follow-ons from references (serve/flow_checks.py)
         acted = _acted_on(server.data, op, target, values, walk)
         changed = _apply(op, acted)
         return _answer(server, op, acted, changed, root)

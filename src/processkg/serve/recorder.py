@@ -5,7 +5,7 @@ or after it was killed, holds every answered call whole. ``status`` is the HTTP 
 got and ``error`` the OData error code of a failed call; ``kg validate`` ignores both and gives its
 own verdict, which must agree where the server rejected the call as invalid (``invalid-call``).
 The other rejections depend on the server's data or protocol (``unknown-reference``,
-``precondition-failed``, ``not-found``, ...), which a recording does not hold.
+``unknown-predecessor``, ``precondition-failed``, ``not-found``, ...), which a recording does not hold.
 """
 
 from __future__ import annotations

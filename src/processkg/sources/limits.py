@@ -26,6 +26,7 @@ MAX_BYTES = {
     "code list": 64 * MB,
     "code-binding file": 4 * MB,
     "required-fields file": 4 * MB,
+    "document-flow file": 4 * MB,
     "OpenAPI document": 16 * MB,  # parsed with line numbers: ~1 s and ~15 MB of memory per MB
 }
 #: Most rows of one code-list file. Real value helps are far smaller (ISO countries: 249); every

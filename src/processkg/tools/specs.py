@@ -96,6 +96,7 @@ DESCRIBE = ToolSpec(
             "deep_insert": {"type": "object"},
             "etag": {"type": "boolean"},
             "example_create": {"type": "object"},
+            "made_from": {"type": "array", "items": _STR},
             "value_helps": _LIST,
             "navigation": _LIST,
             "allows": {"type": "array", "items": _STR},
@@ -107,9 +108,17 @@ DESCRIBE = ToolSpec(
 )
 NEXT = ToolSpec(
     "next_steps",
-    "The process steps that follow the steps using an entity set, and the entity sets they use.",
-    _SET_ARGS,
-    _out({"service": _STR, "entity_set": _STR, "next_steps": _LIST}, ["next_steps"]),
+    "The process steps that follow the steps using an entity set, and the entity sets they use; and the "
+    "documents made from its records, with a payload template (the record's keys filled in when given).",
+    _obj(
+        {
+            "service": _STR,
+            "entity_set": _STR,
+            "record": {"type": "object", "description": 'key of one record of the set, e.g. {"SalesOrder": "1"}'},
+        },
+        ["service", "entity_set"],
+    ),
+    _out({"service": _STR, "entity_set": _STR, "next_steps": _LIST, "follow_ons": _LIST}, ["next_steps"]),
 )
 VALIDATE = ToolSpec(
     "validate_call",

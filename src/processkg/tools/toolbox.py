@@ -20,8 +20,10 @@ from processkg.retrieve.context import key_predicate, render_set, set_context
 from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
 from processkg.serve.data import Data
+from processkg.serve.flow_checks import Flow, flows_of
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.describe import compact
+from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
 from processkg.validate.calls import UPDATES, Validator
@@ -64,10 +66,11 @@ class Toolbox:
         self.seed = Data(self.validator.model)
         self._labels: dict[str, str] | None = None
         self._code_labels: dict[tuple[str, str], str] | None = None
+        self._flows: list[Flow] | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
             "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", 5)),
             "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set"), _detail(a)),
-            "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set")),
+            "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set"), _record(a)),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
             "call": lambda a: self.call(
                 _text(a, "method"), _text(a, "url"), a.get("body"), _optional_text(a, "if_match"), _select(a)
@@ -124,7 +127,18 @@ class Toolbox:
             "allows": _allows(head),
         }
         etag = self.carries_etag(service, t.iri)
-        return compact(self.seed, service, entity_set, base, self.labels, self.code_labels, etag)
+        answer = compact(self.seed, service, entity_set, base, self.labels, self.code_labels, etag)
+        predecessors = made_from(self.flows, service, entity_set)
+        if predecessors:
+            answer["made_from"] = predecessors
+        return answer
+
+    @property
+    def flows(self) -> list[Flow]:
+        """The curated document flow (``kg build --flow``), read once."""
+        if self._flows is None:
+            self._flows = flows_of(records(self.graph, "serve-document-flow"))
+        return self._flows
 
     @property
     def labels(self) -> dict[str, str]:
@@ -160,17 +174,24 @@ class Toolbox:
             "value_helps": [_value_help(v) for v in context["value_helps"]],
             "navigation": [_navigation(n) for n in context["navigations"]],
             "process": [_step(s) for s in context["process"]],
+            "document_flow": context["flow"],
         }
 
-    def next_steps(self, service: str, entity_set: str) -> JSONObject:
-        """The steps after each step that uses the entity set, with the entity sets they use."""
+    def next_steps(self, service: str, entity_set: str, record: dict[str, str] | None = None) -> JSONObject:
+        """The steps after each step that uses the entity set, with the entity sets they use; and the
+        documents made from its records (the curated document flow), each with a payload template whose
+        carrier fields hold ``record``'s keys (a record of the set, by its key properties)."""
         context = set_context(self.graph, self.iri(service, entity_set))
         steps = [
             {"after": step["name"], "step": name, "uses": uses}
             for step in context["process"]
             for name, uses in step["after"].items()
         ]
-        return {"service": service, "entity_set": entity_set, "next_steps": steps}
+        answer: JSONObject = {"service": service, "entity_set": entity_set, "next_steps": steps}
+        made = follow_ons(self.flows, self.seed, service, entity_set, record)
+        if made:
+            answer["follow_ons"] = made
+        return answer
 
     def validate_call(self, method: str, url: str, body: JSONValue = None) -> JSONObject:
         """``kg validate`` of one call: violations with their repair hints. ISO 8601 dates in a V2
@@ -466,6 +487,16 @@ def _text(arguments: JSONObject, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolArgumentError(f"argument {name!r} must be a non-empty string")
     return value.strip()
+
+
+def _record(arguments: JSONObject) -> dict[str, str] | None:
+    """``next_steps``'s optional ``record``: key property -> value (values as text)."""
+    value = arguments.get("record")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, (str, int, float)) for v in value.values()):
+        raise ToolArgumentError("argument 'record' must be an object of key property -> value")
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _row_key(row: Record) -> tuple[str, str, str]:

@@ -1,0 +1,476 @@
+"""Document flow checks: a follow-on document refers to a predecessor that exists and is ready for it.
+
+The curated document flow (``kg build --flow``, ``kg:DocumentFlow``, data/sap/flow) says which
+properties of a follow-on document carry the key of its predecessor (``ReferenceSDDocument`` and
+``ReferenceSDDocumentItem`` of an outbound delivery item carry a sales order item's key). On every
+create (POST, POST on a navigation property, each deep-insert child, each create of a ``$batch``)
+``kg serve`` checks each flow into the created entity set:
+
+* ``missing-predecessor``: the flow is required and the carriers are empty (a delivery item that
+  names no sales order item);
+* ``unknown-predecessor``: the carriers name no record of the predecessor set;
+* ``predecessor-not-ready``: the predecessor fails the flow's precondition (a delivery whose goods
+  issue is not posted is billed);
+* ``predecessor-fully-referenced``: with this record, the follow-ons of the predecessor would add up
+  to more than its quantity (a second full goods receipt for a fully received order item).
+
+A flow with an ``applies_when`` condition is checked only for records that meet it (a goods receipt
+for a purchase order, not a transfer posting). An action that makes follow-ons from references
+given as parameters (``CreateFromSDDocument`` of billing: ``_Reference`` items with ``SDDocument``)
+is checked against the flows into the item sets of the set it is bound to whose one carrier is
+``ReferenceSDDocument`` (:data:`REFERENCE_PARAMETERS`).
+
+An update (PATCH, MERGE, PUT) that sets a flow's carriers, its applies-when property or its quantity
+is checked the same way, on the record as it will be (:meth:`DocumentFlows.check_change`).
+
+The generated records are made consistent with the flow (:meth:`DocumentFlows.prepare`, when the
+records are filled: a predecessor set with a precondition has every record ready; and
+:meth:`DocumentFlows.link`, when they are linked: a follow-on's carriers name an existing, ready
+predecessor with quantity left, keeping the document it named where that document has such a record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from processkg.aliases import JSONObject, JSONValue, Record
+from processkg.errors import ServeHTTPError
+from processkg.serve.data import Data, Rows, Table
+from processkg.serve.facts import StoreFacts
+from processkg.serve.operations import EFFECTS
+from processkg.serve.values import canonical
+from processkg.services.model import OperationInfo
+
+SHOWN = 5  # existing predecessors quoted in a repair hint
+#: Operation parameter member -> the follow-on property it fills: an action's collection parameter
+#: whose items have this member makes follow-ons carrying it (billing's ``_Reference/SDDocument``).
+REFERENCE_PARAMETERS = {"SDDocument": "ReferenceSDDocument"}
+
+RowsAt = Callable[[str, str], Rows | None]
+
+
+@dataclass(frozen=True)
+class Condition:
+    prop: str
+    values: tuple[str, ...]
+
+    def holds(self, record: dict[str, object]) -> bool:
+        return str(record.get(self.prop) or "") in self.values
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One curated flow as kg serve checks it."""
+
+    pred: tuple[str, str]  # (service, entity set)
+    follow: tuple[str, str]
+    carriers: tuple[tuple[str, str], ...]  # (follow-on property, predecessor key property)
+    required: bool
+    process: str
+    applies: Condition | None
+    precondition: Condition | None
+    quantity: tuple[str, str] | None  # (follow-on quantity, predecessor quantity)
+    steps: tuple[str, ...] = ()  # the process steps that write the predecessor (the steps to do first)
+
+    @property
+    def props(self) -> tuple[str, ...]:
+        return tuple(c for c, _k in self.carriers)
+
+
+def flows_of(rows: list[Record]) -> list[Flow]:
+    """The rows of ``serve-document-flow`` grouped into flows, sorted by (follow-on, predecessor)."""
+    grouped: dict[str, list[Record]] = {}
+    for r in rows:
+        grouped.setdefault(str(r["flow"]), []).append(r)
+    found = []
+    for group in grouped.values():
+        first = group[0]
+        carriers = tuple(sorted({(str(r["carrier"]), str(r["carried"])) for r in group}))
+        found.append(
+            Flow(
+                (str(first["predService"]), str(first["pred"])),
+                (str(first["followService"]), str(first["follow"])),
+                carriers,
+                first["required"] is True,
+                str(first["process"]),
+                _condition(group, "appliesProp", "appliesValue"),
+                _condition(group, "preProp", "preValue"),
+                (str(first["qtyFollow"]), str(first["qtyPred"])) if first.get("qtyFollow") else None,
+                _steps(group),
+            )
+        )
+    return sorted(found, key=lambda f: (f.follow, f.pred))
+
+
+def _steps(group: list[Record]) -> tuple[str, ...]:
+    """The steps that write the predecessor and come before one that writes the follow-on; without
+    such a step (the follow-on is written by no step of the process), every step that writes it."""
+    before = sorted({str(r["predStep"]) for r in group if r.get("predStep")})
+    return tuple(before or sorted({str(r["anyStep"]) for r in group if r.get("anyStep")}))
+
+
+def _condition(group: list[Record], prop: str, value: str) -> Condition | None:
+    values = sorted({str(r[value]) for r in group if r.get(prop) is not None and r.get(value) is not None})
+    return Condition(str(group[0][prop]), tuple(values)) if values else None
+
+
+class DocumentFlows:
+    """The flows of a store and the checks and seed adjustments made with them."""
+
+    def __init__(self, data: Data, facts: StoreFacts) -> None:
+        self.data, self.facts = data, facts
+        self._flows: list[Flow] | None = None
+
+    @property
+    def flows(self) -> list[Flow]:
+        if self._flows is None:
+            self._flows = flows_of(self.facts.document_flows)
+        return self._flows
+
+    def into(self, table: Table) -> list[Flow]:
+        return [f for f in self.flows if f.follow == (table.service, table.name)]
+
+    # ------------------------------------------------------------ checking
+    def check(self, table: Table, payload: JSONObject, pointer: str = "") -> list[dict[str, str]]:
+        """One error detail per flow into ``payload``'s set (deep-insert children included) that fails."""
+        return list(self._check(table, payload, pointer, {}))
+
+    def check_change(self, table: Table, record: JSONObject, changed: frozenset[str]) -> list[dict[str, str]]:
+        """On an update: the flows whose carriers, applies-when or quantity property the client sets,
+        checked on ``record`` as it will be (a flow it does not touch is not checked again: a billed
+        delivery whose goods issue was reversed does not block a change of the billing item's text)."""
+        stored = self._stored(table, record)
+        details = []
+        for flow in self.into(table):
+            touched = set(flow.props) | {
+                flow.applies.prop if flow.applies else "",
+                flow.quantity[0] if flow.quantity else "",
+            }
+            if touched & changed:
+                detail = self._check_flow(flow, table, stored, "", {})
+                if detail is not None:
+                    details.append(detail)
+        return details
+
+    def _check(
+        self, table: Table, payload: JSONObject, pointer: str, pending: dict[tuple[Flow, tuple[str, ...]], Decimal]
+    ) -> Iterator[dict[str, str]]:
+        record = self._stored(table, payload)
+        for flow in self.into(table):
+            detail = self._check_flow(flow, table, record, pointer, pending)
+            if detail is not None:
+                yield detail
+        for name, value in sorted(payload.items()):
+            nav = table.type.navs.get(name)
+            target = self.data.target(table, nav) if nav is not None else None
+            if target is not None:
+                for i, child in _children(value):
+                    yield from self._check(target, child, f"{pointer}/{name}{i}", pending)
+
+    def _stored(self, table: Table, payload: JSONObject) -> dict[str, object]:
+        """The payload's own values as the server stores them (canonical), for comparing with records."""
+        v2 = table.type.version.startswith(("1", "2"))
+        out: dict[str, object] = {}
+        for name, value in payload.items():
+            prop = table.type.props.get(name)
+            if prop is not None and not prop.collection and prop.complex_type is None and value not in (None, ""):
+                out[name] = canonical(value, prop.edm_type, v2)
+        return out
+
+    def _check_flow(
+        self,
+        flow: Flow,
+        table: Table,
+        record: dict[str, object],
+        pointer: str,
+        pending: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> dict[str, str] | None:
+        if flow.applies is not None and not flow.applies.holds(record):
+            return None
+        pred = self.data.table(*flow.pred)
+        if pred is None:
+            return None
+        given = [c for c in flow.props if record.get(c) not in (None, "")]
+        if len(given) < len(flow.props):
+            if not flow.required:
+                return None
+            return self._detail("missing-predecessor", flow, pointer, self._missing(flow, table, pred, given))
+        key = self._key(flow, pred, record)
+        found = pred.rows.get(key)
+        if found is None:
+            named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
+            message = f"{named} names no {pred.name} ({pred.service}){self._existing(flow, pred)}"
+            return self._detail("unknown-predecessor", flow, pointer, f"{message}; {self._give(flow, pred)}")
+        if flow.precondition is not None and not flow.precondition.holds(found):
+            return self._detail("predecessor-not-ready", flow, pointer, self._not_ready(flow, pred, key, found))
+        if flow.quantity is not None:
+            return self._over(flow, table, pred, key, found, record, pointer, pending)
+        return None
+
+    def _key(self, flow: Flow, pred: Table, record: dict[str, object]) -> tuple[str, ...]:
+        by_key = {k: str(record.get(c)) for c, k in flow.carriers}
+        return tuple(by_key.get(k, "") for k in pred.keys)
+
+    def _over(
+        self,
+        flow: Flow,
+        table: Table,
+        pred: Table,
+        key: tuple[str, ...],
+        found: dict[str, object],
+        record: dict[str, object],
+        pointer: str,
+        pending: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> dict[str, str] | None:
+        assert flow.quantity is not None
+        own, limit = _number(record, flow.quantity[0]), _number(found, flow.quantity[1])
+        if limit is None:
+            return None
+        own_key = table.key_of(record) if all(record.get(k) not in (None, "") for k in table.keys) else None
+        used = self.referenced(flow, table.rows, key, own_key) + pending.get((flow, key), Decimal(0))
+        if used + (own or Decimal(0)) <= limit:
+            pending[(flow, key)] = pending.get((flow, key), Decimal(0)) + (own or Decimal(0))
+            return None
+        left = max(limit - used, Decimal(0))
+        message = (
+            f"{pred.name} {', '.join(key)} has {flow.quantity[1]} {limit}, of which {used} is referenced already "
+            f"by {table.name} records; {flow.quantity[0]} {own} is more than the {left} left"
+        )
+        repair = (
+            f"reference at most {left}" if left > 0 else f"it is fully referenced: choose another {pred.name}"
+        ) + self._existing(flow, pred)
+        return self._detail("predecessor-fully-referenced", flow, pointer, f"{message}; {repair}")
+
+    def referenced(
+        self, flow: Flow, rows: Rows, key: tuple[str, ...], own_key: tuple[str, ...] | None = None
+    ) -> Decimal:
+        """The summed quantity of the follow-on ``rows`` that name the predecessor ``key``, but for the
+        record keyed ``own_key`` (the one being checked, when it is stored already)."""
+        assert flow.quantity is not None
+        pred = self.data.table(*flow.pred)
+        assert pred is not None
+        total = Decimal(0)
+        for row_key, r in rows.items():
+            if row_key == own_key:
+                continue
+            if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key:
+                total += _number(r, flow.quantity[0]) or Decimal(0)
+        return total
+
+    def _existing(self, flow: Flow, pred: Table) -> str:
+        """Some records of the predecessor that a follow-on could name (ready ones), for a hint."""
+        ready = [r for r in pred.rows.values() if flow.precondition is None or flow.precondition.holds(r)][:SHOWN]
+        sample = ["/".join(str(r.get(k)) for _c, k in flow.carriers) for r in ready]
+        what = "ready " if flow.precondition is not None else ""
+        return f"; {what}{pred.name} records: {', '.join(sample)}" if sample else f"; {pred.name} has no {what}record"
+
+    def _give(self, flow: Flow, pred: Table) -> str:
+        pairs = ", ".join(f"{c} = its {k}" for c, k in flow.carriers)
+        step = f" (the step {' or '.join(repr(s) for s in flow.steps)})" if flow.steps else ""
+        return f"give the key of an existing {pred.name} ({pairs}), or create the {pred.name} first{step}"
+
+    def _missing(self, flow: Flow, table: Table, pred: Table, given: list[str]) -> str:
+        lacking = [c for c in flow.props if c not in given]
+        return (
+            f"{table.name} lacks {', '.join(lacking)}: in {flow.process} its records are made from {pred.name} "
+            f"records"
+            f"{self._existing(flow, pred)}; {self._give(flow, pred)}"
+        )
+
+    def _not_ready(self, flow: Flow, pred: Table, key: tuple[str, ...], found: dict[str, object]) -> str:
+        assert flow.precondition is not None
+        cond = flow.precondition
+        has = found.get(cond.prop)
+        own = (
+            {op.name for op in self.data.model.services[pred.service].operations}
+            if pred.service in (self.data.model.services)
+            else set()
+        )
+        steps = sorted(
+            name
+            for name, effects in EFFECTS.items()
+            if name in own and any(p == cond.prop and v in cond.values for p, v in effects)
+        )
+        first = f"call {' or '.join(steps)} on it first" if steps else f"bring {cond.prop} to {'/'.join(cond.values)}"
+        return (
+            f"{pred.name} {', '.join(key)} has {cond.prop} {'empty' if has in (None, '') else repr(has)}; "
+            f"{flow.follow[1]} records are made only from a {pred.name} with {cond.prop} "
+            f"{' or '.join(cond.values)} ({flow.process}): {first}, or use a ready one"
+            f"{self._existing(flow, pred)}"
+        )
+
+    def _detail(self, code: str, flow: Flow, pointer: str, message: str) -> dict[str, str]:
+        return {"code": code, "target": f"{pointer}/{flow.props[-1]}", "message": message}
+
+    # ------------------------------------------------------------ operations
+    def check_operation(self, op: OperationInfo, values: JSONObject) -> list[dict[str, str]]:
+        """An action bound to a collection that makes follow-ons from references given as parameters
+        (``CreateFromSDDocument``): each reference checked as a follow-on item carrying it would be."""
+        if not op.collection or op.binding is None:
+            return []
+        tables = self.data.tables_of(op.service)
+        bound = next((t for _n, t in sorted(tables.items()) if t.type.iri == op.binding), None)
+        if bound is None:
+            return []
+        items = [t for _n, t in sorted(tables.items()) if bound in self.data.parents(t)[0]]
+        details = []
+        for name, value in sorted(values.items()):
+            for i, ref in _children(value):
+                for member, carrier in REFERENCE_PARAMETERS.items():
+                    if ref.get(member) in (None, ""):
+                        continue
+                    for item in items:
+                        for flow in self.into(item):
+                            if flow.props == (carrier,):
+                                payload = {carrier: ref[member]}
+                                detail = self._check_flow(flow, item, payload, f"/{name}{i}", {})
+                                if detail is not None:
+                                    detail["target"] = f"/{name}{i}/{member}"
+                                    details.append(detail)
+        return details
+
+    # ------------------------------------------------------------ generated records
+    def prepare(self, table: Table, rows: Rows) -> None:
+        """Generated records of a predecessor set are ready for their follow-ons: the precondition
+        property holds its first allowed value (a generated delivery has its goods issue posted)."""
+        for flow in self.flows:
+            if flow.pred == (table.service, table.name) and flow.precondition is not None:
+                cond = flow.precondition
+                if cond.prop in table.type.props:
+                    for record in rows.values():
+                        record[cond.prop] = cond.values[0]
+
+    def link(self, table: Table, rows: Rows, rows_at: RowsAt) -> Rows:
+        """``rows`` with the carriers of every flow naming an existing, ready predecessor with quantity left:
+        a record that names one keeps it; else, where possible, one of the document it names (an item
+        of sales order 3 for a delivery item that names sales order 3); else the ``i``-th ready one."""
+        flows = sorted(self.into(table), key=lambda f: -len(f.carriers))
+        if not flows:
+            return rows
+        used: dict[tuple[Flow, tuple[str, ...]], Decimal] = {}
+        for i, record in enumerate(rows.values()):
+            for flow in flows:
+                self._link_record(flow, flows, record, i, rows_at, used)
+        return rows
+
+    def _link_record(
+        self,
+        flow: Flow,
+        flows: list[Flow],
+        record: dict[str, object],
+        i: int,
+        rows_at: RowsAt,
+        used: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> None:
+        pred = self.data.table(*flow.pred)
+        candidates = rows_at(*flow.pred)
+        if pred is None or not candidates or (flow.applies is not None and not flow.applies.holds(record)):
+            return
+        if not flow.required and any(record.get(c) in (None, "") for c in flow.props):
+            return
+        others = [f for f in flows if f is not flow and set(f.props) & set(flow.props)]
+
+        def fits(candidate: dict[str, object], quantity: bool = True) -> bool:
+            trial = {**record, **{c: candidate.get(k) for c, k in flow.carriers}}
+            if flow.precondition is not None and not flow.precondition.holds(candidate):
+                return False
+            if quantity and flow.quantity is not None and not self._fits(flow, pred, trial, candidate, used):
+                return False
+            return all(self._linked_ok(f, trial, rows_at) for f in others)
+
+        current = candidates.get(self._key(flow, pred, record))
+        chosen: dict[str, object] | None
+        if current is not None and fits(current):
+            chosen = current
+        else:
+            ordered = list(candidates.values())
+            ordered = ordered[i % len(ordered) :] + ordered[: i % len(ordered)]
+            near = [c for c in ordered if any(str(c.get(k)) == str(record.get(p)) for p, k in flow.carriers)]
+            chosen = next((c for c in near + ordered if fits(c)), None)
+            if chosen is None and flow.quantity is not None:
+                chosen = self._most_left(flow, pred, record, [c for c in ordered if fits(c, quantity=False)], used)
+        if chosen is None:
+            return
+        for c, k in flow.carriers:
+            record[c] = chosen.get(k)
+        if flow.quantity is not None:
+            key = self._key(flow, pred, record)
+            used[(flow, key)] = used.get((flow, key), Decimal(0)) + (_number(record, flow.quantity[0]) or Decimal(0))
+
+    def _most_left(
+        self,
+        flow: Flow,
+        pred: Table,
+        record: dict[str, object],
+        candidates: list[dict[str, object]],
+        used: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> dict[str, object] | None:
+        """Of ``candidates``, the one with the most quantity left; ``record``'s quantity becomes what is
+        left (None when no candidate has any)."""
+        assert flow.quantity is not None
+        follow_qty, pred_qty = flow.quantity
+
+        def left(c: dict[str, object]) -> Decimal:
+            key = self._key(flow, pred, {p: c.get(k) for p, k in flow.carriers})
+            return (_number(c, pred_qty) or Decimal(0)) - used.get((flow, key), Decimal(0))
+
+        best = max(candidates, key=left, default=None)
+        if best is None or left(best) <= 0:
+            return None
+        record[follow_qty] = str(left(best))
+        return best
+
+    def _fits(
+        self,
+        flow: Flow,
+        pred: Table,
+        trial: dict[str, object],
+        candidate: dict[str, object],
+        used: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> bool:
+        assert flow.quantity is not None
+        limit = _number(candidate, flow.quantity[1])
+        own = _number(trial, flow.quantity[0]) or Decimal(0)
+        if limit is None:
+            return True
+        return used.get((flow, self._key(flow, pred, trial)), Decimal(0)) + own <= limit
+
+    def _linked_ok(self, flow: Flow, record: dict[str, object], rows_at: RowsAt) -> bool:
+        """Whether ``record`` meets ``flow`` (exists, ready) with the predecessors ``rows_at`` gives."""
+        if flow.applies is not None and not flow.applies.holds(record):
+            return True
+        pred = self.data.table(*flow.pred)
+        rows = rows_at(*flow.pred)
+        if pred is None or not rows:
+            return True
+        found = rows.get(self._key(flow, pred, record))
+        return found is not None and (flow.precondition is None or flow.precondition.holds(found))
+
+
+def rejection(details: list[dict[str, str]]) -> ServeHTTPError | None:
+    """The 400 for failed flow checks (one detail each), None when there are none."""
+    if not details:
+        return None
+    first = details[0]
+    summary = f"{len(details)} document flow violation(s); first at {first['target']}: {first['message']}"
+    return ServeHTTPError(400, first["code"], summary, details)
+
+
+def _number(record: dict[str, object], prop: str) -> Decimal | None:
+    """``record``'s ``prop`` as a number (None when empty or not a number)."""
+    value = record.get(prop)
+    if value in (None, ""):
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def _children(value: JSONValue) -> list[tuple[str, JSONObject]]:
+    items = value.get("results") if isinstance(value, dict) and "results" in value else value
+    if isinstance(items, list):
+        return [(f"/{i}", c) for i, c in enumerate(items) if isinstance(c, dict)]
+    return [("", items)] if isinstance(items, dict) else []

@@ -46,9 +46,12 @@ def good_value(p, v2: bool, rnd: random.Random):
     t = p.item_type
     if t == "Edm.Boolean":
         return rnd.random() < 0.5
-    if t in ("Edm.Decimal", "Edm.Int64"):
-        text = f"{rnd.randint(1, 999)}.{rnd.randint(0, 99):02d}" if t == "Edm.Decimal" else str(rnd.randint(1, 9999))
-        return text if v2 else (float(text) if t == "Edm.Decimal" else int(text))
+    if t == "Edm.Decimal":
+        text = _decimal(p.precision, p.scale, rnd)
+        return text if v2 else float(text)
+    if t == "Edm.Int64":
+        text = str(rnd.randint(1, 9999))
+        return text if v2 else int(text)
     if t in ("Edm.Int16", "Edm.Int32", "Edm.Byte", "Edm.SByte"):
         return rnd.randint(0, 100)
     if t in ("Edm.Double", "Edm.Single"):
@@ -179,6 +182,16 @@ def inject(call: dict, t, kind: str, v2: bool, rnd: random.Random) -> bool:
     elif kind == "malformed":
         del call["method"]
     return True
+
+
+def _decimal(precision: int | None, scale: int | None, rnd: random.Random) -> str:
+    """Up to 999.99, cut to the property's Precision and Scale (kg validate checks both); two draws
+    whatever the facets, so the calls drawn after it are the same for any metadata."""
+    whole, fraction = rnd.randint(1, 999), rnd.randint(0, 99)
+    room = 3 if precision is None else max(0, min(3, precision - (scale or 0)))
+    places = min(2, scale if scale is not None else (2 if precision is None else precision - room))
+    text = str(whole % 10**room)
+    return f"{text}.{fraction % 10**places:0{places}d}" if places else text
 
 
 def _wrong_type(props: list, v2: bool) -> dict:

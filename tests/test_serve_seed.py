@@ -210,3 +210,35 @@ def test_a_date_time_in_a_key_matches_in_the_v2_json_form(client):
     answer = client.post(bp + "A_BPContactToAddress", json=dict(body, ValidityEndDate=contact["ValidityEndDate"]))
     assert answer.status_code == 201, answer.text
     assert answer.json()["d"]["ValidityEndDate"] == contact["ValidityEndDate"]
+
+
+def test_a_plant_under_one_of_sap_s_role_names_refers_to_a_plant(server):
+    """Without SAP's code lists the plants are A_Plant's records: a delivery's ReceivingPlant, a material
+    document item's IssuingOrReceivingPlant are checked against them as ProductionPlant is."""
+    for service, name, prop in (
+        ("API_INBOUND_DELIVERY_SRV", "A_InbDeliveryHeader", "ReceivingPlant"),
+        ("API_MATERIAL_DOCUMENT_SRV", "A_MaterialDocumentItem", "IssuingOrReceivingPlant"),
+    ):
+        table = server.data.table(service, name)
+        assert table is not None
+        (ref,) = [r for r in server.references.of(table) if prop in r.props]
+        assert [(t.service, t.name) for t, _keys in ref.targets] == [("API_PLANT_SRV", "A_Plant")]
+        record = dict(next(iter(table.rows.values())))
+        assert server.references.check(table, record) == [], "the generated record holds an existing plant"
+        (detail,) = server.references.check(table, {**record, prop: "9999"})
+        assert detail["target"] == f"/{prop}" and "A_Plant is read-only here" in detail["message"]
+
+
+def test_a_child_of_a_parent_that_does_not_exist_names_existing_parents(client):
+    """A_Customer takes no creates (a customer comes from a business partner): the 404 of a child posted
+    under a customer that does not exist names existing customers and suggests no creation; under a
+    sales order, which may be created, it does."""
+    bp = "/sap/opu/odata/sap/OP_API_BUSINESS_PARTNER_SRV/"
+    answer = client.post(bp + "A_Customer('9999999999')/to_CustomerCompany", json={"CompanyCode": "0001"})
+    assert answer.status_code == 404, answer.text
+    message = answer.json()["error"]["message"]["value"]
+    assert "existing: 0000000001; 0000000002" in message
+    assert "A_Customer is read-only here, so no new one can be created" in message
+    assert "create it first" not in message
+    order = client.post(SO + "A_SalesOrder('9999999999')/to_Item", json={"Material": "0000000001"})
+    assert order.status_code == 404 and "existing: 0000000001" in order.text and "create it first" in order.text

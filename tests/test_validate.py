@@ -177,6 +177,7 @@ A2X_CASES = [
     ("invalid-code", post(SO, "A_SalesOrder", {"TransactionCurrency": "EURO"}), "/TransactionCurrency"),
     ("datatype", post(SO, "A_SalesOrder", {"CompleteDeliveryIsDefined": "yes"}), "/CompleteDeliveryIsDefined"),
     ("max-length", post(SO, "A_SalesOrder", {"SalesOrganization": "17100"}), "/SalesOrganization"),
+    ("decimal-digits", post(SO, "A_SalesOrderItem", {"RequestedQuantity": "2.0005"}), "/RequestedQuantity"),
     ("cardinality", post(SO, "A_SalesOrder", {"to_Item": {"Material": "TG11"}}), "/to_Item"),
     ("unknown-navigation", post(SO, "A_SalesOrder", {"to_Items": [{"Material": "TG11"}]}), "/to_Items"),
     (
@@ -241,6 +242,33 @@ def test_messages_name_the_repair(a2x_validator):
     assert "/Date(ms)/ or ISO 8601" in by_kind["datatype"].message
     assert by_kind["max-length"].message == "SalesOrganization is at most 4 characters; got 5"
     assert by_kind["datatype"].value == "tomorrow"
+
+
+@pytest.mark.parametrize(
+    "value,problem",
+    [
+        ("12.500", None),  # trailing zeros do not count: three places, Scale="3"
+        ("12.5000", None),
+        ("12.5001", "RequestedQuantity allows 3 decimal places (Scale=3); got 4: round it"),
+        ("123456789012", None),  # Precision="15", Scale="3": twelve digits before the point
+        ("1234567890123", "RequestedQuantity allows 12 digits before the point (Precision=15, Scale=3); got 13"),
+        ("-0.001", None),
+    ],
+)
+def test_a_decimal_is_checked_against_its_scale_and_precision(a2x_validator, value, problem):
+    """A_SalesOrderItem.RequestedQuantity is Edm.Decimal Precision="15" Scale="3": SAP rejects more digits."""
+    result = a2x_validator.validate_call(post(SO, "A_SalesOrderItem", {"Material": "TG11", "RequestedQuantity": value}))
+    assert [v.message for v in result.violations if v.kind == "decimal-digits"] == ([problem] if problem else [])
+
+
+def test_a_v4_decimal_number_is_checked_against_its_scale(a2x_validator):
+    """V4 JSON sends a decimal as a number (or a string): the same digits are counted either way."""
+    url = "/sap/opu/odata4/sap/api_salesorder/srvd_a2x/sap/salesorder/0001/SalesOrder('1')/_Item"
+    for value in (2.0005, "2.0005"):
+        result = a2x_validator.validate_call({"method": "POST", "url": url, "body": {"RequestedQuantity": value}})
+        assert [(v.kind, v.path) for v in result.violations if v.kind == "decimal-digits"] == [
+            ("decimal-digits", "/RequestedQuantity")
+        ], result.as_dict()
 
 
 @pytest.mark.parametrize(
@@ -444,6 +472,7 @@ FIORI_CASES = [
     ("invalid-code", post(PO, "C_PurchaseOrderTP", {"DocumentCurrency": "EURO"}), "/DocumentCurrency"),
     ("datatype", post(PO, "C_PurchaseOrderTP", {"CashDiscount1Days": 3}), "/CashDiscount1Days"),
     ("max-length", post(PO, "C_PurchaseOrderTP", {"CompanyCode": "171000"}), "/CompanyCode"),
+    ("decimal-digits", post(PO, "C_PurchaseOrderTP", {"CashDiscount1Days": "1000"}), "/CashDiscount1Days"),
     (
         "cardinality",
         post(PO, "C_PurchaseOrderTP", {"to_PurchaseOrderItemTP": {"Material": "TG11"}}),

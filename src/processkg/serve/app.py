@@ -35,7 +35,7 @@ from processkg.serve.data import Data, Rows, Table, is_item_number
 from processkg.serve.flow_checks import DocumentFlows
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
-from processkg.serve.references import References
+from processkg.serve.references import SHOWN, References
 from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical, comparable
@@ -401,7 +401,7 @@ class Server:
         a missing parent is a 404, a navigation that is not to-many a 405."""
         parent = table.rows.get(parse_key(table.type, res.rest[0][1] or ""))
         if parent is None:
-            raise ServeHTTPError(404, "not-found", f"no {table.name} with the key {res.rest[0][1]}: create it first")
+            raise ServeHTTPError(404, "not-found", f"no {table.name} with the key {res.rest[0][1]}{_no_parent(table)}")
         nav = table.type.navs.get(nav_name)
         if nav is None:
             raise ServeHTTPError(404, "not-found", f"{table.type.qname} has no navigation property {nav_name}")
@@ -502,6 +502,16 @@ def _beneath(select: list[str] | None, nav: str, v4_select: str | None) -> list[
         return None
     inner = [s.split("/", 1)[1] for s in select if s.startswith(nav + "/")]
     return inner or None
+
+
+def _no_parent(table: Table) -> str:
+    """The repair hint of a child posted under a parent that does not exist: some existing keys, and
+    creating the parent first only where its set takes creates."""
+    keys = [", ".join(key) for key in list(table.rows)[:SHOWN]]
+    read = f"{'; existing: ' + '; '.join(keys) if keys else ''}; use one that exists (read {table.name})"
+    if table.creatable:
+        return f"{read} or create it first"
+    return f"{read}; {table.name} is read-only here, so no new one can be created"
 
 
 def _child_post(res: Resource) -> str | None:

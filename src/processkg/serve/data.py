@@ -343,6 +343,18 @@ def _string(prop: Prop, set_name: str, i: int) -> str:
     return f"{prop.name[: width - len(number) - 1]} {number}"
 
 
+def _decimal(prop: Prop, set_name: str, i: int) -> str:
+    """``10.00``, ``20.00``, ... within the property's Precision and Scale: fewer places after the point
+    where its Scale allows fewer, and small numbers where its Precision leaves few digits before it."""
+    places = 2 if prop.scale is None else min(prop.scale, 2)
+    room = None if prop.precision is None else max(0, prop.precision - (prop.scale or 0))
+    number = (i + 1) * 10
+    if room is not None and number >= 10**room:
+        number = i % (10**room - 1) + 1 if room > 0 else 0
+    fraction = "5".ljust(places, "0") if room == 0 and places else "0" * places
+    return f"{number}.{fraction}" if places else str(number)
+
+
 def _day(i: int) -> dt.date:
     return START + dt.timedelta(days=i)
 
@@ -355,7 +367,7 @@ _MAKERS = {
     "Edm.Int16": lambda p, s, i: str(i + 1),
     "Edm.Int32": lambda p, s, i: str(i + 1),
     "Edm.Int64": lambda p, s, i: str(i + 1),
-    "Edm.Decimal": lambda p, s, i: f"{(i + 1) * 10}.00",
+    "Edm.Decimal": _decimal,
     "Edm.Double": lambda p, s, i: f"{(i + 1) * 10}.0",
     "Edm.Single": lambda p, s, i: f"{(i + 1) * 10}.0",
     "Edm.DateTime": lambda p, s, i: f"{_day(i).isoformat()}T00:00:00Z",

@@ -44,7 +44,15 @@ MASTER_KEYS = {
     "Customer": ("Customer", "SoldToParty", "ShipToParty", "BillToParty", "PayerParty"),
     "Supplier": ("Supplier", "InvoicingParty"),
     "Product": ("Product", "Material"),
-    "Plant": ("Plant", "ProductionPlant", "SupplyingPlant"),
+    "Plant": (
+        "Plant",
+        "ProductionPlant",
+        "SupplyingPlant",
+        "ReceivingPlant",
+        "IssuingOrReceivingPlant",
+        "MaintenancePlant",
+        "MaintenancePlanningPlant",
+    ),
     "BusinessPartner": ("BusinessPartner",),
 }
 SHOWN = 5  # existing keys quoted in a repair hint

@@ -49,6 +49,8 @@ class Prop:
     required_in_filter: bool = False  # sap:required-in-filter
     required_by: str = ""  # why a create needs it: "FieldControl", "InsertRestrictions" (SAP's), "curated", "rule"
     required_source: str = ""  # the document a "curated" requirement cites (kg build --required)
+    precision: int | None = None  # Edm.Decimal: at most this many digits in all
+    scale: int | None = None  # Edm.Decimal: at most this many after the point (None: unset, variable or floating)
 
     @property
     def collection(self) -> bool:
@@ -299,6 +301,7 @@ def _load_operations(
         if op is None or r["binding"] is True:
             continue
         p = Prop(r["param"], r["name"], r["edmType"], r["maxLength"], r["nullable"] is not False)
+        p.precision, p.scale = _digits(r)
         p.required = not p.nullable and r["optional"] is not True
         p.complex_type = by_qname.get(p.item_type)
         _attach_codes(p, codes.get(p.iri))
@@ -416,9 +419,17 @@ def _prop(r: Record, owner: TypeInfo) -> Prop:
         filterable=r["filterable"] is not False,
         required_in_filter=r["requiredInFilter"] is True,
     )
+    p.precision, p.scale = _digits(r)
     p.required = is_required(p, owner)
     p.required_by = ("FieldControl" if p.field_control == "Mandatory" else "rule") if p.required else ""
     return p
+
+
+def _digits(r: Record) -> tuple[int | None, int | None]:
+    """A decimal's Precision and Scale; a Scale that is no number (V4's ``variable``, ``floating``) limits nothing."""
+    precision, scale = r["precision"], r["scale"]
+    number = int(scale) if isinstance(scale, (int, str)) and str(scale).isdigit() else None
+    return (precision if isinstance(precision, int) else None), number
 
 
 def is_required(p: Prop, owner: TypeInfo) -> bool:

@@ -60,6 +60,7 @@ KINDS = (
     "invalid-code",
     "datatype",
     "max-length",
+    "decimal-digits",
     "cardinality",
     "unknown-navigation",
     "not-filterable",
@@ -482,6 +483,8 @@ class Converter:
         lexical, xsd, problem = literals.literal(value, p.item_type, self.v2)
         if problem:
             self.p.messages[(node, URIRef(p.iri))] = f"{p.name}: {problem}"
+        elif p.item_type == "Edm.Decimal" and (digits := literals.decimal_digits(lexical, p.precision, p.scale)):
+            self.violations.append(Violation("decimal-digits", pointer, f"{p.name} {digits}", value))
         if xsd is None or xsd == XSD_STRING:
             return Literal(lexical)  # simple literal, as shacl_run.to_rdflib_term makes them
         return Literal(lexical, datatype=URIRef(xsd))

@@ -9,6 +9,7 @@ dates and times ISO 8601, DateTimeOffset with a time zone.
 :func:`literal` returns ``(lexical, xsd IRI, problem)``: for a good value the canonical XSD_NS
 lexical form and the type's datatype; for a bad one the JSON text, the datatype of what
 the JSON *is* (never the expected one, so ``sh:datatype`` fails) and a message.
+:func:`decimal_digits` checks a good decimal against its property's ``Precision`` and ``Scale``.
 """
 
 from __future__ import annotations
@@ -106,6 +107,27 @@ def _decimal(value: JSONValue, edm_type: str, v2: bool) -> Checked:
     if not number.is_finite():
         return _bad(value, "Edm.Decimal must be finite")
     return format(number, "f"), XSD_NS + "decimal", None
+
+
+def decimal_digits(lexical: str, precision: int | None, scale: int | None) -> str | None:
+    """What is wrong with a decimal's digits (its canonical ``lexical`` form, as :func:`literal` gives it)
+    against the property's ``Precision`` and ``Scale``, or None. Trailing zeros after the point do not
+    count (``12.50`` has the scale 1 it needs); without a Scale only the digits in all are limited."""
+    number = Decimal(lexical)
+    if not number.is_finite():
+        return None
+    _sign, digits, exponent = number.normalize().as_tuple()
+    assert isinstance(exponent, int)
+    after = max(0, -exponent)
+    before = max(0, len(digits) + exponent) if number else 0
+    if scale is not None and after > scale:
+        return f"allows {scale} decimal place{'s' if scale != 1 else ''} (Scale={scale}); got {after}: round it"
+    if precision is not None and scale is not None and before > precision - scale:
+        room = precision - scale
+        return f"allows {room} digit{'s' if room != 1 else ''} before the point (Precision={precision}, Scale={scale}); got {before}"
+    if precision is not None and before + after > precision:
+        return f"allows {precision} digits in all (Precision={precision}); got {before + after}"
+    return None
 
 
 def _floating(value: JSONValue, edm_type: str, v2: bool) -> Checked:

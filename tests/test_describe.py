@@ -58,6 +58,7 @@ def test_compact_describe_of_a_sales_order(described):
     optional = order["optional"].split(", ")
     assert "CustomerTaxClassification1-9" in optional and "CustomerTaxClassification1" not in optional
     assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" not in optional
+    assert not set(order["codes"]) & set(optional), "a property under codes is not named again"
     # the curated fields (data/sap/required) are required, with type, length and label
     assert order["required_on_create"] == [
         "DistributionChannel",
@@ -79,15 +80,16 @@ def test_compact_describe_of_a_sales_order(described):
 
 
 def test_compact_describe_names_every_writable_property(described):
-    """Each writable property of every entity set is named: a required one with its type, an optional one
-    in ``optional`` (a numbered series as ``Name1-9``), unless the answer says how many it left out."""
+    """Each writable property of every entity set is named once: a required one with its type, one with a
+    code list under ``codes``, any other in ``optional`` (a numbered series as ``Name1-9``), unless the
+    answer says how many it left out."""
     box, answers = described
     model = box.validator.model
     cut = {}
     for (service, name), answer in answers.items():
         t = model.types[model.services[service].sets[name][0]]
         writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
-        named = {line.split(":")[0] for line in answer.get("required_types", [])}
+        named = {line.split(":")[0] for line in answer.get("required_types", [])} | set(answer.get("codes", {}))
         text, _, counted = answer.get("optional", "").partition(", ... (+")
         for part in text.split(", ") if text else []:
             stem, _, last = part.split(" ")[0].partition("-")

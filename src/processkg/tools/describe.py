@@ -2,7 +2,8 @@
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
 Key; what a create requires, with type, length and label; the names of the optional writable
-properties in one string (a type only where it is not ``String``); their code lists inline (a short
+properties without a code list in one string (a type only where it is not ``String``); the code lists
+inline, each property with one named only there (a short
 list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
 size and a few examples, a list another property has already shown by that property's name); the
 navigation properties a create can fill (deep insert) and how to write them; whether a change needs
@@ -62,9 +63,10 @@ def compact(
     answer: JSONObject = dict(base, etag=etag, required_on_create=[p.name for p in required])
     if required:
         answer["required_types"] = [_line(p, labels.get(p.iri, "")) for p in required]
-    if optional:
-        answer["optional"] = names(optional, typed=True)
     codes = code_lists(writable, code_labels)
+    listed = [p for p in optional if p.name not in codes]  # a property under codes is not named again
+    if listed:
+        answer["optional"] = names(listed, typed=True)
     if codes:
         answer["codes"] = codes
     navigation = _deep_insert(seed, svc, entity_set, v2)
@@ -76,7 +78,7 @@ def compact(
         if inside:
             answer["create"] = inside
     answer["more"] = MORE
-    return _fit(answer, required, optional, code_labels)
+    return _fit(answer, required, optional, listed, code_labels)
 
 
 def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
@@ -265,13 +267,21 @@ def _syntax(nav: Nav, v2: bool) -> str:
 
 
 def _fit(
-    answer: JSONObject, required: list[Prop], optional: list[Prop], code_labels: dict[tuple[str, str], str]
+    answer: JSONObject,
+    required: list[Prop],
+    optional: list[Prop],
+    listed: list[Prop],
+    code_labels: dict[tuple[str, str], str],
 ) -> JSONObject:
     """``answer`` cut to :data:`BUDGET` characters: first the types of optional properties go, then their
-    codes, then the last of their names (counted); ``more`` says what was left out."""
+    codes (their names join ``optional``), then the last of their names (counted); ``more`` says what was
+    left out. ``listed``: the optional properties named in ``optional`` (those without a code list)."""
     steps = [
-        (lambda: answer.update(optional=names(optional, typed=False)), "the optional properties' types"),
-        (lambda: answer.update(codes=code_lists(required, code_labels)), "the optional properties' codes"),
+        (lambda: answer.update(optional=names(listed, typed=False)), "the optional properties' types"),
+        (
+            lambda: answer.update(codes=code_lists(required, code_labels), optional=names(optional, typed=False)),
+            "the optional properties' codes",
+        ),
         (lambda: answer.update(optional=_shortened(answer, str(answer["optional"]))), "some of their names"),
     ]
     left_out: list[str] = []
@@ -281,8 +291,9 @@ def _fit(
         step()
         left_out.append(what)
         answer["more"] = f"left out here: {', '.join(left_out)}; {MORE}"
-    if answer.get("codes") == {}:
-        del answer["codes"]
+    for empty in ("codes", "optional"):
+        if answer.get(empty) in ({}, ""):
+            del answer[empty]
     return answer
 
 

@@ -57,23 +57,20 @@ _CALL_ARGS = {
 _SELECT = {
     "type": "array",
     "items": {"type": "string"},
-    "description": "only these fields of each record in the answer (to_Item/Material for expanded ones)",
+    "description": "show only these fields of each record (to_Item/Material for expanded ones)",
 }
 _IF_MATCH = {"type": "string", "description": "ETag for If-Match; left out, call reads the entity's ETag itself"}
 
 FIND = ToolSpec(
     "find_entity_sets",
-    "Find the OData entity sets a business task needs, with their place in the business process. "
-    "Start here; then describe a result before calling it.",
+    "Find the entity sets a business task needs (path, key, next process steps). Start here.",
     _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}}, ["task"]),
     _out({"results": _LIST}, ["results"]),
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "How to read and write one entity set: URL path, key, what a create requires (type, length, label), "
-    "the optional writable properties, their codes, deep insert, whether changes need an ETag, and an "
-    'example create payload. detail "full" adds every property with its flags and label, all codes, '
-    "operations (function imports, actions) and the process steps before and after.",
+    "How to read and write one entity set: path, key, required and optional fields, codes, deep insert, "
+    'ETag, an example create payload. detail "full": every property, code, operation and process step.',
     _obj(
         {
             "service": _STR,
@@ -107,13 +104,13 @@ DESCRIBE = ToolSpec(
 )
 NEXT = ToolSpec(
     "next_steps",
-    "The process steps that follow the steps using an entity set, and the entity sets they use.",
+    "The process steps after those using an entity set, and their entity sets.",
     _SET_ARGS,
     _out({"service": _STR, "entity_set": _STR, "next_steps": _LIST}, ["next_steps"]),
 )
 VALIDATE = ToolSpec(
     "validate_call",
-    "Check an OData call against the metadata and code lists without sending it.",
+    "Check an OData call against the metadata and code lists; nothing is sent.",
     _obj(_CALL_ARGS, ["method", "url"]),
     _out({"valid": {"type": "boolean"}, "violations": _VIOLATIONS}, ["valid", "violations"]),
 )
@@ -128,9 +125,9 @@ def call_spec(allow_writes: bool) -> ToolSpec:
         arguments["if_match"] = _IF_MATCH
     return ToolSpec(
         "call",
-        f"{what} to the OData server; it is validated first and not sent if invalid. Returns the status and "
-        "the answer (without __metadata and deferred links). ETags and CSRF tokens are handled for you; "
-        "ISO 8601 dates are accepted for V2 date fields.",
+        f"{what}, validated first (not sent if invalid); CSRF, ETags and ISO 8601 dates are handled. The "
+        "answer shows keys, the fields the request names and, without select, a share of the others that "
+        "hold a value; notes name the fields left out.",
         _obj(arguments, ["method", "url"]),
         _out(
             {

@@ -118,7 +118,10 @@ def test_an_example_child_takes_the_key_of_a_parent_record_kg_serve_has(describe
 def test_full_describe_is_the_whole_typed_context(described):
     box, _answers = described
     full, _ = box.run("describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "full"})
-    assert {"value_helps", "navigation", "operations", "process", "read_only"} <= set(full)
+    assert {"value_helps", "navigation", "operations", "process", "properties"} <= set(full)
+    assert "TotalNetAmount: Decimal(16,3), read-only \"Net Value\"" in full["properties"]
+    incoterms = next(v for v in full["value_helps"] if v["property"] == "IncotermsClassification")
+    assert "codes" not in incoterms and list(incoterms["labels"])[:2] == ["CFR", "CIF"]  # each code labelled
     bad, is_error = box.run(
         "describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "all"}
     )

@@ -143,7 +143,8 @@ class Toolbox:
         return self._code_labels
 
     def describe_full(self, service: str, entity_set: str) -> JSONObject:
-        """The typed context of one entity set, everything the graph says."""
+        """The typed context of one entity set, everything the graph says, each thing once (a read-only
+        or required property by its flag in ``properties``; ``required_on_create`` names the latter)."""
         context = set_context(self.graph, self.iri(service, entity_set))
         head = context["head"]
         return {
@@ -156,7 +157,6 @@ class Toolbox:
             "allows": _allows(head),
             "operations": [_compact(op) for op in context.get("operations", [])],
             "required_on_create": context["required"],
-            "read_only": context["read_only"],
             "properties": [_property_line(p) for p in context["properties"]],
             "value_helps": [_value_help(v) for v in context["value_helps"]],
             "navigation": [_navigation(n) for n in context["navigations"]],
@@ -517,9 +517,9 @@ def _allows(head: JSONObject) -> list[str]:
 
 
 def _compact(item: JSONObject) -> JSONObject:
-    """An operation of the typed context (function import, action, function) without empty members,
-    its parameters likewise."""
-    kept = {k: v for k, v in item.items() if v not in ("", [], None)}
+    """An operation of the typed context (function import, action, function) without empty or false
+    members, its parameters likewise."""
+    kept = {k: v for k, v in item.items() if v not in ("", [], None, False)}
     if isinstance(kept.get("parameters"), list):
         kept["parameters"] = [_compact(p) if isinstance(p, dict) else p for p in kept["parameters"]]
     return kept
@@ -532,8 +532,12 @@ def _property_line(p: JSONObject) -> str:
 
 
 def _value_help(vh: JSONObject) -> JSONObject:
-    out: JSONObject = {"property": vh["property"], "codes": [code for code, _label in vh["codes"]] or "unknown"}
+    """A value help's codes: as ``labels`` (code: label, in order) when each code has one that says more,
+    else ``codes`` with ``labels`` for those that have one."""
+    out: JSONObject = {"property": vh["property"]}
     labels = {code: label for code, label in vh["codes"] if label and label != code}
+    if not labels or len(labels) < len(vh["codes"]):
+        out["codes"] = [code for code, _label in vh["codes"]] or "unknown"
     if labels:
         out["labels"] = labels
     if vh["more"]:

@@ -119,7 +119,7 @@ def test_full_describe_is_the_whole_typed_context(described):
     box, _answers = described
     full, _ = box.run("describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "full"})
     assert {"value_helps", "navigation", "operations", "process", "properties"} <= set(full)
-    assert "TotalNetAmount: Decimal(16,3), read-only \"Net Value\"" in full["properties"]
+    assert 'TotalNetAmount: Decimal(16,3), read-only "Net Value"' in full["properties"]
     incoterms = next(v for v in full["value_helps"] if v["property"] == "IncotermsClassification")
     assert "codes" not in incoterms and list(incoterms["labels"])[:2] == ["CFR", "CIF"]  # each code labelled
     bad, is_error = box.run(

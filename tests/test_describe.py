@@ -61,17 +61,16 @@ def test_compact_describe_of_a_sales_order(described):
     assert not set(order["codes"]) & set(optional), "a property under codes is not named again"
     # the curated fields (data/sap/required) are required, with type, length and label
     assert order["required_on_create"] == [
-        "DistributionChannel",
-        "OrganizationDivision",
-        "SalesOrderType",
-        "SalesOrganization",
-        "SoldToParty",
+        "DistributionChannel: String(2)",
+        'OrganizationDivision: String(2) "Division"',
+        "SalesOrderType: String(4)",
+        "SalesOrganization: String(4)",
+        'SoldToParty: String(10) "Sold-To Party"',
     ]
-    assert [line.split(":")[0] for line in order["required_types"]] == order["required_on_create"]
     assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
     assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
     assert order["example_create"]["SoldToParty"] == "0000000001"
-    assert order["more"].startswith('detail "full": types, lengths and labels of optional properties')
+    assert order["more"].startswith('detail "full": optional properties typed and labelled')
     assert "left_out" not in order
     item = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")]
     assert item["etag"] is False and "SalesOrder" not in item["example_create"]  # read-only: set by the parent
@@ -89,7 +88,7 @@ def test_compact_describe_names_every_writable_property(described):
     for (service, name), answer in answers.items():
         t = model.types[model.services[service].sets[name][0]]
         writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
-        named = {line.split(":")[0] for line in answer.get("required_types", [])} | set(answer.get("codes", {}))
+        named = {line.split(":")[0] for line in answer["required_on_create"]} | set(answer.get("codes", {}))
         text, _, counted = answer.get("optional", "").partition(", ... (+")
         for part in text.split(", ") if text else []:
             stem, _, last = part.split(" ")[0].partition("-")

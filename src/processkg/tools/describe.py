@@ -1,7 +1,7 @@
 """``describe``'s compact answer: what an agent needs to read and write one entity set, in a few
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
-Key; what a create requires, with type, length and label; the names of the optional writable
+Key; what a create requires, a line per property with type, length and label; the names of the optional writable
 properties without a code list in one string (a type only where it is not ``String``); the code lists
 inline, each property with one named only there (a short
 list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
@@ -37,7 +37,7 @@ STANDARDS = {
 }
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-MORE = 'detail "full": types, lengths and labels of optional properties, all codes, flags, operations, process steps'
+MORE = 'detail "full": optional properties typed and labelled, all codes, flags, operations, process steps'
 
 
 def compact(
@@ -60,9 +60,7 @@ def compact(
     writable = sorted((p for p in t.props.values() if not (p.key or p.read_only or p.computed)), key=lambda p: p.name)
     required = [p for p in writable if p.required]
     optional = [p for p in writable if not p.required]
-    answer: JSONObject = dict(base, etag=etag, required_on_create=[p.name for p in required])
-    if required:
-        answer["required_types"] = [_line(p, labels.get(p.iri, "")) for p in required]
+    answer: JSONObject = dict(base, etag=etag, required_on_create=[_line(p, labels.get(p.iri, "")) for p in required])
     codes = code_lists(writable, code_labels)
     listed = [p for p in optional if p.name not in codes]  # a property under codes is not named again
     if listed:

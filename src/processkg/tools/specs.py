@@ -63,7 +63,8 @@ _IF_MATCH = {"type": "string", "description": "ETag for If-Match; left out, call
 
 FIND = ToolSpec(
     "find_entity_sets",
-    "Find the entity sets a business task needs (path, key, next process steps). Start here.",
+    "Find the entity sets a business task needs (key, next process steps, path where it is not "
+    "/sap/opu/odata/sap/SERVICE/ENTITY_SET). Start here.",
     _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}}, ["task"]),
     _out({"results": _LIST}, ["results"]),
 )
@@ -86,7 +87,6 @@ DESCRIBE = ToolSpec(
             "path": _STR,
             "key": {"type": "array", "items": _STR},
             "required_on_create": {"type": "array", "items": _STR},
-            "required_types": {"type": "array", "items": _STR},
             "optional": _STR,
             "properties": {"type": "array", "items": _STR},
             "codes": {"type": "object"},

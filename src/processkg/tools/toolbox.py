@@ -31,6 +31,7 @@ from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, re
 
 MAX_K = 20
 FOUND = 3  # find_entity_sets' results when k is not given
+V2_ROOT = "/sap/opu/odata/sap/"  # SAP's root of V2 services: a find_entity_sets result leaves such a path out
 NEXT_SHOWN = 3  # next process steps named in a find_entity_sets result; the rest are counted
 V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -346,7 +347,7 @@ class Toolbox:
     def _brief(self, result: Result) -> JSONObject:
         """One result of ``find_entity_sets``: what an agent needs to act on it, no empty or default member
         (a label that only repeats the set's name, the source of a direct hit, an empty list) and nothing
-        ``describe`` says (what a create requires); the next
+        ``describe`` says (what a create requires), no path that is :data:`V2_ROOT` + service + set; the next
         steps capped at :data:`NEXT_SHOWN`, the rest counted (``next_steps`` lists them all)."""
         context = set_context(self.graph, result.iri)
         label = context["head"].get("typeLabel") or ""
@@ -354,7 +355,9 @@ class Toolbox:
         brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
         if label and label.replace(" ", "").lower() != result.entity_set.lower():
             brief["label"] = label
-        brief["path"] = self.path(result.service, result.entity_set)
+        path = self.path(result.service, result.entity_set)
+        if path != f"{V2_ROOT}{result.service}/{result.entity_set}":
+            brief["path"] = path
         brief["key"] = [p["name"] for p in context["properties"] if p["key"]]
         if result.via:  # the process steps that led here, after how when not a direct hit ("expanded: A > B")
             how = "" if result.source == "seed" else f"{result.source}: "

@@ -68,6 +68,8 @@ def test_compact_describe_of_a_sales_order(described):
         'SoldToParty: String(10) "Sold-To Party"',
     ]
     assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
+    partner = answers[("API_BUSINESS_PARTNER", "A_BusinessPartner")]["deep_insert"]["navigation"].split(", ")
+    assert "to_Customer (one)" in partner and "to_BusinessPartnerTax: A_BusinessPartnerTaxNumber" in partner
     assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
     assert order["example_create"]["SoldToParty"] == "0000000001"
     assert order["more"].startswith('detail "full": optional properties typed and labelled')

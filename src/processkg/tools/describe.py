@@ -255,9 +255,17 @@ def _deep_insert(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSO
     many = next((n for n in navs if n.to_many), None)
     syntax = _syntax(many, v2) if many is not None else f'"{navs[0].name}": {{...}}'
     return {
-        "navigation": ", ".join(f"{n.name}: {targets[str(n.target)]}{'' if n.to_many else ' (one)'}" for n in navs),
+        "navigation": ", ".join(_nav_text(n, targets[str(n.target)]) for n in navs),
         "syntax": f"create children inside the parent's POST: {syntax}",
     }
+
+
+def _nav_text(nav: Nav, target: str) -> str:
+    """``to_Item: A_SalesOrderItem``, ``to_Customer: A_Customer (one)``: the entity set left out where it
+    is the navigation's name without ``to_`` or ``_`` (``to_MaintenanceOrderOperation``), with ``A_`` or not."""
+    stem = nav.name.removeprefix("to_").removeprefix("_")
+    shown = "" if target in (stem, f"A_{stem}") else f": {target}"
+    return f"{nav.name}{shown}{'' if nav.to_many else ' (one)'}"
 
 
 def _syntax(nav: Nav, v2: bool) -> str:

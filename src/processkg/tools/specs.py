@@ -94,7 +94,7 @@ DESCRIBE = ToolSpec(
             "etag": {"type": "boolean"},
             "example_create": {"type": "object"},
             "value_helps": _LIST,
-            "navigation": _LIST,
+            "navigation": {"type": "array", "items": _STR},
             "allows": {"type": "array", "items": _STR},
             "operations": _LIST,
             "process": _LIST,

@@ -548,9 +548,10 @@ def _value_help(vh: JSONObject) -> JSONObject:
     return out
 
 
-def _navigation(nav: JSONObject) -> JSONObject:
+def _navigation(nav: JSONObject) -> str:
+    """``to_Item: A_SalesOrderItem (many)``: name, target and cardinality (``many``, ``one`` or ``0..1``)."""
     cardinality = "many" if nav["many"] else ("0..1" if nav["optional"] else "one")
-    return {"name": nav["name"], "target": nav["target"], "cardinality": cardinality}
+    return f"{nav['name']}: {nav['target']} ({cardinality})"
 
 
 def _step(step: JSONObject) -> JSONObject:
@@ -558,9 +559,15 @@ def _step(step: JSONObject) -> JSONObject:
         "step": step["name"],
         "process": step["process"],
         "mode": "/".join(step["modes"]),
-        "before": [{"step": n, "uses": u} for n, u in step["before"].items()],
-        "after": [{"step": n, "uses": u} for n, u in step["after"].items()],
+        "before": [_neighbour(n, u) for n, u in step["before"].items()],
+        "after": [_neighbour(n, u) for n, u in step["after"].items()],
     }
+
+
+def _neighbour(name: str, uses: JSONValue) -> str:
+    """A step before or after another: ``Create the outbound delivery (API_X/A_Set, ...)``."""
+    sets = ", ".join(str(u) for u in uses) if isinstance(uses, list) else ""
+    return f"{name} ({sets})" if sets else name
 
 
 def _violation(v: JSONObject) -> JSONObject:

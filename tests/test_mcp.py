@@ -122,7 +122,13 @@ def test_stdio_finds_the_entity_sets_of_a_business_request(stdio):
     first = found[0]
     assert (first["service"], first["entity_set"]) == ("DEMO_SALES_ORDER_SRV", "A_SalesOrder")
     assert "path" not in first and first["key"] == ["SalesOrder"]  # the path is V2's: /sap/opu/odata/sap/SERVICE/SET
-    assert "Create outbound delivery" in first["next_steps"]
+    arguments = {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"}
+    after = sorted({s["step"] for s in call(stdio, "next_steps", arguments).structured_content["next_steps"]})
+    assert "Create outbound delivery" in after and len(after) > 2
+    assert first["next_steps"] == [
+        *after[:2],
+        f"+{len(after) - 2} more (next_steps)",
+    ]  # the first two, the rest counted
     assert all(value not in ([], "", None) for r in found for value in r.values()), "no empty member is sent"
     assert all("source" not in r and not r.get("via", "").startswith("seed") for r in found)
     assert json.loads(result.content[0].text) == result.structured_content

@@ -27,7 +27,7 @@ MAX_ROWS = 10  # records of a collection shown to the agent; the rest are counte
 ONE_RECORD = 16  # fields with a value shown of a single record (keys and asked-for fields besides)
 IN_ALL = 32  # fields with a value shown of a collection's records together
 PER_ROW_MIN = 4  # fields with a value shown of each record of a long collection at least
-NAMED = 20  # names of fields not shown listed in the note; more are counted
+NAMED = 12  # names of fields not shown listed in the note; more are counted
 #: V4 control information left out of an answer (the ETag is handled by ``call``; count and next link stay).
 V4_CONTROL = frozenset({"@odata.context", "@odata.etag", "@odata.metadataEtag", "@odata.id", "@odata.editLink"})
 ZERO = re.compile(r"^[+-]?0+(\.0*)?$|^0{8}-0{4}-0{4}-0{4}-0{12}$|^/Date\(0([+-]0+)?\)/$|^PT0+H0+M0+S$|^0000-00-00")

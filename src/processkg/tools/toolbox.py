@@ -32,7 +32,7 @@ from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, re
 MAX_K = 20
 FOUND = 3  # find_entity_sets' results when k is not given
 V2_ROOT = "/sap/opu/odata/sap/"  # SAP's root of V2 services: a find_entity_sets result leaves such a path out
-NEXT_SHOWN = 3  # next process steps named in a find_entity_sets result; the rest are counted
+NEXT_SHOWN = 2  # next process steps named in a find_entity_sets result; the rest are counted
 V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -444,9 +444,10 @@ def test_a_record_keeps_what_was_asked_for_and_drops_initial_values():
     assert shown == {"d": {"Key": "0000000001", "Asked": "", "Text": "x"}}
     assert notes == ['empty or initial values (null, "", 0, false) left out']
     wide = {"d": {"Key": "1", **{f"F{i:02}": str(i + 1) for i in range(ONE_RECORD + 3)}}}
-    shown, notes = trimmed(wide, keep=frozenset({"Key"}), rank={"F22": 0})
-    assert list(shown["d"]) == ["Key", *[f"F{i:02}" for i in range(ONE_RECORD - 1)], "F22"]  # F22 ranked first
-    assert notes == [f"not shown (select them): F{ONE_RECORD - 1}, F{ONE_RECORD}, F{ONE_RECORD + 1}"]
+    last = f"F{ONE_RECORD + 2:02}"
+    shown, notes = trimmed(wide, keep=frozenset({"Key"}), rank={last: 0})
+    assert list(shown["d"]) == ["Key", *[f"F{i:02}" for i in range(ONE_RECORD - 1)], last]  # the last ranked first
+    assert notes == [f"not shown (select them): F{ONE_RECORD - 1:02}, F{ONE_RECORD:02}, F{ONE_RECORD + 1:02}"]
     error = {"error": {"code": "x", "message": {"value": ""}}}
     assert trimmed(error, keep=frozenset()) == (error, [])  # an error is shown whole
 

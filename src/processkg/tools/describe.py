@@ -37,7 +37,7 @@ STANDARDS = {
 }
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-MORE = 'detail "full": optional properties typed and labelled, all codes, flags, operations, process steps'
+MORE = 'detail "full": all types, labels, codes, flags, operations, process steps'
 
 
 def compact(

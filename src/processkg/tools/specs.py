@@ -59,19 +59,19 @@ _SELECT = {
     "items": {"type": "string"},
     "description": "show only these fields of each record (to_Item/Material for expanded ones)",
 }
-_IF_MATCH = {"type": "string", "description": "ETag for If-Match; left out, call reads the entity's ETag itself"}
+_IF_MATCH = {"type": "string", "description": "ETag for If-Match (default: read from the entity)"}
 
 FIND = ToolSpec(
     "find_entity_sets",
-    "Find the entity sets a business task needs (key, next process steps, path where it is not "
-    "/sap/opu/odata/sap/SERVICE/ENTITY_SET). Start here.",
-    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}}, ["task"]),
+    "Entity sets for a business task: key, next process steps, path unless /sap/opu/odata/sap/SERVICE/ENTITY_SET. "
+    "Start here.",
+    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3}}, ["task"]),
     _out({"results": _LIST}, ["results"]),
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "How to read and write one entity set: path, key, required and optional fields, codes, deep insert, "
-    'ETag, an example create payload. detail "full": every property, code, operation and process step.',
+    "How to read and write an entity set: path, key, required and optional fields, codes, deep insert, ETag, "
+    'an example create payload. detail "full": all properties, codes, operations, process steps.',
     _obj(
         {
             "service": _STR,
@@ -125,9 +125,8 @@ def call_spec(allow_writes: bool) -> ToolSpec:
         arguments["if_match"] = _IF_MATCH
     return ToolSpec(
         "call",
-        f"{what}, validated first (not sent if invalid); CSRF, ETags and ISO 8601 dates are handled. The "
-        "answer shows keys, the fields the request names and, without select, a share of the others that "
-        "hold a value; notes name the fields left out.",
+        f"{what}, validated first (not sent if invalid); CSRF, ETags, ISO dates handled. Without select the "
+        "answer shows keys, fields the request names and some others with a value; notes name the rest.",
         _obj(arguments, ["method", "url"]),
         _out(
             {

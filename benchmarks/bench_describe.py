@@ -1,5 +1,5 @@
 """Characters of ``describe``'s JSON answer on every entity set of a store, compact (the default) and
-``detail: "full"``, and of ``find_entity_sets``'s answer (k=5) on every request of a query list: the
+``detail: "full"``, and of ``find_entity_sets``'s answer (k=5, and without k: the tool's default) on every request of a query list: the
 figures of docs/mcp.md's describe and find_entity_sets tables.
 
     python benchmarks/bench_describe.py --store build/tasks --out benchmarks/results/describe.json \
@@ -42,13 +42,15 @@ def sizes(box: Toolbox, detail: str) -> dict[str, int]:
     return out
 
 
-def find_sizes(box: Toolbox, queries: Path) -> dict[str, int]:
-    """{query id: characters of find_entity_sets' JSON answer} for every request of the query list."""
+def find_sizes(box: Toolbox, queries: Path, k: int | None) -> dict[str, int]:
+    """{query id: characters of find_entity_sets' JSON answer} for every request of the query list, with
+    ``k`` results (None: the tool's default)."""
     out = {}
     for line in queries.read_text(encoding="utf-8").splitlines():
         if line.strip():
             query = json.loads(line)
-            answer, is_error = box.run("find_entity_sets", {"task": query["query"], "k": 5})
+            arguments = {"task": query["query"]} if k is None else {"task": query["query"], "k": k}
+            answer, is_error = box.run("find_entity_sets", arguments)
             if is_error:
                 raise SystemExit(f"find_entity_sets {query['id']} failed: {answer}")
             out[query["id"]] = len(json.dumps(answer, ensure_ascii=False))
@@ -89,9 +91,10 @@ def main() -> None:
     try:
         report: dict[str, object] = {"commit": args.commit or commit(), "queries": args.queries.name}
         report.update({detail: summary(sizes(box, detail)) for detail in ("compact", "full")})
-        found = summary(find_sizes(box, args.queries))
         names = {"sets": "queries", "largest_set": "largest_query"}
-        report["find_entity_sets"] = {names.get(k, k): v for k, v in found.items()}
+        for label, k in (("find_entity_sets", 5), ("find_entity_sets_default_k", None)):
+            found = summary(find_sizes(box, args.queries, k))
+            report[label] = {names.get(key, key): v for key, v in found.items()}
     finally:
         box.close()
     runs = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}

@@ -58,19 +58,21 @@ def test_compact_describe_of_a_sales_order(described):
     optional = order["optional"].split(", ")
     assert "CustomerTaxClassification1-9" in optional and "CustomerTaxClassification1" not in optional
     assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" not in optional
+    assert not set(order["codes"]) & set(optional), "a property under codes is not named again"
     # the curated fields (data/sap/required) are required, with type, length and label
     assert order["required_on_create"] == [
-        "DistributionChannel",
-        "OrganizationDivision",
-        "SalesOrderType",
-        "SalesOrganization",
-        "SoldToParty",
+        "DistributionChannel: String(2)",
+        'OrganizationDivision: String(2) "Division"',
+        "SalesOrderType: String(4)",
+        "SalesOrganization: String(4)",
+        'SoldToParty: String(10) "Sold-To Party"',
     ]
-    assert [line.split(":")[0] for line in order["required_types"]] == order["required_on_create"]
     assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
+    partner = answers[("API_BUSINESS_PARTNER", "A_BusinessPartner")]["deep_insert"]["navigation"].split(", ")
+    assert "to_Customer (one)" in partner and "to_BusinessPartnerTax: A_BusinessPartnerTaxNumber" in partner
     assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
     assert order["example_create"]["SoldToParty"] == "0000000001"
-    assert order["more"].startswith('detail "full": types, lengths and labels of optional properties')
+    assert order["more"] == 'detail "full": all types, labels, codes, flags, operations, process steps'
     assert "left_out" not in order
     item = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")]
     assert item["etag"] is False and "SalesOrder" not in item["example_create"]  # read-only: set by the parent
@@ -79,15 +81,16 @@ def test_compact_describe_of_a_sales_order(described):
 
 
 def test_compact_describe_names_every_writable_property(described):
-    """Each writable property of every entity set is named: a required one with its type, an optional one
-    in ``optional`` (a numbered series as ``Name1-9``), unless the answer says how many it left out."""
+    """Each writable property of every entity set is named once: a required one with its type, one with a
+    code list under ``codes``, any other in ``optional`` (a numbered series as ``Name1-9``), unless the
+    answer says how many it left out."""
     box, answers = described
     model = box.validator.model
     cut = {}
     for (service, name), answer in answers.items():
         t = model.types[model.services[service].sets[name][0]]
         writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
-        named = {line.split(":")[0] for line in answer.get("required_types", [])}
+        named = {line.split(":")[0] for line in answer["required_on_create"]} | set(answer.get("codes", {}))
         text, _, counted = answer.get("optional", "").partition(", ... (+")
         for part in text.split(", ") if text else []:
             stem, _, last = part.split(" ")[0].partition("-")
@@ -98,7 +101,7 @@ def test_compact_describe_names_every_writable_property(described):
             assert named < writable and len(writable - named) == cut[name], (service, name)
         else:
             assert named == writable, (service, name, sorted(named ^ writable))
-    assert cut == {"GLAccountLineItem": 69, "PurchaseOrderItem": 49}
+    assert cut == {"GLAccountLineItem": 68, "PurchaseOrderItem": 44}
 
 
 def test_an_example_child_takes_the_key_of_a_parent_record_kg_serve_has(described):
@@ -116,7 +119,10 @@ def test_an_example_child_takes_the_key_of_a_parent_record_kg_serve_has(describe
 def test_full_describe_is_the_whole_typed_context(described):
     box, _answers = described
     full, _ = box.run("describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "full"})
-    assert {"value_helps", "navigation", "operations", "process", "read_only"} <= set(full)
+    assert {"value_helps", "navigation", "operations", "process", "properties"} <= set(full)
+    assert 'TotalNetAmount: Decimal(16,3), read-only "Net Value"' in full["properties"]
+    incoterms = next(v for v in full["value_helps"] if v["property"] == "IncotermsClassification")
+    assert "codes" not in incoterms and list(incoterms["labels"])[:2] == ["CFR", "CIF"]  # each code labelled
     bad, is_error = box.run(
         "describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "all"}
     )

@@ -15,10 +15,11 @@ import pytest
 
 from processkg.errors import ODataClientError, ODataURLError
 from processkg.graph.handle import StoreHandle
+from processkg.tools.answers import MAX_ROWS, ONE_RECORD, initial, per_record, trimmed
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient, service_root
 from processkg.tools.specs import tool_list
-from processkg.tools.toolbox import MAX_ROWS, Toolbox, trimmed, v2_date
+from processkg.tools.toolbox import Toolbox, v2_date
 
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
 ORDER = {
@@ -108,8 +109,8 @@ def test_collections_are_cut_for_the_agent(toolbox):
     answer, _ = toolbox.run("call", {"method": "GET", "url": V2 + "A_SalesOrder?$top=3"})
     assert answer["status"] == 200 and len(answer["answer"]["d"]["results"]) == 3
     rows = [{"n": i} for i in range(MAX_ROWS + 5)]
-    assert trimmed({"d": {"results": rows}})["d"]["processkg_truncated"] == "5 more records not shown"
-    assert len(trimmed({"value": rows})["value"]) == MAX_ROWS
+    assert trimmed({"d": {"results": rows}})[0]["d"]["processkg_truncated"] == "5 more records not shown"
+    assert len(trimmed({"value": rows})[0]["value"]) == MAX_ROWS
 
 
 def test_a_stale_csrf_token_is_fetched_again_once(served):
@@ -298,6 +299,7 @@ def test_a_redirect_to_another_origin_is_not_followed(rooted, fresh):
 # ---------------------------------------------------------------- the protocol, against kg serve of A2X
 
 SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+PO = "/sap/opu/odata/sap/API_PURCHASEORDER_PROCESS_SRV/"
 
 
 @pytest.fixture(scope="module")
@@ -412,6 +414,68 @@ def test_v2_date(text, offset, expected):
     assert v2_date(text, offset) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "empty"),
+    [
+        (None, True),
+        ("", True),
+        (False, True),
+        (0, True),
+        ("0", True),
+        ("0.000", True),
+        ("00000000", True),
+        ("00000000-0000-0000-0000-000000000000", True),
+        ("/Date(0)/", True),
+        ("PT00H00M00S", True),
+        ("0001", False),
+        ("0.5", False),
+        (True, False),
+        ("X", False),
+        (10, False),
+    ],
+)
+def test_initial_values(value, empty):
+    assert initial(value) is empty
+
+
+def test_a_record_keeps_what_was_asked_for_and_drops_initial_values():
+    record = {"d": {"Key": "0000000001", "Asked": "", "Empty": "", "Zero": "0.000", "Flag": False, "Text": "x"}}
+    shown, notes = trimmed(record, keep=frozenset({"Key", "Asked"}))
+    assert shown == {"d": {"Key": "0000000001", "Asked": "", "Text": "x"}}
+    assert notes == ['empty or initial values (null, "", 0, false) left out']
+    wide = {"d": {"Key": "1", **{f"F{i:02}": str(i + 1) for i in range(ONE_RECORD + 3)}}}
+    last = f"F{ONE_RECORD + 2:02}"
+    shown, notes = trimmed(wide, keep=frozenset({"Key"}), rank={last: 0})
+    assert list(shown["d"]) == ["Key", *[f"F{i:02}" for i in range(ONE_RECORD - 1)], last]  # the last ranked first
+    assert notes == [f"not shown (select them): F{ONE_RECORD - 1:02}, F{ONE_RECORD:02}, F{ONE_RECORD + 1:02}"]
+    error = {"error": {"code": "x", "message": {"value": ""}}}
+    assert trimmed(error, keep=frozenset()) == (error, [])  # an error is shown whole
+
+
+def test_a_read_without_select_shows_keys_filter_fields_and_names_the_rest(a2x_box):
+    """Generated records fill every field: an answer as wide as the type would be; the default answer
+    shows the keys, the filtered field and a share of the others, and names the rest for select."""
+    url = PO + "A_PurchaseOrderItem?$filter=PurchaseOrder eq '0000000014'"
+    answer, _ = a2x_box.run("call", {"method": "GET", "url": url})
+    assert a2x_box.client is not None
+    raw = a2x_box.client.exchanges[-1].answer
+    rows = answer["answer"]["d"]["results"]
+    assert len(rows) == len(raw["d"]["results"]) >= 2
+    for row in rows:
+        assert row["PurchaseOrder"] == "0000000014" and "PurchaseOrderItem" in row
+        assert len(set(row) - {"PurchaseOrder", "PurchaseOrderItem"}) <= per_record(len(rows))
+        assert "NetPriceAmount" in row and "Material" in row  # amounts and master references come first
+    (note,) = answer["notes"]
+    hidden = note.split("not shown (select them): ")[1].split(", ")
+    assert hidden[0] not in rows[0] and hidden[0] in raw["d"]["results"][0]
+    assert len(json.dumps(answer)) < len(json.dumps(raw)) / 2
+    picked, _ = a2x_box.run("call", {"method": "GET", "url": url, "select": ["PurchaseOrderItem", hidden[0]]})
+    assert all(set(r) == {"PurchaseOrderItem", hidden[0]} for r in picked["answer"]["d"]["results"])
+    # $select in the URL: the server returned what was asked, all of it is shown
+    chosen, _ = a2x_box.run("call", {"method": "GET", "url": url + "&$select=PurchaseOrderItem," + hidden[0]})
+    assert chosen["answer"] == picked["answer"] and "notes" not in chosen
+
+
 def test_answers_come_without_metadata_and_deferred_links(a2x_box):
     answer, _ = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder?$top=2&$expand=to_Item"})
     text = json.dumps(answer)
@@ -440,12 +504,13 @@ def test_trimmed_drops_v2_metadata_deferred_links_and_v4_control_information():
             "to_Item": {"results": [{"__metadata": {"uri": "y"}, "SalesOrderItem": "10", "Material": "M"}]},
         }
     }
-    assert trimmed(v2) == {
-        "d": {"SalesOrder": "1", "to_Item": {"results": [{"SalesOrderItem": "10", "Material": "M"}]}}
-    }
+    assert trimmed(v2) == (
+        {"d": {"SalesOrder": "1", "to_Item": {"results": [{"SalesOrderItem": "10", "Material": "M"}]}}},
+        [],
+    )
     v4 = {"@odata.context": "$metadata#X", "@odata.count": 1, "value": [{"@odata.etag": 'W/"1"', "ID": 1}]}
-    assert trimmed(v4) == {"@odata.count": 1, "value": [{"ID": 1}]}
-    assert trimmed(v4, ["Name"]) == {"@odata.count": 1, "value": [{}]}
+    assert trimmed(v4) == ({"@odata.count": 1, "value": [{"ID": 1}]}, [])
+    assert trimmed(v4, ["Name"]) == ({"@odata.count": 1, "value": [{}]}, [])
 
 
 def test_an_empty_result_says_what_was_searched(a2x_box):

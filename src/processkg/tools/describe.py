@@ -1,8 +1,9 @@
 """``describe``'s compact answer: what an agent needs to read and write one entity set, in a few
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
-Key; what a create requires, with type, length and label; the names of the optional writable
-properties in one string (a type only where it is not ``String``); their code lists inline (a short
+Key; what a create requires, a line per property with type, length and label; the names of the optional writable
+properties without a code list in one string (a type only where it is not ``String``); the code lists
+inline, each property with one named only there (a short
 list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
 size and a few examples, a list another property has already shown by that property's name); the
 navigation properties a create can fill (deep insert) and how to write them; whether a change needs
@@ -36,7 +37,7 @@ STANDARDS = {
 }
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-MORE = 'detail "full": types, lengths and labels of optional properties, all codes, flags, operations, process steps'
+MORE = 'detail "full": all types, labels, codes, flags, operations, process steps'
 
 
 def compact(
@@ -59,12 +60,11 @@ def compact(
     writable = sorted((p for p in t.props.values() if not (p.key or p.read_only or p.computed)), key=lambda p: p.name)
     required = [p for p in writable if p.required]
     optional = [p for p in writable if not p.required]
-    answer: JSONObject = dict(base, etag=etag, required_on_create=[p.name for p in required])
-    if required:
-        answer["required_types"] = [_line(p, labels.get(p.iri, "")) for p in required]
-    if optional:
-        answer["optional"] = names(optional, typed=True)
+    answer: JSONObject = dict(base, etag=etag, required_on_create=[_line(p, labels.get(p.iri, "")) for p in required])
     codes = code_lists(writable, code_labels)
+    listed = [p for p in optional if p.name not in codes]  # a property under codes is not named again
+    if listed:
+        answer["optional"] = names(listed, typed=True)
     if codes:
         answer["codes"] = codes
     navigation = _deep_insert(seed, svc, entity_set, v2)
@@ -76,7 +76,7 @@ def compact(
         if inside:
             answer["create"] = inside
     answer["more"] = MORE
-    return _fit(answer, required, optional, code_labels)
+    return _fit(answer, required, optional, listed, code_labels)
 
 
 def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
@@ -255,9 +255,17 @@ def _deep_insert(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSO
     many = next((n for n in navs if n.to_many), None)
     syntax = _syntax(many, v2) if many is not None else f'"{navs[0].name}": {{...}}'
     return {
-        "navigation": ", ".join(f"{n.name}: {targets[str(n.target)]}{'' if n.to_many else ' (one)'}" for n in navs),
+        "navigation": ", ".join(_nav_text(n, targets[str(n.target)]) for n in navs),
         "syntax": f"create children inside the parent's POST: {syntax}",
     }
+
+
+def _nav_text(nav: Nav, target: str) -> str:
+    """``to_Item: A_SalesOrderItem``, ``to_Customer: A_Customer (one)``: the entity set left out where it
+    is the navigation's name without ``to_`` or ``_`` (``to_MaintenanceOrderOperation``), with ``A_`` or not."""
+    stem = nav.name.removeprefix("to_").removeprefix("_")
+    shown = "" if target in (stem, f"A_{stem}") else f": {target}"
+    return f"{nav.name}{shown}{'' if nav.to_many else ' (one)'}"
 
 
 def _syntax(nav: Nav, v2: bool) -> str:
@@ -265,13 +273,21 @@ def _syntax(nav: Nav, v2: bool) -> str:
 
 
 def _fit(
-    answer: JSONObject, required: list[Prop], optional: list[Prop], code_labels: dict[tuple[str, str], str]
+    answer: JSONObject,
+    required: list[Prop],
+    optional: list[Prop],
+    listed: list[Prop],
+    code_labels: dict[tuple[str, str], str],
 ) -> JSONObject:
     """``answer`` cut to :data:`BUDGET` characters: first the types of optional properties go, then their
-    codes, then the last of their names (counted); ``more`` says what was left out."""
+    codes (their names join ``optional``), then the last of their names (counted); ``more`` says what was
+    left out. ``listed``: the optional properties named in ``optional`` (those without a code list)."""
     steps = [
-        (lambda: answer.update(optional=names(optional, typed=False)), "the optional properties' types"),
-        (lambda: answer.update(codes=code_lists(required, code_labels)), "the optional properties' codes"),
+        (lambda: answer.update(optional=names(listed, typed=False)), "the optional properties' types"),
+        (
+            lambda: answer.update(codes=code_lists(required, code_labels), optional=names(optional, typed=False)),
+            "the optional properties' codes",
+        ),
         (lambda: answer.update(optional=_shortened(answer, str(answer["optional"]))), "some of their names"),
     ]
     left_out: list[str] = []
@@ -281,8 +297,9 @@ def _fit(
         step()
         left_out.append(what)
         answer["more"] = f"left out here: {', '.join(left_out)}; {MORE}"
-    if answer.get("codes") == {}:
-        del answer["codes"]
+    for empty in ("codes", "optional"):
+        if answer.get(empty) in ({}, ""):
+            del answer[empty]
     return answer
 
 

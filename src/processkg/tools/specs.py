@@ -57,23 +57,21 @@ _CALL_ARGS = {
 _SELECT = {
     "type": "array",
     "items": {"type": "string"},
-    "description": "only these fields of each record in the answer (to_Item/Material for expanded ones)",
+    "description": "show only these fields of each record (to_Item/Material for expanded ones)",
 }
-_IF_MATCH = {"type": "string", "description": "ETag for If-Match; left out, call reads the entity's ETag itself"}
+_IF_MATCH = {"type": "string", "description": "ETag for If-Match (default: read from the entity)"}
 
 FIND = ToolSpec(
     "find_entity_sets",
-    "Find the OData entity sets a business task needs, with their place in the business process. "
-    "Start here; then describe a result before calling it.",
-    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}}, ["task"]),
+    "Entity sets for a business task: key, next process steps, path unless /sap/opu/odata/sap/SERVICE/ENTITY_SET. "
+    "Start here.",
+    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3}}, ["task"]),
     _out({"results": _LIST}, ["results"]),
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "How to read and write one entity set: URL path, key, what a create requires (type, length, label), "
-    "the optional writable properties, their codes, deep insert, whether changes need an ETag, and an "
-    'example create payload. detail "full" adds every property with its flags and label, all codes, '
-    "operations (function imports, actions) and the process steps before and after.",
+    "How to read and write an entity set: path, key, required and optional fields, codes, deep insert, ETag, "
+    'an example create payload. detail "full": all properties, codes, operations, process steps.',
     _obj(
         {
             "service": _STR,
@@ -89,7 +87,6 @@ DESCRIBE = ToolSpec(
             "path": _STR,
             "key": {"type": "array", "items": _STR},
             "required_on_create": {"type": "array", "items": _STR},
-            "required_types": {"type": "array", "items": _STR},
             "optional": _STR,
             "properties": {"type": "array", "items": _STR},
             "codes": {"type": "object"},
@@ -98,7 +95,7 @@ DESCRIBE = ToolSpec(
             "example_create": {"type": "object"},
             "made_from": {"type": "array", "items": _STR},
             "value_helps": _LIST,
-            "navigation": _LIST,
+            "navigation": {"type": "array", "items": _STR},
             "allows": {"type": "array", "items": _STR},
             "operations": _LIST,
             "process": _LIST,
@@ -108,8 +105,8 @@ DESCRIBE = ToolSpec(
 )
 NEXT = ToolSpec(
     "next_steps",
-    "The process steps that follow the steps using an entity set, and the entity sets they use; and the "
-    "documents made from its records, with a payload template (the record's keys filled in when given).",
+    "The process steps after those using an entity set, and their entity sets; and the documents made "
+    "from its records, with a payload template (the record's keys filled in when given).",
     _obj(
         {
             "service": _STR,
@@ -122,7 +119,7 @@ NEXT = ToolSpec(
 )
 VALIDATE = ToolSpec(
     "validate_call",
-    "Check an OData call against the metadata and code lists without sending it.",
+    "Check an OData call against the metadata and code lists; nothing is sent.",
     _obj(_CALL_ARGS, ["method", "url"]),
     _out({"valid": {"type": "boolean"}, "violations": _VIOLATIONS}, ["valid", "violations"]),
 )
@@ -137,9 +134,8 @@ def call_spec(allow_writes: bool) -> ToolSpec:
         arguments["if_match"] = _IF_MATCH
     return ToolSpec(
         "call",
-        f"{what} to the OData server; it is validated first and not sent if invalid. Returns the status and "
-        "the answer (without __metadata and deferred links). ETags and CSRF tokens are handled for you; "
-        "ISO 8601 dates are accepted for V2 date fields.",
+        f"{what}, validated first (not sent if invalid); CSRF, ETags, ISO dates handled. Without select the "
+        "answer shows keys, fields the request names and some others with a value; notes name the rest.",
         _obj(arguments, ["method", "url"]),
         _out(
             {

@@ -21,7 +21,9 @@ from processkg.retrieve.retriever import Result, RetrievalSettings, Retriever
 from processkg.serve.app import service_root
 from processkg.serve.data import Data
 from processkg.serve.flow_checks import Flow, flows_of
+from processkg.serve.references import MASTER_KEYS
 from processkg.services.model import Model, TypeInfo
+from processkg.tools.answers import trimmed
 from processkg.tools.describe import compact
 from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
@@ -29,14 +31,14 @@ from processkg.tools.specs import METHODS, ToolSpec, tool_list
 from processkg.validate.calls import UPDATES, Validator
 from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, resolve_service
 
-MAX_ROWS = 20  # records of a collection shown to the agent; the rest are counted
 MAX_K = 20
-NEXT_SHOWN = 3  # next process steps named in a find_entity_sets result; the rest are counted
-#: V4 control information left out of an answer (the ETag is handled by ``call``; count and next link stay).
-V4_CONTROL = frozenset({"@odata.context", "@odata.etag", "@odata.metadataEtag", "@odata.id", "@odata.editLink"})
+FOUND = 3  # find_entity_sets' results when k is not given
+V2_ROOT = "/sap/opu/odata/sap/"  # SAP's root of V2 services: a find_entity_sets result leaves such a path out
+NEXT_SHOWN = 2  # next process steps named in a find_entity_sets result; the rest are counted
 V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+MASTER_NAMES = frozenset(name for names in MASTER_KEYS.values() for name in names)
 
 
 class Toolbox:
@@ -68,7 +70,7 @@ class Toolbox:
         self._code_labels: dict[tuple[str, str], str] | None = None
         self._flows: list[Flow] | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
-            "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", 5)),
+            "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", FOUND)),
             "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set"), _detail(a)),
             "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set"), _record(a)),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
@@ -101,7 +103,7 @@ class Toolbox:
             return {"error": str(exc)}, True
 
     # ------------------------------------------------------------ the tools
-    def find_entity_sets(self, task: str, k: int = 5) -> JSONObject:
+    def find_entity_sets(self, task: str, k: int = FOUND) -> JSONObject:
         """The entity sets ranked for ``task`` (hybrid retrieval), each with its process position and a brief context."""
         if not 1 <= k <= MAX_K:
             raise ToolArgumentError(f"k must be between 1 and {MAX_K}, not {k}")
@@ -156,7 +158,8 @@ class Toolbox:
         return self._code_labels
 
     def describe_full(self, service: str, entity_set: str) -> JSONObject:
-        """The typed context of one entity set, everything the graph says."""
+        """The typed context of one entity set, everything the graph says, each thing once (a read-only
+        or required property by its flag in ``properties``; ``required_on_create`` names the latter)."""
         context = set_context(self.graph, self.iri(service, entity_set))
         head = context["head"]
         return {
@@ -169,7 +172,6 @@ class Toolbox:
             "allows": _allows(head),
             "operations": [_compact(op) for op in context.get("operations", [])],
             "required_on_create": context["required"],
-            "read_only": context["read_only"],
             "properties": [_property_line(p) for p in context["properties"]],
             "value_helps": [_value_help(v) for v in context["value_helps"]],
             "navigation": [_navigation(n) for n in context["navigations"]],
@@ -223,7 +225,8 @@ class Toolbox:
         select: list[str] | None = None,
     ) -> JSONObject:
         """Send one request to the OData server (validated first, unless switched off); its answer, errors
-        included, trimmed (no ``__metadata``, no deferred links, only ``select`` if given). The protocol is
+        included, trimmed (:func:`processkg.tools.answers.trimmed`: only ``select`` if given, else keys,
+        the fields the request names and a share of the others with a value, a note naming the rest). The protocol is
         handled here: ISO 8601 dates of V2 ``/Date(...)/`` fields are converted, and a change to an entity
         with an ETag sends ``If-Match``: ``if_match`` if given, else the ETag a GET of the entity returns."""
         method = _method(method)
@@ -250,10 +253,48 @@ class Toolbox:
             if reread.status == 200:
                 shown = reread.answer
                 notes.append(f"the created entity as read again with $expand={expand}, to show its children")
-        answer = trimmed(shown, select)
+        keep = self.kept(target, body) if exchange.status < 300 else None
+        answer, left_out = trimmed(shown, select, keep, self.ranks(target))
+        notes += left_out
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))
         return {"sent": True, "status": exchange.status, "answer": answer, **_notes(notes)}
+
+    def kept(self, target: CallTarget, body: JSONValue = None) -> frozenset[str] | None:
+        """The fields an answer always shows: the keys of the addressed type and of the types its
+        ``$expand`` reaches, every name the query mentions (``$filter``, ``$orderby``, ``$expand``) and
+        every field a write's body sets (its children's too); None (every field) when the URL has
+        ``$select``: the server returned only what was asked."""
+        query = target.get("query") or {}
+        if not isinstance(query, dict) or any(k in query for k in ("$select", "select")):
+            return None
+        types = self.validator.model.types
+        named = {
+            name
+            for option in ("$filter", "$orderby", "$expand")
+            for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(query.get(option, "")))
+        }
+        keep = named | _body_names(body)
+        t = types.get(str(target.get("type")))
+        for current in [t, *(types.get(str(n.target)) for n in (t.navs.values() if t else []) if n.name in named)]:
+            if current is not None:
+                keep.update(p.name for p in current.props.values() if p.key)
+        return frozenset(keep)
+
+    def ranks(self, target: CallTarget) -> dict[str, int]:
+        """Which fields of the addressed type (and of the types it navigates to) an answer shows first:
+        0 references to master data (SAP's role names) and amounts or quantities (``Edm.Decimal``),
+        1 fields with a code list; any other field comes after them."""
+        types = self.validator.model.types
+        t = types.get(str(target.get("type")))
+        ranks: dict[str, int] = {}
+        for current in [t, *(types.get(str(n.target)) for n in (t.navs.values() if t else []))]:
+            for p in current.props.values() if current is not None else []:
+                if p.name in MASTER_NAMES or p.edm_type == "Edm.Decimal":
+                    ranks[p.name] = 0
+                elif p.codes:
+                    ranks.setdefault(p.name, 1)
+        return ranks
 
     def deep_inserted(self, method: str, target: CallTarget, body: JSONValue) -> list[str]:
         """The navigation properties a create's body fills with children (a deep insert), in body order."""
@@ -326,7 +367,8 @@ class Toolbox:
 
     def _brief(self, result: Result) -> JSONObject:
         """One result of ``find_entity_sets``: what an agent needs to act on it, no empty or default member
-        (a label that only repeats the set's name, the source of a direct hit, an empty list); the next
+        (a label that only repeats the set's name, the source of a direct hit, an empty list) and nothing
+        ``describe`` says (what a create requires), no path that is :data:`V2_ROOT` + service + set; the next
         steps capped at :data:`NEXT_SHOWN`, the rest counted (``next_steps`` lists them all)."""
         context = set_context(self.graph, result.iri)
         label = context["head"].get("typeLabel") or ""
@@ -334,10 +376,10 @@ class Toolbox:
         brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
         if label and label.replace(" ", "").lower() != result.entity_set.lower():
             brief["label"] = label
-        brief["path"] = self.path(result.service, result.entity_set)
+        path = self.path(result.service, result.entity_set)
+        if path != f"{V2_ROOT}{result.service}/{result.entity_set}":
+            brief["path"] = path
         brief["key"] = [p["name"] for p in context["properties"] if p["key"]]
-        if context["required"]:
-            brief["required_on_create"] = context["required"]
         if result.via:  # the process steps that led here, after how when not a direct hit ("expanded: A > B")
             how = "" if result.source == "seed" else f"{result.source}: "
             brief["via"] = how + result.path_text()
@@ -351,64 +393,13 @@ class Toolbox:
             self.client.close()
 
 
-def trimmed(answer: JSONValue, select: list[str] | None = None) -> JSONValue:
-    """An OData answer as the agent is shown it: at most :data:`MAX_ROWS` records per collection (V2
-    ``d.results``, V4 ``value``), without ``__metadata``, deferred links and V4 control information,
-    each record cut to the ``select`` paths (``Name``, ``to_Item/Material``) when given."""
-    answer = _clean(answer)
-    if not isinstance(answer, dict):
-        return answer
-    inner = answer.get("d")
-    holder, key = (
-        (inner, "results") if isinstance(inner, dict) and isinstance(inner.get("results"), list) else (answer, "value")
-    )
-    rows = holder.get(key)
-    if select:
-        tree = _select_tree(select)
-        if isinstance(rows, list):
-            holder[key] = rows = [_selected(r, tree) for r in rows]
-        elif isinstance(inner, dict):
-            answer["d"] = _selected(inner, tree)
-        else:
-            answer = _selected(answer, tree)
-    if not isinstance(rows, list) or len(rows) <= MAX_ROWS:
-        return answer
-    cut = dict(holder, **{key: rows[:MAX_ROWS]}, processkg_truncated=f"{len(rows) - MAX_ROWS} more records not shown")
-    return {"d": cut} if holder is inner else cut
-
-
-def _clean(value: JSONValue) -> JSONValue:
-    """``value`` without ``__metadata``, members that are only a deferred link, and V4 control information."""
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    return {
-        k: _clean(v)
-        for k, v in value.items()
-        if k != "__metadata" and k not in V4_CONTROL and not (isinstance(v, dict) and "__deferred" in v)
-    }
-
-
-def _select_tree(paths: list[str]) -> JSONObject:
-    """``["A", "to_Item/B"]`` as ``{"A": {}, "to_Item": {"B": {}}}``."""
-    tree: JSONObject = {}
-    for path in paths:
-        node = tree
-        for name in [p.strip() for p in path.split("/") if p.strip()]:
-            node = node.setdefault(name, {})
-    return tree
-
-
-def _selected(value: JSONValue, tree: JSONObject) -> JSONValue:
-    """A record (or the records of an expanded navigation) cut to the members of ``tree``."""
-    if isinstance(value, list):
-        return [_selected(v, tree) for v in value]
-    if not isinstance(value, dict) or not tree:
-        return value
-    if isinstance(value.get("results"), list) and "results" not in tree:
-        return dict(value, results=_selected(value["results"], tree))
-    return {k: _selected(v, tree[k]) for k, v in value.items() if k in tree}
+def _body_names(body: JSONValue) -> set[str]:
+    """The member names of a write's body, its deep-inserted children's included."""
+    if isinstance(body, list):
+        return {name for item in body for name in _body_names(item)}
+    if not isinstance(body, dict):
+        return set()
+    return set(body) | {name for value in body.values() for name in _body_names(value)}
 
 
 def _shows(answer: JSONValue, nav: str) -> bool:
@@ -560,9 +551,9 @@ def _allows(head: JSONObject) -> list[str]:
 
 
 def _compact(item: JSONObject) -> JSONObject:
-    """An operation of the typed context (function import, action, function) without empty members,
-    its parameters likewise."""
-    kept = {k: v for k, v in item.items() if v not in ("", [], None)}
+    """An operation of the typed context (function import, action, function) without empty or false
+    members, its parameters likewise."""
+    kept = {k: v for k, v in item.items() if v not in ("", [], None, False)}
     if isinstance(kept.get("parameters"), list):
         kept["parameters"] = [_compact(p) if isinstance(p, dict) else p for p in kept["parameters"]]
     return kept
@@ -575,8 +566,12 @@ def _property_line(p: JSONObject) -> str:
 
 
 def _value_help(vh: JSONObject) -> JSONObject:
-    out: JSONObject = {"property": vh["property"], "codes": [code for code, _label in vh["codes"]] or "unknown"}
+    """A value help's codes: as ``labels`` (code: label, in order) when each code has one that says more,
+    else ``codes`` with ``labels`` for those that have one."""
+    out: JSONObject = {"property": vh["property"]}
     labels = {code: label for code, label in vh["codes"] if label and label != code}
+    if not labels or len(labels) < len(vh["codes"]):
+        out["codes"] = [code for code, _label in vh["codes"]] or "unknown"
     if labels:
         out["labels"] = labels
     if vh["more"]:
@@ -584,9 +579,10 @@ def _value_help(vh: JSONObject) -> JSONObject:
     return out
 
 
-def _navigation(nav: JSONObject) -> JSONObject:
+def _navigation(nav: JSONObject) -> str:
+    """``to_Item: A_SalesOrderItem (many)``: name, target and cardinality (``many``, ``one`` or ``0..1``)."""
     cardinality = "many" if nav["many"] else ("0..1" if nav["optional"] else "one")
-    return {"name": nav["name"], "target": nav["target"], "cardinality": cardinality}
+    return f"{nav['name']}: {nav['target']} ({cardinality})"
 
 
 def _step(step: JSONObject) -> JSONObject:
@@ -594,9 +590,15 @@ def _step(step: JSONObject) -> JSONObject:
         "step": step["name"],
         "process": step["process"],
         "mode": "/".join(step["modes"]),
-        "before": [{"step": n, "uses": u} for n, u in step["before"].items()],
-        "after": [{"step": n, "uses": u} for n, u in step["after"].items()],
+        "before": [_neighbour(n, u) for n, u in step["before"].items()],
+        "after": [_neighbour(n, u) for n, u in step["after"].items()],
     }
+
+
+def _neighbour(name: str, uses: JSONValue) -> str:
+    """A step before or after another: ``Create the outbound delivery (API_X/A_Set, ...)``."""
+    sets = ", ".join(str(u) for u in uses) if isinstance(uses, list) else ""
+    return f"{name} ({sets})" if sets else name
 
 
 def _violation(v: JSONObject) -> JSONObject:
@@ -607,4 +609,4 @@ def _near(name: str, known: list[str]) -> str:
     return did_you_mean(name, known) or f"; it has {len(known)} entity sets, find_entity_sets finds them"
 
 
-__all__ = ["Toolbox", "trimmed", "v2_date"]
+__all__ = ["Toolbox", "v2_date"]

@@ -60,7 +60,6 @@ SLOWEST_FIRST = (
     "test_hostile.py",
     "test_audit.py",
     "test_propose.py",
-    "test_store_handle.py",
     "test_serve_seed.py",
     "test_validate.py",
     "test_index.py",
@@ -73,6 +72,7 @@ SLOWEST_FIRST = (
     "test_sap_annotations.py",
     "test_eval_agent.py",
     "test_properties.py",
+    "test_store_handle.py",
 )
 
 

@@ -219,6 +219,16 @@ def test_validation_doc_gives_the_required_marker_counts(corpus_models: dict[str
     assert table in VALIDATION_DOC.read_text(encoding="utf-8"), "docs/validation.md should have:\n" + table
 
 
+def test_every_type_of_the_index_is_read_with_its_service(corpus_models: dict[str, Model]):
+    """The index lists a service's types without reading their names; each one must come back, with
+    its qualified name, when the service is read (A2X and the 63 Fiori services). A test of the service
+    model (tests/test_services.py), here because this module reads both corpora in full anyway."""
+    for model in corpus_models.values():
+        for name, head in model.heads.items():
+            types = model.types_of(name)
+            assert [t.iri for t in types] == head.types and all(t.qname and t.service == name for t in types)
+
+
 def test_sap_markers_decide_what_a2x_requires(corpus_models: dict[str, Model]):
     c = required_markers(corpus_models["s4-a2x"])
     assert (c["FieldControl"], c["InsertRestrictions"]) == (77, 23)  # 78 Mandatory, one of them not creatable

@@ -23,6 +23,12 @@ from conftest import DEMO, ROOT
 pytestmark = pytest.mark.slow
 
 
+#: The environment without PYTHONPATH: with the checkout's src on it (as in a run against a worktree),
+#: pip found the processkg.egg-info the wheel build leaves in src, called it installed and skipped the
+#: wheel, and the fresh venv had no processkg.
+WITHOUT_CHECKOUT = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def run(*args: str | Path, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
@@ -53,6 +59,7 @@ def installed(wheel, tmp_path_factory) -> Path:
         "--no-index",
         wheel,
         cwd=env_dir,
+        env=WITHOUT_CHECKOUT,
     )
     assert done.returncode == 0, done.stderr
     return env_dir / "bin"
@@ -68,7 +75,7 @@ def test_the_wheel_carries_every_asset(wheel):
 
 
 def test_installed_kg_builds_queries_and_validates_from_another_folder(installed, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = WITHOUT_CHECKOUT
     kg = installed / "kg"
     where = run(installed / "python", "-c", "import processkg; print(processkg.__file__)", cwd=tmp_path, env=env)
     assert str(installed.parent) in where.stdout, where.stdout + where.stderr

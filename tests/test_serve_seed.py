@@ -242,3 +242,26 @@ def test_a_child_of_a_parent_that_does_not_exist_names_existing_parents(client):
     assert "create it first" not in message
     order = client.post(SO + "A_SalesOrder('9999999999')/to_Item", json={"Material": "0000000001"})
     assert order.status_code == 404 and "existing: 0000000001" in order.text and "create it first" in order.text
+
+
+MD = "/sap/opu/odata/sap/API_MATERIAL_DOCUMENT_SRV/"
+
+
+def test_years_are_fiscal_years_of_the_posting_date(client):
+    """A year key (``MaterialDocumentYear``) is no running number: the generated documents carry the year of
+    their generated dates, and a created one the year of its posting date (issue 21 §2: "fiscal years
+    from the posting date"), in its key, its Location and its answer."""
+    headers = client.get(MD + "A_MaterialDocumentHeader?$format=json").json()["d"]["results"]
+    assert {h["MaterialDocumentYear"] for h in headers} == {"2026"}
+    item = client.get(MD + "A_MaterialDocumentItem?$top=1&$format=json").json()["d"]["results"][0]
+    fields = ("Material", "Plant", "StorageLocation", "GoodsMovementType", "QuantityInEntryUnit", "EntryUnit")
+    body = {
+        "PostingDate": "2025-03-04T00:00:00",
+        "GoodsMovementCode": "01",
+        "to_MaterialDocumentItem": [{k: v for k, v in item.items() if k in fields}],
+    }
+    created = client.post(MD + "A_MaterialDocumentHeader", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["d"]["MaterialDocumentYear"] == "2025"
+    assert "MaterialDocumentYear='2025'" in created.headers["location"]
+    assert created.json()["d"]["to_MaterialDocumentItem"]["results"][0]["MaterialDocumentYear"] == "2025"

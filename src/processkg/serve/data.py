@@ -323,12 +323,21 @@ def _item_number(prop: Prop, i: int) -> str:
     return str((i % ITEMS + 1) * 10).zfill(width)[-width:]
 
 
+def is_year(prop: Prop) -> bool:
+    """A year as SAP writes it (``FiscalYear``, ``MaterialDocumentYear``): a four-character text named
+    ...Year, without a code list."""
+    return prop.edm_type == "Edm.String" and prop.max_length == 4 and not prop.codes and prop.name.endswith("Year")
+
+
 def generated(prop: Prop, set_name: str, i: int) -> str | None:
-    """A deterministic, valid value for the ``i``-th record (None where no safe value exists)."""
+    """A deterministic, valid value for the ``i``-th record (None where no safe value exists). A year is
+    the year of the generated dates (:data:`START`), as a fiscal year follows the posting date."""
     if prop.collection or prop.complex_type is not None:
         return None
     if prop.codes:
         return prop.codes[i % len(prop.codes)]
+    if is_year(prop):
+        return str(START.year)
     make = _MAKERS.get(prop.edm_type)
     return make(prop, set_name, i) if make else None
 

@@ -32,7 +32,7 @@ from pyoxigraph import Triple
 
 from processkg.errors import DocumentFlowError
 from processkg.sources.bpmn.lift_definitions import element_iri
-from processkg.sources.limits import MAX_CODE_ROWS, csv_rows
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, unique_rows
 from processkg.sources.mapping import ActivityRef
 from processkg.sources.odata.flow import Field, KeyedSet
 from processkg.triples import Triples, child
@@ -92,27 +92,10 @@ class FlowRow:
         return f"{self.predecessor.text()} -> {self.follow_on.text()}"
 
 
-def flow_files(path: Path) -> list[tuple[Path, str]]:
-    """The CSV file ``path``, or the ``*.csv`` of folder ``path`` sorted by name, with display names ``FOLDER/FILE``."""
-    if path.is_dir():
-        return [(f, f"{path.name}/{f.name}") for f in sorted(path.glob("*.csv"))]
-    return [(path, f"{path.parent.name}/{path.name}")]
-
-
 def read_flows(path: Path) -> list[FlowRow]:
     """Every row of the CSV file or folder ``path``, in file order; a row repeating an earlier
     predecessor -> follow-on pair is refused with both lines."""
-    if not path.exists():
-        raise DocumentFlowError("no such file or folder", str(path))
-    found: list[FlowRow] = []
-    seen: dict[str, FlowRow] = {}
-    for file, display in flow_files(path):
-        for row in _rows(file, display):
-            first = seen.setdefault(row.key, row)
-            if first is not row:
-                raise DocumentFlowError(f"{row.key} repeats {first.file}:{first.line}", str(file), row.line)
-            found.append(row)
-    return found
+    return unique_rows(path, _rows, DocumentFlowError)
 
 
 def _rows(path: Path, display: str) -> Iterator[FlowRow]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import yaml
 
@@ -119,3 +120,43 @@ def csv_rows(
             yield count, last, row
     except csv.Error as exc:
         raise error(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None
+
+
+class CuratedRow(Protocol):
+    """A row of a curated CSV: where it is (``file`` display name, ``line``) and what may occur once."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+R = TypeVar("R", bound=CuratedRow)
+
+
+def csv_files(path: Path) -> list[tuple[Path, str]]:
+    """The CSV file ``path``, or the ``*.csv`` of folder ``path`` sorted by name, with display names
+    ``FOLDER/FILE``."""
+    if path.is_dir():
+        return [(f, f"{path.name}/{f.name}") for f in sorted(path.glob("*.csv"))]
+    return [(path, f"{path.parent.name}/{path.name}")]
+
+
+def unique_rows(path: Path, rows: Callable[[Path, str], Iterator[R]], error: type[InputError]) -> list[R]:
+    """Every row of the CSV file or folder ``path`` (``rows(file, display)`` reads one file), in file
+    order; a row whose ``key`` an earlier row had is refused with both lines."""
+    if not path.exists():
+        raise error("no such file or folder", str(path))
+    found: list[R] = []
+    seen: dict[str, R] = {}
+    for file, display in csv_files(path):
+        for row in rows(file, display):
+            first = seen.setdefault(row.key, row)
+            if first is not row:
+                raise error(f"{row.key} repeats {first.file}:{first.line}", str(file), row.line)
+            found.append(row)
+    return found

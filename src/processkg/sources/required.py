@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processkg.errors import RequiredFieldsError
-from processkg.sources.limits import MAX_CODE_ROWS, csv_rows
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, unique_rows
 
 COLUMNS = ("service", "entity_set", "property", "source")
 
@@ -34,28 +34,10 @@ class RequiredField:
         return f"{self.service}/{self.entity_set}/{self.prop}"
 
 
-def required_files(path: Path) -> list[tuple[Path, str]]:
-    """The CSV file ``path``, or the ``*.csv`` of folder ``path`` sorted by name, with display names
-    ``FOLDER/FILE`` (as code lists are named in the graph)."""
-    if path.is_dir():
-        return [(f, f"{path.name}/{f.name}") for f in sorted(path.glob("*.csv"))]
-    return [(path, f"{path.parent.name}/{path.name}")]
-
-
 def read_required(path: Path) -> list[RequiredField]:
     """Every row of the CSV file or folder ``path``, in file order; a row repeating an earlier
     service/entity_set/property is refused with both lines."""
-    if not path.exists():
-        raise RequiredFieldsError("no such file or folder", str(path))
-    found: list[RequiredField] = []
-    seen: dict[str, RequiredField] = {}
-    for file, display in required_files(path):
-        for row in _rows(file, display):
-            first = seen.setdefault(row.key, row)
-            if first is not row:
-                raise RequiredFieldsError(f"{row.key} repeats {first.file}:{first.line}", str(file), row.line)
-            found.append(row)
-    return found
+    return unique_rows(path, _rows, RequiredFieldsError)
 
 
 def _rows(path: Path, display: str) -> Iterator[RequiredField]:

@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from processkg.aliases import JSONObject, JSONValue, Record
+from processkg.aliases import JSONObject, Record
 from processkg.errors import ServeHTTPError
+from processkg.serve import odata_json
 from processkg.serve.data import Data, Rows, Table
 from processkg.serve.facts import StoreFacts
 from processkg.serve.operations import EFFECTS
@@ -166,12 +167,12 @@ class DocumentFlows:
             nav = table.type.navs.get(name)
             target = self.data.target(table, nav) if nav is not None else None
             if target is not None:
-                for i, child in _children(value):
+                for i, child in odata_json.children(value):
                     yield from self._check(target, child, f"{pointer}/{name}{i}", pending)
 
     def _stored(self, table: Table, payload: JSONObject) -> dict[str, object]:
         """The payload's own values as the server stores them (canonical), for comparing with records."""
-        v2 = table.type.version.startswith(("1", "2"))
+        v2 = odata_json.is_v2(table.type)
         out: dict[str, object] = {}
         for name, value in payload.items():
             prop = table.type.props.get(name)
@@ -317,7 +318,7 @@ class DocumentFlows:
         items = [t for _n, t in sorted(tables.items()) if bound in self.data.parents(t)[0]]
         details = []
         for name, value in sorted(values.items()):
-            for i, ref in _children(value):
+            for i, ref in odata_json.children(value):
                 for member, carrier in REFERENCE_PARAMETERS.items():
                     if ref.get(member) in (None, ""):
                         continue
@@ -467,10 +468,3 @@ def _number(record: dict[str, object], prop: str) -> Decimal | None:
         return Decimal(str(value))
     except InvalidOperation:
         return None
-
-
-def _children(value: JSONValue) -> list[tuple[str, JSONObject]]:
-    items = value.get("results") if isinstance(value, dict) and "results" in value else value
-    if isinstance(items, list):
-        return [(f"/{i}", c) for i, c in enumerate(items) if isinstance(c, dict)]
-    return [("", items)] if isinstance(items, dict) else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from processkg.aliases import JSONValue
+from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.values import to_json
 from processkg.services.model import TypeInfo
 
@@ -86,3 +86,12 @@ def error(version: str, code: str, message: str, details: list[dict[str, str]] |
         inner = {"errordetails": [{**d, "severity": "error"} for d in details]}
         return {"error": {"code": code, "message": {"lang": "en", "value": message}, "innererror": inner}}
     return {"error": {"code": code, "message": message, "details": details}}
+
+
+def children(value: JSONValue) -> list[tuple[str, JSONObject]]:
+    """The entities of a navigation property's value in a write (V2's ``{"results": [...]}``, a list, or
+    one object), each with its JSON pointer step (``/0``, ``/1``; ``""`` for a single one)."""
+    items = value.get("results") if isinstance(value, dict) and "results" in value else value
+    if isinstance(items, list):
+        return [(f"/{i}", c) for i, c in enumerate(items) if isinstance(c, dict)]
+    return [("", items)] if isinstance(items, dict) else []

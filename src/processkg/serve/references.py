@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from processkg.aliases import JSONObject, JSONValue
+from processkg.aliases import JSONObject
 from processkg.serve import odata_json
 from processkg.serve.data import Data, Rows, Table
 from processkg.serve.facts import SetKeys, StoreFacts
@@ -241,7 +241,7 @@ class References:
             target = self.data.target(table, nav) if nav is not None else None
             if target is not None:
                 shared = frozenset(k for k in target.keys if k in table.type.props)
-                for i, child in _children(value):
+                for i, child in odata_json.children(value):
                     details += self.check(target, child, f"{pointer}/{name}{i}", shared)
         return details
 
@@ -278,13 +278,6 @@ class References:
 
 def _target(s: Table | SetKeys) -> Target:
     return Target(s.service, s.name, s.creatable)
-
-
-def _children(value: JSONValue) -> list[tuple[str, JSONObject]]:
-    items = value.get("results") if isinstance(value, dict) and "results" in value else value
-    if isinstance(items, list):
-        return [(f"/{i}", c) for i, c in enumerate(items) if isinstance(c, dict)]
-    return [("", items)] if isinstance(items, dict) else []
 
 
 def _detail(ref: Reference, values: tuple[str, ...], pointer: str, existing: str) -> dict[str, str]:

@@ -141,9 +141,7 @@ class Server:
 
     def check_flow(self, op: OperationInfo, values: JSONObject) -> None:
         """An operation that makes follow-ons from references (serve/flow_checks.py): 400 when one fails."""
-        problem = flow_checks.rejection(self.flow.check_operation(op, values))
-        if problem is not None:
-            raise problem
+        flow_checks.refuse(self.flow.check_operation(op, values))
 
     def uses_etags(self, table: Table) -> bool:
         return self.etags and (table.service, table.name) in self.facts.etag_sets
@@ -385,9 +383,7 @@ class Server:
             if child_of is not None:
                 table, inherited = self.parent_of_child(table, res, child_of)
             _check_references(self.references.check(table, {**payload, **inherited}))
-            problem = flow_checks.rejection(self.flow.check(table, {**payload, **inherited}))
-            if problem is not None:
-                raise problem
+            flow_checks.refuse(self.flow.check(table, {**payload, **inherited}))
             record = self.insert(table, payload, inherited)
             item = self.entity(table, record, res.root)
             for path in _inserted_paths(self.model.types, table.type, payload):
@@ -437,9 +433,7 @@ class Server:
             payload = _payload(body)
             new = changes.changed(table, record, payload, replace=method == "PUT")
             _check_references(self.references.check(table, new, changed=frozenset(payload)))
-            problem = flow_checks.rejection(self.flow.check_change(table, new, frozenset(payload)))
-            if problem is not None:
-                raise problem
+            flow_checks.refuse(self.flow.check_change(table, new, frozenset(payload)))
             table.rows[key] = new
         return Response(status_code=204, headers={"ETag": etags.etag(new)} if self.uses_etags(table) else None)
 

@@ -286,7 +286,7 @@ class DocumentFlows:
         has = found.get(cond.prop)
         own = (
             {op.name for op in self.data.model.services[pred.service].operations}
-            if pred.service in (self.data.model.services)
+            if pred.service in self.data.model.services
             else set()
         )
         steps = sorted(
@@ -450,13 +450,12 @@ class DocumentFlows:
         return found is not None and (flow.precondition is None or flow.precondition.holds(found))
 
 
-def rejection(details: list[dict[str, str]]) -> ServeHTTPError | None:
-    """The 400 for failed flow checks (one detail each), None when there are none."""
-    if not details:
-        return None
-    first = details[0]
-    summary = f"{len(details)} document flow violation(s); first at {first['target']}: {first['message']}"
-    return ServeHTTPError(400, first["code"], summary, details)
+def refuse(details: list[dict[str, str]]) -> None:
+    """Raise the 400 for failed flow checks (one detail each); nothing when there are none."""
+    if details:
+        first = details[0]
+        summary = f"{len(details)} document flow violation(s); first at {first['target']}: {first['message']}"
+        raise ServeHTTPError(400, first["code"], summary, details)
 
 
 def _number(record: dict[str, object], prop: str) -> Decimal | None:

@@ -87,7 +87,7 @@ def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObje
     key is left to the server's numbering."""
     t = seed.model.types[svc.sets[entity_set][0]]
     found = _parent(seed, svc.name, entity_set)
-    parent = found[1] if found is not None else {}
+    parent = _first_keys(seed, *found) if found is not None else {}
     payload: JSONObject = {}
     coded = 0
     for p in sorted(t.props.values(), key=lambda p: (not p.key, p.name)):
@@ -123,18 +123,25 @@ def _master_key(model: Model, name: str) -> Prop | None:
     return None
 
 
-def _parent(seed: Data, service: str, entity_set: str) -> tuple[Table, dict[str, JSONValue]] | None:
+def _parent(seed: Data, service: str, entity_set: str) -> tuple[Table, tuple[str, ...]] | None:
     """kg serve's parent of the set (:meth:`Data.parents`: keyed by the longest proper prefix of its key;
-    of two, the one with a navigation to this type: an item partner's parent is the item) and the values
-    of that prefix in the first record kg serve generates for the parent (before its references are
-    linked, which never changes a parent's key: the generated children keep theirs)."""
+    of two, the one with a navigation to this type: an item partner's parent is the item) and that
+    prefix. Makes no records."""
     table = seed.table(service, entity_set)
-    parents, shared = seed.parents(table) if table is not None else ([], ())
-    if table is None or not parents:
+    if table is None:
+        return None
+    parents, shared = seed.parents(table)
+    if not parents:
         return None
     parent = next((p for p in parents if any(n.target == table.type.iri for n in p.type.navs.values())), parents[0])
-    first = next(iter(seed.filled(service)[parent.name].values()), {})
-    return parent, {k: cast(JSONValue, first.get(k)) for k in shared}
+    return parent, shared
+
+
+def _first_keys(seed: Data, parent: Table, shared: tuple[str, ...]) -> dict[str, JSONValue]:
+    """The values of ``shared`` in the first record kg serve generates for ``parent`` (before its
+    references are linked, which never changes a parent's key: the generated children keep theirs)."""
+    first = next(iter(seed.filled(parent.service)[parent.name].values()), {})
+    return {k: cast(JSONValue, first.get(k)) for k in shared}
 
 
 def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:

@@ -166,8 +166,14 @@ def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:
 def _line(p: Prop, label: str) -> str:
     """``Name: String(4) "Label"`` (the label only where it says more than the name)."""
     facets = f"({p.max_length})" if p.max_length else ""
-    shown = f' "{label}"' if label and label.replace(" ", "").lower() != p.name.lower() else ""
+    shown = f' "{label}"' if says_more(label, p.name) else ""
     return f"{p.name}: {_type(p)}{facets}{shown}"
+
+
+def says_more(label: str, name: str) -> bool:
+    """Whether ``label`` says more than the ``name`` it labels: not only the name's words spaced out
+    (``Sales Order`` says nothing more of ``SalesOrder``, nor of the A2X set ``A_SalesOrder``)."""
+    return bool(label) and label.replace(" ", "").lower() != name.removeprefix("A_").lower()
 
 
 def _type(p: Prop) -> str:

@@ -24,7 +24,7 @@ from processkg.serve.flow_checks import Flow, flows_of
 from processkg.serve.references import MASTER_KEYS
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.answers import trimmed
-from processkg.tools.describe import compact
+from processkg.tools.describe import compact, says_more
 from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
@@ -374,7 +374,7 @@ class Toolbox:
         label = context["head"].get("typeLabel") or ""
         after = sorted({name for step in context["process"] for name in step["after"]})
         brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
-        if label and label.replace(" ", "").lower() != result.entity_set.lower():
+        if says_more(label, result.entity_set):
             brief["label"] = label
         path = self.path(result.service, result.entity_set)
         if path != f"{V2_ROOT}{result.service}/{result.entity_set}":

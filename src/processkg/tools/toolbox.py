@@ -253,8 +253,8 @@ class Toolbox:
             if reread.status == 200:
                 shown = reread.answer
                 notes.append(f"the created entity as read again with $expand={expand}, to show its children")
-        keep = self.kept(target, body) if exchange.status < 300 else None
-        answer, left_out = trimmed(shown, select, keep, self.ranks(target))
+        keep = self.kept(target, body) if exchange.status < 300 and not select else None  # select shows its own
+        answer, left_out = trimmed(shown, select, keep, self.ranks(target) if keep is not None else None)
         notes += left_out
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))

@@ -11,7 +11,8 @@ an ETag; and one example create payload: the required fields, the keys of the pa
 to (kg serve's rule: a record it generates), valid codes from the value helps and values in the form the service's
 OData version takes. One ``more`` sentence says what ``detail: "full"`` adds. An entity set still
 over :data:`BUDGET` characters loses the optional properties' types, then the codes of optional
-properties, each step saying so in ``more``.
+properties (their names join ``optional``), then the last of those names (counted), each step saying so
+in ``more``.
 """
 
 from __future__ import annotations

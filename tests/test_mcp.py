@@ -129,6 +129,8 @@ def test_stdio_finds_the_entity_sets_of_a_business_request(stdio):
     assert first["next_steps"] == [*after[:2], *counted]  # the first two, the rest counted
     assert all(value not in ([], "", None) for r in found for value in r.values()), "no empty member is sent"
     assert all("source" not in r and not r.get("via", "").startswith("seed") for r in found)
+    item = next(r for r in found if r["entity_set"] == "A_SalesOrderItem")  # "Sales Order Item" says no more
+    assert "label" not in item and first["label"] == "Sales Order Header"
     assert json.loads(result.content[0].text) == result.structured_content
 
 

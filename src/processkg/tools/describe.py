@@ -11,7 +11,8 @@ an ETag; and one example create payload: the required fields, the keys of the pa
 to (kg serve's rule: a record it generates), valid codes from the value helps and values in the form the service's
 OData version takes. One ``more`` sentence says what ``detail: "full"`` adds. An entity set still
 over :data:`BUDGET` characters loses the optional properties' types, then the codes of optional
-properties, each step saying so in ``more``.
+properties (their names join ``optional``), then the last of those names (counted), each step saying so
+in ``more``.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObje
     key is left to the server's numbering."""
     t = seed.model.types[svc.sets[entity_set][0]]
     found = _parent(seed, svc.name, entity_set)
-    parent = found[1] if found is not None else {}
+    parent = _first_keys(seed, *found) if found is not None else {}
     payload: JSONObject = {}
     coded = 0
     for p in sorted(t.props.values(), key=lambda p: (not p.key, p.name)):
@@ -123,18 +124,25 @@ def _master_key(model: Model, name: str) -> Prop | None:
     return None
 
 
-def _parent(seed: Data, service: str, entity_set: str) -> tuple[Table, dict[str, JSONValue]] | None:
+def _parent(seed: Data, service: str, entity_set: str) -> tuple[Table, tuple[str, ...]] | None:
     """kg serve's parent of the set (:meth:`Data.parents`: keyed by the longest proper prefix of its key;
-    of two, the one with a navigation to this type: an item partner's parent is the item) and the values
-    of that prefix in the first record kg serve generates for the parent (before its references are
-    linked, which never changes a parent's key: the generated children keep theirs)."""
+    of two, the one with a navigation to this type: an item partner's parent is the item) and that
+    prefix. Makes no records."""
     table = seed.table(service, entity_set)
-    parents, shared = seed.parents(table) if table is not None else ([], ())
-    if table is None or not parents:
+    if table is None:
+        return None
+    parents, shared = seed.parents(table)
+    if not parents:
         return None
     parent = next((p for p in parents if any(n.target == table.type.iri for n in p.type.navs.values())), parents[0])
-    first = next(iter(seed.filled(service)[parent.name].values()), {})
-    return parent, {k: cast(JSONValue, first.get(k)) for k in shared}
+    return parent, shared
+
+
+def _first_keys(seed: Data, parent: Table, shared: tuple[str, ...]) -> dict[str, JSONValue]:
+    """The values of ``shared`` in the first record kg serve generates for ``parent`` (before its
+    references are linked, which never changes a parent's key: the generated children keep theirs)."""
+    first = next(iter(seed.filled(parent.service)[parent.name].values()), {})
+    return {k: cast(JSONValue, first.get(k)) for k in shared}
 
 
 def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:
@@ -159,8 +167,14 @@ def create_inside(seed: Data, svc: ServiceInfo, entity_set: str) -> str:
 def _line(p: Prop, label: str) -> str:
     """``Name: String(4) "Label"`` (the label only where it says more than the name)."""
     facets = f"({p.max_length})" if p.max_length else ""
-    shown = f' "{label}"' if label and label.replace(" ", "").lower() != p.name.lower() else ""
+    shown = f' "{label}"' if says_more(label, p.name) else ""
     return f"{p.name}: {_type(p)}{facets}{shown}"
+
+
+def says_more(label: str, name: str) -> bool:
+    """Whether ``label`` says more than the ``name`` it labels: not only the name's words spaced out
+    (``Sales Order`` says nothing more of ``SalesOrder``, nor of the A2X set ``A_SalesOrder``)."""
+    return bool(label) and label.replace(" ", "").lower() != name.removeprefix("A_").lower()
 
 
 def _type(p: Prop) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from processkg.aliases import JSONObject
 from processkg.serve.data import Data
-from processkg.serve.flow_checks import Flow
+from processkg.serve.flow_checks import Condition, Flow
 from processkg.tools.describe import create_inside
 
 
@@ -21,8 +21,8 @@ def made_from(flows: list[Flow], service: str, entity_set: str) -> list[str]:
             continue
         carried = ", ".join(f"{c}={k}" for c, k in f.carriers)
         need = "required" if f.required else "optional"
-        when = f" when {f.applies.prop}={'|'.join(f.applies.values)}" if f.applies else ""
-        ready = f"; it must have {f.precondition.prop}={'|'.join(f.precondition.values)}" if f.precondition else ""
+        when = f" when {_condition(f.applies)}" if f.applies else ""
+        ready = f"; it must have {_condition(f.precondition)}" if f.precondition else ""
         qty = f"; {f.quantity[0]} summed <= its {f.quantity[1]}" if f.quantity else ""
         lines.append(f"{f.pred[1]} ({f.pred[0]}), {need}{when}: {carried}{ready}{qty}")
     return lines
@@ -52,14 +52,19 @@ def follow_ons(
             "payload": template,
         }
         if f.applies:
-            entry["when"] = f"{f.applies.prop}={'|'.join(f.applies.values)}"
+            entry["when"] = _condition(f.applies)
         if f.precondition:
-            entry["first"] = f"the {f.pred[1]} must have {f.precondition.prop}={'|'.join(f.precondition.values)}"
+            entry["first"] = f"the {f.pred[1]} must have {_condition(f.precondition)}"
         how = _how(seed, f)
         if how:
             entry["create"] = how
         found.append(entry)
     return found
+
+
+def _condition(condition: Condition) -> str:
+    """``OverallSDProcessStatus=A|B``: the property and the values it must have."""
+    return f"{condition.prop}={'|'.join(condition.values)}"
 
 
 def _how(seed: Data, flow: Flow) -> str:

@@ -46,7 +46,6 @@ def _out(properties: JSONObject, required: list[str]) -> JSONObject:
 
 
 _STR = {"type": "string"}
-_SET_ARGS = _obj({"service": _STR, "entity_set": _STR}, ["service", "entity_set"])
 _LIST = {"type": "array", "items": {"type": "object"}}
 _VIOLATIONS = {"type": "array", "items": {"type": "object"}, "description": "kind, path, message with a repair hint"}
 _CALL_ARGS = {

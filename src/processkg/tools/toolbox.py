@@ -24,7 +24,7 @@ from processkg.serve.flow_checks import Flow, flows_of
 from processkg.serve.references import MASTER_KEYS
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.answers import trimmed
-from processkg.tools.describe import compact
+from processkg.tools.describe import compact, says_more
 from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
@@ -253,8 +253,8 @@ class Toolbox:
             if reread.status == 200:
                 shown = reread.answer
                 notes.append(f"the created entity as read again with $expand={expand}, to show its children")
-        keep = self.kept(target, body) if exchange.status < 300 else None
-        answer, left_out = trimmed(shown, select, keep, self.ranks(target))
+        keep = self.kept(target, body) if exchange.status < 300 and not select else None  # select shows its own
+        answer, left_out = trimmed(shown, select, keep, self.ranks(target) if keep is not None else None)
         notes += left_out
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))
@@ -374,7 +374,7 @@ class Toolbox:
         label = context["head"].get("typeLabel") or ""
         after = sorted({name for step in context["process"] for name in step["after"]})
         brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
-        if label and label.replace(" ", "").lower() != result.entity_set.lower():
+        if says_more(label, result.entity_set):
             brief["label"] = label
         path = self.path(result.service, result.entity_set)
         if path != f"{V2_ROOT}{result.service}/{result.entity_set}":

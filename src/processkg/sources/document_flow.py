@@ -32,7 +32,7 @@ from pyoxigraph import Triple
 
 from processkg.errors import DocumentFlowError
 from processkg.sources.bpmn.lift_definitions import element_iri
-from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, unique_rows
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, row_text, unique_rows
 from processkg.sources.mapping import ActivityRef
 from processkg.sources.odata.flow import Field, KeyedSet
 from processkg.triples import Triples, child
@@ -106,13 +106,7 @@ def _rows(path: Path, display: str) -> Iterator[FlowRow]:
 
 
 def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None], line: int) -> FlowRow:
-    values = {c: row.get(c) for c in (*COLUMNS, *OPTIONAL)}
-    if None in row or any(not isinstance(v, str) and v is not None for v in values.values()):
-        raise DocumentFlowError("row has more fields than the header", str(path), line)
-    text = {c: str(v or "").strip() for c, v in values.items()}
-    empty = [c for c in COLUMNS if not text[c]]
-    if empty:
-        raise DocumentFlowError(f"row has an empty {', '.join(empty)}", str(path), line)
+    text = row_text(row, COLUMNS, OPTIONAL, DocumentFlowError, path, line)
     where = (str(path), line)
     if text["required"] not in REQUIRED_VALUES:
         raise DocumentFlowError(f"required is {text['required']!r}; expected yes or no", *where)

@@ -236,7 +236,7 @@ def _unresolved(row: FlowRow, pred: KeyedSet | None, follow: KeyedSet | None) ->
     return ""
 
 
-def headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
+def _headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
     """The sets of ``s``'s service keyed by a proper prefix of its key (its header, by SAP's key convention)."""
     own = [f.name for f in s.key]
     return [
@@ -248,7 +248,7 @@ def headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
 
 def _steps(process: str, target: KeyedSet, sets: list[KeyedSet], uses: list[Use]) -> list[ActivityRef]:
     """The activities of ``process`` that write ``target`` or its header."""
-    names = {(target.service, target.name)} | {(h.service, h.name) for h in headers(target, sets)}
+    names = {(target.service, target.name)} | {(h.service, h.name) for h in _headers(target, sets)}
     found = {
         u.activity.iri.value: u.activity
         for u in uses

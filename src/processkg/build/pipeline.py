@@ -346,14 +346,13 @@ class Builder:
         good = []
         for entry in entries:
             try:
-                resolve_entry(entry, self.activities, self.entity_sets, display)
-                good.append(entry)
+                acts, _targets = resolve_entry(entry, self.activities, self.entity_sets, display)
             except ProcessKGError as exc:
                 self._failed(f"{display}:{entry.line}", exc)
-        self._add(lift_mapping(good, self.activities, self.entity_sets, display))
-        for entry in good:
-            acts, _targets = resolve_entry(entry, self.activities, self.entity_sets, display)
+                continue
+            good.append(entry)
             self.uses += [Use(a, entry.mode, entry.service, entry.entity_set) for a in acts]
+        self._add(lift_mapping(good, self.activities, self.entity_sets, display))
         self.report.mapping_edges = len(good)
         self.report.files.append(display)
 

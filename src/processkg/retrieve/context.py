@@ -75,46 +75,40 @@ def document_flow(store: StoreGraph, iri: str) -> JSONObject:
     its records are made from, and ``follow_ons``, the sets made from its records; each with its service,
     the carriers (``{follow-on property: predecessor key}``), whether a predecessor is required, the
     precondition and quantity rule as text, the process and the steps that write the other set."""
-    flows: dict[str, JSONObject] = {}
+    grouped: dict[str, list[Record]] = {}
     for r in records(store, "retrieve-context-flow", set=iri):
-        f = flows.setdefault(
-            r["flow"],
-            {
-                "direction": r["direction"],
-                "service": r["otherService"],
-                "entity_set": r["other"],
-                "carriers": {},
-                "required": r["required"] is True,
-                "process": r["process"],
-                "precondition": "",
-                "applies_when": "",
-                "quantity": f"{r['qtyFollow']} <= {r['qtyPred']}" if r["qtyFollow"] else "",
-                "steps": [],
-                "source": r["source"],
-                "_pre": [],
-                "_applies": [],
-                "_any": [],
-            },
-        )
-        f["carriers"][r["carrier"]] = r["carried"]
-        if r["preValue"] is not None and r["preValue"] not in f["_pre"]:
-            f["_pre"].append(r["preValue"])
-            f["precondition"] = f"{r['preProp']} = {' or '.join(f['_pre'])}"
-        if r["appliesValue"] is not None and r["appliesValue"] not in f["_applies"]:
-            f["_applies"].append(r["appliesValue"])
-            f["applies_when"] = f"{r['appliesProp']} = {' or '.join(f['_applies'])}"
-        if r["stepName"] and r["stepName"] not in f["steps"]:
-            f["steps"].append(r["stepName"])
-        if r["anyStep"] and r["anyStep"] not in f["_any"]:
-            f["_any"].append(r["anyStep"])
+        grouped.setdefault(r["flow"], []).append(r)
     found: JSONObject = {"predecessors": [], "follow_ons": []}
-    for f in flows.values():
-        side = "predecessors" if f.pop("direction") == "predecessor" else "follow_ons"
-        f.pop("_pre"), f.pop("_applies")
-        steps = f.pop("_any")
-        f["steps"] = f["steps"] or steps  # in process order where the process orders them, else every writer
-        found[side].append(f)
+    for group in grouped.values():
+        first = group[0]
+        side = "predecessors" if first["direction"] == "predecessor" else "follow_ons"
+        found[side].append(
+            {
+                "service": first["otherService"],
+                "entity_set": first["other"],
+                "carriers": {r["carrier"]: r["carried"] for r in group},
+                "required": first["required"] is True,
+                "process": first["process"],
+                "precondition": _condition_text(group, "preProp", "preValue"),
+                "applies_when": _condition_text(group, "appliesProp", "appliesValue"),
+                "quantity": f"{first['qtyFollow']} <= {first['qtyPred']}" if first["qtyFollow"] else "",
+                # in process order where the process orders them, else every writer
+                "steps": _distinct(group, "stepName") or _distinct(group, "anyStep"),
+                "source": first["source"],
+            }
+        )
     return found
+
+
+def _distinct(group: list[Record], column: str) -> list[str]:
+    """The values of ``column`` in ``group``, each once, in row order."""
+    return list(dict.fromkeys(r[column] for r in group if r[column]))
+
+
+def _condition_text(group: list[Record], prop: str, value: str) -> str:
+    """``Property = V1 or V2`` of a flow's condition, "" without one."""
+    rows = [r for r in group if r[value] is not None]
+    return f"{rows[0][prop]} = {' or '.join(dict.fromkeys(r[value] for r in rows))}" if rows else ""
 
 
 def _bare_context(iri: str) -> JSONObject:

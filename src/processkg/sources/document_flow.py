@@ -32,7 +32,7 @@ from pyoxigraph import Triple
 
 from processkg.errors import DocumentFlowError
 from processkg.sources.bpmn.lift_definitions import element_iri
-from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, unique_rows
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, row_text, unique_rows
 from processkg.sources.mapping import ActivityRef
 from processkg.sources.odata.flow import Field, KeyedSet
 from processkg.triples import Triples, child
@@ -106,13 +106,7 @@ def _rows(path: Path, display: str) -> Iterator[FlowRow]:
 
 
 def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None], line: int) -> FlowRow:
-    values = {c: row.get(c) for c in (*COLUMNS, *OPTIONAL)}
-    if None in row or any(not isinstance(v, str) and v is not None for v in values.values()):
-        raise DocumentFlowError("row has more fields than the header", str(path), line)
-    text = {c: str(v or "").strip() for c, v in values.items()}
-    empty = [c for c in COLUMNS if not text[c]]
-    if empty:
-        raise DocumentFlowError(f"row has an empty {', '.join(empty)}", str(path), line)
+    text = row_text(row, COLUMNS, OPTIONAL, DocumentFlowError, path, line)
     where = (str(path), line)
     if text["required"] not in REQUIRED_VALUES:
         raise DocumentFlowError(f"required is {text['required']!r}; expected yes or no", *where)
@@ -242,7 +236,7 @@ def _unresolved(row: FlowRow, pred: KeyedSet | None, follow: KeyedSet | None) ->
     return ""
 
 
-def headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
+def _headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
     """The sets of ``s``'s service keyed by a proper prefix of its key (its header, by SAP's key convention)."""
     own = [f.name for f in s.key]
     return [
@@ -254,7 +248,7 @@ def headers(s: KeyedSet, sets: list[KeyedSet]) -> list[KeyedSet]:
 
 def _steps(process: str, target: KeyedSet, sets: list[KeyedSet], uses: list[Use]) -> list[ActivityRef]:
     """The activities of ``process`` that write ``target`` or its header."""
-    names = {(target.service, target.name)} | {(h.service, h.name) for h in headers(target, sets)}
+    names = {(target.service, target.name)} | {(h.service, h.name) for h in _headers(target, sets)}
     found = {
         u.activity.iri.value: u.activity
         for u in uses

@@ -122,6 +122,27 @@ def csv_rows(
         raise error(f"not a well-formed CSV row: {exc} (an unterminated quote?)", str(path), last + 1) from None
 
 
+def row_text(
+    row: dict[str | None, str | list[str] | None],
+    columns: tuple[str, ...],
+    optional: tuple[str, ...],
+    error: type[InputError],
+    path: Path,
+    line: int,
+) -> dict[str, str]:
+    """A curated CSV row's ``columns`` and ``optional`` columns as stripped text (an absent optional one
+    is ""); one ``error`` with ``path:line`` for a row with more fields than the header or an empty
+    one of ``columns``."""
+    values = {c: row.get(c) for c in (*columns, *optional)}
+    if None in row or any(not isinstance(v, str) and v is not None for v in values.values()):
+        raise error("row has more fields than the header", str(path), line)
+    text = {c: str(v or "").strip() for c, v in values.items()}
+    empty = [c for c in columns if not text[c]]
+    if empty:
+        raise error(f"row has an empty {', '.join(empty)}", str(path), line)
+    return text
+
+
 class CuratedRow(Protocol):
     """A row of a curated CSV: where it is (``file`` display name, ``line``) and what may occur once."""
 

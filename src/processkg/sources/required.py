@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processkg.errors import RequiredFieldsError
-from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, unique_rows
+from processkg.sources.limits import MAX_CODE_ROWS, csv_rows, row_text, unique_rows
 
 COLUMNS = ("service", "entity_set", "property", "source")
 
@@ -49,13 +49,7 @@ def _rows(path: Path, display: str) -> Iterator[RequiredField]:
 
 
 def _row(path: Path, display: str, row: dict[str | None, str | list[str] | None], line: int) -> RequiredField:
-    values = {c: row.get(c) for c in (*COLUMNS, "note")}
-    if None in row or any(not isinstance(v, str) and v is not None for v in values.values()):
-        raise RequiredFieldsError("row has more fields than the header", str(path), line)
-    text = {c: str(v or "").strip() for c, v in values.items()}
-    empty = [c for c in COLUMNS if not text[c]]
-    if empty:
-        raise RequiredFieldsError(f"row has an empty {', '.join(empty)}", str(path), line)
+    text = row_text(row, COLUMNS, ("note",), RequiredFieldsError, path, line)
     return RequiredField(
         text["service"], text["entity_set"], text["property"], text["source"], text["note"], display, line
     )

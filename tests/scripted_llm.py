@@ -118,6 +118,47 @@ def reads_in_qwen_text(messages: list[dict]) -> Turn:
     return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
 
 
+#: What Qwen2.5-Coder-1.5B wrote under llama-cpp-python in a real run (kg eval agent, typed/single-write-001,
+#: 2026-12-05): a call in a fenced block whose JSON does not parse (``"Division": 00``), here on the demo service.
+BROKEN_FENCED_CALL = """```json
+{
+  "name": "call",
+  "arguments": {
+    "method": "GET",
+    "url": "V2A_SalesOrder('0000000003')",
+    "select": ["SalesOrder", "Division"],
+    "Division": 00
+  }
+}
+```""".replace("V2", V2)
+
+
+def repairs_its_broken_json(messages: list[dict]) -> Turn:
+    """A call whose JSON does not parse, then the same call as JSON once the tool said so, then the answer."""
+    if turn(messages) == 0:
+        return {"text": BROKEN_FENCED_CALL}
+    if turn(messages) == 1:
+        return {
+            "text": "```json\n"
+            + json.dumps({"name": "call", "arguments": {"method": "GET", "url": V2 + "A_SalesOrder('0000000003')"}})
+            + "\n```"
+        }
+    return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
+
+
+def reads_two_orders(messages: list[dict]) -> Turn:
+    """Two GETs, then an answer naming both types: for the context window tests (CONTEXT_LIMITS)."""
+    n = turn(messages)
+    if n < 2:
+        return {"tools": [("call", {"method": "GET", "url": V2 + f"A_SalesOrder('000000000{n + 2}')"})]}
+    return {"answer": "read two orders"}
+
+
+#: Tasks whose conversation the scripted server refuses, as llama-cpp-python's server does, once its JSON is
+#: longer than this many characters (the context window tests of tests/test_agent.py).
+CONTEXT_LIMITS: dict[str, int] = {}
+
+
 # ---------------------------------------------------------------- kg eval agent (tests/test_eval_agent.py)
 # The same task under every condition; a script reads the condition from the system prompt.
 
@@ -181,6 +222,9 @@ SCRIPTS: dict[str, Script] = {
     "Find the sales order, forever.": runaway,
     "Create a sales order for customer 0000000001 (chunks).": chunkrag_invents_then_repairs,
     "What type has sales order 0000000003?": reads_in_qwen_text,
+    "Tell me the type of sales order 0000000003.": repairs_its_broken_json,
+    "Read sales orders 0000000002 and 0000000003.": reads_two_orders,
+    "Read sales orders 0000000002 and 0000000003 in a tiny window.": reads_two_orders,
 }
 
 
@@ -224,6 +268,11 @@ def start() -> ScriptedLLM:
             script = SCRIPTS.get(task)
             if self.path != "/v1/chat/completions" or script is None:
                 self._send(500, {"error": {"message": f"no script for {task!r} at {self.path}"}})
+                return
+            size = len(json.dumps(request["messages"]))
+            if size > CONTEXT_LIMITS.get(task, size):
+                message = f"This model's maximum context length is {CONTEXT_LIMITS[task]} characters. However, you requested {size}."
+                self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
                 return
             self._send(200, completion(request, script(request["messages"])))
 

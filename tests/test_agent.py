@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import scripted_llm
 from conftest import DATA, DEMO
 from processkg.cli import main
 from processkg.errors import LLMError
@@ -136,6 +137,51 @@ def test_tool_calls_written_in_qwen_tags_are_understood(demo_indexed_store, llm,
     call = events(out, "tool")[0]
     assert call["name"] == "call" and call["answer"]["status"] == 200
     assert result.stdout.strip() == f"Sales order 0000000003 has type {call['answer']['answer']['d']['SalesOrderType']}"
+
+
+def test_a_call_whose_json_does_not_parse_is_answered_so_and_sent_again(demo_indexed_store, llm, tmp_path):
+    """A small model's call with broken JSON (a real reply's shape) is not taken as its answer: the tool
+    answers that the arguments are not JSON, naming the line, and the model's next call goes through."""
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "Tell me the type of sales order 0000000003.")
+    assert result.exit_code == 0, result.output
+    broken, good = events(out, "tool")
+    assert broken["name"] == "call" and broken["error"] is True
+    assert "are not JSON" in broken["answer"]["error"] and "'\"Division\": 00'" in broken["answer"]["error"]
+    assert good["answer"]["status"] == 200
+    assert result.stdout.strip() == f"Sales order 0000000003 has type {good['answer']['answer']['d']['SalesOrderType']}"
+
+
+def test_a_conversation_too_long_for_the_context_drops_the_oldest_tool_answer(demo_indexed_store, llm, tmp_path):
+    """The endpoint refuses the conversation as longer than the model's window (HTTP 400, llama-cpp-python's
+    words): the oldest tool answer is dropped and the conversation sent again, so the run goes on."""
+    task = "Read sales orders 0000000002 and 0000000003."
+    out = tmp_path / "run"
+    before = len(llm.requests)
+    scripted_llm.CONTEXT_LIMITS[task] = 10**9
+    assert run(demo_indexed_store, llm, tmp_path / "probe", task).exit_code == 0
+    sizes = [len(json.dumps(r["messages"])) for r in llm.requests[before:]]
+    scripted_llm.CONTEXT_LIMITS[task] = sizes[-1] - 100  # the last turn, with both answers, no longer fits
+    result = run(demo_indexed_store, llm, out, task)
+    assert result.exit_code == 0, result.output
+    dropped = events(out, "dropped")
+    first = events(out, "tool")[0]
+    assert [d["tool_call_id"] for d in dropped] == [first["id"]]
+    last = llm.requests[-1]["messages"]
+    kept = [m["content"] for m in last if m["role"] == "tool"]
+    assert kept[0].startswith("[answer dropped to fit the model's context window:") and '"status":200' in kept[1]
+    assert events(out, "end")[0]["status"] == "answered"
+
+
+def test_a_conversation_that_never_fits_ends_as_context_full_not_as_an_endpoint_error(
+    demo_indexed_store, llm, tmp_path
+):
+    task = "Read sales orders 0000000002 and 0000000003 in a tiny window."
+    scripted_llm.CONTEXT_LIMITS[task] = 100  # not even the system prompt fits
+    result = run(demo_indexed_store, llm, tmp_path / "run", task)
+    assert result.exit_code == 1 and "context-full:" in result.stderr and "Traceback" not in result.output
+    end = events(tmp_path / "run", "end")[0]
+    assert end["status"] == "context-full" and "maximum context length" in end["error"]
 
 
 def test_an_endpoint_error_is_one_line_and_exit_2(demo_indexed_store, llm, tmp_path):

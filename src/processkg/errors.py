@@ -199,6 +199,12 @@ class LLMError(ProcessKGError):
     """The LLM endpoint failed or answered something that is not a usable choice."""
 
 
+class ContextFullError(LLMError):
+    """The LLM endpoint refused the conversation as longer than the model's context window (HTTP 400
+    with "maximum context length", OpenAI's ``context_length_exceeded``, llama.cpp's "exceeds the
+    available context size")."""
+
+
 class GraphCheckError(ProcessKGError):
     """``kg build --check``: the new graph violates ``shapes/graph.ttl``; the old store is kept."""
 

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 import httpx
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import LLMError
+from processkg.errors import ContextFullError, LLMError
 
 MAX_ANSWER = 4_000_000  # bytes of one chat completion
+#: How endpoints say that the conversation does not fit the model's context (OpenAI, vLLM,
+#: llama-cpp-python: "maximum context length"; OpenAI's code; llama.cpp's server).
+_CONTEXT_FULL = re.compile(r"maximum context length|context_length_exceeded|exceeds the available context size", re.I)
+#: A call whose JSON does not parse, e.g. ``"Division": 00``: its name and the text of its arguments.
+_BROKEN_CALL = re.compile(r'^\{\s*"name"\s*:\s*"([A-Za-z_]\w*)"\s*,\s*"arguments"\s*:\s*(.*)\}\s*$', re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 _FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*```", re.DOTALL)
 
@@ -91,7 +96,10 @@ class ChatClient:
         except httpx.HTTPError as exc:
             raise LLMError(f"{self.endpoint}: {type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
-            raise LLMError(f"{self.endpoint}: HTTP {response.status_code}: {response.text[:200]}")
+            error = (
+                ContextFullError if response.status_code == 400 and _CONTEXT_FULL.search(response.text) else LLMError
+            )
+            raise error(f"{self.endpoint}: HTTP {response.status_code}: {response.text[:200]}")
         return parse_reply(response.content, time.perf_counter() - start)
 
 
@@ -152,10 +160,21 @@ def _bare_calls(content: str) -> list[ToolCall]:
 def _fenced_call(content: str) -> list[ToolCall]:
     """A call in a fenced JSON block, as Qwen2.5-Coder-1.5B writes under llama-cpp-python: the first
     block, when it is one ``{"name": ..., "arguments": {...}}`` object. The model often goes on with
-    more blocks, calls with results it has not seen yet; those are dropped, as a ReAct turn acts once."""
+    more blocks, calls with results it has not seen yet; those are dropped, as a ReAct turn acts once.
+    A block that is a call by its shape but not JSON (``"Division": 00``) is still the call: its
+    arguments stay the text the model wrote, and the loop answers that they are not JSON, so that the
+    model can write them again instead of ending the run with the call as its answer."""
     match = _FENCED.search(content)
-    item = _call_object(match.group(1)) if match else None
+    if not match:
+        return []
+    item = _call_object(match.group(1)) or _broken_call(match.group(1))
     return [ToolCall("call_1", item[0], item[1])] if item else []
+
+
+def _broken_call(text: str) -> tuple[str, str] | None:
+    """``{"name": "x", "arguments": ...}`` whose arguments are not JSON: the name and the arguments' text."""
+    match = _BROKEN_CALL.match(text.strip())
+    return (match.group(1), match.group(2).strip()) if match else None
 
 
 def _call_object(text: str) -> tuple[str, str] | None:
@@ -176,6 +195,9 @@ def _tagged_calls(content: str) -> list[ToolCall]:
         try:
             item = json.loads(match.group(1))
         except ValueError:
+            broken = _broken_call(match.group(1))
+            if broken:
+                calls.append(ToolCall(f"call_{n + 1}", *broken))
             continue
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             calls.append(ToolCall(f"call_{n + 1}", item["name"], json.dumps(item.get("arguments") or {})))

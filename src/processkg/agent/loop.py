@@ -2,8 +2,15 @@
 calls tools (their answers go back into the conversation) or answers, which ends the run. A run
 that reaches ``max_steps`` turns without answering stops with status ``max-steps``.
 
+A conversation that outgrows the model's context window (the endpoint says so: HTTP 400,
+:class:`~processkg.errors.ContextFullError`) is shortened and sent again: the oldest tool answer
+still in full is replaced by a note that it was dropped (the model may call the tool again). When
+no answer is left to drop, the run stops with status ``context-full``: a run the agent did not
+complete, not an endpoint error.
+
 Every run writes a trace, one JSON object per line: ``start`` (task, condition, model, settings,
-the tool list), ``message`` (each message added to the conversation), ``llm`` (one completion:
+the tool list), ``message`` (each message added to the conversation), ``dropped`` (a tool answer
+dropped to fit the context window), ``llm`` (one completion:
 tokens, seconds), ``tool`` (name, arguments, answer, seconds), ``http`` (each request ``call`` sent
 and the server's answer) and ``end`` (status, answer, counts, tokens, seconds).
 """
@@ -18,13 +25,14 @@ from types import TracebackType
 from typing import Protocol
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.errors import LLMError
+from processkg.errors import ContextFullError, LLMError
 from processkg.openai_chat import ChatClient, Reply, ToolCall
 from processkg.tools.odata_client import Exchange
 from processkg.tools.specs import ToolSpec, openai_tools
 
 MAX_TOOL_TEXT = 16_000  # characters of one tool answer given back to the model
-STATUSES = ("answered", "max-steps", "llm-error")
+STATUSES = ("answered", "max-steps", "context-full", "llm-error")
+DROPPED = "[answer dropped to fit the model's context window: {n} characters; call the tool again if you need it]"
 
 
 class ToolSet(Protocol):
@@ -112,7 +120,10 @@ class Agent:
         while steps < self.max_steps:
             steps += 1
             try:
-                reply = self.chat.complete(self.messages, openai_tools(specs))
+                reply = self.complete(openai_tools(specs), steps)
+            except ContextFullError as exc:
+                status, error = "context-full", str(exc)
+                break
             except LLMError as exc:
                 status, error = "llm-error", str(exc)
                 break
@@ -125,6 +136,27 @@ class Agent:
         result = self.result(status, answer, steps, time.perf_counter() - start, error)
         self.trace.write("end", **result.as_dict())
         return result
+
+    def complete(self, tools: list[JSONObject], step: int) -> Reply:
+        """One completion; while the endpoint finds the conversation too long for the model, the oldest
+        tool answer still in full is dropped (:data:`DROPPED`) and the conversation sent again."""
+        while True:
+            try:
+                return self.chat.complete(self.messages, tools)
+            except ContextFullError:
+                if not self.drop_oldest_answer(step):
+                    raise
+
+    def drop_oldest_answer(self, step: int) -> bool:
+        for message in self.messages:
+            content = str(message.get("content") or "")
+            if message["role"] == "tool" and not content.startswith("[answer dropped"):
+                message["content"] = DROPPED.format(n=len(content))
+                self.trace.write(
+                    "dropped", step=step, tool_call_id=message.get("tool_call_id"), characters=len(content)
+                )
+                return True
+        return False
 
     def add(self, message: JSONObject) -> None:
         self.messages.append(message)
@@ -151,7 +183,7 @@ class Agent:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
             answer, is_error = self.tools.run(call.name, arguments)
         except ValueError as exc:
-            answer, is_error = {"error": f"the arguments of {call.name} are not JSON: {exc}"}, True
+            answer, is_error = {"error": not_json(call, exc)}, True
             arguments = call.arguments
         self.counts["tool_calls"] += 1
         self.counts["tool_errors"] += int(is_error)
@@ -184,6 +216,14 @@ class Agent:
             seconds,
             error,
         )
+
+
+def not_json(call: ToolCall, exc: ValueError) -> str:
+    """The error answer for arguments that do not parse, naming the line the parser stopped on."""
+    line = getattr(exc, "lineno", 0)
+    text = call.arguments.splitlines()[line - 1].strip() if 0 < line <= len(call.arguments.splitlines()) else ""
+    where = f" at {text!r}" if text else ""
+    return f"the arguments of {call.name} are not JSON ({exc}){where}: send the call again with valid JSON"
 
 
 __all__ = ["STATUSES", "Agent", "RunResult", "ToolSet", "Trace"]

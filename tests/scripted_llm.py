@@ -154,6 +154,17 @@ def reads_two_orders(messages: list[dict]) -> Turn:
     return {"answer": "read two orders"}
 
 
+def repeats_a_describe(messages: list[dict]) -> Turn:
+    """The same describe twice (as Qwen2.5-Coder-1.5B did until its step limit), then the GET, then the answer."""
+    describe = ("describe", {"service": "DEMO_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"})
+    n = turn(messages)
+    if n < 2:
+        return {"tools": [describe]}
+    if n == 2:
+        return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000004')"})]}
+    return {"answer": "Sales order 0000000004 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
+
+
 #: Tasks whose conversation the scripted server refuses, as llama-cpp-python's server does, once its JSON is
 #: longer than this many characters (the context window tests of tests/test_agent.py).
 CONTEXT_LIMITS: dict[str, int] = {}
@@ -224,6 +235,7 @@ SCRIPTS: dict[str, Script] = {
     "What type has sales order 0000000003?": reads_in_qwen_text,
     "Tell me the type of sales order 0000000003.": repairs_its_broken_json,
     "Read sales orders 0000000002 and 0000000003.": reads_two_orders,
+    "Which type has sales order 0000000004? Describe first.": repeats_a_describe,
     "Read sales orders 0000000002 and 0000000003 in a tiny window.": reads_two_orders,
 }
 

@@ -152,6 +152,19 @@ def test_a_call_whose_json_does_not_parse_is_answered_so_and_sent_again(demo_ind
     assert result.stdout.strip() == f"Sales order 0000000003 has type {good['answer']['answer']['d']['SalesOrderType']}"
 
 
+def test_a_repeated_graph_tool_call_is_not_run_again_and_the_model_is_told(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "Which type has sales order 0000000004? Describe first.")
+    assert result.exit_code == 0, result.output
+    first, again, read = events(out, "tool")
+    assert first["name"] == again["name"] == "describe" and first["error"] is False and first["answer"]["key"]
+    assert again["error"] is True and again["answer"] == {
+        "error": "you made the same describe call in step 1; its answer is above and would be the same: use it "
+        "(for example call with what it gave), or call another tool"
+    }
+    assert read["answer"]["status"] == 200 and events(out, "end")[0]["tool_errors"] == 1
+
+
 def test_a_conversation_too_long_for_the_context_drops_the_oldest_tool_answer(demo_indexed_store, llm, tmp_path):
     """The endpoint refuses the conversation as longer than the model's window (HTTP 400, llama-cpp-python's
     words): the oldest tool answer is dropped and the conversation sent again, so the run goes on."""

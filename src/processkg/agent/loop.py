@@ -8,6 +8,11 @@ still in full is replaced by a note that it was dropped (the model may call the 
 no answer is left to drop, the run stops with status ``context-full``: a run the agent did not
 complete, not an endpoint error.
 
+A call of a tool other than ``call`` with the same arguments as an earlier one is not run again:
+those tools answer from the graph alone, so the answer would be the same. The model is told which
+step it made the call in and to use that answer or do something else (small models otherwise
+repeat one call until the step limit).
+
 Every run writes a trace, one JSON object per line: ``start`` (task, condition, model, settings,
 the tool list), ``message`` (each message added to the conversation), ``dropped`` (a tool answer
 dropped to fit the context window), ``llm`` (one completion:
@@ -32,6 +37,10 @@ from processkg.tools.specs import ToolSpec, openai_tools
 
 MAX_TOOL_TEXT = 16_000  # characters of one tool answer given back to the model
 STATUSES = ("answered", "max-steps", "context-full", "llm-error")
+REPEATED = (
+    "you made the same {name} call in step {step}; its answer is above and would be the same: use it "
+    "(for example call with what it gave), or call another tool"
+)
 DROPPED = "[answer dropped to fit the model's context window: {n} characters; call the tool again if you need it]"
 
 
@@ -101,6 +110,7 @@ class Agent:
         self.messages: list[JSONObject] = []
         self.counts = {"tool_calls": 0, "tool_errors": 0, "prompt": 0, "completion": 0}
         self.seen = 0  # exchanges already written to the trace
+        self.made: dict[tuple[str, str], int] = {}  # (tool, arguments as sorted JSON) -> step, for tools but call
 
     def run(self, task: str, condition: str = "") -> RunResult:
         start = time.perf_counter()
@@ -152,6 +162,7 @@ class Agent:
             content = str(message.get("content") or "")
             if message["role"] == "tool" and not content.startswith("[answer dropped"):
                 message["content"] = DROPPED.format(n=len(content))
+                self.made.clear()  # a repeat may be needed now: the answer it would repeat is gone
                 self.trace.write(
                     "dropped", step=step, tool_call_id=message.get("tool_call_id"), characters=len(content)
                 )
@@ -181,7 +192,11 @@ class Agent:
         start = time.perf_counter()
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-            answer, is_error = self.tools.run(call.name, arguments)
+            earlier = self.repeated(call.name, arguments, step)
+            if earlier:
+                answer, is_error = {"error": REPEATED.format(name=call.name, step=earlier)}, True
+            else:
+                answer, is_error = self.tools.run(call.name, arguments)
         except ValueError as exc:
             answer, is_error = {"error": not_json(call, exc)}, True
             arguments = call.arguments
@@ -199,6 +214,17 @@ class Agent:
         if len(text) > MAX_TOOL_TEXT:
             text = text[:MAX_TOOL_TEXT] + f"... [cut: {len(text) - MAX_TOOL_TEXT} more characters]"
         self.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text})
+
+    def repeated(self, name: str, arguments: JSONValue, step: int) -> int:
+        """The step of an earlier call of ``name`` with the same arguments (0 if none, or for ``call``,
+        whose answer depends on the server's records); this call's step is kept otherwise."""
+        if name == "call":
+            return 0
+        made = (name, json.dumps(arguments, sort_keys=True))
+        if made in self.made:
+            return self.made[made]
+        self.made[made] = step
+        return 0
 
     def result(self, status: str, answer: str, steps: int, seconds: float, error: str) -> RunResult:
         sent = self.tools.exchanges

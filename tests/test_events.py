@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import index_store, shared
+from conftest import graph_of, index_store, shared
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.errors import ProcessKGError
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
@@ -242,3 +242,33 @@ def test_a_bad_input_stops_the_build_with_one_line_naming_file_and_record(name, 
     message = str(raised.value)
     assert message.startswith(INVALID[name])
     assert "\n" not in message
+
+
+def test_operation_imports_write_their_entity_set_and_the_rest_is_left_out(tmp_path):
+    """A V2 function import with an EntitySet (ReleaseVersionBOM of the BOM service) writes that set; one
+    without (releaseApprovalRequest of the sales order service), a $batch and a navigation are left out
+    and counted, and the writes around them follow each other."""
+    root = "/sap/opu/odata/sap"
+    calls = [
+        ("POST", f"{root}/API_SALES_ORDER_SRV/A_SalesOrder"),
+        ("POST", f"{root}/API_SALES_ORDER_SRV/releaseApprovalRequest?SalesOrder='1'"),
+        ("POST", f"{root}/API_SALES_ORDER_SRV/$batch"),
+        ("POST", f"{root}/API_BILL_OF_MATERIAL_SRV/ReleaseVersionBOM?BillOfMaterial='1'"),
+        ("POST", f"{root}/API_BILL_OF_MATERIAL_SRV/MaterialBOM(BillOfMaterial='1')/to_BillOfMaterialItem"),
+    ]
+    lines = [f'{{"method": "{m}", "url": "{u}", "status": 200}}' for m, u in calls]
+    (tmp_path / "calls.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = build_store(
+        BuildOptions(
+            odata=[shared("odata", "s4-a2x", f"{n}.edmx") for n in ("API_SALES_ORDER_SRV", "API_BILL_OF_MATERIAL_SRV")],
+            events=[tmp_path / "calls.jsonl"],
+            out=tmp_path / "graph.ttl",
+        )
+    )
+    assert report.mined == {"cases": 1, "writes": 2, "unmapped": 0, "unresolved": 3, "edges": 1}
+    store = graph_of((tmp_path / "graph.ttl").read_bytes())
+    found = [
+        (_name(r["a"].value), _name(r["b"].value))
+        for r in store.query(f"PREFIX kg: <{KG}> SELECT ?a ?b WHERE {{ ?a kg:minedNext ?b }}")
+    ]
+    assert found == [("API_SALES_ORDER_SRV/A_SalesOrder", "API_BILL_OF_MATERIAL_SRV/MaterialBOM")]

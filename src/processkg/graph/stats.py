@@ -113,7 +113,7 @@ def build_summary(
         m = report.mined
         lines.append(
             f"  {m['edges']} mined flow edges (kg:minedNext) from {m['writes']} writes in {m['cases']} cases"
-            f" ({m['unmapped']} events naming no entity set, {m['unresolved']} writes through a navigation or $batch left out)"
+            f" ({m['unmapped']} events naming no entity set, {m['unresolved']} writes through a navigation, an operation or $batch left out)"
         )
     if store is not None:
         lines.append(f"store: {store}")

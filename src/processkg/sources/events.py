@@ -26,9 +26,10 @@ write (it records that something happened).
 A target resolves to an entity set of the build when a segment of its path is a service's name (or
 an SAP RAP service's short name, after which the 4-digit version is skipped) and the next one is an
 entity set of that service, with or without a key (a bound action ``Set(key)/NS.Action`` writes
-that set); a V2 function import with an ``EntitySet`` writes that set. A write through a navigation
-(``A_SalesOrder('1')/to_Item``) and a ``$batch`` are left out: which set they write needs the
-navigation's target or the batch's parts.
+that set); a function, action or operation import with an ``EntitySet`` writes that set. A write
+through a navigation (``A_SalesOrder('1')/to_Item``), to an import without an ``EntitySet`` and a
+``$batch`` are left out: which set they write needs the navigation's target, the operation's
+effect or the batch's parts.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def _xes(path: Path, display: str) -> list[Case]:
                 )
             )
         if all(s is not None for s, _step, _m in timed):
-            timed.sort(key=lambda x: _sortable(x[0], display, trace.sourceline))  # stable: file order on a tie
+            timed.sort(key=lambda x: _sortable(x[0]))  # stable: file order on a tie
         case.steps = [step for _s, step, method in timed if _is_write(method)]
         cases.append(case)
     return cases
@@ -287,7 +288,7 @@ def _object_cases(objects: list[str], events: list[_OcelEvent], display: str) ->
             by_object[o].append((position, e))
     cases = []
     for o in objects:
-        ordered = sorted(by_object[o], key=lambda pe: (_sortable(pe[1].time, display, pe[1].line), pe[0]))
+        ordered = sorted(by_object[o], key=lambda pe: (_sortable(pe[1].time), pe[0]))
         steps = [
             Step(e.attributes.get(PATH_ATTRIBUTE, ""), e.activity, display, e.where)
             for _p, e in ordered
@@ -333,9 +334,10 @@ def _time(text: str, display: str, line: int | None) -> dt.datetime:
         raise EventLogError(f"time {text!r} is not an ISO 8601 date and time", display, line) from None
 
 
-def _sortable(stamp: dt.datetime | None, display: str, line: int | None) -> dt.datetime:
-    """A time comparable with any other: one without a zone is taken as UTC."""
-    assert stamp is not None
+def _sortable(stamp: dt.datetime | None) -> dt.datetime:
+    """A time comparable with any other: one without a zone is taken as UTC (None: never, the caller
+    sorts only events that all have a time)."""
+    stamp = stamp or dt.datetime.min
     return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=dt.UTC)
 
 
@@ -358,7 +360,7 @@ class Catalog:
         self.services: dict[str, str] = {}  # lower-case URL name -> service key
         self.v4: set[str] = set()  # service keys of OData V4 services (a RAP root has a version segment)
         self.sets: dict[tuple[str, str], NamedNode] = {}  # (service key, set name) -> IRI
-        self.imports: dict[tuple[str, str], str] = {}  # (service key, V2 function import) -> its entity set
+        self.imports: dict[tuple[str, str], str] = {}  # (service key, operation import) -> its entity set, or ""
 
     def add(self, doc: ServiceDocument, key: str, set_iris: dict[str, NamedNode]) -> None:
         """One lifted service: ``key`` is its name in the graph, ``set_iris`` its sets."""
@@ -373,8 +375,9 @@ class Catalog:
             self.sets[(key, name)] = iri
         for container in doc.containers:
             for op in container.function_imports:
-                if op.entity_set and op.entity_set in set_iris:
-                    self.imports[(key, op.name)] = op.entity_set
+                self.imports[(key, op.name)] = op.entity_set if op.entity_set in set_iris else ""
+            for imp in container.operation_imports:
+                self.imports[(key, imp.name)] = imp.entity_set if imp.entity_set in set_iris else ""
 
     def resolve(self, target: str, where: str) -> Written | None:
         """The entity set ``target`` writes; None for a write this reading leaves out (a navigation,
@@ -400,6 +403,8 @@ class Catalog:
         if rest[0] == "$batch":
             return None
         name = self.imports.get((service, rest[0]), rest[0])
+        if not name:  # an operation import that names no entity set: which set it writes is unknown
+            return None
         iri = self.sets.get((service, name))
         if iri is None:
             raise EventLogError(f"{target!r}: service {service} has no entity set or function import {rest[0]}", where)

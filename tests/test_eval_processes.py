@@ -188,3 +188,29 @@ def test_the_documented_automatic_layer_figures_are_the_committed_run():
     assert [f["mapping"]["held_out"] for f in report["folds"]] == [f["mapping"]["held_out"] for f in folds], (
         "the automatic layer's proposals are those of kg map tune --folds"
     )
+
+
+def test_the_documented_mined_flow_row_is_the_committed_run_with_events():
+    """docs/results.md's mined-flow row is the Recall@3 of docs/results/processes-automatic-mined, a run
+    with --events; its dense and tokens are those of the run without (the mined flow is no input of theirs)."""
+    root = DEMO.parents[1]
+    results = root / "docs" / "results"
+    mined = json.loads((results / "processes-automatic-mined" / "results.json").read_text(encoding="utf-8"))
+    without = json.loads((results / "processes-automatic" / "results.json").read_text(encoding="utf-8"))
+    summary = mined["automatic"]["summary"]
+    assert "--events" in (results / "processes-automatic-mined" / "report.md").read_text(encoding="utf-8")
+    lines = (root / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if line.startswith("| hybrid + mined flow"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4:7] == [f"{summary['hybrid'][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+    for method in ("dense", "tokens"):
+        assert summary[method] == without["automatic"]["summary"][method]
+
+
+def test_eval_processes_events_need_the_folds_builds(tmp_path, demo_store):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("", encoding="utf-8")
+    args = ["eval", "processes", "--store", str(demo_store), "--queries", str(queries)]
+    result = CliRunner().invoke(main, [*args, "--events", str(DEMO)])
+    assert result.exit_code == 2
+    assert "--events needs --bpmn" in result.output

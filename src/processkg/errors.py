@@ -72,6 +72,10 @@ class DocumentFlowError(InputError):
     """A row of a curated document-flow CSV (``kg build --flow``) that cannot be read."""
 
 
+class EventLogError(InputError):
+    """A record of a recording or an event log (``kg build --events``) that cannot be read or resolved."""
+
+
 class AssetMissingError(ProcessKGError):
     """A file that ships inside the package (ontology, shapes, queries, templates) is missing."""
 

@@ -92,6 +92,7 @@ KGT = _Namespace(
     actionFor bindingType returnEntitySet isBound boundToCollection isBindingParameter returnType
     entitySetPath applicablePath optionalParameter
     InferredFlow inferredNext flowFrom flowTo carrierProperty carriedKey
+    MinedFlow minedNext minedFrom minedTo followCount caseCount
     DocumentFlow FlowKey documentNext flowPredecessor flowFollowOn flowKey keyCarrier keyCarried
     predecessorRequired appliesWhenProperty appliesWhenValue preconditionProperty preconditionValue
     quantityProperty quantityLimit flowProcess flowProcessId predecessorStep followOnStep flowSource flowNote

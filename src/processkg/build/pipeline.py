@@ -37,7 +37,7 @@ from processkg.graph.store import (
     write_store,
 )
 from processkg.retrieve.index import IndexReport, build_index
-from processkg.sources import openapi
+from processkg.sources import events, openapi
 from processkg.sources.bpmn import bpmn_xml
 from processkg.sources.bpmn.lift_definitions import DefinitionsLifter, element_iri
 from processkg.sources.code_bindings import BINDINGS_FILE, bound_properties, read_bindings
@@ -77,6 +77,7 @@ class BuildOptions:
     code_bindings: Path | None = None  # YAML: SERVICE/EntityType/Property -> value_list of a --codes CSV
     required: Path | None = None  # CSV file or folder: curated required-on-create fields (sources/required.py)
     flow: Path | None = None  # CSV file or folder: curated document flow (sources/document_flow.py)
+    events: list[Path | str] = field(default_factory=list)  # recordings and event logs: mined flow (sources/events.py)
 
 
 @dataclass
@@ -89,6 +90,7 @@ class BuildReport:
     services: dict[str, int] = field(default_factory=dict)  # name -> entity sets
     processes: dict[str, int] = field(default_factory=dict)  # "file#id" -> activities
     mapping_edges: int = 0
+    mined: dict[str, int] = field(default_factory=dict)  # --events: cases, writes used and left out, edges
     triples: int = 0
     seconds: float = 0.0
     shapes_seconds: float = 0.0
@@ -141,7 +143,7 @@ class Builder:
     def _inputs(self) -> list[Path | str]:
         """Every input path: the store must not contain one of them (it would replace them)."""
         extra = [p for p in (self.opt.mapping, self.opt.required, self.opt.flow) if p]
-        return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *extra]
+        return [*self.opt.odata, *self.opt.bpmn, *self.opt.codes, *self.opt.openapi, *self.opt.events, *extra]
 
     def _run(self) -> BuildReport:
         start = time.perf_counter()
@@ -157,6 +159,8 @@ class Builder:
         self.required_rows = read_required(Path(self.opt.required)) if self.opt.required else []
         self.required_used: set[RequiredField] = set()
         self.flow_rows = read_flows(Path(self.opt.flow)) if self.opt.flow else []
+        self.events = events.read_events(self.opt.events) if self.opt.events else None
+        self.catalog = events.Catalog()
         self.uses: list[Use] = []
         self._odata(discover(self.opt.odata, ODATA_SUFFIXES), codes)
         self._unused_bindings()
@@ -167,6 +171,7 @@ class Builder:
         if self.opt.mapping:
             self._mapping(Path(self.opt.mapping))
         self._document_flow()
+        self._mined_flow()
 
     @contextmanager
     def _spools(self) -> Iterator[tuple[Spool, Spool]]:
@@ -222,6 +227,7 @@ class Builder:
         lifter = ServiceLifter(service, key, codes_for(codes, doc.name))
         self._add(lifter.lift() + self._bind_codes(lifter, doc, codes) + self._require(lifter, doc), shapes=True)
         self.keyed_sets += flow.keyed_sets(doc, key, lifter.set_iris, lifter.inherited_prop_iri)
+        self.catalog.add(doc, key, lifter.set_iris)
         self.codes_reached += lifter.codelist_codes
         self.report.warnings.extend(lifter.warnings)
         self.report.files.extend([doc.file] + [a.file for a in annotation_docs])
@@ -364,6 +370,15 @@ class Builder:
         self._add(triples)
         self.report.warnings.extend(warnings)
         self.report.files.extend(sorted({r.file for r in self.flow_rows}))
+
+    def _mined_flow(self) -> None:
+        """The flow mined from recordings and event logs (``--events``): directly-follows of their writes."""
+        if self.events is None:
+            return
+        edges, stats = events.mine(self.events, self.catalog)
+        self._add(events.lift(edges))
+        self.report.files.extend(self.events.files)
+        self.report.mined = {**stats, "edges": len(edges)}
 
     # ---------------------------------------------------------------- output
     def _check(self, tmp: Path) -> None:

@@ -68,6 +68,13 @@ def _progress(files_hint: int) -> tuple[ProgressBar[int] | None, Callable[[str],
     type=click.Path(path_type=Path),
     help="CSV file or directory (process,predecessor,follow_on,carriers,required,...) of curated document flow.",
 )
+@click.option(
+    "--events",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Recorded calls (.jsonl), XES (.xes) or OCEL 2.0 (.jsonocel, .xmlocel) event logs, and activity,path "
+    "CSV tables, or a directory of them: flow mined from the writes. Repeatable.",
+)
 @store_location_option(
     "Store directory to (re)write atomically, or the URL of a SPARQL server (docs/deployment.md).", required=False
 )
@@ -101,6 +108,7 @@ def build_cmd(
     code_bindings: Path,
     required: Path | None,
     flow: Path | None,
+    events: tuple[Path, ...],
     store: StoreLocation | None,
     out: Path,
     on_error: str,
@@ -140,6 +148,7 @@ def build_cmd(
         code_bindings=code_bindings,
         required=required,
         flow=flow,
+        events=list(events),
     )
     if bar is not None:
         with bar:

@@ -85,6 +85,12 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
 @click.option("--codes", multiple=True, type=click.Path(path_type=Path), help="The store's code lists. Repeatable.")
 @click.option("--code-bindings", type=click.Path(path_type=Path), help="The store's code bindings.")
 @click.option(
+    "--events",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Recordings and event logs (kg build --events) added to every fold's build: mined flow. Repeatable.",
+)
+@click.option(
     "--work",
     type=click.Path(path_type=Path),
     help="Folder for the folds' stores (with --bpmn; default: OUT/folds).",
@@ -126,6 +132,7 @@ def processes_cmd(
     mapping: Path | None,
     codes: tuple[Path, ...],
     code_bindings: Path | None,
+    events: tuple[Path, ...],
     work: Path | None,
     protocols: tuple[str, ...],
     proposal_context: bool,
@@ -145,6 +152,8 @@ def processes_cmd(
         raise ProcessKGError("--protocol removed and automatic need --bpmn: the folds' stores are built from it")
     if "automatic" in chosen and not mapping:
         raise ProcessKGError("--protocol automatic needs --mapping: the kept processes' gold tunes the proposals")
+    if events and not bpmn:
+        raise ProcessKGError("--events needs --bpmn: the mined flow goes into the folds' builds")
     if bpmn:
         if not odata:
             raise ProcessKGError("--bpmn needs the --odata the store was built from")
@@ -152,7 +161,12 @@ def processes_cmd(
         if folder is None:
             raise ProcessKGError("--bpmn needs --work or --out: the folds' stores are built there")
         inputs = BuildOptions(
-            odata=list(odata), bpmn=list(bpmn), mapping=mapping, codes=list(codes), code_bindings=code_bindings
+            odata=list(odata),
+            bpmn=list(bpmn),
+            mapping=mapping,
+            codes=list(codes),
+            code_bindings=code_bindings,
+            events=list(events),
         )
         if "removed" in chosen:
             rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")

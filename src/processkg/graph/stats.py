@@ -35,6 +35,9 @@ class BuildFacts(Protocol):
     def mapping_edges(self) -> int: ...
 
     @property
+    def mined(self) -> dict[str, int]: ...
+
+    @property
     def warnings(self) -> list[str]: ...
 
     @property
@@ -106,6 +109,12 @@ def build_summary(
         _counts(c, _PROCESS_CLASSES),
         f"  {report.mapping_edges} mapping edges (uses:entitySet)",
     ]
+    if report.mined:
+        m = report.mined
+        lines.append(
+            f"  {m['edges']} mined flow edges (kg:minedNext) from {m['writes']} writes in {m['cases']} cases"
+            f" ({m['unmapped']} events naming no entity set, {m['unresolved']} writes through a navigation, an operation or $batch left out)"
+        )
     if store is not None:
         lines.append(f"store: {store}")
     if report.index is not None and store is not None:

@@ -70,8 +70,9 @@ CHUNKS_PER_RESULT = 10
 #: What a result's ``source`` says: matched itself (or through an activity that uses it), reached
 #: along ``bpmn:next`` after the matched step, reached backwards (a step before the matched one),
 #: a navigation target of a matched entity set, or a set that follows a matched one in the document
-#: flow inferred from the metadata (``kg:inferredNext``).
-SOURCES = ("seed", "expanded", "preceding", "navigation", "inferred")
+#: flow inferred from the metadata (``kg:inferredNext``), or one whose write followed a matched one's
+#: in a recorded case (``kg:minedNext``).
+SOURCES = ("seed", "expanded", "preceding", "navigation", "inferred", "mined")
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ class Retriever:
                 self.edges("next"),
                 self.edges("navigations"),
                 self.edges("flow"),
+                self.edges("mined"),
             )
         return self._matrices
 
@@ -691,6 +693,8 @@ def _explained(r: Retriever, row: int, group: str, paths: Paths) -> tuple[str, t
         return "navigation", (r.sets[rows[0]]["name"],)
     if group == "flow":
         return "inferred", (r.sets[rows[0]]["name"],)
+    if group == "mined":
+        return "mined", (r.sets[rows[0]]["name"],)
     names = tuple(r.activities[i]["name"] for i in rows)
     if len(names) == 1:
         return "seed", names

@@ -18,6 +18,9 @@ learned model (:mod:`processkg.retrieve.routing`) weighs them.
   (``kg:inferredNext``, ``queries/internal/retrieve-flow.rq``), a set that matches the query:
   "the goods left the warehouse" matches the delivery, whose items the billing items refer to;
   ``flow_chain`` scores the edge by both ends. It needs no BPMN and no mapping.
+* ``mined``, ``mined_chain``: the same along the flow mined from recorded calls and event logs
+  (``kg:minedNext``, ``queries/internal/retrieve-mined.rq``): a write to the set came right after
+  a write to a set that matches the query, in some recorded case.
 * ``family``: near-duplicates (the same object in another service, ``_2``/``_4`` variants) share
   their best dense similarity, and are returned once (:func:`families`).
 * process position: whether an activity that uses the set starts or ends its process.
@@ -79,6 +82,11 @@ SIGNALS = (
     "flow_chain",
     "flow_rank",
     "flow_chain_rank",
+    "mined",
+    "mined_gap",
+    "mined_chain",
+    "mined_rank",
+    "mined_chain_rank",
 )
 #: The path each signal stands for, which explains a result (its ``source`` and ``via``).
 _PATH_OF = {
@@ -91,6 +99,7 @@ _PATH_OF = {
     "before": "before",
     "navigation": "navigation",
     "flow": "flow",
+    "mined": "mined",
 }
 GROUPS = {n: _PATH_OF[n.split("_")[0]] for n in SIGNALS if n.split("_")[0] in _PATH_OF}
 GROUPS.update({"step_activity": "step_activity", "step_activity_rank": "step_activity"})
@@ -106,7 +115,7 @@ BLOCKED = re.compile(
     re.I,
 )
 _NONE = -1.0  # the value of a path signal for a set that no such path reaches
-_SET_GAPS = ("navigation", "flow")  # gaps to the best entity set; the other path gaps: to the best activity
+_SET_GAPS = ("navigation", "flow", "mined")  # gaps to the best entity set; the other path gaps: to the best activity
 
 Columns: TypeAlias = dict[str, np.ndarray]
 """Signals by name: one value per entity set."""
@@ -246,6 +255,7 @@ class Paths:
     before: tuple[np.ndarray, np.ndarray]  # (B, C): B uses it, C comes after B and matches the query
     navigation: np.ndarray  # the entity set it is navigated to from
     flow: np.ndarray  # the entity set it follows in the inferred document flow
+    mined: np.ndarray  # the entity set it follows in the mined flow
     step_activity: np.ndarray  # the activity nearest to one step of the query that uses it
     step_after: tuple[np.ndarray, np.ndarray]  # (A, B): a step of the query matches A, B uses it
     step_chain: tuple[np.ndarray, np.ndarray]  # (A, B): one step matches A, another B, and B uses it
@@ -292,10 +302,12 @@ class ProcessMatrices:
         next_edges: np.ndarray,
         navigations: np.ndarray,
         flows: np.ndarray,
+        mined: np.ndarray,
     ) -> None:
         """Row pairs, one per edge (:mod:`processkg.retrieve.tables`): ``uses`` (activity, entity set)
         per ``uses:entitySet``; ``next_edges`` (activity, activity) per ``bpmn:next``; ``navigations``
-        (set, its navigation target); ``flows`` (set, a set that follows it in the inferred document flow)."""
+        (set, its navigation target); ``flows`` (set, a set that follows it in the inferred document flow);
+        ``mined`` (set, a set whose write followed its write in a recorded case)."""
         self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
         self.use_pairs, self.next_pairs = uses, next_edges
         count = len(set_names)
@@ -304,6 +316,7 @@ class ProcessMatrices:
             Edges.of_pairs(flows, count),
             Edges.of_pairs(flows[:, ::-1], count),
         )  # (X before Y per Y, Y after X per X)
+        self.mined = (Edges.of_pairs(mined, count), Edges.of_pairs(mined[:, ::-1], count))
         self.family = families(set_names)
         self._position(count)
 
@@ -379,7 +392,8 @@ class ProcessMatrices:
         paths.update(step_paths | word_paths)
         nav, nav_from = self._navigation(s)
         flow, flow_from = _masked_max(self.flows[1 if backward else 0], s)
-        columns.update(navigation=nav, flow=flow, flow_chain=flow + s)
+        mined, mined_from = _masked_max(self.mined[1 if backward else 0], s)
+        columns.update(navigation=nav, flow=flow, flow_chain=flow + s, mined=mined, mined_chain=mined + s)
         s_max = float(s.max()) if len(s) else 0.0
         a_max = float(a.max()) if len(a) else 0.0
         t_max = float(token_scores.max()) if len(token_scores) else 0.0
@@ -397,7 +411,7 @@ class ProcessMatrices:
         return QuerySignals(
             features,
             names,
-            Paths(navigation=nav_from, flow=flow_from, backward=backward, **paths),
+            Paths(navigation=nav_from, flow=flow_from, mined=mined_from, backward=backward, **paths),
             s,
             a,
             token_scores,
@@ -517,5 +531,7 @@ def _normalised(scores: np.ndarray | None, count: int) -> np.ndarray:
 
 
 def _pick(of: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``of[rows]`` where rows >= 0, else -1."""
+    """``of[rows]`` where rows >= 0, else -1 (everywhere -1 when ``of`` is empty: a store without activities)."""
+    if not len(of):
+        return np.full(len(rows), -1, dtype=np.int64)
     return np.where(rows >= 0, of[np.maximum(rows, 0)], -1)

@@ -1,7 +1,7 @@
 """What the routed ``hybrid`` needs of a store and not of a query, computed once by ``kg index`` and
 kept in the index folder (``STORE/index/``) instead of on a retriever's first request (43 s at 100x
 A2X, most of it these): the edges between index items as row pairs (``uses:entitySet``,
-``bpmn:next``, navigations and the inferred document flow: ``edges-{name}.npy``) and BM25 over the
+``bpmn:next``, navigations, the inferred and the mined document flow: ``edges-{name}.npy``) and BM25 over the
 entity-set and activity texts (``bm25-{kind}/``).
 
 ``tables.json`` holds a key per table: a digest of what the table was computed from (the SPARQL
@@ -30,6 +30,7 @@ EDGES = {
     "navigations": ("retrieve-set-navigations", "set", "set"),
     "next": ("retrieve-next", "activity", "activity"),
     "flow": ("retrieve-flow", "set", "set"),
+    "mined": ("retrieve-mined", "set", "set"),
 }
 LEXICAL = ("set", "activity")
 _SAMPLE = 64  # texts whose tokens go into a BM25 key: a changed tokenizer changes it

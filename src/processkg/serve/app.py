@@ -41,8 +41,9 @@ from processkg.serve.retrieval import PATH as RETRIEVE_PATH
 from processkg.serve.retrieval import ResidentRetriever
 from processkg.serve.values import canonical, comparable
 from processkg.services.model import Model, Nav, OperationInfo, Prop, TypeInfo
+from processkg.sources.odata.edm import RAP_SERVICE
 from processkg.validate.calls import CallResult, Validator
-from processkg.validate.urls import RAP_SERVICE, parse_call_url, split_top
+from processkg.validate.urls import parse_call_url, split_top
 
 MAX_BODY = 1_000_000
 MAX_ENTITIES = 10_000  # entities in one answer, $expand included (a $batch shares one budget)

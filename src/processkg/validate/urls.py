@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from processkg.aliases import JSONValue
 from processkg.services.model import Model, Prop, ServiceHead, ServiceInfo, SetRules, TypeInfo
+from processkg.sources.odata.edm import RAP_SERVICE
 
 CallTarget: TypeAlias = dict[str, JSONValue]
 """A call's parsed target: service, segments, query, method, then type, set, ... once resolved."""
@@ -71,7 +72,6 @@ METADATA = "$metadata"  # the service's metadata document: a resource, not an en
 #: Query options of a call that are not parameters of a V2 function import (SAP's client and language).
 NOT_PARAMETERS = frozenset({"sap-client", "sap-language", "search"})
 MAX_EXPAND_DEPTH = 16  # levels of $expand nested in $expand (V4 nested options)
-RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ that target its namespaces (SAP's ``*_ANNO_MDL.annotation.xml`` files next to
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -27,6 +28,9 @@ from processkg.sources.odata.csdl import (
     StructuredType,
 )
 
+#: The schema namespace of an SAP RAP service (``com.sap.gateway.srvd_a2x.api_salesorder.v0001``): its
+#: group is the short name that the service's URL carries (``.../srvd_a2x/sap/api_salesorder/0001/``).
+RAP_SERVICE = re.compile(r"^com\.sap\.gateway\.srvd(?:_a2x)?\.([a-z0-9_]+)\.v\d+$", re.I)
 _V2_MULTIPLICITY = {"1": "1", "0..1": "0..1", "*": "*"}
 
 

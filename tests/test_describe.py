@@ -147,7 +147,9 @@ def test_describe_gives_a_whole_code_list_on_request(described):
     assert answers[("API_SALES_ORDER_SRV", "A_SalesOrder")]["codes"]["SalesOrderType"].endswith(f"+{19 - 3} more")
     assert listed["codes"]["PurchaseOrderByCustomer"] == "no code list"
     wrong, is_error = box.run("describe", dict(args, codes="SalesOrderTyp"))
-    assert is_error and wrong["error"] == "A_SalesOrder has no property 'SalesOrderTyp'; did you mean SalesOrderType?"
+    assert is_error and wrong["error"].startswith(
+        "A_SalesOrder has no property 'SalesOrderTyp'; did you mean SalesOrderType"
+    )
 
 
 def test_every_example_create_payload_is_accepted_by_kg_serve(described):

@@ -544,7 +544,7 @@ def test_a_deep_insert_answer_shows_the_created_children(a2x_box):
     answer, _ = a2x_box.run("call", {"method": "POST", "url": SO + "A_SalesOrder", "body": body})
     assert answer["status"] == 201, answer
     items = answer["answer"]["d"]["to_Item"]["results"]
-    assert [i["SalesOrderItem"] for i in items] == ["10", "20"] and not any("Material" in i for i in items)
+    assert [i["SalesOrderItem"] for i in items] == ["000010", "000020"] and not any("Material" in i for i in items)
     assert answer["notes"][-1].startswith("9 fields as sent, not repeated"), answer["notes"]  # 5 + 2 x 2
 
 

@@ -1,16 +1,17 @@
-"""Replay the tool calls of a manual-agent session against kg serve and count the characters of each
+"""Replay the tool calls of manual-agent sessions against kg serve and count the characters of each
 answer: what the tools' answers cost the driver, for the code imported (run it on the code before a
 change and after it, with ``--label``, into one ``--out``).
 
     python benchmarks/bench_call_answers.py --store build/tasks \
-        --events benchmarks/results/manual-agent/run-2/tools/events.jsonl \
+        --run benchmarks/results/manual-agent/run-2 --run benchmarks/results/manual-agent/run-3 \
         --out benchmarks/results/call_answers.json --label after
 
-Every ``tool`` event of the session's log (``events.jsonl``: the tool, its arguments and the characters
-the driver read) is sent again, in order, through a writing toolbox to an in-process ``kg serve`` of the
-store, reset (``POST /$reset``) at each task's start as the harness does. The answer's characters are
-those ``kg mcp`` prints (its JSON text); the tool list's are counted as ``manual_agent.py tools`` prints
-it. The store is the tasks' store (tests/conftest.py's ``tasks_store``; ``kg build --odata
+Every ``tool`` event of each run's tools session (``RUN/tools/events.jsonl``: the tool, its arguments and
+the characters the driver read) is sent again, in order, through a writing toolbox to an in-process
+``kg serve`` of the store, reset (``POST /$reset``) at each task's start as the harness does. The answer's
+characters are those ``kg mcp`` prints (the text of its tool result); the tool list's are counted as
+``manual_agent.py tools`` prints it. Each run's total is set against what its raw session read
+(``RUN/results.json``), the figure issue 22's goal halves. The store is the tasks' store (tests/conftest.py's ``tasks_store``; ``kg build --odata
 ../shared/data/odata/s4-a2x --bpmn data/sap/processes --mapping data/sap/mapping.yaml --codes data/sap/codes
 --code-bindings data/sap/codes/bindings.yaml --required data/sap/required --index``), as in the run.
 """
@@ -27,6 +28,7 @@ import processkg
 from processkg.evaluate.agents import reset
 from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
+from processkg.tools.mcp_server import _tool_result
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.toolbox import Toolbox
 
@@ -53,7 +55,7 @@ def replay(box: Toolbox, base_url: str, events: list[dict]) -> list[dict]:
             continue
         answer, is_error = box.run(event["tool"], event["arguments"])
         entry = {"task": task, "tool": event["tool"], "logged": event["chars"]}
-        entry["chars"] = len(json.dumps(answer, ensure_ascii=False))
+        entry["chars"] = sum(len(getattr(c, "text", "")) for c in _tool_result(answer, is_error).content)
         if event["tool"] == "call":
             entry["status"] = answer.get("status")
             entry["select"] = "select" in event["arguments"]
@@ -74,17 +76,18 @@ def commit() -> str:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", type=Path, required=True)
-    parser.add_argument("--events", type=Path, required=True, help="events.jsonl of a tools session")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--label", default="after")
-    parser.add_argument("--commit", help="the commit measured, when the code imported is no git checkout")
-    args = parser.parse_args()
-    events = [json.loads(line) for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]
-    with LocalServer(StoreHandle.open(args.store), allow_reset=True) as server:
-        box = Toolbox(StoreHandle.open(args.store), ODataClient(server.url), allow_writes=True)
+def raw_read(run: Path) -> int:
+    """The characters the run's raw session read (``results.json``)."""
+    sessions = json.loads((run / "results.json").read_text(encoding="utf-8"))["sessions"]
+    return next(int(s["totals"]["chars"]) for s in sessions if s["condition"] == "raw")
+
+
+def measure(store: Path, run: Path) -> dict:
+    """The replay of one run's tools session: characters by tool, the tool list, the total against raw."""
+    events_path = run / "tools" / "events.jsonl"
+    events = [json.loads(line) for line in events_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with LocalServer(StoreHandle.open(store), allow_reset=True) as server:
+        box = Toolbox(StoreHandle.open(store), ODataClient(server.url), allow_writes=True)
         try:
             calls = replay(box, server.url, events)
             listed = tool_list_chars(box)
@@ -95,21 +98,35 @@ def main() -> None:
         chars[entry["tool"]] += entry["chars"]
         logged[entry["tool"]] += entry["logged"]
         count[entry["tool"]] += 1
-    report = {
-        "commit": args.commit or commit(),
-        "events": str(args.events),
+    read, raw = sum(chars.values()) + listed, raw_read(run)  # read: as manual_agent.py report counts it
+    return {
+        "events": events_path.as_posix(),
         "by_tool": {t: {"calls": count[t], "chars": chars[t], "logged": logged[t]} for t in sorted(count)},
         "call_without_select": sum(e["chars"] for e in calls if e["tool"] == "call" and not e["select"]),
         "tool_list": listed,
-        "read": sum(chars.values()) + listed,  # as manual_agent.py report counts "characters read"
+        "read": read,
         "read_logged": sum(logged.values()) + listed_logged(events),
+        "raw_read": raw,
+        "share_of_raw": round(read / raw, 3),
         "calls": calls,
     }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--run", type=Path, action="append", required=True, help="a manual-agent run's folder")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--commit", help="the commit measured, when the code imported is no git checkout")
+    args = parser.parse_args()
+    report = {"commit": args.commit or commit(), "runs": {run.name: measure(args.store, run) for run in args.run}}
     runs = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     runs[args.label] = report
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(runs, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: v for k, v in report.items() if k != "calls"}, indent=1))
+    summary = {name: {k: v for k, v in run.items() if k != "calls"} for name, run in report["runs"].items()}
+    print(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

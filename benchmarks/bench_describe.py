@@ -24,21 +24,27 @@ from pathlib import Path
 
 import processkg
 from processkg.graph.handle import StoreHandle
+from processkg.tools.mcp_server import _tool_result
 from processkg.tools.toolbox import Toolbox
 
 LIMIT = 4000  # issue 22: no compact answer over this
 QUERIES = Path(__file__).resolve().parents[1] / "data" / "sap" / "goals" / "queries.jsonl"
 
 
+def printed(answer: dict) -> int:
+    """The characters of an answer as ``kg mcp`` prints it (the text of its tool result)."""
+    return sum(len(getattr(c, "text", "")) for c in _tool_result(answer, False).content)
+
+
 def sizes(box: Toolbox, detail: str) -> dict[str, int]:
-    """{"SERVICE/EntitySet": characters of the JSON answer} for every entity set of the store."""
+    """{"SERVICE/EntitySet": characters of the answer as kg mcp prints it} for every entity set of the store."""
     out = {}
     for service, name in sorted(box.sets):
         arguments = {"service": service, "entity_set": name, "detail": detail}
         answer, is_error = box.run("describe", arguments)
         if is_error:
             raise SystemExit(f"describe {service}/{name} failed: {answer}")
-        out[f"{service}/{name}"] = len(json.dumps(answer, ensure_ascii=False))
+        out[f"{service}/{name}"] = printed(answer)
     return out
 
 
@@ -53,7 +59,7 @@ def find_sizes(box: Toolbox, queries: Path, k: int | None) -> dict[str, int]:
             answer, is_error = box.run("find_entity_sets", arguments)
             if is_error:
                 raise SystemExit(f"find_entity_sets {query['id']} failed: {answer}")
-            out[query["id"]] = len(json.dumps(answer, ensure_ascii=False))
+            out[query["id"]] = printed(answer)
     return out
 
 

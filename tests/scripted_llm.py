@@ -39,8 +39,8 @@ def turn(messages: list[dict]) -> int:
 
 def code_with_label(describe_answer: dict, prop: str, label: str) -> str:
     """The code of ``prop``'s value help whose label is ``label``, read from a ``describe`` answer."""
-    help_ = next(v for v in describe_answer["value_helps"] if v["property"] == prop)
-    return next(code for code, text in help_["labels"].items() if text == label)
+    pairs = [pair.split("=", 1) for pair in describe_answer["value_helps"][prop].split(", ") if "=" in pair]
+    return next(code for code, text in pairs if text == label)
 
 
 def codes_in_hint(message: str) -> list[str]:
@@ -56,8 +56,8 @@ def typed_invents_then_repairs(messages: list[dict]) -> Turn:
     if n == 0:
         return {"tools": [("find_entity_sets", {"task": "create a standard sales order for a customer", "k": 3})]}
     if n == 1:
-        first = answers[-1]["results"][0]
-        described = {"service": first["service"], "entity_set": first["entity_set"], "detail": "full"}
+        service, entity_set = answers[-1]["results"][0].split(" ")[0].split("/")
+        described = {"service": service, "entity_set": entity_set, "detail": "full"}
         return {"tools": [("describe", described)]}
     if n == 2:
         return {

@@ -13,6 +13,7 @@ import pytest
 from processkg.graph.handle import StoreHandle
 from processkg.tools.local_server import LocalServer
 from processkg.tools.odata_client import ODataClient
+from processkg.tools.specs import answer_text
 from processkg.tools.toolbox import Toolbox
 
 #: Entity sets whose example payload kg serve refuses, with the reason (none is a defect of describe's
@@ -41,7 +42,7 @@ def described(tasks_store) -> Iterator[tuple[Toolbox, dict[tuple[str, str], dict
 
 def test_compact_describe_is_small_on_every_a2x_entity_set(described):
     _box, answers = described
-    sizes = [len(json.dumps(a, ensure_ascii=False)) for a in answers.values()]
+    sizes = [len(answer_text(a)) for a in answers.values()]
     assert len(sizes) == 411
     assert statistics.median(sizes) < 1500 and max(sizes) <= 4000, (statistics.median(sizes), max(sizes))
 
@@ -49,16 +50,24 @@ def test_compact_describe_is_small_on_every_a2x_entity_set(described):
 def test_compact_describe_of_a_sales_order(described):
     _box, answers = described
     order = answers[("API_SALES_ORDER_SRV", "A_SalesOrder")]
-    assert order["key"] == ["SalesOrder"] and order["etag"] is True
-    assert order["codes"]["SalesOrderType"] == (
-        'CF "Consignment Fill-up", CI "Consignment Issue", CONR "Consignment Returns", ... (19 codes)'
+    assert (
+        order["key"] == ["SalesOrder"] and order["etag"] is True and order["allows"] == "read, create, update, delete"
+    )
+    assert "service" not in order and "entity_set" not in order, "the arguments are not echoed"
+    assert (
+        order["codes"]["SalesOrderType"]
+        == "CF=Consignment Fill-up, CI=Consignment Issue, CONR=Consignment Returns, +16 more"
     )
     assert order["codes"]["TransactionCurrency"] == "ISO 4217 currency code (178 codes), e.g. EUR, USD, JPY"
-    assert order["codes"]["DistributionChannel"] == '10 "Direct Sales"'  # a short list whole
-    optional = order["optional"].split(", ")
-    assert "CustomerTaxClassification1-9" in optional and "CustomerTaxClassification1" not in optional
-    assert "RequestedDeliveryDate DateTime" in optional and "SalesOrderType" not in optional
-    assert not set(order["codes"]) & set(optional), "a property under codes is not named again"
+    assert order["codes"]["DistributionChannel"] == "10=Direct Sales"  # a short list whole
+    groups = dict(("String", g) if ": " not in g else g.split(": ", 1) for g in order["optional"].split("; ")[:-1])
+    assert "RequestedDeliveryDate" in groups["DateTime"].split(", ")  # a date: a field a task sets, ranked first
+    assert "PurchaseOrderByCustomer" in groups["String"].split(", ")  # shared by many sales documents
+    assert order["optional"].endswith("; +34 more")  # 20 named, the rest counted
+    named = {n for g in groups.values() for n in g.split(", ")}
+    assert "SalesOrderType" not in named and not set(order["codes"]) & named, (
+        "a property under codes is not named again"
+    )
     # the curated fields (data/sap/required) are required, with type, length and label
     assert order["required_on_create"] == [
         "DistributionChannel: String(2)",
@@ -70,10 +79,9 @@ def test_compact_describe_of_a_sales_order(described):
     assert "to_Item: A_SalesOrderItem" in order["deep_insert"]["navigation"].split(", ")
     partner = answers[("API_BUSINESS_PARTNER", "A_BusinessPartner")]["deep_insert"]["navigation"].split(", ")
     assert "to_Customer (one)" in partner and "to_BusinessPartnerTax: A_BusinessPartnerTaxNumber" in partner
-    assert order["deep_insert"]["syntax"].endswith('"to_Item": {"results": [{...}, ...]}')
+    assert order["deep_insert"]["syntax"] == '"to_Item": {"results": [{...}]}'
     assert order["example_create"]["SoldToParty"] == "0000000001"
-    assert order["more"] == 'detail "full": all types, labels, codes, flags, operations, process steps'
-    assert "left_out" not in order
+    assert "more" not in order and "cut" not in order
     item = answers[("API_SALES_ORDER_SRV", "A_SalesOrderItem")]
     assert item["etag"] is False and "SalesOrder" not in item["example_create"]  # read-only: set by the parent
     assert "to_SalesOrder" not in item["deep_insert"]["navigation"]  # the parent is no child to insert
@@ -82,26 +90,27 @@ def test_compact_describe_of_a_sales_order(described):
 
 def test_compact_describe_names_every_writable_property(described):
     """Each writable property of every entity set is named once: a required one with its type, one with a
-    code list under ``codes``, any other in ``optional`` (a numbered series as ``Name1-9``), unless the
-    answer says how many it left out."""
+    code list under ``codes``, any other in ``optional`` (by type, a numbered series as ``Name1-9``), or
+    counted at its end (``+34 more``: at most 20 are named)."""
     box, answers = described
     model = box.validator.model
-    cut = {}
+    counted_sets = 0
     for (service, name), answer in answers.items():
         t = model.types[model.services[service].sets[name][0]]
         writable = {p.name for p in t.props.values() if not (p.key or p.read_only or p.computed)}
-        named = {line.split(":")[0] for line in answer["required_on_create"]} | set(answer.get("codes", {}))
-        text, _, counted = answer.get("optional", "").partition(", ... (+")
-        for part in text.split(", ") if text else []:
-            stem, _, last = part.split(" ")[0].partition("-")
-            base = stem.rstrip("0123456789")
-            named |= {f"{base}{n}" for n in range(int(stem[len(base) :]), int(last) + 1)} if last else {stem}
-        if counted:
-            cut[name] = int(counted.removesuffix(" more)"))
-            assert named < writable and len(writable - named) == cut[name], (service, name)
-        else:
-            assert named == writable, (service, name, sorted(named ^ writable))
-    assert cut == {"GLAccountLineItem": 68, "PurchaseOrderItem": 44}
+        named = {line.split(":")[0] for line in answer.get("required_on_create", [])} | set(answer.get("codes", {}))
+        groups = answer.get("optional", "").split("; ")
+        counted = int(groups.pop()[1:].removesuffix(" more")) if groups[-1].startswith("+") else 0
+        optional = set()
+        for group in filter(None, groups):
+            for part in group.rpartition(": ")[2].split(", "):
+                stem, _, last = part.partition("-")
+                base = stem.rstrip("0123456789")
+                optional |= {f"{base}{n}" for n in range(int(stem[len(base) :]), int(last) + 1)} if last else {stem}
+        assert len(optional) <= 20 and not optional & named, (service, name)
+        assert optional | named <= writable and len(writable - named - optional) == counted, (service, name)
+        counted_sets += counted > 0
+    assert counted_sets > 50, counted_sets
 
 
 def test_an_example_child_takes_the_key_of_a_parent_record_kg_serve_has(described):
@@ -121,12 +130,26 @@ def test_full_describe_is_the_whole_typed_context(described):
     full, _ = box.run("describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "full"})
     assert {"value_helps", "navigation", "operations", "process", "properties"} <= set(full)
     assert 'TotalNetAmount: Decimal(16,3), read-only "Net Value"' in full["properties"]
-    incoterms = next(v for v in full["value_helps"] if v["property"] == "IncotermsClassification")
-    assert "codes" not in incoterms and list(incoterms["labels"])[:2] == ["CFR", "CIF"]  # each code labelled
+    assert full["value_helps"]["IncotermsClassification"].startswith("CFR=Cost and Freight, CIF=Cost Insurance")
     bad, is_error = box.run(
         "describe", {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder", "detail": "all"}
     )
     assert is_error and "argument 'detail' must be" in bad["error"]
+
+
+def test_describe_gives_a_whole_code_list_on_request(described):
+    box, answers = described
+    args = {"service": "API_SALES_ORDER_SRV", "entity_set": "A_SalesOrder"}
+    listed, is_error = box.run("describe", dict(args, codes=["SalesOrderType", "PurchaseOrderByCustomer"]))
+    assert not is_error and set(listed) == {"codes"}
+    types = listed["codes"]["SalesOrderType"].split(", ")
+    assert len(types) == 19 and types[:2] == ["CF=Consignment Fill-up", "CI=Consignment Issue"]
+    assert answers[("API_SALES_ORDER_SRV", "A_SalesOrder")]["codes"]["SalesOrderType"].endswith(f"+{19 - 3} more")
+    assert listed["codes"]["PurchaseOrderByCustomer"] == "no code list"
+    wrong, is_error = box.run("describe", dict(args, codes="SalesOrderTyp"))
+    assert is_error and wrong["error"].startswith(
+        "A_SalesOrder has no property 'SalesOrderTyp'; did you mean SalesOrderType"
+    )
 
 
 def test_every_example_create_payload_is_accepted_by_kg_serve(described):

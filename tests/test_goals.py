@@ -88,4 +88,4 @@ def test_find_entity_sets_puts_the_goals_object_first(sap_store):
         top = box.find_entity_sets("Approve sales order 5000400, which is waiting for release because of its discount.")
     finally:
         box.close()
-    assert top["results"][0]["entity_set"] == "A_SalesOrder"
+    assert top["results"][0].startswith("API_SALES_ORDER_SRV/A_SalesOrder [")

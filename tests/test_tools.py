@@ -544,7 +544,16 @@ def test_a_deep_insert_answer_shows_the_created_children(a2x_box):
     answer, _ = a2x_box.run("call", {"method": "POST", "url": SO + "A_SalesOrder", "body": body})
     assert answer["status"] == 201, answer
     items = answer["answer"]["d"]["to_Item"]["results"]
-    assert [i["Material"] for i in items] == ["0000000001", "0000000002"]
+    assert [i["SalesOrderItem"] for i in items] == ["000010", "000020"] and not any("Material" in i for i in items)
+    assert answer["notes"][-1].startswith("9 fields as sent, not repeated"), answer["notes"]  # 5 + 2 x 2
+
+
+def test_a_write_answer_repeats_only_the_fields_the_server_changed():
+    answer = {"d": {"K": "1", "Same": "x", "Changed": "Y", "Number": "5.000", "to_I": {"results": [{"IK": "10"}]}}}
+    sent = {"Same": "x", "Changed": "y", "Number": 5, "to_I": {"results": [{"IK": "10"}]}}
+    shown, notes = trimmed(answer, keep=frozenset({"K", "IK"}), sent=sent)
+    assert shown == {"d": {"K": "1", "Changed": "Y", "Number": "5.000", "to_I": {"results": [{"IK": "10"}]}}}
+    assert notes == ["1 field as sent, not repeated"]
 
 
 class HeaderOnly(http.server.BaseHTTPRequestHandler):

@@ -33,7 +33,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ContextFullError, LLMError
 from processkg.openai_chat import ChatClient, Reply, ToolCall
 from processkg.tools.odata_client import Exchange
-from processkg.tools.specs import ToolSpec, openai_tools
+from processkg.tools.specs import ToolSpec, answer_text, openai_tools
 
 MAX_TOOL_TEXT = 16_000  # characters of one tool answer given back to the model
 STATUSES = ("answered", "max-steps", "context-full", "llm-error")
@@ -210,7 +210,7 @@ class Agent:
         for exchange in self.tools.exchanges[self.seen :]:
             self.trace.write("http", step=step, tool_call=call.id, **exchange.as_dict())
         self.seen = len(self.tools.exchanges)
-        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        text = answer_text(answer)
         if len(text) > MAX_TOOL_TEXT:
             text = text[:MAX_TOOL_TEXT] + f"... [cut: {len(text) - MAX_TOOL_TEXT} more characters]"
         self.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text})

@@ -7,7 +7,8 @@ The rule (docs/mcp.md, *Trimmed answers*):
 * with ``select`` (the tool's argument): only those fields of each record, whatever their value;
 * with ``$select`` in the URL: the fields the server returned, all of them;
 * otherwise each record shows its keys, the fields the request names (``$filter``, ``$orderby``,
-  ``$expand``, a write's body) and up to :data:`ONE_RECORD` other fields that hold a value, a
+  ``$expand``; of a write's body only those the server answers with another value: the others are
+  as sent, and a note counts them) and up to :data:`ONE_RECORD` other fields that hold a value, a
   collection's records :data:`IN_ALL` fields together (at least :data:`PER_ROW_MIN` each): first
   references to master data and amounts or quantities, then fields with a code list, then the rest,
   each group in the server's order (``rank``), shown in the server's order.
@@ -47,11 +48,13 @@ def trimmed(
     select: list[str] | None = None,
     keep: frozenset[str] | None = None,
     rank: dict[str, int] | None = None,
+    sent: JSONValue = None,
 ) -> tuple[JSONValue, list[str]]:
     """An OData answer as the agent is shown it, and notes on what was left out (module docstring).
     ``keep``: the field names always shown (keys, those the request names); None shows every field
     (an answer to ``$select``, an error). ``rank``: which fields come first when not all can be shown
-    (lower first; a field not in it last)."""
+    (lower first; a field not in it last). ``sent``: a write's body, whose fields the answer repeats
+    only where the server's value differs."""
     answer = _clean(answer)
     if not isinstance(answer, dict):
         return answer, []
@@ -75,9 +78,9 @@ def trimmed(
             limit = per_record(min(len(rows), MAX_ROWS))
             holder[key] = rows = [narrow.record(r, limit) for r in rows[:MAX_ROWS]] + rows[MAX_ROWS:]
         elif isinstance(inner, dict):
-            answer["d"] = narrow.record(inner, ONE_RECORD)
+            answer["d"] = narrow.record(inner, ONE_RECORD, sent)
         else:
-            answer = narrow.record(answer, ONE_RECORD)
+            answer = narrow.record(answer, ONE_RECORD, sent)
         notes = narrow.notes()
     if not isinstance(rows, list) or len(rows) <= MAX_ROWS:
         return answer, notes
@@ -98,23 +101,35 @@ class _Narrow:
         self.keep, self.rank = keep, rank
         self.hidden: dict[str, None] = {}  # names of fields with a value not shown, in first-seen order
         self.dropped = False  # whether an initial value was left out
+        self.echoed = 0  # fields of a write's body the answer repeats unchanged, left out
 
-    def record(self, record: JSONValue, limit: int) -> JSONValue:
-        """The ``keep`` fields and expanded navigations (their records narrowed in turn), and the first
-        ``limit`` other fields that hold a value by ``rank``; in the record's order."""
+    def record(self, record: JSONValue, limit: int, sent: JSONValue = None) -> JSONValue:
+        """The ``keep`` fields and expanded navigations (their records narrowed in turn), the fields of
+        ``sent`` (a write's body) the server changed, and the first ``limit`` other fields that hold a
+        value by ``rank``; in the record's order."""
         if not isinstance(record, dict):
             return record
+        given = sent if isinstance(sent, dict) else {}
         out: JSONObject = {}
         candidates: list[str] = []
         for name, value in record.items():
             if isinstance(value, list) or (isinstance(value, dict) and isinstance(value.get("results"), list)):
                 rows = value if isinstance(value, list) else value["results"]
-                many = [self.record(r, per_record(len(rows))) for r in rows]
+                children = _rows(given.get(name))
+                many = [
+                    self.record(r, per_record(len(rows)), children[i] if i < len(children) else None)
+                    for i, r in enumerate(rows)
+                ]
                 out[name] = many if isinstance(value, list) else dict(value, results=many)
             elif isinstance(value, dict):
-                out[name] = self.record(value, ONE_RECORD)
+                out[name] = self.record(value, ONE_RECORD, given.get(name))
             elif name in self.keep:
                 out[name] = value
+            elif name in given:
+                if _same(given[name], value):
+                    self.echoed += 1
+                else:
+                    out[name] = value
             elif initial(value):
                 self.dropped = True
             else:
@@ -130,12 +145,27 @@ class _Narrow:
 
     def notes(self) -> list[str]:
         """The note on what was left out: initial values, and the fields with a value not shown."""
-        parts = ['empty or initial values (null, "", 0, false) left out'] if self.dropped else []
+        plural = "s" if self.echoed > 1 else ""
+        parts = [f"{self.echoed} field{plural} as sent, not repeated"] if self.echoed else []
+        if self.dropped:
+            parts.append('empty or initial values (null, "", 0, false) left out')
         if self.hidden:
             names = list(self.hidden)
             more = f" (+{len(names) - NAMED} more)" if len(names) > NAMED else ""
             parts.append(f"not shown (select them): {', '.join(names[:NAMED])}{more}")
         return ["; ".join(parts)] if parts else []
+
+
+def _rows(value: JSONValue) -> list[JSONValue]:
+    """The records of a deep-inserted navigation in a body: a list, or V2's ``{"results": [...]}``."""
+    if isinstance(value, dict) and isinstance(value.get("results"), list):
+        return list(value["results"])
+    return list(value) if isinstance(value, list) else []
+
+
+def _same(sent: JSONValue, answered: JSONValue) -> bool:
+    """Whether the server answered a field with the value the body sent (``5`` and ``"5"`` alike)."""
+    return sent == answered or (not isinstance(sent, dict | list) and str(sent) == str(answered))
 
 
 def _clean(value: JSONValue) -> JSONValue:

@@ -2,22 +2,21 @@
 hundred characters, from the validator's model of the store (no per-call SPARQL but the head).
 
 Key; what a create requires, a line per property with type, length and label; the names of the optional writable
-properties without a code list in one string (a type only where it is not ``String``); the code lists
-inline, each property with one named only there (a short
-list whole, a long one by its first codes and how many there are, an ISO standard by its name, its
-size and a few examples, a list another property has already shown by that property's name); the
-navigation properties a create can fill (deep insert) and how to write them; whether a change needs
-an ETag; and one example create payload: the required fields, the keys of the parent the set belongs
-to (kg serve's rule: a record it generates), valid codes from the value helps and values in the form the service's
-OData version takes. One ``more`` sentence says what ``detail: "full"`` adds. An entity set still
-over :data:`BUDGET` characters loses the optional properties' types, then the codes of optional
-properties (their names join ``optional``), then the last of those names (counted), each step saying so
-in ``more``.
+properties without a code list in one string, grouped by type (``String`` first, unnamed); the code lists
+inline as ``code=label``, each property with one named only there (a short list whole, a long one by its
+first codes and how many more there are, which ``describe(..., codes=...)`` lists whole, an ISO standard
+by its name, its size and a few examples, a list another property has already shown by that property's
+name); the navigation properties a create can fill (deep insert) and how to write them; whether a
+change needs an ETag; and one example create payload: the required fields, the keys of the parent the
+set belongs to (kg serve's rule: a record it generates), valid codes from the value helps and values in
+the form the service's OData version takes. Nothing empty, nothing the tool's description says once (what
+``detail: "full"`` adds). An entity set still over :data:`BUDGET` characters loses the codes of optional
+properties (their names join ``optional``), then the last of those names (counted), and ``cut`` says so.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from functools import cache
 from typing import cast
 
@@ -26,6 +25,7 @@ from processkg.serve.data import ROWS, Data, Table, generated
 from processkg.serve.references import MASTER_KEYS
 from processkg.serve.values import to_json
 from processkg.services.model import Model, Nav, Prop, ServiceInfo, standard_codes
+from processkg.tools.specs import answer_text
 
 BUDGET = 3_800  # characters of a compact answer (JSON), the goal being at most 4,000
 SHORT_LIST = 6  # a code list this long is shown whole
@@ -37,8 +37,11 @@ STANDARDS = {
     "language": ("ISO 639-1 language code", ("EN", "DE", "FR")),
 }
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
+OPTIONAL_SHOWN = 20  # optional properties named (by :func:`ranked`); the rest are counted
+TASK_TYPES = frozenset({"Edm.Decimal", "Edm.Date", "Edm.DateTime", "Edm.DateTimeOffset"})
+TEXT_ENDINGS = ("Text", "Description", "Name")
+MASTER_NAMES = frozenset(name for names in MASTER_KEYS.values() for name in names)
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
-MORE = 'detail "full": all types, labels, codes, flags, operations, process steps'
 
 
 def compact(
@@ -49,11 +52,13 @@ def compact(
     labels: dict[str, str],
     code_labels: dict[tuple[str, str], str],
     etag: bool,
+    vocabulary: dict[str, int],
 ) -> JSONObject:
     """The compact ``describe`` of one entity set, from the model of ``seed`` (kg serve's data as it starts,
     which the example payload takes its parent keys from); ``base`` holds what the head of the typed context
-    gives (service, entity_set, label, path, key, one_record, allows); ``labels`` are the properties'
-    labels by IRI, ``code_labels`` the codes' by (property IRI, code)."""
+    gives (label, path, key, one_record, allows); ``labels`` are the properties' labels by IRI,
+    ``code_labels`` the codes' by (property IRI, code), ``vocabulary`` how many entity types of the store
+    have a property of each name (:func:`ranked`)."""
     model = seed.model
     svc = model.services[service]
     t = model.types[svc.sets[entity_set][0]]
@@ -61,23 +66,45 @@ def compact(
     writable = sorted((p for p in t.props.values() if not (p.key or p.read_only or p.computed)), key=lambda p: p.name)
     required = [p for p in writable if p.required]
     optional = [p for p in writable if not p.required]
-    answer: JSONObject = dict(base, etag=etag, required_on_create=[_line(p, labels.get(p.iri, "")) for p in required])
+    answer: JSONObject = dict(base, etag=etag)
+    if required:
+        answer["required_on_create"] = [_line(p, labels.get(p.iri, "")) for p in required]
     codes = code_lists(writable, code_labels)
+    optional = ranked(optional, vocabulary)
     listed = [p for p in optional if p.name not in codes]  # a property under codes is not named again
     if listed:
-        answer["optional"] = names(listed, typed=True)
+        answer["optional"] = shown(listed, OPTIONAL_SHOWN)
     if codes:
         answer["codes"] = codes
     navigation = _deep_insert(seed, svc, entity_set, v2)
     if navigation:
         answer["deep_insert"] = navigation
-    if "create" in answer.get("allows", []):
+    if "create" in str(answer.get("allows", "")).split(", "):
         answer["example_create"] = example(seed, svc, entity_set, v2)
         inside = create_inside(seed, svc, entity_set)
         if inside:
             answer["create"] = inside
-    answer["more"] = MORE
-    return _fit(answer, required, optional, listed, code_labels)
+    return _fit(answer, required, optional, code_labels, len(listed))
+
+
+def ranked(props: list[Prop], vocabulary: dict[str, int]) -> list[Prop]:
+    """Optional properties in the order a task is likeliest to set them: first texts, dates, amounts and
+    quantities and references to master data (SAP's role names), then the names most entity types of the
+    store share (organisational units, references, terms), then the names peculiar to this type; a
+    numbered series stays together."""
+    return sorted(
+        props, key=lambda p: (not _task_field(p), -vocabulary.get(p.name, 0), p.name.rstrip("0123456789"), p.name)
+    )
+
+
+def _task_field(p: Prop) -> bool:
+    return p.edm_type in TASK_TYPES or p.name.endswith(TEXT_ENDINGS) or p.name in MASTER_NAMES
+
+
+def shown(props: list[Prop], limit: int) -> str:
+    """The first ``limit`` of ``props`` by :func:`names`, and how many more there are (``+35 more``)."""
+    more = len(props) - limit
+    return names(props[:limit]) + (f"; +{more} more" if more > 0 else "")
 
 
 def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObject:
@@ -178,24 +205,34 @@ def says_more(label: str, name: str) -> bool:
 
 
 def _type(p: Prop) -> str:
-    return p.edm_type.replace("Edm.", "")
+    """The type without its namespace: ``String``, ``Collection(SAP__Message)``."""
+    return re.sub(r"(?:\w+\.)+(\w+)", r"\1", p.edm_type)
 
 
-def names(props: list[Prop], typed: bool) -> str:
-    """The properties' names in one string, a numbered series of one type as one name
-    (``CustomerTaxClassification1-9``), with the type where it is not ``String`` if ``typed``."""
-    series: dict[tuple[str, str], list[int]] = {}  # (stem, type) -> numbers; a name without one is its own
-    single: list[tuple[str, str]] = []
+def names(props: list[Prop]) -> str:
+    """The properties' names in one string, grouped by type: the ``String`` ones first without a type, then
+    each other type's after its name (``A, B; DateTime: C, D; Decimal: E``); a numbered series of one type
+    as one name (``CustomerTaxClassification1-9``)."""
+    by_type: dict[str, list[Prop]] = {}
+    for p in props:
+        by_type.setdefault(_type(p), []).append(p)
+    groups = [_names_of(by_type.pop("String"))] if "String" in by_type else []
+    groups += [f"{edm_type}: {_names_of(group)}" for edm_type, group in sorted(by_type.items())]
+    return "; ".join(groups)
+
+
+def _names_of(props: list[Prop]) -> str:
+    """The names of properties of one type, sorted, a numbered series as one name."""
+    series: dict[str, list[int]] = {}  # stem -> numbers; a name without one is its own
+    single: list[str] = []
     for p in props:
         stem = p.name.rstrip("0123456789")
         number = p.name[len(stem) :]
         if number and not number.startswith("0"):
-            series.setdefault((stem, p.edm_type), []).append(int(number))
+            series.setdefault(stem, []).append(int(number))
         else:
-            single.append((p.name, p.edm_type))
-    named = [(_numbered(stem, sorted(numbers)), edm_type) for (stem, edm_type), numbers in series.items()]
-    out = [n if not typed or t == "Edm.String" else f"{n} {t.replace('Edm.', '')}" for n, t in sorted(single + named)]
-    return ", ".join(out)
+            single.append(p.name)
+    return ", ".join(sorted(single + [_numbered(stem, sorted(numbers)) for stem, numbers in series.items()]))
 
 
 def _numbered(stem: str, numbers: list[int]) -> str:
@@ -226,9 +263,9 @@ def code_lists(props: list[Prop], code_labels: dict[tuple[str, str], str]) -> JS
 
 
 def _codes(p: Prop, code_labels: dict[tuple[str, str], str]) -> str:
-    """``CR "Credit Memo Request", DR "Debit Memo Request"`` for a short list (a label only where it says
-    more than the code); the first :data:`CODES_SHOWN` and the count of a longer one; an ISO standard
-    by its name, count and examples."""
+    """``CR=Credit Memo Request, DR=Debit Memo Request`` for a short list (a label only where it says more
+    than the code); the first :data:`CODES_SHOWN` of a longer one and how many more there are (``+16
+    more``: ``describe(..., codes=...)`` lists them); an ISO standard by its name, count and examples."""
     codes = p.codes or ()
     standard = _standard(codes)
     if standard is not None:
@@ -236,9 +273,14 @@ def _codes(p: Prop, code_labels: dict[tuple[str, str], str]) -> str:
         examples_shown = [c for c in examples if c in codes] or list(codes[:CODES_SHOWN])
         return f"{name} ({len(codes)} codes), e.g. {', '.join(examples_shown)}"
     few = codes if len(codes) <= SHORT_LIST else codes[:CODES_SHOWN]
-    labelled = [(c, code_labels.get((p.iri, c), "")) for c in few]
-    shown = ", ".join(f'{c} "{label}"' if label and c not in label.split() else c for c, label in labelled)
-    return shown if len(few) == len(codes) else f"{shown}, ... ({len(codes)} codes)"
+    shown = all_codes(p, code_labels, few)
+    return shown if len(few) == len(codes) else f"{shown}, +{len(codes) - len(few)} more"
+
+
+def all_codes(p: Prop, code_labels: dict[tuple[str, str], str], codes: tuple[str, ...] | None = None) -> str:
+    """``codes`` (default: all of ``p``'s) as ``code=label``, the label only where it says more than the code."""
+    labelled = [(c, code_labels.get((p.iri, c), "")) for c in (p.codes or () if codes is None else codes)]
+    return ", ".join(f"{c}={label}" if label and c not in label.split() else c for c, label in labelled)
 
 
 def _standard(codes: tuple[str, ...]) -> str | None:
@@ -270,7 +312,7 @@ def _deep_insert(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSO
     syntax = _syntax(many, v2) if many is not None else f'"{navs[0].name}": {{...}}'
     return {
         "navigation": ", ".join(_nav_text(n, targets[str(n.target)]) for n in navs),
-        "syntax": f"create children inside the parent's POST: {syntax}",
+        "syntax": syntax,
     }
 
 
@@ -283,60 +325,34 @@ def _nav_text(nav: Nav, target: str) -> str:
 
 
 def _syntax(nav: Nav, v2: bool) -> str:
-    return f'"{nav.name}": {{"results": [{{...}}, ...]}}' if v2 else f'"{nav.name}": [{{...}}, ...]'
+    return f'"{nav.name}": {{"results": [{{...}}]}}' if v2 else f'"{nav.name}": [{{...}}]'
 
 
 def _fit(
     answer: JSONObject,
     required: list[Prop],
     optional: list[Prop],
-    listed: list[Prop],
     code_labels: dict[tuple[str, str], str],
+    listed: int,
 ) -> JSONObject:
-    """``answer`` cut to :data:`BUDGET` characters: first the types of optional properties go, then their
-    codes (their names join ``optional``), then the last of their names (counted); ``more`` says what was
-    left out. ``listed``: the optional properties named in ``optional`` (those without a code list)."""
-    steps = [
-        (lambda: answer.update(optional=names(listed, typed=False)), "the optional properties' types"),
-        (
-            lambda: answer.update(codes=code_lists(required, code_labels), optional=names(optional, typed=False)),
-            "the optional properties' codes",
-        ),
-        (lambda: answer.update(optional=_shortened(answer, str(answer["optional"]))), "some of their names"),
-    ]
-    left_out: list[str] = []
-    for step, what in steps:
-        if _size(answer) <= BUDGET or not optional:
-            break
-        step()
-        left_out.append(what)
-        answer["more"] = f"left out here: {', '.join(left_out)}; {MORE}"
+    """``answer`` cut to :data:`BUDGET` characters: first the codes of optional properties go (their names
+    join ``optional``), then fewer optional names are shown (the rest counted); ``cut`` says what was
+    left out. ``listed``: how many optional properties ``optional`` names now."""
+    limit = min(OPTIONAL_SHOWN, listed)
+    if _size(answer) > BUDGET and optional and any(p.codes for p in optional):
+        answer.update(codes=code_lists(required, code_labels), optional=shown(optional, limit))
+        answer["cut"] = "the optional properties' codes"
+    while _size(answer) > BUDGET and limit > 0:
+        limit = max(0, limit - 5)
+        answer["optional"] = shown(optional, limit)
     for empty in ("codes", "optional"):
         if answer.get(empty) in ({}, ""):
             del answer[empty]
     return answer
 
 
-def _shortened(answer: JSONObject, text: str) -> str:
-    """``text`` (comma-separated names) cut so that ``answer`` fits :data:`BUDGET`, ending with how many
-    properties were cut (``Name1-9`` counts 9)."""
-    parts = text.split(", ")
-    over = _size(answer) - BUDGET + len(", ... (+000 more)") + len('"left out here: some of their names; "')
-    kept = parts
-    while kept and over > 0:
-        over -= len(kept[-1]) + 2
-        kept = kept[:-1]
-    return f"{', '.join(kept)}, ... (+{sum(_count(part) for part in parts[len(kept) :])} more)"
-
-
-def _count(part: str) -> int:
-    """How many properties one name of :func:`names` stands for: ``Name1-9`` for 9."""
-    first, _, last = part.split(" ")[0].partition("-")
-    return int(last) - int(first[len(first.rstrip("0123456789")) :]) + 1 if last else 1
-
-
 def _size(answer: JSONValue) -> int:
-    return len(json.dumps(answer, ensure_ascii=False))
+    return len(answer_text(answer))
 
 
-__all__ = ["BUDGET", "compact", "example"]
+__all__ = ["BUDGET", "all_codes", "compact", "example"]

@@ -44,7 +44,7 @@ from starlette.applications import Starlette
 
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
-from processkg.tools.specs import ToolSpec
+from processkg.tools.specs import ToolSpec, answer_text
 
 if TYPE_CHECKING:  # the toolbox is made on the loading thread, after initialize has been answered
     from processkg.tools.toolbox import Toolbox
@@ -307,7 +307,7 @@ def request_id(line: str) -> str | int | None:
 
 def _tool_result(answer: JSONObject, is_error: bool) -> types.CallToolResult:
     """A tool's answer as structured content and as its JSON text (only the text for an error)."""
-    text = json.dumps(answer, ensure_ascii=False)
+    text = answer_text(answer)
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if is_error:
         return types.CallToolResult(content=content, is_error=True)

@@ -9,9 +9,10 @@ and for the 45 services of the A2X corpus (``benchmarks/bench_tools.py`` measure
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from processkg.aliases import JSONObject
+from processkg.aliases import JSONObject, JSONValue
 
 METHODS = ["GET", "POST", "PATCH", "MERGE", "PUT", "DELETE"]
 
@@ -50,67 +51,72 @@ _LIST = {"type": "array", "items": {"type": "object"}}
 _VIOLATIONS = {"type": "array", "items": {"type": "object"}, "description": "kind, path, message with a repair hint"}
 _CALL_ARGS = {
     "method": {"type": "string", "enum": METHODS},
-    "url": {"type": "string", "description": "path from describe, with key and query options"},
-    "body": {"type": "object", "description": "JSON payload of a write"},
+    "url": {"type": "string", "description": "path from describe, key, query options"},
+    "body": {"type": "object"},
 }
 _SELECT = {
     "type": "array",
     "items": {"type": "string"},
-    "description": "show only these fields of each record (to_Item/Material for expanded ones)",
+    "description": "only these fields of each record (to_Item/Material in expanded ones)",
 }
-_IF_MATCH = {"type": "string", "description": "ETag for If-Match (default: read from the entity)"}
+_IF_MATCH = {"type": "string", "description": "ETag for If-Match (default: read it)"}
 
 FIND = ToolSpec(
     "find_entity_sets",
-    "Entity sets for a business task: key, next process steps, path unless /sap/opu/odata/sap/SERVICE/ENTITY_SET. "
-    "Start here.",
+    "Entity sets for a business task, best first: SERVICE/ENTITY_SET [key] label; via the steps that led "
+    "there; path if not /sap/opu/odata/sap/SERVICE/ENTITY_SET. Start here.",
     _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3}}, ["task"]),
-    _out({"results": _LIST}, ["results"]),
+    _out({"results": {"type": "array", "items": _STR}}, ["results"]),
 )
 DESCRIBE = ToolSpec(
     "describe",
-    "How to read and write an entity set: path, key, required and optional fields, codes, deep insert, ETag, "
-    'an example create payload. detail "full": all properties, codes, operations, process steps.',
+    "How to read and write an entity set: path, key, etag (a change needs If-Match; call sends it), "
+    "required_on_create, optional (by type), codes (code=label; codes=[property] lists all), deep_insert "
+    "(children in the parent's POST), example_create, made_from (predecessors, fields carrying their keys). "
+    'detail "full": all types, labels, codes, operations, process steps.',
     _obj(
         {
             "service": _STR,
             "entity_set": _STR,
-            "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact"},
+            "detail": {"type": "string", "enum": ["compact", "full"]},
+            "codes": {"type": "array", "items": _STR, "description": "properties to list all codes of"},
         },
         ["service", "entity_set"],
     ),
     _out(
         {
-            "service": _STR,
-            "entity_set": _STR,
+            "label": _STR,
             "path": _STR,
             "key": {"type": "array", "items": _STR},
+            "one_record": _STR,
+            "allows": _STR,
+            "etag": {"type": "boolean"},
             "required_on_create": {"type": "array", "items": _STR},
             "optional": _STR,
             "properties": {"type": "array", "items": _STR},
             "codes": {"type": "object"},
             "deep_insert": {"type": "object"},
-            "etag": {"type": "boolean"},
             "example_create": {"type": "object"},
+            "create": _STR,
             "made_from": {"type": "array", "items": _STR},
-            "value_helps": _LIST,
+            "cut": _STR,
+            "value_helps": {"type": "object"},
             "navigation": {"type": "array", "items": _STR},
-            "allows": {"type": "array", "items": _STR},
             "operations": _LIST,
             "process": _LIST,
         },
-        ["service", "entity_set", "path"],
+        [],
     ),
 )
 NEXT = ToolSpec(
     "next_steps",
-    "The process steps after those using an entity set, and their entity sets; and the documents made "
-    "from its records, with a payload template (the record's keys filled in when given).",
+    "Process steps after those using an entity set, their entity sets, and the documents made from its "
+    "records with a payload template (record: its keys filled in).",
     _obj(
         {
             "service": _STR,
             "entity_set": _STR,
-            "record": {"type": "object", "description": 'key of one record of the set, e.g. {"SalesOrder": "1"}'},
+            "record": {"type": "object", "description": 'key of one record, e.g. {"SalesOrder": "1"}'},
         },
         ["service", "entity_set"],
     ),
@@ -133,8 +139,8 @@ def call_spec(allow_writes: bool) -> ToolSpec:
         arguments["if_match"] = _IF_MATCH
     return ToolSpec(
         "call",
-        f"{what}, validated first (not sent if invalid); CSRF, ETags, ISO dates handled. Without select the "
-        "answer shows keys, fields the request names and some others with a value; notes name the rest.",
+        f"{what}, validated first; CSRF, ETags, ISO dates handled. Without select the answer shows keys, "
+        "fields the request names (a write's only if changed) and some others with a value; notes name the rest.",
         _obj(arguments, ["method", "url"]),
         _out(
             {
@@ -156,8 +162,13 @@ def tool_list(allow_writes: bool = False) -> list[ToolSpec]:
     return [FIND, DESCRIBE, NEXT, VALIDATE, call_spec(allow_writes)]
 
 
+def answer_text(answer: JSONValue) -> str:
+    """A tool's answer as the text a client reads: its JSON, without the spaces after ``,`` and ``:``."""
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+
+
 def openai_tools(specs: list[ToolSpec]) -> list[JSONObject]:
     return [spec.openai() for spec in specs]
 
 
-__all__ = ["METHODS", "ToolSpec", "call_spec", "openai_tools", "tool_list"]
+__all__ = ["METHODS", "ToolSpec", "answer_text", "call_spec", "openai_tools", "tool_list"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Callable
 
 from processkg.aliases import JSONObject, JSONValue, Record
@@ -24,7 +25,7 @@ from processkg.serve.flow_checks import Flow, flows_of
 from processkg.serve.references import MASTER_KEYS
 from processkg.services.model import Model, TypeInfo
 from processkg.tools.answers import trimmed
-from processkg.tools.describe import compact, says_more
+from processkg.tools.describe import all_codes, compact, says_more
 from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
@@ -34,7 +35,6 @@ from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, re
 MAX_K = 20
 FOUND = 3  # find_entity_sets' results when k is not given
 V2_ROOT = "/sap/opu/odata/sap/"  # SAP's root of V2 services: a find_entity_sets result leaves such a path out
-NEXT_SHOWN = 2  # next process steps named in a find_entity_sets result; the rest are counted
 V2_DATE_TYPES = frozenset({"Edm.DateTime", "Edm.DateTimeOffset"})
 ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -69,13 +69,20 @@ class Toolbox:
         self._labels: dict[str, str] | None = None
         self._code_labels: dict[tuple[str, str], str] | None = None
         self._flows: list[Flow] | None = None
+        self._vocabulary: dict[str, int] | None = None
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
             "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", FOUND)),
-            "describe": lambda a: self.describe(_text(a, "service"), _text(a, "entity_set"), _detail(a)),
+            "describe": lambda a: self.describe(
+                _text(a, "service"), _text(a, "entity_set"), _detail(a), _names_list(a, "codes")
+            ),
             "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set"), _record(a)),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
             "call": lambda a: self.call(
-                _text(a, "method"), _text(a, "url"), a.get("body"), _optional_text(a, "if_match"), _select(a)
+                _text(a, "method"),
+                _text(a, "url"),
+                a.get("body"),
+                _optional_text(a, "if_match"),
+                _names_list(a, "select"),
             ),
         }
 
@@ -110,30 +117,52 @@ class Toolbox:
         results = self.retriever.retrieve(task, k, self.settings)
         return {"results": [self._brief(r) for r in results]}
 
-    def describe(self, service: str, entity_set: str, detail: str = "compact") -> JSONObject:
+    def describe(
+        self, service: str, entity_set: str, detail: str = "compact", codes: list[str] | None = None
+    ) -> JSONObject:
         """What an agent needs to read and write one entity set: compact (:mod:`processkg.tools.describe`),
-        or with ``detail="full"`` the whole typed context."""
+        with ``detail="full"`` the whole typed context, or with ``codes`` the whole code list of each of
+        those properties (``code=label``)."""
         if detail == "full":
             return self.describe_full(service, entity_set)
         iri = self.iri(service, entity_set)
-        head = records(self.graph, "retrieve-context-set", set=iri)[0]
         t = self.validator.model.types[self.validator.model.services[service].sets[entity_set][0]]
+        if codes:
+            return {"codes": self.code_list(entity_set, t, codes)}
+        head = records(self.graph, "retrieve-context-set", set=iri)[0]
         keys = [{"name": p.name, "type": p.edm_type} for p in t.props.values() if p.key]
-        base: JSONObject = {
-            "service": service,
-            "entity_set": entity_set,
-            "label": head.get("typeLabel") or head.get("label") or "",
-            "path": self.path(service, entity_set),
-            "key": [k["name"] for k in keys],
-            "one_record": key_predicate(entity_set, keys, head.get("version") or ""),
-            "allows": _allows(head),
-        }
+        label = head.get("typeLabel") or head.get("label") or ""
+        base: JSONObject = {"label": label} if says_more(label, entity_set) else {}
+        base.update(
+            path=self.path(service, entity_set),
+            key=[k["name"] for k in keys],
+            one_record=key_predicate(entity_set, keys, head.get("version") or ""),
+            allows=", ".join(_allows(head)),
+        )
         etag = self.carries_etag(service, t.iri)
-        answer = compact(self.seed, service, entity_set, base, self.labels, self.code_labels, etag)
+        answer = compact(self.seed, service, entity_set, base, self.labels, self.code_labels, etag, self.vocabulary)
         predecessors = made_from(self.flows, service, entity_set)
         if predecessors:
             answer["made_from"] = predecessors
         return answer
+
+    def code_list(self, entity_set: str, t: TypeInfo, names: list[str]) -> JSONObject:
+        """The whole code list of each named property of ``t`` (``code=label``); a property without one
+        says so, an unknown name is an error naming the nearest."""
+        out: JSONObject = {}
+        for name in names:
+            prop = t.props.get(name)
+            if prop is None:
+                raise ToolArgumentError(f"{entity_set} has no property {name!r}{did_you_mean(name, t.props)}")
+            out[name] = all_codes(prop, self.code_labels) if prop.codes else "no code list"
+        return out
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """How many entity types of the store have a property of each name, counted once."""
+        if self._vocabulary is None:
+            self._vocabulary = dict(Counter(name for t in self.validator.model.types.values() for name in t.props))
+        return self._vocabulary
 
     @property
     def flows(self) -> list[Flow]:
@@ -169,11 +198,11 @@ class Toolbox:
             "path": self.path(service, entity_set),
             "key": [p["name"] for p in context["properties"] if p["key"]],
             "one_record": key_predicate(entity_set, _keys(context), head.get("version") or ""),
-            "allows": _allows(head),
+            "allows": ", ".join(_allows(head)),
             "operations": [_compact(op) for op in context.get("operations", [])],
             "required_on_create": context["required"],
             "properties": [_property_line(p) for p in context["properties"]],
-            "value_helps": [_value_help(v) for v in context["value_helps"]],
+            "value_helps": _value_helps(context["value_helps"]),
             "navigation": [_navigation(n) for n in context["navigations"]],
             "process": [_step(s) for s in context["process"]],
             "document_flow": context["flow"],
@@ -246,25 +275,27 @@ class Toolbox:
         notes += read
         exchange = self.client.send(method, url, body, headers)
         shown = exchange.answer
-        children = [n for n in self.deep_inserted(method, target, body) if not _shows(shown, n)]
+        inserted = self.deep_inserted(method, target, body)
+        children = [n for n in inserted if not _shows(shown, n)]
         if exchange.status == 201 and children and exchange.location:
             expand = ",".join(children)
             reread = self.client.send("GET", f"{exchange.location}?$expand={expand}")
             if reread.status == 200:
                 shown = reread.answer
                 notes.append(f"the created entity as read again with $expand={expand}, to show its children")
-        keep = self.kept(target, body) if exchange.status < 300 and not select else None  # select shows its own
-        answer, left_out = trimmed(shown, select, keep, self.ranks(target) if keep is not None else None)
+        keep = self.kept(target, inserted) if exchange.status < 300 and not select else None  # select: its own
+        sent = body if method != "GET" else None  # a write's fields are shown where the server changed them
+        answer, left_out = trimmed(shown, select, keep, self.ranks(target) if keep is not None else None, sent)
         notes += left_out
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))
         return {"sent": True, "status": exchange.status, "answer": answer, **_notes(notes)}
 
-    def kept(self, target: CallTarget, body: JSONValue = None) -> frozenset[str] | None:
+    def kept(self, target: CallTarget, inserted: list[str] | None = None) -> frozenset[str] | None:
         """The fields an answer always shows: the keys of the addressed type and of the types its
-        ``$expand`` reaches, every name the query mentions (``$filter``, ``$orderby``, ``$expand``) and
-        every field a write's body sets (its children's too); None (every field) when the URL has
-        ``$select``: the server returned only what was asked."""
+        ``$expand`` or a deep insert (``inserted``) reaches and every name the query mentions (``$filter``,
+        ``$orderby``, ``$expand``); None (every field) when the URL has ``$select``: the server returned
+        only what was asked."""
         query = target.get("query") or {}
         if not isinstance(query, dict) or any(k in query for k in ("$select", "select")):
             return None
@@ -274,7 +305,8 @@ class Toolbox:
             for option in ("$filter", "$orderby", "$expand")
             for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(query.get(option, "")))
         }
-        keep = named | _body_names(body)
+        keep = set(named)
+        named |= set(inserted or [])
         t = types.get(str(target.get("type")))
         for current in [t, *(types.get(str(n.target)) for n in (t.navs.values() if t else []) if n.name in named)]:
             if current is not None:
@@ -365,41 +397,28 @@ class Toolbox:
         outside that root is refused, as ``call`` would refuse it)."""
         return self.client.url(url) if self.client is not None else url
 
-    def _brief(self, result: Result) -> JSONObject:
-        """One result of ``find_entity_sets``: what an agent needs to act on it, no empty or default member
-        (a label that only repeats the set's name, the source of a direct hit, an empty list) and nothing
-        ``describe`` says (what a create requires), no path that is :data:`V2_ROOT` + service + set; the next
-        steps capped at :data:`NEXT_SHOWN`, the rest counted (``next_steps`` lists them all)."""
+    def _brief(self, result: Result) -> str:
+        """One result of ``find_entity_sets`` in one line: ``SERVICE/ENTITY_SET [key, ...]``, then its label
+        where it says more than the set's name, ``via`` the process steps that led to it (after how, when it
+        was no direct hit: ``expanded: A > B``) and its ``path`` where it is not :data:`V2_ROOT` + service +
+        set. What a create requires is ``describe``'s, the steps after it ``next_steps``'."""
         context = set_context(self.graph, result.iri)
         label = context["head"].get("typeLabel") or ""
-        after = sorted({name for step in context["process"] for name in step["after"]})
-        brief: JSONObject = {"service": result.service, "entity_set": result.entity_set}
+        keys = ", ".join(p["name"] for p in context["properties"] if p["key"])
+        line = f"{result.service}/{result.entity_set} [{keys}]"
         if says_more(label, result.entity_set):
-            brief["label"] = label
+            line += f" {label}"
+        if result.via:
+            how = "" if result.source == "seed" else f"{result.source}: "
+            line += f"; via {how}{result.path_text()}"
         path = self.path(result.service, result.entity_set)
         if path != f"{V2_ROOT}{result.service}/{result.entity_set}":
-            brief["path"] = path
-        brief["key"] = [p["name"] for p in context["properties"] if p["key"]]
-        if result.via:  # the process steps that led here, after how when not a direct hit ("expanded: A > B")
-            how = "" if result.source == "seed" else f"{result.source}: "
-            brief["via"] = how + result.path_text()
-        if after:
-            more = [f"+{len(after) - NEXT_SHOWN} more (next_steps)"] if len(after) > NEXT_SHOWN else []
-            brief["next_steps"] = after[:NEXT_SHOWN] + more
-        return brief
+            line += f"; path {path}"
+        return line
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
-
-
-def _body_names(body: JSONValue) -> set[str]:
-    """The member names of a write's body, its deep-inserted children's included."""
-    if isinstance(body, list):
-        return {name for item in body for name in _body_names(item)}
-    if not isinstance(body, dict):
-        return set()
-    return set(body) | {name for value in body.values() for name in _body_names(value)}
 
 
 def _shows(answer: JSONValue, nav: str) -> bool:
@@ -508,16 +527,16 @@ def _optional_text(arguments: JSONObject, name: str) -> str | None:
     return _text(arguments, name)
 
 
-def _select(arguments: JSONObject) -> list[str] | None:
-    """The ``select`` argument: property names (``to_Item/Material`` for an expanded navigation), as a
-    list of strings or one comma-separated string."""
-    value = arguments.get("select")
+def _names_list(arguments: JSONObject, name: str) -> list[str] | None:
+    """A list-of-names argument (``select``: ``to_Item/Material`` for an expanded navigation; ``codes``),
+    as a list of strings or one comma-separated string."""
+    value = arguments.get(name)
     if value is None:
         return None
     if isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ToolArgumentError("argument 'select' must be a list of property names (or one comma-separated string)")
+        raise ToolArgumentError(f"argument {name!r} must be a list of property names (or one comma-separated string)")
     return [str(v).strip() for v in value]
 
 
@@ -565,17 +584,14 @@ def _property_line(p: JSONObject) -> str:
     return f"{p['name']}: {p['type'].replace('Edm.', '')}{p['facets']}{flags}{label}"
 
 
-def _value_help(vh: JSONObject) -> JSONObject:
-    """A value help's codes: as ``labels`` (code: label, in order) when each code has one that says more,
-    else ``codes`` with ``labels`` for those that have one."""
-    out: JSONObject = {"property": vh["property"]}
-    labels = {code: label for code, label in vh["codes"] if label and label != code}
-    if not labels or len(labels) < len(vh["codes"]):
-        out["codes"] = [code for code, _label in vh["codes"]] or "unknown"
-    if labels:
-        out["labels"] = labels
-    if vh["more"]:
-        out["more"] = vh["more"]
+def _value_helps(helps: list[JSONObject]) -> JSONObject:
+    """Each property's value help as one string: ``code=label`` (the label where it says more than the
+    code), and how many more codes there are (``describe``'s ``codes`` argument lists them)."""
+    out: JSONObject = {}
+    for vh in helps:
+        shown = ", ".join(f"{c}={label}" if label and label != c else str(c) for c, label in vh["codes"]) or "unknown"
+        text = shown + (f", +{vh['more']} more" if vh["more"] else "")
+        out[vh["property"]] = f"{out[vh['property']]}; {text}" if vh["property"] in out else text
     return out
 
 

@@ -27,6 +27,7 @@ from typing import TypeAlias
 
 from processkg.aliases import JSONObject
 from processkg.errors import ServeDataError
+from processkg.serve import org_units
 from processkg.serve.values import canonical
 from processkg.services.model import Model, Nav, Prop, TypeInfo
 
@@ -295,13 +296,15 @@ def _fill(
         document = numbers[(i // ITEMS) % len(heads)] if heads else i
         record: dict[str, object] = {}
         for p in table.type.props.values():
-            value = generated(p, table.name, document if is_reference_number(p) else i)
+            follows = is_reference_number(p) or (heads and not p.key and p.name in org_units.ORG_UNIT_PROPS)
+            value = generated(p, table.name, document if follows else i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
             elif heads and p.key and is_item_number(p):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
+        org_units.derive(table.type, table.keys, record, i)
         if out.setdefault(table.key_of(record), record) is record:
             documents.append(document)
     return documents

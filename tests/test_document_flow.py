@@ -402,3 +402,29 @@ def test_an_item_added_through_its_order_is_checked_against_the_quotation_it_nam
     quoted = client.post(url, json={**item, "ReferenceSDDocument": "0000000001", "ReferenceSDDocumentItem": "000010"})
     assert quoted.status_code == 201, quoted.text
     assert client.post(url, json=item).status_code == 201, "an order item needs no quotation"
+
+
+def test_an_order_item_calling_off_a_contract_item_is_accepted(client, server):
+    """A release order names the contract (header) and contract item (item) it calls off, in the same
+    properties a quotation would use: the two flows into A_SalesOrderItem are alternatives."""
+    contract = next(iter(server.data.table("CE_SALESCONTRACT_0001", "SalesContractItem").rows.values()))
+    number, position = str(contract["SalesContract"]), str(contract["SalesContractItem"])
+    item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
+    order = {
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1010",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "0000000001",
+        "ReferenceSDDocument": number,
+        "to_Item": [{**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position}],
+    }
+    created = client.post(SO + "A_SalesOrder", json=order)
+    assert created.status_code == 201, created.text
+    url = SO + "A_SalesOrder('0000000001')/to_Item"
+    added = client.post(url, json={**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position})
+    assert added.status_code == 201, added.text
+    refused = client.post(url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"})
+    detail = _detail(refused)
+    assert detail["code"] == "unknown-predecessor"
+    assert "A_SalesQuotationItem" in detail["message"] and "SalesContractItem" in detail["message"]

@@ -14,6 +14,10 @@ create (POST, POST on a navigation property, each deep-insert child, each create
 * ``predecessor-fully-referenced``: with this record, the follow-ons of the predecessor would add up
   to more than its quantity (a second full goods receipt for a fully received order item).
 
+Flows into one set with the same carriers from different predecessors are alternatives
+(:meth:`DocumentFlows.alternatives`): an order item's reference names a quotation item or a contract
+item, and is unknown only when it names neither.
+
 A flow with an ``applies_when`` condition is checked only for records that meet it (a goods receipt
 for a purchase order, not a transfer posting). An action that makes follow-ons from references
 given as parameters (``CreateFromSDDocument`` of billing: ``_Reference`` items with ``SDDocument``)
@@ -133,6 +137,12 @@ class DocumentFlows:
     def into(self, table: Table) -> list[Flow]:
         return [f for f in self.flows if f.follow == (table.service, table.name)]
 
+    def alternatives(self, flow: Flow) -> list[Flow]:
+        """The flows into ``flow``'s follow-on set with the same carriers from another predecessor, ``flow``
+        included, in order: the carriers name a record of any one of them (an order item's
+        ``ReferenceSDDocument``/``ReferenceSDDocumentItem`` name a quotation item or a contract item)."""
+        return [f for f in self.flows if f.follow == flow.follow and set(f.props) == set(flow.props)]
+
     # ------------------------------------------------------------ checking
     def check(self, table: Table, payload: JSONObject, pointer: str = "") -> list[dict[str, str]]:
         """One error detail per flow into ``payload``'s set (deep-insert children included) that fails."""
@@ -201,14 +211,31 @@ class DocumentFlows:
         key = self._key(flow, pred, record)
         found = pred.rows.get(key)
         if found is None:
-            named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
-            message = f"{named} names no {pred.name} ({pred.service}){self._existing(flow, pred)}"
-            return self._detail("unknown-predecessor", flow, pointer, f"{message}; {self._give(flow, pred)}")
+            alternatives = self.alternatives(flow)
+            if alternatives[0] is not flow or any(self._names(f, record) for f in alternatives[1:]):
+                return None  # another predecessor set holds it (checked by its flow), or reported by the first
+            return self._unknown(alternatives, record, pointer)
         if flow.precondition is not None and not flow.precondition.holds(found):
             return self._detail("predecessor-not-ready", flow, pointer, self._not_ready(flow, pred, key, found))
         if flow.quantity is not None:
             return self._over(flow, table, pred, key, found, record, pointer, pending)
         return None
+
+    def _names(self, flow: Flow, record: dict[str, object]) -> bool:
+        """Whether ``record``'s carriers name an existing record of ``flow``'s predecessor set."""
+        pred = self.data.table(*flow.pred)
+        return pred is not None and self._key(flow, pred, record) in pred.rows
+
+    def _unknown(self, alternatives: list[Flow], record: dict[str, object], pointer: str) -> dict[str, str]:
+        """``unknown-predecessor``: the carriers name no record of any of the ``alternatives``' sets."""
+        flow = alternatives[0]
+        named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
+        parts = []
+        for f in alternatives:
+            pred = self.data.table(*f.pred)
+            if pred is not None:
+                parts.append(f"names no {pred.name} ({pred.service}){self._existing(f, pred)}; {self._give(f, pred)}")
+        return self._detail("unknown-predecessor", flow, pointer, f"{named} " + "; or: it ".join(parts))
 
     def _key(self, flow: Flow, pred: Table, record: dict[str, object]) -> tuple[str, ...]:
         by_key = {k: str(record.get(c)) for c, k in flow.carriers}
@@ -371,7 +398,10 @@ class DocumentFlows:
             return
         if not flow.required and any(record.get(c) in (None, "") for c in flow.props):
             return
-        others = [f for f in flows if f is not flow and set(f.props) & set(flow.props)]
+        alternatives = self.alternatives(flow)
+        if any(f is not flow and self._linked_ok(f, record, rows_at) for f in alternatives):
+            return  # its carriers name a ready record of another predecessor set (an order item's contract item)
+        others = [f for f in flows if f not in alternatives and set(f.props) & set(flow.props)]
 
         def fits(candidate: dict[str, object], quantity: bool = True) -> bool:
             trial = {**record, **{c: candidate.get(k) for c, k in flow.carriers}}

@@ -428,3 +428,59 @@ def test_an_order_item_calling_off_a_contract_item_is_accepted(client, server):
     detail = _detail(refused)
     assert detail["code"] == "unknown-predecessor"
     assert "A_SalesQuotationItem" in detail["message"] and "SalesContractItem" in detail["message"]
+
+
+def test_generated_follow_on_items_carry_their_predecessor_item_s_content(server):
+    """A goods receipt for a purchase order item has that item's material and plant; a delivery item is
+    in its order item's plant; a supplier invoice's gross amount and a sales order's net value are the
+    sums of their items' amounts."""
+    server.data.reset()
+    data = server.data
+    po_items = data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem").rows
+    receipts = [
+        r
+        for r in data.table("API_MATERIAL_DOCUMENT_SRV", "A_MaterialDocumentItem").rows.values()
+        if r.get("GoodsMovementType") in ("101", "103") and r.get("PurchaseOrderItem")
+    ]
+    assert receipts
+    for r in receipts:
+        ordered = po_items[(str(r["PurchaseOrder"]), str(r["PurchaseOrderItem"]))]
+        assert (r["Material"], r["Plant"]) == (ordered["Material"], ordered["Plant"]), r
+    so_items = data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows
+    for r in data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem").rows.values():
+        ordered = so_items[(str(r["ReferenceSDDocument"]), str(r["ReferenceSDDocumentItem"]))]
+        assert r["Plant"] == ordered["ProductionPlant"], r
+    for head_set, item_sets, head_amount, item_amount, keys in [
+        ("A_SupplierInvoice", ("A_SuplrInvcItemPurOrdRef",), "InvoiceGrossAmount", "SupplierInvoiceItemAmount", 2),
+        ("A_SalesOrder", ("A_SalesOrderItem",), "TotalNetAmount", "NetAmount", 1),
+    ]:
+        service = "API_SUPPLIERINVOICE_PROCESS" if head_set == "A_SupplierInvoice" else "API_SALES_ORDER_SRV"
+        tables = data.tables_of(service)
+        items = [t for t in tables.values() if item_amount in t.type.props and t.keys[:keys] == tables[head_set].keys]
+        assert {t.name for t in items} >= set(item_sets)
+        for key, head in tables[head_set].rows.items():
+            total = sum(
+                (Decimal(str(r[item_amount])) for t in items for r in t.rows.values() if t.key_of(r)[:keys] == key),
+                Decimal(0),
+            )
+            assert Decimal(str(head[head_amount])) == total, (head_set, key)
+
+
+def test_created_documents_are_numbered_per_entity_set(client):
+    """SAP's number ranges: each set counts on from its own highest number (every set starts with 20
+    generated documents, so each set's first created one is 0000000021), not one counter for all."""
+    body = {
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1010",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "0000000001",
+        "to_Item": [{"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}],
+    }
+    first = client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    second = client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")
+    assert first["to_Item"]["results"][0]["SalesOrderItem"] == "000010"
+    delivery = client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021"))
+    assert delivery.status_code == 201, delivery.text
+    assert delivery.json()["d"]["DeliveryDocument"] == "0000000021", "the delivery set counts on its own"

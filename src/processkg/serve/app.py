@@ -136,8 +136,11 @@ class Server:
         self.etags = use_etags
 
     def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
-        """Generated records linked: references to existing keys, then document flow to ready predecessors."""
-        return self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
+        """Generated records linked: references to existing keys, then document flow to ready predecessors
+        (a follow-on item takes its predecessor item's material and plant), then references once more: a
+        value taken from a predecessor of a service not linked yet is made an existing key."""
+        linked = self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
+        return self.references.link(table, linked, rows_at)
 
     def check_flow(self, op: OperationInfo, values: JSONObject) -> None:
         """An operation that makes follow-ons from references (serve/flow_checks.py): 400 when one fails."""

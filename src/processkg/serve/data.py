@@ -21,6 +21,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from operator import itemgetter
 from pathlib import Path
 from typing import TypeAlias
@@ -35,6 +36,9 @@ Rows: TypeAlias = dict[tuple[str, ...], dict[str, object]]
 """A table's records by key (the key property values in key order)."""
 
 ROWS = 20
+#: Header amount -> the item amount it is the sum of (a sales document's net value, a supplier invoice's
+#: gross amount): generated headers hold the sum of their generated items' amounts.
+TOTALS = {"TotalNetAmount": "NetAmount", "InvoiceGrossAmount": "SupplierInvoiceItemAmount"}
 ITEMS = 2  # generated items per generated document
 ITEM_WIDTH = 6  # SAP's item numbers: POSNR, NUMC 6
 START = dt.date(2026, 1, 1)
@@ -159,6 +163,7 @@ class Data:
                     documents[table.name] = _fill(table, found[table.name], self.rows, parent, shared)
                     if self.preparer is not None:
                         self.preparer(table, found[table.name])
+                _total(self, tables, found)  # headers hold the sum of their items' amounts
                 found.update(copy.deepcopy(self._loaded.get(service, {})))
                 self._filled[service] = found
             return found
@@ -253,6 +258,40 @@ class Data:
         part, want = itemgetter(*shared), tuple(str(record.get(keys[i])) for i in shared)
         wanted = want if len(want) > 1 else want[0]
         return target, [r for key, r in target.rows.items() if part(key) == wanted]
+
+
+def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None:
+    """Each generated header amount of :data:`TOTALS` becomes the sum of its items' amounts (over every
+    child set that has the item amount), written with two places as generated amounts are (fewer where
+    the header property's Scale allows fewer)."""
+    sums: dict[tuple[str, str], dict[tuple[str, ...], Decimal]] = {}  # (header set, amount) -> header -> sum
+    for table in tables.values():
+        parents, shared = data.parents(table)
+        for parent in parents:
+            for head_prop, item_prop in TOTALS.items():
+                if head_prop in parent.type.props and item_prop in table.type.props:
+                    by_head = sums.setdefault((parent.name, head_prop), {})
+                    for item in found[table.name].values():
+                        amount = _decimal_of(item.get(item_prop))
+                        if amount is not None:
+                            owner = tuple(str(item.get(k)) for k in shared)
+                            by_head[owner] = by_head.get(owner, Decimal(0)) + amount
+    for (name, head_prop), by_head in sorted(sums.items()):
+        prop = tables[name].type.props[head_prop]
+        v2 = tables[name].type.version.startswith(("1", "2"))
+        for head_key, head in found[name].items():
+            if head_key in by_head:
+                total = by_head[head_key]
+                places = 2 if prop.scale is None else min(prop.scale, 2)  # as the generated amounts are written
+                total = total.quantize(Decimal(1).scaleb(-places))
+                head[head_prop] = canonical(str(total), prop.edm_type, v2)
+
+
+def _decimal_of(value: object) -> Decimal | None:
+    try:
+        return None if value in (None, "") else Decimal(str(value))
+    except InvalidOperation:
+        return None
 
 
 def _json_list(path: Path) -> list[JSONObject]:

@@ -41,7 +41,7 @@ from decimal import Decimal, InvalidOperation
 
 from processkg.aliases import JSONObject, Record
 from processkg.errors import ServeHTTPError
-from processkg.serve import odata_json
+from processkg.serve import odata_json, org_units
 from processkg.serve.data import Data, Rows, Table
 from processkg.serve.facts import StoreFacts
 from processkg.serve.operations import EFFECTS
@@ -54,6 +54,8 @@ SHOWN = 5  # existing predecessors quoted in a repair hint
 REFERENCE_PARAMETERS = {"SDDocument": "ReferenceSDDocument"}
 
 RowsAt = Callable[[str, str], Rows | None]
+#: What a generated follow-on item takes from the predecessor item it names, where both types have it.
+CARRIED = ("Material", "Plant", "StorageLocation", "Batch")
 
 
 @dataclass(frozen=True)
@@ -426,9 +428,33 @@ class DocumentFlows:
             return
         for c, k in flow.carriers:
             record[c] = chosen.get(k)
+        self._carry(flow, pred, record, chosen, i)
         if flow.quantity is not None:
             key = self._key(flow, pred, record)
             used[(flow, key)] = used.get((flow, key), Decimal(0)) + (_number(record, flow.quantity[0]) or Decimal(0))
+
+    def _carry(self, flow: Flow, pred: Table, record: dict[str, object], chosen: dict[str, object], i: int) -> None:
+        """A generated follow-on item takes the content of the predecessor item it names (a goods receipt
+        the material and plant of its order item, a delivery item its order item's): the properties of
+        :data:`CARRIED` both types have, a plant under the predecessor's role name for it (a sales order
+        item's ``ProductionPlant`` is the delivery item's ``Plant``), the flow's quantity within what the
+        predecessor has; then the org units are made consistent again (``org_units.derive``)."""
+        follow = self.data.table(*flow.follow)
+        if follow is None or not self.data.parents(pred)[0]:
+            return  # a header predecessor (a purchase order for a goods receipt item) has no item content
+        props = follow.type.props
+        for name in CARRIED:
+            if name in props and chosen.get(name) not in (None, ""):
+                record[name] = chosen[name]
+        plant = next((chosen[p] for p in org_units.PLANT_PROPS if chosen.get(p) not in (None, "")), None)
+        if plant is not None and "Plant" in props and "Plant" not in pred.type.props:
+            record["Plant"] = plant
+        if flow.quantity is not None:
+            follow_qty, pred_qty = flow.quantity
+            own, limit = _number(record, follow_qty), _number(chosen, pred_qty)
+            if own is not None and limit is not None and own > limit:
+                record[follow_qty] = chosen[pred_qty]
+        org_units.derive(follow.type, follow.keys, record, i)
 
     def _most_left(
         self,

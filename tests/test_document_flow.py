@@ -266,7 +266,22 @@ def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(client):
     assert "call PostGoodsIssue on it first" in early["message"]
     issued = client.post(OD + f"PostGoodsIssue?DeliveryDocument='{shipped}'")
     assert issued.status_code == 200, issued.text
-    assert client.post(CREATE_BILLING, json=bill).status_code == 200
+    billed = client.post(CREATE_BILLING, json={**bill, "_Control": {"DefaultBillingDocumentType": "F2"}})
+    assert billed.status_code == 200, billed.text
+    (document,) = billed.json()["value"]
+    assert document["BillingDocumentType"] == "F2"
+    number = document["BillingDocument"]
+    assert number == "0000000021", "numbered on from the generated billing documents"
+    items = client.get(CE + f"BillingDocument('{number}')/_Item").json()["value"]
+    assert [(i["BillingDocumentItem"], i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [
+        ("000010", shipped, "000010")
+    ]
+    # the billing document is a real predecessor of the next step
+    posted = client.post(
+        CE + f"BillingDocument('{number}')/com.sap.gateway.srvd_a2x.api_billingdocument.v0001.PostToAccounting"
+    )
+    assert posted.status_code in (200, 204), posted.text
+    assert client.get(CE + f"BillingDocument('{number}')").json()["AccountingPostingStatus"] == "C"
 
 
 def test_billing_a_delivery_that_does_not_exist_is_unknown_predecessor(client):

@@ -294,6 +294,35 @@ def _decimal_of(value: object) -> Decimal | None:
         return None
 
 
+def next_key(table: Table, key: str, record: dict[str, object]) -> str:
+    """The next free number; an item's number is the next step of ten within its document (``000030``
+    after ``000020``), as SAP numbers items; a year (``MaterialDocumentYear``) is that of the record's
+    posting or document date, else this year (:func:`year_of`)."""
+    prop, at = table.type.props[key], table.keys.index(key)
+    if is_year(prop):
+        return year_of(table, record)
+    item = at > 0 and is_item_number(prop)
+    head = tuple(str(record.get(k)) for k in table.keys[:at])
+    # read from the key tuples the rows are stored under (each part is str(value)), not from the rows
+    numbers = [int(k[at]) for k in table.rows if k[at].isdigit() and (not item or k[:at] == head)]
+    value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
+    width = prop.max_length or 0
+    return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
+
+
+#: The dates a document's fiscal year follows, the first that the record holds.
+YEAR_DATES = ("PostingDate", "DocumentDate", "DocumentDateTime", "CreationDate")
+
+
+def year_of(table: Table, record: dict[str, object]) -> str:
+    """The year of the record's posting (or document, or creation) date, else the current UTC year."""
+    for name in YEAR_DATES:
+        text = str(record.get(name) or "")
+        if name in table.type.props and text[:4].isdigit():
+            return text[:4]
+    return str(dt.datetime.now(dt.UTC).year)
+
+
 def _json_list(path: Path) -> list[JSONObject]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))

@@ -42,7 +42,7 @@ from decimal import Decimal, InvalidOperation
 from processkg.aliases import JSONObject, Record
 from processkg.errors import ServeHTTPError
 from processkg.serve import odata_json, org_units
-from processkg.serve.data import Data, Rows, Table
+from processkg.serve.data import Data, Rows, Table, next_key
 from processkg.serve.facts import StoreFacts
 from processkg.serve.operations import EFFECTS
 from processkg.serve.values import canonical
@@ -360,6 +360,72 @@ class DocumentFlows:
                                     detail["target"] = f"/{name}{i}/{member}"
                                     details.append(detail)
         return details
+
+    def make(self, op: OperationInfo, values: JSONObject) -> list[tuple[Table, dict[str, object]]]:
+        """The follow-on documents an action that makes them from references creates (billing's
+        ``CreateFromSDDocument``, checked by :meth:`check_operation` first): per reference, a header in the
+        set the action is bound to, where the action returns a collection of that type, and one item per
+        item of the referenced predecessor (a billing item per delivery item, naming it and carrying its
+        :data:`CARRIED` content). The header takes the predecessor header's values of the same names
+        (``SoldToParty``), then the ``_Control`` defaults (``DefaultBillingDocumentType`` as
+        ``BillingDocumentType``), then the reference's own values (``BillingDocumentType``,
+        ``SalesOrganization``). Returns the created headers; none when the action makes nothing."""
+        if not op.collection or op.binding is None:
+            return []
+        tables = self.data.tables_of(op.service)
+        bound = next((t for _n, t in sorted(tables.items()) if t.type.iri == op.binding), None)
+        if bound is None or op.return_type != f"Collection({bound.type.qname})":
+            return []
+        items = [t for _n, t in sorted(tables.items()) if bound in self.data.parents(t)[0]]
+        control = next(
+            (v for v in values.values() if isinstance(v, dict) and any(k.startswith("Default") for k in v)), {}
+        )
+        defaults = {k.removeprefix("Default"): v for k, v in control.items() if k.startswith("Default")}
+        made = []
+        for _name, value in sorted(values.items()):
+            for _i, ref in odata_json.children(value):
+                for member, carrier in REFERENCE_PARAMETERS.items():
+                    if ref.get(member) not in (None, ""):
+                        made.append(self._make_one(bound, items, carrier, str(ref[member]), {**defaults, **ref}))
+        return made
+
+    def _make_one(
+        self, bound: Table, items: list[Table], carrier: str, document: str, given: JSONObject
+    ) -> tuple[Table, dict[str, object]]:
+        """One follow-on header of ``bound`` made from the predecessor ``document``, with its items; stored."""
+        v2 = odata_json.is_v2(bound.type)
+        header: dict[str, object] = {}
+        for _t, flow in [(t, f) for t in items for f in self.into(t) if f.props == (carrier,)][:1]:
+            pred = self.data.table(*flow.pred)
+            found = pred.rows.get((document,)) if pred is not None else None
+            for name, prop in bound.type.props.items():
+                if found is not None and found.get(name) not in (None, "") and not prop.key:
+                    header[name] = found[name]
+        for name, value in given.items():
+            own = bound.type.props.get(name)
+            if name.startswith("SDDocument"):
+                continue  # the referenced document's number and category, not this document's
+            if own is not None and not own.key and isinstance(value, str | int | float | bool):
+                header[name] = canonical(value, own.edm_type, v2)
+        for key in bound.keys:
+            header[key] = next_key(bound, key, header)
+        bound.rows[bound.key_of(header)] = header
+        for table, flow in [(t, f) for t in items for f in self.into(t) if carrier in f.props and len(f.props) > 1][:1]:
+            pred = self.data.table(*flow.pred)
+            head_key = dict(flow.carriers)[carrier]
+            for source in [
+                r for r in (pred.rows.values() if pred is not None else []) if str(r.get(head_key)) == document
+            ]:
+                item: dict[str, object] = {k: header[k] for k in table.keys if k in header}
+                item.update({c: source.get(k) for c, k in flow.carriers})
+                item.update(
+                    {n: source[n] for n in CARRIED if n in table.type.props and source.get(n) not in (None, "")}
+                )
+                for key in table.keys:
+                    if item.get(key) in (None, ""):
+                        item[key] = next_key(table, key, item)
+                table.rows[table.key_of(item)] = item
+        return bound, header
 
     # ------------------------------------------------------------ generated records
     def prepare(self, table: Table, rows: Rows) -> None:

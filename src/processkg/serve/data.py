@@ -272,7 +272,7 @@ def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None
                 if head_prop in parent.type.props and item_prop in table.type.props:
                     by_head = sums.setdefault((parent.name, head_prop), {})
                     for item in found[table.name].values():
-                        amount = _decimal_of(item.get(item_prop))
+                        amount = _decimal_of(item, item_prop)
                         if amount is not None:
                             owner = tuple(str(item.get(k)) for k in shared)
                             by_head[owner] = by_head.get(owner, Decimal(0)) + amount
@@ -287,7 +287,9 @@ def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None
                 head[head_prop] = canonical(str(total), prop.edm_type, v2)
 
 
-def _decimal_of(value: object) -> Decimal | None:
+def _decimal_of(record: dict[str, object], prop: str) -> Decimal | None:
+    """``record``'s ``prop`` as a number (None when empty or not a number)."""
+    value = record.get(prop)
     try:
         return None if value in (None, "") else Decimal(str(value))
     except InvalidOperation:

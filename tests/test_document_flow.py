@@ -266,7 +266,22 @@ def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(client):
     assert "call PostGoodsIssue on it first" in early["message"]
     issued = client.post(OD + f"PostGoodsIssue?DeliveryDocument='{shipped}'")
     assert issued.status_code == 200, issued.text
-    assert client.post(CREATE_BILLING, json=bill).status_code == 200
+    billed = client.post(CREATE_BILLING, json={**bill, "_Control": {"DefaultBillingDocumentType": "F2"}})
+    assert billed.status_code == 200, billed.text
+    (document,) = billed.json()["value"]
+    assert document["BillingDocumentType"] == "F2"
+    number = document["BillingDocument"]
+    assert number == "0000000021", "numbered on from the generated billing documents"
+    items = client.get(CE + f"BillingDocument('{number}')/_Item").json()["value"]
+    assert [(i["BillingDocumentItem"], i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [
+        ("000010", shipped, "000010")
+    ]
+    # the billing document is a real predecessor of the next step
+    posted = client.post(
+        CE + f"BillingDocument('{number}')/com.sap.gateway.srvd_a2x.api_billingdocument.v0001.PostToAccounting"
+    )
+    assert posted.status_code in (200, 204), posted.text
+    assert client.get(CE + f"BillingDocument('{number}')").json()["AccountingPostingStatus"] == "C"
 
 
 def test_billing_a_delivery_that_does_not_exist_is_unknown_predecessor(client):
@@ -402,3 +417,85 @@ def test_an_item_added_through_its_order_is_checked_against_the_quotation_it_nam
     quoted = client.post(url, json={**item, "ReferenceSDDocument": "0000000001", "ReferenceSDDocumentItem": "000010"})
     assert quoted.status_code == 201, quoted.text
     assert client.post(url, json=item).status_code == 201, "an order item needs no quotation"
+
+
+def test_an_order_item_calling_off_a_contract_item_is_accepted(client, server):
+    """A release order names the contract (header) and contract item (item) it calls off, in the same
+    properties a quotation would use: the two flows into A_SalesOrderItem are alternatives."""
+    contract = next(iter(server.data.table("CE_SALESCONTRACT_0001", "SalesContractItem").rows.values()))
+    number, position = str(contract["SalesContract"]), str(contract["SalesContractItem"])
+    item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
+    order = {
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1010",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "0000000001",
+        "ReferenceSDDocument": number,
+        "to_Item": [{**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position}],
+    }
+    created = client.post(SO + "A_SalesOrder", json=order)
+    assert created.status_code == 201, created.text
+    url = SO + "A_SalesOrder('0000000001')/to_Item"
+    added = client.post(url, json={**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position})
+    assert added.status_code == 201, added.text
+    refused = client.post(url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"})
+    detail = _detail(refused)
+    assert detail["code"] == "unknown-predecessor"
+    assert "A_SalesQuotationItem" in detail["message"] and "SalesContractItem" in detail["message"]
+
+
+def test_generated_follow_on_items_carry_their_predecessor_item_s_content(server):
+    """A goods receipt for a purchase order item has that item's material and plant; a delivery item is
+    in its order item's plant; a supplier invoice's gross amount and a sales order's net value are the
+    sums of their items' amounts."""
+    server.data.reset()
+    data = server.data
+    po_items = data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem").rows
+    receipts = [
+        r
+        for r in data.table("API_MATERIAL_DOCUMENT_SRV", "A_MaterialDocumentItem").rows.values()
+        if r.get("GoodsMovementType") in ("101", "103") and r.get("PurchaseOrderItem")
+    ]
+    assert receipts
+    for r in receipts:
+        ordered = po_items[(str(r["PurchaseOrder"]), str(r["PurchaseOrderItem"]))]
+        assert (r["Material"], r["Plant"]) == (ordered["Material"], ordered["Plant"]), r
+    so_items = data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows
+    for r in data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem").rows.values():
+        ordered = so_items[(str(r["ReferenceSDDocument"]), str(r["ReferenceSDDocumentItem"]))]
+        assert r["Plant"] == ordered["ProductionPlant"], r
+    for head_set, item_sets, head_amount, item_amount, keys in [
+        ("A_SupplierInvoice", ("A_SuplrInvcItemPurOrdRef",), "InvoiceGrossAmount", "SupplierInvoiceItemAmount", 2),
+        ("A_SalesOrder", ("A_SalesOrderItem",), "TotalNetAmount", "NetAmount", 1),
+    ]:
+        service = "API_SUPPLIERINVOICE_PROCESS" if head_set == "A_SupplierInvoice" else "API_SALES_ORDER_SRV"
+        tables = data.tables_of(service)
+        items = [t for t in tables.values() if item_amount in t.type.props and t.keys[:keys] == tables[head_set].keys]
+        assert {t.name for t in items} >= set(item_sets)
+        for key, head in tables[head_set].rows.items():
+            total = sum(
+                (Decimal(str(r[item_amount])) for t in items for r in t.rows.values() if t.key_of(r)[:keys] == key),
+                Decimal(0),
+            )
+            assert Decimal(str(head[head_amount])) == total, (head_set, key)
+
+
+def test_created_documents_are_numbered_per_entity_set(client):
+    """SAP's number ranges: each set counts on from its own highest number (every set starts with 20
+    generated documents, so each set's first created one is 0000000021), not one counter for all."""
+    body = {
+        "SalesOrderType": "OR",
+        "SalesOrganization": "1010",
+        "DistributionChannel": "10",
+        "OrganizationDivision": "00",
+        "SoldToParty": "0000000001",
+        "to_Item": [{"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}],
+    }
+    first = client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    second = client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")
+    assert first["to_Item"]["results"][0]["SalesOrderItem"] == "000010"
+    delivery = client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021"))
+    assert delivery.status_code == 201, delivery.text
+    assert delivery.json()["d"]["DeliveryDocument"] == "0000000021", "the delivery set counts on its own"

@@ -226,3 +226,74 @@ def test_a_decimal_over_its_scale_is_rejected(client):
     )
     fixed = client.post(SO + "A_SalesOrder", json=order(item(RequestedQuantity="2.0050")))
     assert fixed.status_code == 201, fixed.text
+
+
+#: SAP's Best Practices reference organisation: company code -> (country, currency).
+COMPANY = {"1010": ("DE", "EUR"), "1310": ("CN", "CNY"), "1710": ("US", "USD")}
+
+
+def test_company_codes_carry_their_country_and_currency_and_what_belongs_to_them_follows(server):
+    """1010 is German and books in euros, 1310 Chinese (yuan), 1710 American (dollars); a plant and a
+    sales organisation name the company code of their number, and a sales order's currency (header and
+    items) is that of its sales organisation's company code."""
+    server.data.reset()  # the generated records, not what other tests created
+    codes = server.data.table("API_COMPANYCODE_SRV", "A_CompanyCode")
+    assert codes is not None
+    assert {k: (r["Country"], r["Currency"]) for (k,), r in codes.rows.items()} == COMPANY
+    plants = server.data.table("API_PLANT_SRV", "A_Plant")
+    assert plants is not None and {k: r["CompanyCode"] for (k,), r in plants.rows.items()} == {c: c for c in COMPANY}
+    orgs = server.data.table("API_SALESORGANIZATION_SRV", "A_SalesOrganization")
+    assert orgs is not None
+    assert {k: (r["CompanyCode"], r["SalesOrganizationCurrency"]) for (k,), r in orgs.rows.items()} == {
+        c: (c, COMPANY[c][1]) for c in COMPANY
+    }
+    orders = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrder")
+    items = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem")
+    assert orders is not None and items is not None
+    currency = {r["SalesOrder"]: COMPANY[str(r["SalesOrganization"])][1] for r in orders.rows.values()}
+    assert {r["TransactionCurrency"] for r in orders.rows.values()} == {"EUR", "CNY", "USD"}
+    assert all(r["TransactionCurrency"] == currency[r["SalesOrder"]] for r in orders.rows.values())
+    assert all(r["TransactionCurrency"] == currency[r["SalesOrder"]] for r in items.rows.values())
+    orgs_of = {r["SalesOrder"]: r["SalesOrganization"] for r in orders.rows.values()}
+    assert all(r["ProductionPlant"] == orgs_of[r["SalesOrder"]] for r in items.rows.values()), "plant in its company"
+
+
+def _storage_locations() -> dict[str, set[str]]:
+    """Plant -> its storage locations, as org-structure.csv describes them ("... (Plant 1010)")."""
+    found: dict[str, set[str]] = {}
+    with ORG_FILE.open(encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["value_list"] == "StorageLocation":
+                found.setdefault(row["description"].rsplit("Plant ", 1)[1].rstrip(")"), set()).add(row["code"])
+    return found
+
+
+def test_every_generated_storage_location_is_one_of_its_plant_s(server):
+    server.data.reset()
+    locations = _storage_locations()
+    pairs = [("Plant", "StorageLocation"), ("ProductionPlant", "StorageLocation")]
+    pairs += [("IssuingOrReceivingPlant", "IssuingOrReceivingStorageLoc")]
+    seen, wrong = 0, []
+    for table in server.data.all_tables():
+        props = table.type.props
+        for plant, location in pairs:
+            if plant not in props or location not in props or (plant == "ProductionPlant" and "Plant" in props):
+                continue
+            for r in table.rows.values():
+                if r.get(plant) in locations and r.get(location) not in (None, ""):
+                    seen += 1
+                    if r[location] not in locations[str(r[plant])]:
+                        wrong.append((table.service, table.name, r[plant], r[location]))
+    assert seen > 100
+    assert wrong == []
+
+
+def test_a_storage_location_of_another_plant_is_rejected_with_the_plant_s_locations(client):
+    answer = client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="171A")))
+    assert answer.status_code == 400, answer.text
+    code, target, message = _error(answer)
+    assert (code, target) == ("storage-location-not-in-plant", "/to_Item/0/StorageLocation")
+    assert "101A, 101B, 101C, 101E, 101R" in message, message
+    assert client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
+    accepted = client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="101B")))
+    assert accepted.status_code == 201, accepted.text

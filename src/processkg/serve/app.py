@@ -10,7 +10,6 @@ is appended to the recording in ``kg validate``'s input format with the status i
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 import json
 import logging
@@ -32,7 +31,7 @@ from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, Un
 from processkg.graph.handle import StoreHandle
 from processkg.jsonl import finite_float, reject_constant
 from processkg.serve import catalog, changes, etags, facts, flow_checks, odata_batch, odata_json, operations
-from processkg.serve.data import Data, Rows, Table, is_item_number, is_year
+from processkg.serve.data import Data, Rows, Table, next_key
 from processkg.serve.flow_checks import DocumentFlows
 from processkg.serve.query import compile_filter, count_option, order
 from processkg.serve.recorder import Recorder
@@ -137,12 +136,20 @@ class Server:
         self.etags = use_etags
 
     def link(self, table: Table, rows: Rows, rows_at: Callable[[str, str], Rows | None]) -> Rows:
-        """Generated records linked: references to existing keys, then document flow to ready predecessors."""
-        return self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
+        """Generated records linked: references to existing keys, then document flow to ready predecessors
+        (a follow-on item takes its predecessor item's material and plant), then references once more: a
+        value taken from a predecessor of a service not linked yet is made an existing key."""
+        linked = self.flow.link(table, self.references.link(table, rows, rows_at), rows_at)
+        return self.references.link(table, linked, rows_at)
 
     def check_flow(self, op: OperationInfo, values: JSONObject) -> None:
         """An operation that makes follow-ons from references (serve/flow_checks.py): 400 when one fails."""
         flow_checks.refuse(self.flow.check_operation(op, values))
+
+    def make_follow_ons(self, op: OperationInfo, values: JSONObject) -> list[tuple[Table, dict[str, object]]]:
+        """The documents an action makes from references (billing's ``CreateFromSDDocument``:
+        serve/flow_checks.py), stored; none for any other operation."""
+        return self.flow.make(op, values)
 
     def uses_etags(self, table: Table) -> bool:
         return self.etags and (table.service, table.name) in self.facts.etag_sets
@@ -448,7 +455,7 @@ class Server:
                 record[name] = canonical(value, prop.edm_type, v2)
         for key in table.keys:
             if record.get(key) in (None, ""):
-                record[key] = _next_key(table, key, record)
+                record[key] = next_key(table, key, record)
         if table.key_of(record) in table.rows:
             raise ServeHTTPError(
                 409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists"
@@ -579,35 +586,6 @@ def _unquote_literal(text: str) -> str:
     if "'" in text and text.endswith("'"):
         return text[text.index("'") + 1 : -1].replace("''", "'")
     return text
-
-
-def _next_key(table: Table, key: str, record: dict[str, object]) -> str:
-    """The next free number; an item's number is the next step of ten within its document (``000030``
-    after ``000020``), as SAP numbers items; a year (``MaterialDocumentYear``) is that of the record's
-    posting or document date, else this year (:func:`_year_of`)."""
-    prop, at = table.type.props[key], table.keys.index(key)
-    if is_year(prop):
-        return _year_of(table, record)
-    item = at > 0 and is_item_number(prop)
-    head = tuple(str(record.get(k)) for k in table.keys[:at])
-    # read from the key tuples the rows are stored under (each part is str(value)), not from the rows
-    numbers = [int(k[at]) for k in table.rows if k[at].isdigit() and (not item or k[:at] == head)]
-    value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
-    width = prop.max_length or 0
-    return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
-
-
-#: The dates a document's fiscal year follows, the first that the record holds.
-YEAR_DATES = ("PostingDate", "DocumentDate", "DocumentDateTime", "CreationDate")
-
-
-def _year_of(table: Table, record: dict[str, object]) -> str:
-    """The year of the record's posting (or document, or creation) date, else the current UTC year."""
-    for name in YEAR_DATES:
-        text = str(record.get(name) or "")
-        if name in table.type.props and text[:4].isdigit():
-            return text[:4]
-    return str(dt.datetime.now(dt.UTC).year)
 
 
 def _payload(body: JSONValue) -> JSONObject:

@@ -21,12 +21,14 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from operator import itemgetter
 from pathlib import Path
 from typing import TypeAlias
 
 from processkg.aliases import JSONObject
 from processkg.errors import ServeDataError
+from processkg.serve import org_units
 from processkg.serve.values import canonical
 from processkg.services.model import Model, Nav, Prop, TypeInfo
 
@@ -34,6 +36,9 @@ Rows: TypeAlias = dict[tuple[str, ...], dict[str, object]]
 """A table's records by key (the key property values in key order)."""
 
 ROWS = 20
+#: Header amount -> the item amount it is the sum of (a sales document's net value, a supplier invoice's
+#: gross amount): generated headers hold the sum of their generated items' amounts.
+TOTALS = {"TotalNetAmount": "NetAmount", "InvoiceGrossAmount": "SupplierInvoiceItemAmount"}
 ITEMS = 2  # generated items per generated document
 ITEM_WIDTH = 6  # SAP's item numbers: POSNR, NUMC 6
 START = dt.date(2026, 1, 1)
@@ -158,6 +163,7 @@ class Data:
                     documents[table.name] = _fill(table, found[table.name], self.rows, parent, shared)
                     if self.preparer is not None:
                         self.preparer(table, found[table.name])
+                _total(self, tables, found)  # headers hold the sum of their items' amounts
                 found.update(copy.deepcopy(self._loaded.get(service, {})))
                 self._filled[service] = found
             return found
@@ -254,6 +260,71 @@ class Data:
         return target, [r for key, r in target.rows.items() if part(key) == wanted]
 
 
+def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None:
+    """Each generated header amount of :data:`TOTALS` becomes the sum of its items' amounts (over every
+    child set that has the item amount), written with two places as generated amounts are (fewer where
+    the header property's Scale allows fewer)."""
+    sums: dict[tuple[str, str], dict[tuple[str, ...], Decimal]] = {}  # (header set, amount) -> header -> sum
+    for table in tables.values():
+        parents, shared = data.parents(table)
+        for parent in parents:
+            for head_prop, item_prop in TOTALS.items():
+                if head_prop in parent.type.props and item_prop in table.type.props:
+                    by_head = sums.setdefault((parent.name, head_prop), {})
+                    for item in found[table.name].values():
+                        amount = _decimal_of(item, item_prop)
+                        if amount is not None:
+                            owner = tuple(str(item.get(k)) for k in shared)
+                            by_head[owner] = by_head.get(owner, Decimal(0)) + amount
+    for (name, head_prop), by_head in sorted(sums.items()):
+        prop = tables[name].type.props[head_prop]
+        v2 = tables[name].type.version.startswith(("1", "2"))
+        for head_key, head in found[name].items():
+            if head_key in by_head:
+                total = by_head[head_key]
+                places = 2 if prop.scale is None else min(prop.scale, 2)  # as the generated amounts are written
+                total = total.quantize(Decimal(1).scaleb(-places))
+                head[head_prop] = canonical(str(total), prop.edm_type, v2)
+
+
+def _decimal_of(record: dict[str, object], prop: str) -> Decimal | None:
+    """``record``'s ``prop`` as a number (None when empty or not a number)."""
+    value = record.get(prop)
+    try:
+        return None if value in (None, "") else Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def next_key(table: Table, key: str, record: dict[str, object]) -> str:
+    """The next free number; an item's number is the next step of ten within its document (``000030``
+    after ``000020``), as SAP numbers items; a year (``MaterialDocumentYear``) is that of the record's
+    posting or document date, else this year (:func:`year_of`)."""
+    prop, at = table.type.props[key], table.keys.index(key)
+    if is_year(prop):
+        return year_of(table, record)
+    item = at > 0 and is_item_number(prop)
+    head = tuple(str(record.get(k)) for k in table.keys[:at])
+    # read from the key tuples the rows are stored under (each part is str(value)), not from the rows
+    numbers = [int(k[at]) for k in table.rows if k[at].isdigit() and (not item or k[:at] == head)]
+    value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
+    width = prop.max_length or 0
+    return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
+
+
+#: The dates a document's fiscal year follows, the first that the record holds.
+YEAR_DATES = ("PostingDate", "DocumentDate", "DocumentDateTime", "CreationDate")
+
+
+def year_of(table: Table, record: dict[str, object]) -> str:
+    """The year of the record's posting (or document, or creation) date, else the current UTC year."""
+    for name in YEAR_DATES:
+        text = str(record.get(name) or "")
+        if name in table.type.props and text[:4].isdigit():
+            return text[:4]
+    return str(dt.datetime.now(dt.UTC).year)
+
+
 def _json_list(path: Path) -> list[JSONObject]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -295,13 +366,15 @@ def _fill(
         document = numbers[(i // ITEMS) % len(heads)] if heads else i
         record: dict[str, object] = {}
         for p in table.type.props.values():
-            value = generated(p, table.name, document if is_reference_number(p) else i)
+            follows = is_reference_number(p) or (heads and not p.key and p.name in org_units.ORG_UNIT_PROPS)
+            value = generated(p, table.name, document if follows else i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
             elif heads and p.key and is_item_number(p):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
+        org_units.derive(table.type, table.keys, record, i)
         if out.setdefault(table.key_of(record), record) is record:
             documents.append(document)
     return documents

@@ -14,6 +14,10 @@ create (POST, POST on a navigation property, each deep-insert child, each create
 * ``predecessor-fully-referenced``: with this record, the follow-ons of the predecessor would add up
   to more than its quantity (a second full goods receipt for a fully received order item).
 
+Flows into one set with the same carriers from different predecessors are alternatives
+(:meth:`DocumentFlows.alternatives`): an order item's reference names a quotation item or a contract
+item, and is unknown only when it names neither.
+
 A flow with an ``applies_when`` condition is checked only for records that meet it (a goods receipt
 for a purchase order, not a transfer posting). An action that makes follow-ons from references
 given as parameters (``CreateFromSDDocument`` of billing: ``_Reference`` items with ``SDDocument``)
@@ -37,8 +41,8 @@ from decimal import Decimal, InvalidOperation
 
 from processkg.aliases import JSONObject, Record
 from processkg.errors import ServeHTTPError
-from processkg.serve import odata_json
-from processkg.serve.data import Data, Rows, Table
+from processkg.serve import odata_json, org_units
+from processkg.serve.data import Data, Rows, Table, next_key
 from processkg.serve.facts import StoreFacts
 from processkg.serve.operations import EFFECTS
 from processkg.serve.values import canonical
@@ -50,6 +54,8 @@ SHOWN = 5  # existing predecessors quoted in a repair hint
 REFERENCE_PARAMETERS = {"SDDocument": "ReferenceSDDocument"}
 
 RowsAt = Callable[[str, str], Rows | None]
+#: What a generated follow-on item takes from the predecessor item it names, where both types have it.
+CARRIED = ("Material", "Plant", "StorageLocation", "Batch")
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,12 @@ class DocumentFlows:
     def into(self, table: Table) -> list[Flow]:
         return [f for f in self.flows if f.follow == (table.service, table.name)]
 
+    def alternatives(self, flow: Flow) -> list[Flow]:
+        """The flows into ``flow``'s follow-on set with the same carriers from another predecessor, ``flow``
+        included, in order: the carriers name a record of any one of them (an order item's
+        ``ReferenceSDDocument``/``ReferenceSDDocumentItem`` name a quotation item or a contract item)."""
+        return [f for f in self.flows if f.follow == flow.follow and set(f.props) == set(flow.props)]
+
     # ------------------------------------------------------------ checking
     def check(self, table: Table, payload: JSONObject, pointer: str = "") -> list[dict[str, str]]:
         """One error detail per flow into ``payload``'s set (deep-insert children included) that fails."""
@@ -201,14 +213,31 @@ class DocumentFlows:
         key = self._key(flow, pred, record)
         found = pred.rows.get(key)
         if found is None:
-            named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
-            message = f"{named} names no {pred.name} ({pred.service}){self._existing(flow, pred)}"
-            return self._detail("unknown-predecessor", flow, pointer, f"{message}; {self._give(flow, pred)}")
+            alternatives = self.alternatives(flow)
+            if alternatives[0] is not flow or any(self._names(f, record) for f in alternatives[1:]):
+                return None  # another predecessor set holds it (checked by its flow), or reported by the first
+            return self._unknown(alternatives, record, pointer)
         if flow.precondition is not None and not flow.precondition.holds(found):
             return self._detail("predecessor-not-ready", flow, pointer, self._not_ready(flow, pred, key, found))
         if flow.quantity is not None:
             return self._over(flow, table, pred, key, found, record, pointer, pending)
         return None
+
+    def _names(self, flow: Flow, record: dict[str, object]) -> bool:
+        """Whether ``record``'s carriers name an existing record of ``flow``'s predecessor set."""
+        pred = self.data.table(*flow.pred)
+        return pred is not None and self._key(flow, pred, record) in pred.rows
+
+    def _unknown(self, alternatives: list[Flow], record: dict[str, object], pointer: str) -> dict[str, str]:
+        """``unknown-predecessor``: the carriers name no record of any of the ``alternatives``' sets."""
+        flow = alternatives[0]
+        named = ", ".join(f"{c}={record.get(c)!r}" for c in flow.props)
+        parts = []
+        for f in alternatives:
+            pred = self.data.table(*f.pred)
+            if pred is not None:
+                parts.append(f"names no {pred.name} ({pred.service}){self._existing(f, pred)}; {self._give(f, pred)}")
+        return self._detail("unknown-predecessor", flow, pointer, f"{named} " + "; or: it ".join(parts))
 
     def _key(self, flow: Flow, pred: Table, record: dict[str, object]) -> tuple[str, ...]:
         by_key = {k: str(record.get(c)) for c, k in flow.carriers}
@@ -332,6 +361,72 @@ class DocumentFlows:
                                     details.append(detail)
         return details
 
+    def make(self, op: OperationInfo, values: JSONObject) -> list[tuple[Table, dict[str, object]]]:
+        """The follow-on documents an action that makes them from references creates (billing's
+        ``CreateFromSDDocument``, checked by :meth:`check_operation` first): per reference, a header in the
+        set the action is bound to, where the action returns a collection of that type, and one item per
+        item of the referenced predecessor (a billing item per delivery item, naming it and carrying its
+        :data:`CARRIED` content). The header takes the predecessor header's values of the same names
+        (``SoldToParty``), then the ``_Control`` defaults (``DefaultBillingDocumentType`` as
+        ``BillingDocumentType``), then the reference's own values (``BillingDocumentType``,
+        ``SalesOrganization``). Returns the created headers; none when the action makes nothing."""
+        if not op.collection or op.binding is None:
+            return []
+        tables = self.data.tables_of(op.service)
+        bound = next((t for _n, t in sorted(tables.items()) if t.type.iri == op.binding), None)
+        if bound is None or op.return_type != f"Collection({bound.type.qname})":
+            return []
+        items = [t for _n, t in sorted(tables.items()) if bound in self.data.parents(t)[0]]
+        control = next(
+            (v for v in values.values() if isinstance(v, dict) and any(k.startswith("Default") for k in v)), {}
+        )
+        defaults = {k.removeprefix("Default"): v for k, v in control.items() if k.startswith("Default")}
+        made = []
+        for _name, value in sorted(values.items()):
+            for _i, ref in odata_json.children(value):
+                for member, carrier in REFERENCE_PARAMETERS.items():
+                    if ref.get(member) not in (None, ""):
+                        made.append(self._make_one(bound, items, carrier, str(ref[member]), {**defaults, **ref}))
+        return made
+
+    def _make_one(
+        self, bound: Table, items: list[Table], carrier: str, document: str, given: JSONObject
+    ) -> tuple[Table, dict[str, object]]:
+        """One follow-on header of ``bound`` made from the predecessor ``document``, with its items; stored."""
+        v2 = odata_json.is_v2(bound.type)
+        header: dict[str, object] = {}
+        for _t, flow in [(t, f) for t in items for f in self.into(t) if f.props == (carrier,)][:1]:
+            pred = self.data.table(*flow.pred)
+            found = pred.rows.get((document,)) if pred is not None else None
+            for name, prop in bound.type.props.items():
+                if found is not None and found.get(name) not in (None, "") and not prop.key:
+                    header[name] = found[name]
+        for name, value in given.items():
+            own = bound.type.props.get(name)
+            if name.startswith("SDDocument"):
+                continue  # the referenced document's number and category, not this document's
+            if own is not None and not own.key and isinstance(value, str | int | float | bool):
+                header[name] = canonical(value, own.edm_type, v2)
+        for key in bound.keys:
+            header[key] = next_key(bound, key, header)
+        bound.rows[bound.key_of(header)] = header
+        for table, flow in [(t, f) for t in items for f in self.into(t) if carrier in f.props and len(f.props) > 1][:1]:
+            pred = self.data.table(*flow.pred)
+            head_key = dict(flow.carriers)[carrier]
+            for source in [
+                r for r in (pred.rows.values() if pred is not None else []) if str(r.get(head_key)) == document
+            ]:
+                item: dict[str, object] = {k: header[k] for k in table.keys if k in header}
+                item.update({c: source.get(k) for c, k in flow.carriers})
+                item.update(
+                    {n: source[n] for n in CARRIED if n in table.type.props and source.get(n) not in (None, "")}
+                )
+                for key in table.keys:
+                    if item.get(key) in (None, ""):
+                        item[key] = next_key(table, key, item)
+                table.rows[table.key_of(item)] = item
+        return bound, header
+
     # ------------------------------------------------------------ generated records
     def prepare(self, table: Table, rows: Rows) -> None:
         """Generated records of a predecessor set are ready for their follow-ons: the precondition
@@ -371,7 +466,10 @@ class DocumentFlows:
             return
         if not flow.required and any(record.get(c) in (None, "") for c in flow.props):
             return
-        others = [f for f in flows if f is not flow and set(f.props) & set(flow.props)]
+        alternatives = self.alternatives(flow)
+        if any(f is not flow and self._linked_ok(f, record, rows_at) for f in alternatives):
+            return  # its carriers name a ready record of another predecessor set (an order item's contract item)
+        others = [f for f in flows if f not in alternatives and set(f.props) & set(flow.props)]
 
         def fits(candidate: dict[str, object], quantity: bool = True) -> bool:
             trial = {**record, **{c: candidate.get(k) for c, k in flow.carriers}}
@@ -396,9 +494,33 @@ class DocumentFlows:
             return
         for c, k in flow.carriers:
             record[c] = chosen.get(k)
+        self._carry(flow, pred, record, chosen, i)
         if flow.quantity is not None:
             key = self._key(flow, pred, record)
             used[(flow, key)] = used.get((flow, key), Decimal(0)) + (_number(record, flow.quantity[0]) or Decimal(0))
+
+    def _carry(self, flow: Flow, pred: Table, record: dict[str, object], chosen: dict[str, object], i: int) -> None:
+        """A generated follow-on item takes the content of the predecessor item it names (a goods receipt
+        the material and plant of its order item, a delivery item its order item's): the properties of
+        :data:`CARRIED` both types have, a plant under the predecessor's role name for it (a sales order
+        item's ``ProductionPlant`` is the delivery item's ``Plant``), the flow's quantity within what the
+        predecessor has; then the org units are made consistent again (``org_units.derive``)."""
+        follow = self.data.table(*flow.follow)
+        if follow is None or not self.data.parents(pred)[0]:
+            return  # a header predecessor (a purchase order for a goods receipt item) has no item content
+        props = follow.type.props
+        for name in CARRIED:
+            if name in props and chosen.get(name) not in (None, ""):
+                record[name] = chosen[name]
+        plant = next((chosen[p] for p in org_units.PLANT_PROPS if chosen.get(p) not in (None, "")), None)
+        if plant is not None and "Plant" in props and "Plant" not in pred.type.props:
+            record["Plant"] = plant
+        if flow.quantity is not None:
+            follow_qty, pred_qty = flow.quantity
+            own, limit = _number(record, follow_qty), _number(chosen, pred_qty)
+            if own is not None and limit is not None and own > limit:
+                record[follow_qty] = chosen[pred_qty]
+        org_units.derive(follow.type, follow.keys, record, i)
 
     def _most_left(
         self,

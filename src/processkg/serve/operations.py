@@ -84,6 +84,8 @@ class OperationServer(Protocol):
 
     def check_flow(self, op: OperationInfo, values: JSONObject) -> None: ...
 
+    def make_follow_ons(self, op: OperationInfo, values: JSONObject) -> list[tuple[Table, dict[str, object]]]: ...
+
     def entity(
         self, table: Table, record: JSONObject, base: str, select: list[str] | None = None
     ) -> dict[str, object]: ...
@@ -116,6 +118,9 @@ def invoke(server: OperationServer, method: str, url: str, body: JSONValue, root
     values, _problems = parameter_values(op, target, body)
     with server.data.lock:
         server.check_flow(op, values)  # an action making follow-ons from references (serve/flow_checks.py)
+        made = server.make_follow_ons(op, values)
+        if made:
+            return _made(server, op, made, root)
         acted = _acted_on(server.data, op, target, values, walk)
         changed = _apply(op, acted)
         return _answer(server, op, acted, changed, root)
@@ -189,6 +194,19 @@ def _answer(
     if not op.return_type:
         return Response(status_code=204, headers=headers)
     return JSONResponse(_empty_result(op, v2), headers=headers)
+
+
+def _made(
+    server: OperationServer, op: OperationInfo, made: list[tuple[Table, dict[str, object]]], root: str
+) -> Response:
+    """The answer of an action that created documents: the created headers, as the collection it returns."""
+    names = ", ".join(f"{t.name}{odata_json.key_predicate(t.type, r)}" for t, r in made)
+    message = {"code": "KG/OPERATION", "message": f"{op.qname or op.name}: created {names}", "severity": "info"}
+    entities = [server.entity(t, r, root) for t, r in made]
+    return JSONResponse(
+        {"@odata.context": f"$metadata#{made[0][0].name}", "value": entities},
+        headers={"sap-message": json.dumps(message, ensure_ascii=False)},
+    )
 
 
 def _message(

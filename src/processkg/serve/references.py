@@ -23,7 +23,8 @@ Not checked: a property with a code list (its codes decide: ``invalid-code``), a
 value, references to entity sets the store does not serve, and references from a deep-insert
 child to the parent created with it.
 
-A created child without its parent's key is ``missing-parent-key``. :meth:`References.link` makes
+A created child without its parent's key is ``missing-parent-key``; a storage location that is not one
+of the plant's it is sent with is ``storage-location-not-in-plant`` (:mod:`processkg.serve.org_units`). :meth:`References.link` makes
 the generated records hold existing keys in every reference found this way.
 """
 
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from processkg.aliases import JSONObject
-from processkg.serve import odata_json
+from processkg.serve import odata_json, org_units
 from processkg.serve.data import Data, Rows, Table
 from processkg.serve.facts import SetKeys, StoreFacts
 from processkg.serve.values import canonical
@@ -236,6 +237,8 @@ class References:
             values = tuple(str(canonical(payload[p], table.type.props[p].edm_type, v2)) for p in ref.props)
             if not any(self._exists(t, self._rows(t), keys, values) for t, keys in ref.targets):
                 details.append(_detail(ref, values, pointer, self._existing(ref)))
+        pairs = org_units.check_pairs(table.type, payload, pointer)
+        details += [d for d in pairs if changed is None or _pair_changed(d, changed)]
         for name, value in sorted(payload.items()):
             nav = table.type.navs.get(name)
             target = self.data.target(table, nav) if nav is not None else None
@@ -274,6 +277,12 @@ class References:
             "message": f"{table.name} lacks {', '.join(missing)}, the key of the {parent.name} it belongs to"
             f"{self._existing(ref)}; {give}{through}",
         }
+
+
+def _pair_changed(detail: dict[str, str], changed: frozenset[str]) -> bool:
+    """Whether an update sets either property of the (plant, storage location) pair ``detail`` is about."""
+    location = detail["target"].rsplit("/", 1)[1]
+    return any(location == loc and {plant, loc} & changed for plant, loc in org_units.PAIRS)
 
 
 def _target(s: Table | SetKeys) -> Target:

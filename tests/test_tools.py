@@ -513,6 +513,18 @@ def test_trimmed_drops_v2_metadata_deferred_links_and_v4_control_information():
     assert trimmed(v4, ["Name"]) == ({"@odata.count": 1, "value": [{}]}, [])
 
 
+def test_a_path_that_starts_with_the_service_name_is_sent_under_its_root(a2x_box):
+    """Qwen2.5-Coder-1.5B called /API_SALES_ORDER_SRV/A_SalesOrder (kg serve, like SAP, answers 404 there):
+    call sends it under the service's root and says so; a name that is no service stays as it is."""
+    root = "/sap/opu/odata/sap/API_SALES_ORDER_SRV/"
+    answer, is_error = a2x_box.run("call", {"method": "GET", "url": "/API_SALES_ORDER_SRV/A_SalesOrder('0000000003')"})
+    assert not is_error and answer["status"] == 200 and answer["answer"]["d"]["SalesOrder"] == "0000000003"
+    assert answer["notes"][0] == f"API_SALES_ORDER_SRV is served under {root}: sent to {root}A_SalesOrder('0000000003')"
+    assert a2x_box.client is not None and a2x_box.client.exchanges[-1].url.endswith(f"{root}A_SalesOrder('0000000003')")
+    answer, _ = a2x_box.run("call", {"method": "GET", "url": "/NO_SUCH_SRV/A_SalesOrder('0000000003')"})
+    assert answer["status"] in (400, 404) and not any("served under" in n for n in answer.get("notes", []))
+
+
 def test_an_empty_result_says_what_was_searched(a2x_box):
     url = SO + "A_SalesOrder?$filter=SoldToParty eq 'NOBODY'&$top=5"
     answer, _ = a2x_box.run("call", {"method": "GET", "url": url})

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from processkg.aliases import JSONObject, JSONValue, Record
 from processkg.errors import ProcessKGError, ToolArgumentError
@@ -265,8 +266,10 @@ class Toolbox:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
         if body is not None and not isinstance(body, dict):
             raise ToolArgumentError(f"the body of a {method} must be a JSON object")
+        url, moved = self.at_root(url)
         target = self.target(method, url)
         body, notes = self.v2_dates(target, body if method != "GET" else None)
+        notes[:0] = moved
         if self.validate_before_send:
             checked = self._checked(method, url, body)
             if not checked["valid"]:
@@ -290,6 +293,21 @@ class Toolbox:
         if method == "GET" and exchange.status == 200 and _empty(answer):
             notes.append(_nothing_found(target))
         return {"sent": True, "status": exchange.status, "answer": answer, **_notes(notes)}
+
+    def at_root(self, url: str) -> tuple[str, list[str]]:
+        """A path that starts with a service's name instead of its root (``/API_SALES_ORDER_SRV/A_SalesOrder``,
+        which no SAP system serves) moved under the root, with a note saying so; any other URL as it is."""
+        parts = urlsplit(url)
+        if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+            return url, []
+        if any(parts.path.startswith(root) for root in self.roots.values()):
+            return url, []
+        name, _, rest = parts.path[1:].partition("/")
+        root = self.roots.get(name)
+        if root is None:
+            return url, []
+        moved = urlunsplit(parts._replace(path=root + rest))
+        return moved, [f"{name} is served under {root}: sent to {moved}"]
 
     def kept(self, target: CallTarget, inserted: list[str] | None = None) -> frozenset[str] | None:
         """The fields an answer always shows: the keys of the addressed type and of the types its

@@ -265,12 +265,13 @@ def fiori(tmp_path_factory) -> Built:
 
 @pytest.fixture(scope="session")
 def fiori_all(tmp_path_factory) -> Path:
-    """The store of the whole s4-fiori corpus (63 services, no index), for the audit tests."""
+    """The store of the whole s4-fiori corpus (63 services, no index), for the audit tests and the
+    service model of tests/test_sap_annotations.py. Built without payload shapes: neither reads them
+    (half the build's CPU); that module makes the shapes of all 63 services from the model it reads."""
 
     def make(tmp: Path) -> Path:
-        build_store(
-            BuildOptions(odata=[shared("odata", "s4-fiori")], store=StoreLocation.parse(tmp / "store"), on_error="warn")
-        )
+        store = StoreLocation.parse(tmp / "store")
+        build_store(BuildOptions(odata=[shared("odata", "s4-fiori")], store=store, on_error="warn", shapes=False))
         return tmp / "store"
 
     return once(tmp_path_factory, "fiori-all", make)

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -325,32 +326,69 @@ class RawStdio:
         self.process.wait(timeout=20)
 
 
+@dataclass
+class StartUp:
+    """What a kg mcp process answered in its first seconds: initialize, the tool list (with the lines
+    saying what had loaded when it came), and two tool calls sent right after it (by request id)."""
+
+    initialized: dict
+    listed: dict
+    ready_when_listed: list[str]
+    answers: dict[int, dict]
+
+
+#: The two calls sent at once after the tool list: a check (needs the toolbox) and a search (needs the model).
+EARLY_CALLS = [
+    (
+        "validate_call",
+        {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": {"Colour": 1}},
+    ),
+    ("find_entity_sets", {"task": "create a sales order for a customer", "k": 3}),
+]
+
+
 @pytest.fixture(scope="module")
-def raw_stdio(demo_indexed_store, served) -> Iterator[RawStdio]:
-    server, _record = served
-    raw = RawStdio(["mcp", "--store", str(demo_indexed_store), "--odata-url", server.url])
-    raw.send(json.dumps(INITIALIZE))
-    assert raw.answer()["id"] == 0
-    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    yield raw
-    raw.close()
+def raw_stdio(tasks_store) -> Iterator[tuple[RawStdio, StartUp]]:
+    """One kg mcp process over stdio on the A2X task store, for every raw-line test of the module, and
+    how it started (:class:`StartUp`). The start is spoken here, before any test sends a line, so the
+    start-up test sees a process that nothing has asked yet whatever order the tests run in; the
+    unparsable lines that follow are refused by the stdio reader before any tool or store is reached,
+    so they prove the same on this store as on the demo's (a second process for them loaded the
+    embedding model once more)."""
+    raw = RawStdio(["mcp", "--store", str(tasks_store)])
+    try:
+        raw.send(json.dumps(INITIALIZE))
+        initialized = raw.answer()
+        raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        listed = raw.answer()
+        ready_when_listed = _ready_lines(raw.said)
+        for number, (name, arguments) in enumerate(EARLY_CALLS, 2):
+            params = {"name": name, "arguments": arguments}
+            raw.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}))
+        answers = {answer["id"]: answer for answer in (raw.answer(180), raw.answer(180))}
+        yield raw, StartUp(initialized, listed, ready_when_listed, answers)
+    finally:
+        raw.close()
 
 
 @pytest.mark.parametrize(("request_line", "request_id", "code"), HOSTILE, ids=[str(h[1]) for h in HOSTILE])
 def test_stdio_answers_a_request_it_cannot_parse_and_serves_the_next(raw_stdio, request_line, request_id, code):
-    raw_stdio.send(request_line)
-    answer = raw_stdio.answer(seconds=30)
+    raw, _start = raw_stdio
+    raw.send(request_line)
+    answer = raw.answer(seconds=30)
     assert answer["id"] == request_id and answer["error"]["code"] == code
     assert "\n" not in answer["error"]["message"]
-    raw_stdio.send(json.dumps({"jsonrpc": "2.0", "id": 100, "method": "tools/list"}))
-    after = raw_stdio.answer(seconds=30)
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 100, "method": "tools/list"}))
+    after = raw.answer(seconds=30)
     assert after["id"] == 100 and len(after["result"]["tools"]) == 5
 
 
 def test_stdio_ignores_a_blank_line(raw_stdio):
-    raw_stdio.send("")
-    raw_stdio.send(json.dumps({"jsonrpc": "2.0", "id": 101, "method": "ping"}))
-    assert raw_stdio.answer(seconds=30) == {"jsonrpc": "2.0", "id": 101, "result": {}}
+    raw, _start = raw_stdio
+    raw.send("")
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 101, "method": "ping"}))
+    assert raw.answer(seconds=30) == {"jsonrpc": "2.0", "id": 101, "result": {}}
 
 
 @pytest.mark.parametrize(("request_line", "request_id", "code"), HOSTILE[:3], ids=["digits", "deep", "deep-id-last"])
@@ -383,33 +421,22 @@ def _ready_lines(said: list[str]) -> list[str]:
     return [line for line in said if line.startswith("kg mcp: ") and " ready (" in line]
 
 
-def test_stdio_answers_before_loading_and_a_call_at_once_waits_for_it(tasks_store):
+def test_stdio_answers_before_loading_and_a_call_at_once_waits_for_it(raw_stdio):
     """On A2X, initialize and tools/list come back while the toolbox (45 services' validator, the
     in-process kg serve) and the embedding model are still loading in the background; tool calls
-    sent right after them wait for what they need and get the right answers."""
-    raw = RawStdio(["mcp", "--store", str(tasks_store)])
-    try:
-        raw.send(json.dumps(INITIALIZE))
-        assert raw.answer()["result"]["serverInfo"]["name"] == "processkg"
-        raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
-        listed = raw.answer()
-        ready_when_listed = _ready_lines(raw.said)
-        assert [tool["name"] for tool in listed["result"]["tools"]] == TOOLS
-        assert ready_when_listed == [], "the tool list must not wait for the toolbox or the model"
-        check = {"method": "POST", "url": "/sap/opu/odata/sap/API_SALES_ORDER_SRV/A_SalesOrder", "body": {"Colour": 1}}
-        find = {"task": "create a sales order for a customer", "k": 3}
-        for number, (name, arguments) in enumerate([("validate_call", check), ("find_entity_sets", find)], 2):
-            params = {"name": name, "arguments": arguments}
-            raw.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}))
-        answers = {answer["id"]: answer["result"] for answer in (raw.answer(180), raw.answer(180))}
-    finally:
-        raw.close()
-    checked, found = answers[2]["structuredContent"], answers[3]["structuredContent"]
+    sent right after them wait for what they need and get the right answers (raw_stdio's start)."""
+    raw, start = raw_stdio
+    assert start.initialized["result"]["serverInfo"]["name"] == "processkg"
+    assert [tool["name"] for tool in start.listed["result"]["tools"]] == TOOLS
+    assert start.ready_when_listed == [], "the tool list must not wait for the toolbox or the model"
+    checked, found = (start.answers[n]["result"]["structuredContent"] for n in (2, 3))
     assert checked["valid"] is False and ("unknown-property", "/Colour") in {
         (v["kind"], v["path"]) for v in checked["violations"]
     }
     assert found["results"][0].startswith("API_SALES_ORDER_SRV/A_SalesOrder [SalesOrder]")
+    deadline = time.monotonic() + 30  # the lines come on stderr, read by a thread of their own
+    while len(_ready_lines(raw.said)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     loaded = sorted(line.split(" ready (")[0] for line in _ready_lines(raw.said))
     assert loaded == ["kg mcp: embedding model", "kg mcp: tools"], raw.said
 

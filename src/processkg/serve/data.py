@@ -54,7 +54,12 @@ class Table:
 
     def __init__(self, data: Data, service: str, name: str, type_: TypeInfo, creatable: bool = True) -> None:
         self.data, self.service, self.name, self.type, self.creatable = data, service, name, type_, creatable
+        self.keys: list[str] = [p.name for p in type_.props.values() if p.key]
         self._rows: Rows | None = None
+        # (key position, per document) -> {the key parts before it: the highest number there}, for
+        # the rows as they were when ``_indexed`` rows were stored (see :meth:`highest`)
+        self._highest: dict[tuple[int, bool], dict[tuple[str, ...], int]] = {}
+        self._indexed = -1
 
     @property
     def rows(self) -> Rows:
@@ -68,13 +73,42 @@ class Table:
     @rows.setter
     def rows(self, rows: Rows) -> None:
         self._rows = rows
-
-    @property
-    def keys(self) -> list[str]:
-        return [p.name for p in self.type.props.values() if p.key]
+        self._highest, self._indexed = {}, -1
 
     def key_of(self, record: dict[str, object]) -> tuple[str, ...]:
         return tuple(str(record.get(k)) for k in self.keys)
+
+    def store(self, record: dict[str, object]) -> None:
+        """Put ``record`` in the rows under its key (a new key is counted in :meth:`highest`)."""
+        rows, key = self.rows, self.key_of(record)
+        new = key not in rows
+        rows[key] = record
+        if new and self._indexed == len(rows) - 1:
+            for (at, per_document), found in self._highest.items():
+                if key[at].isdigit():
+                    head = key[:at] if per_document else ()
+                    found[head] = max(found.get(head, 0), int(key[at]))
+            self._indexed = len(rows)
+
+    def remove(self, key: tuple[str, ...]) -> None:
+        self.rows.pop(key, None)
+        self._highest, self._indexed = {}, -1
+
+    def highest(self, at: int, head: tuple[str, ...] | None) -> int:
+        """The highest number (a key part of digits only) at key position ``at`` of the rows whose keys
+        begin with ``head`` (``None``: of all rows); 0 when there is none. One scan of the keys, kept up to
+        date by :meth:`store` after it; rows changed any other way (their count differs) are scanned again."""
+        rows = self.rows
+        if self._indexed != len(rows):
+            self._highest, self._indexed = {}, len(rows)
+        found = self._highest.get((at, head is not None))
+        if found is None:
+            found = self._highest[(at, head is not None)] = {}
+            for key in rows:
+                if key[at].isdigit():
+                    part = key[:at] if head is not None else ()
+                    found[part] = max(found.get(part, 0), int(key[at]))
+        return found.get(head if head is not None else (), 0)
 
 
 class Data:

@@ -21,7 +21,6 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
-from operator import itemgetter
 from pathlib import Path
 from typing import TypeAlias
 
@@ -59,6 +58,8 @@ class Table:
         # (key position, per document) -> {the key parts before it: the highest number there}, for
         # the rows as they were when ``_indexed`` rows were stored (see :meth:`highest`)
         self._highest: dict[tuple[int, bool], dict[tuple[str, ...], int]] = {}
+        # key positions -> {those parts of a key: the keys that have them, in the rows' order}
+        self._groups: dict[tuple[int, ...], dict[tuple[str, ...], list[tuple[str, ...]]]] = {}
         self._indexed = -1
 
     @property
@@ -73,7 +74,16 @@ class Table:
     @rows.setter
     def rows(self, rows: Rows) -> None:
         self._rows = rows
-        self._highest, self._indexed = {}, -1
+        self._forget()
+
+    def _forget(self) -> None:
+        self._highest, self._groups, self._indexed = {}, {}, -1
+
+    def _current(self, rows: Rows) -> None:
+        """Drop the indexes when the rows changed other than through :meth:`store` (their count differs)."""
+        if self._indexed != len(rows):
+            self._forget()
+            self._indexed = len(rows)
 
     def key_of(self, record: dict[str, object]) -> tuple[str, ...]:
         return tuple(str(record.get(k)) for k in self.keys)
@@ -88,19 +98,32 @@ class Table:
                 if key[at].isdigit():
                     head = key[:at] if per_document else ()
                     found[head] = max(found.get(head, 0), int(key[at]))
+            for positions, groups in self._groups.items():
+                groups.setdefault(tuple(key[i] for i in positions), []).append(key)
             self._indexed = len(rows)
 
     def remove(self, key: tuple[str, ...]) -> None:
         self.rows.pop(key, None)
-        self._highest, self._indexed = {}, -1
+        self._forget()
+
+    def having(self, positions: tuple[int, ...], parts: tuple[str, ...]) -> list[dict[str, object]]:
+        """The records whose key has ``parts`` at ``positions``, in the rows' order (one scan of the keys
+        for each set of positions, kept up to date by :meth:`store`)."""
+        rows = self.rows
+        self._current(rows)
+        groups = self._groups.get(positions)
+        if groups is None:
+            groups = self._groups[positions] = {}
+            for key in rows:
+                groups.setdefault(tuple(key[i] for i in positions), []).append(key)
+        return [rows[key] for key in groups.get(parts, ())]
 
     def highest(self, at: int, head: tuple[str, ...] | None) -> int:
         """The highest number (a key part of digits only) at key position ``at`` of the rows whose keys
         begin with ``head`` (``None``: of all rows); 0 when there is none. One scan of the keys, kept up to
         date by :meth:`store` after it; rows changed any other way (their count differs) are scanned again."""
         rows = self.rows
-        if self._indexed != len(rows):
-            self._highest, self._indexed = {}, len(rows)
+        self._current(rows)
         found = self._highest.get((at, head is not None))
         if found is None:
             found = self._highest[(at, head is not None)] = {}
@@ -282,10 +305,8 @@ class Data:
         shared = [i for i, k in enumerate(keys) if k in table.type.props]
         if not shared:
             return target, []
-        # compared on the key tuples the rows are stored under (each part is str(value)): one C call a row
-        part, want = itemgetter(*shared), tuple(str(record.get(keys[i])) for i in shared)
-        wanted = want if len(want) > 1 else want[0]
-        return target, [r for key, r in target.rows.items() if part(key) == wanted]
+        # found by the key tuples the rows are stored under (each part is str(value))
+        return target, target.having(tuple(shared), tuple(str(record.get(keys[i])) for i in shared))
 
 
 def _json_list(path: Path) -> list[JSONObject]:

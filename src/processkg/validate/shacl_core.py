@@ -22,7 +22,7 @@ and on every generated record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -64,6 +64,31 @@ _NODE_KINDS: dict[Node, tuple[bool, bool, bool]] = {  # sh:nodeKind -> (matches 
     SH.IRIOrLiteral: (False, True, True),
 }
 _ALWAYS_IGNORED = (RDF.type, RDFS.Resource)  # pySHACL's closed check passes this pair whatever the shape
+_TYPE, _SUBCLASS = str(RDF.type), str(RDFS.subClassOf)  # as _key makes them
+_CLOSED, _MIN_COUNT, _MAX_COUNT = (
+    SH.ClosedConstraintComponent,
+    SH.MinCountConstraintComponent,
+    SH.MaxCountConstraintComponent,
+)
+_DATATYPE, _PATTERN, _MAX_LENGTH = (
+    SH.DatatypeConstraintComponent,
+    SH.PatternConstraintComponent,
+    SH.MaxLengthConstraintComponent,
+)
+_IN, _NODE_KIND, _CLASS = SH.InConstraintComponent, SH.NodeKindConstraintComponent, SH.ClassConstraintComponent
+_RDFS_LITERAL, _RDFS_DATATYPE, _XSD_STRING, _LANG_STRING = RDFS.Literal, RDFS.Datatype, XSD.string, RDF.langString
+_PLAIN = (None, _LANG_STRING, _XSD_STRING)  # datatypes whose literals' string form is their value
+
+
+@dataclass
+class _Keys:
+    """The :func:`_key` of a shape's IRIs, for the data graph's index."""
+
+    path: object = None
+    target_classes: list[object] = field(default_factory=list)
+    target_subjects_of: list[object] = field(default_factory=list)
+    allowed: frozenset[object] = frozenset()
+    classes: list[object] = field(default_factory=list)
 
 
 @dataclass
@@ -84,6 +109,7 @@ class _Shape:
     node_kind: tuple[bool, bool, bool] | None = None
     nodes: list[_Shape] = field(default_factory=list)
     classes: list[Node] = field(default_factory=list)
+    keys: _Keys = field(default_factory=_Keys)
 
 
 class _Unsupported(Exception):
@@ -181,6 +207,13 @@ class CompiledShapes:
         shape.nodes = [self.shapes[ref] for ref in g.objects(shape.node, SH.node)]
         ignored = {item for lst in g.objects(shape.node, SH.ignoredProperties) for item in g.items(lst)}
         shape.allowed = frozenset(ignored | {p.path for p in shape.properties if p.path is not None})
+        shape.keys = _Keys(
+            _key(shape.path) if shape.path is not None else None,
+            [_key(c) for c in shape.target_classes],
+            [_key(p) for p in shape.target_subjects_of],
+            frozenset(_key(p) for p in shape.allowed),
+            [_key(c) for c in shape.classes],
+        )
 
     # ------------------------------------------------------------ checking
     def check(self, triples: Iterable[tuple[Node, Node, Node]], use_shapes: Iterable[Node]) -> list[Result]:
@@ -190,7 +223,7 @@ class CompiledShapes:
         out: list[Result] = []
         for node in use_shapes:
             shape = self.shapes[node]
-            for focus in sorted(data.focus_nodes(shape), key=str):
+            for focus in _ordered(data.focus_nodes(shape)):
                 self._validate(shape, focus, data, out)
         return out
 
@@ -198,13 +231,17 @@ class CompiledShapes:
         if shape.path is None:  # a node shape: its one value node is the focus node
             self._node_constraints(shape, focus, data, out)
         else:
-            self._value_constraints(shape, focus, data.objects(focus, shape.path), data, out)
+            self._value_constraints(shape, focus, data.objects(focus, shape.keys.path), data, out)
 
     def _node_constraints(self, shape: _Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
         if shape.closed:
-            for p, o in data.pairs(focus):
-                if p not in shape.allowed and (p, o) != _ALWAYS_IGNORED:
-                    out.append((focus, p, SH.ClosedConstraintComponent, o, shape.node))
+            allowed = shape.keys.allowed
+            for p, objects in data.out.get(_key(focus), {}).items():
+                if p not in allowed:
+                    path = data.predicates[p]
+                    for o in _ordered(objects):
+                        if (path, o) != _ALWAYS_IGNORED:
+                            out.append((focus, path, _CLOSED, o, shape.node))
         for prop in shape.properties:
             self._validate(prop, focus, data, out)
 
@@ -213,67 +250,78 @@ class CompiledShapes:
     ) -> None:
         node, path = shape.node, shape.path
         if shape.min_count and len(values) < shape.min_count:
-            out.append((focus, path, SH.MinCountConstraintComponent, None, node))
+            out.append((focus, path, _MIN_COUNT, None, node))
         if shape.max_count is not None and len(values) > shape.max_count:
-            out.append((focus, path, SH.MaxCountConstraintComponent, None, node))
-        for v in sorted(values, key=str):
+            out.append((focus, path, _MAX_COUNT, None, node))
+        for v in _ordered(values):
             if shape.datatype is not None and not _has_datatype(v, shape.datatype):
-                out.append((focus, path, SH.DatatypeConstraintComponent, v, node))
+                out.append((focus, path, _DATATYPE, v, node))
             if shape.pattern is not None and not _matches(v, shape.pattern):
-                out.append((focus, path, SH.PatternConstraintComponent, v, node))
+                out.append((focus, path, _PATTERN, v, node))
             if shape.max_length is not None and (isinstance(v, BNode) or len(_string(v)) > shape.max_length):
-                out.append((focus, path, SH.MaxLengthConstraintComponent, v, node))
+                out.append((focus, path, _MAX_LENGTH, v, node))
             if shape.codes is not None and v not in shape.codes:
-                out.append((focus, path, SH.InConstraintComponent, v, node))
+                out.append((focus, path, _IN, v, node))
             if shape.node_kind is not None and not _of_kind(v, shape.node_kind):
-                out.append((focus, path, SH.NodeKindConstraintComponent, v, node))
-            for c in shape.classes:
+                out.append((focus, path, _NODE_KIND, v, node))
+            for c in shape.keys.classes:
                 if isinstance(v, Literal) or not data.instance_of(v, c):
-                    out.append((focus, path, SH.ClassConstraintComponent, v, node))
+                    out.append((focus, path, _CLASS, v, node))
             for nested in shape.nodes:  # pySHACL nests these under one sh:detail result: its leaves
                 self._node_constraints(nested, v, data, out)
 
 
+def _key(term: Node) -> object:
+    """A dict key for ``term``, equal to another's exactly when the terms are equal: an IRI as its plain
+    string (compared in C; rdflib's ``__eq__`` is Python), any other term as itself (rdflib never takes a
+    literal or a blank node for equal to a plain string)."""
+    return str.__str__(term) if type(term) is URIRef else term
+
+
+def _ordered(nodes: set[Node]) -> Iterable[Node]:
+    """``nodes`` in a fixed order (the results' order then does not depend on hashing)."""
+    return sorted(nodes, key=str) if len(nodes) > 1 else nodes
+
+
 class _DataGraph:
-    """A data graph's triples, indexed for the lookups of the checks (a set of triples, as rdflib's)."""
+    """A data graph's triples, indexed for the lookups of the checks (a set of triples, as rdflib's),
+    by :func:`_key` of subject, predicate and class."""
 
     def __init__(self, triples: Iterable[tuple[Node, Node, Node]]) -> None:
-        self.out: dict[Node, dict[Node, set[Node]]] = {}
-        self.subjects_of: dict[Node, set[Node]] = {}
-        self.instances: dict[Node, set[Node]] = {}
-        self.superclasses: dict[Node, set[Node]] = {}
-        self.subclasses: dict[Node, set[Node]] = {}
+        self.out: dict[object, dict[object, set[Node]]] = {}
+        self.predicates: dict[object, Node] = {}  # key -> the predicate
+        self.subjects_of: dict[object, set[Node]] = {}
+        self.instances: dict[object, set[Node]] = {}
+        self.superclasses: dict[object, set[object]] = {}
+        self.subclasses: dict[object, set[object]] = {}
         for s, p, o in triples:
-            self.out.setdefault(s, {}).setdefault(p, set()).add(o)
-            self.subjects_of.setdefault(p, set()).add(s)
-            if p == RDF.type:
-                self.instances.setdefault(o, set()).add(s)
-            elif p == RDFS.subClassOf:
-                self.superclasses.setdefault(s, set()).add(o)
-                self.subclasses.setdefault(o, set()).add(s)
+            sk, pk = _key(s), _key(p)
+            self.predicates.setdefault(pk, p)
+            self.out.setdefault(sk, {}).setdefault(pk, set()).add(o)
+            self.subjects_of.setdefault(pk, set()).add(s)
+            if pk == _TYPE:
+                self.instances.setdefault(_key(o), set()).add(s)
+            elif pk == _SUBCLASS:
+                self.superclasses.setdefault(sk, set()).add(_key(o))
+                self.subclasses.setdefault(_key(o), set()).add(sk)
 
-    def objects(self, s: Node, p: Node) -> set[Node]:
-        return self.out.get(s, {}).get(p, set())
-
-    def pairs(self, s: Node) -> Iterator[tuple[Node, Node]]:
-        for p, objects in self.out.get(s, {}).items():
-            for o in objects:
-                yield p, o
+    def objects(self, s: Node, p: object) -> set[Node]:
+        return self.out.get(_key(s), {}).get(p, set())
 
     def focus_nodes(self, shape: _Shape) -> set[Node]:
         found: set[Node] = set()
-        for c in shape.target_classes:
+        for c in shape.keys.target_classes:
             for cls in _closure(c, self.subclasses):
                 found |= self.instances.get(cls, set())
-        for p in shape.target_subjects_of:
+        for p in shape.keys.target_subjects_of:
             found |= self.subjects_of.get(p, set())
         return found
 
-    def instance_of(self, v: Node, c: Node) -> bool:
-        return any(c in _closure(t, self.superclasses) for t in self.objects(v, RDF.type))
+    def instance_of(self, v: Node, c: object) -> bool:
+        return any(c in _closure(_key(t), self.superclasses) for t in self.objects(v, _TYPE))
 
 
-def _closure(start: Node, edges: dict[Node, set[Node]]) -> set[Node]:
+def _closure(start: object, edges: dict[object, set[object]]) -> set[object]:
     """``start`` and every node reached from it along ``edges`` (rdflib's transitive_objects/subjects)."""
     seen, stack = {start}, [start]
     while stack:
@@ -306,13 +354,13 @@ def _has_datatype(v: Node, rule: Node) -> bool:
         return False
     if v.datatype == rule:
         return getattr(v, "ill_typed", None) is not True and _actual(v, rule)
-    if rule == RDFS.Literal:
+    if rule == _RDFS_LITERAL:
         return True
-    if rule == RDFS.Datatype and v.datatype:
+    if rule == _RDFS_DATATYPE and v.datatype:
         return True
-    if v.datatype is None and v.language is None and rule == XSD.string:
+    if v.datatype is None and v.language is None and rule == _XSD_STRING:
         return _actual(v, rule)
-    return rule == RDF.langString and bool(v.language) and _actual(v, rule)
+    return rule == _LANG_STRING and bool(v.language) and _actual(v, rule)
 
 
 _ACTUAL: dict[Node, type | tuple[type, ...]] = {
@@ -335,7 +383,7 @@ def _actual(v: Literal, rule: Node) -> bool:
 
 def _string(v: Node) -> str:
     """pySHACL's string form of a value node for the string-based constraints."""
-    if isinstance(v, Literal) and v.value is not None and v.datatype in (None, RDF.langString, XSD.string):
+    if isinstance(v, Literal) and v.value is not None and v.datatype in _PLAIN:
         return str(v.value)
     return str(v)
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
+from typing import TypeAlias
 
 from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, Namespace, URIRef
 from rdflib.term import Node
@@ -34,6 +35,9 @@ SH = Namespace("http://www.w3.org/ns/shacl#")
 
 Result = tuple[Node | None, Node | None, Node | None, Node | None, Node | None]
 """(focus, path, sourceConstraintComponent, value, sourceShape) of one leaf result."""
+
+Key: TypeAlias = str | Node
+"""A term as the data graph's index holds it (:func:`_key`): an IRI as its plain string."""
 
 _NODE_PREDICATES = frozenset({RDF.type, RDFS.label, SH.targetClass, SH.closed, SH.ignoredProperties, SH.property})
 _PROPERTY_PREDICATES = frozenset(
@@ -84,11 +88,11 @@ _PLAIN = (None, _LANG_STRING, _XSD_STRING)  # datatypes whose literals' string f
 class _Keys:
     """The :func:`_key` of a shape's IRIs, for the data graph's index."""
 
-    path: object = None
-    target_classes: list[object] = field(default_factory=list)
-    target_subjects_of: list[object] = field(default_factory=list)
-    allowed: frozenset[object] = frozenset()
-    classes: list[object] = field(default_factory=list)
+    path: Key | None = None
+    target_classes: list[Key] = field(default_factory=list)
+    target_subjects_of: list[Key] = field(default_factory=list)
+    allowed: frozenset[Key] = frozenset()
+    classes: list[Key] = field(default_factory=list)
 
 
 @dataclass
@@ -231,7 +235,9 @@ class CompiledShapes:
         if shape.path is None:  # a node shape: its one value node is the focus node
             self._node_constraints(shape, focus, data, out)
         else:
-            self._value_constraints(shape, focus, data.objects(focus, shape.keys.path), data, out)
+            path = shape.keys.path
+            assert path is not None  # a property shape's
+            self._value_constraints(shape, focus, data.objects(focus, path), data, out)
 
     def _node_constraints(self, shape: _Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
         if shape.closed:
@@ -271,7 +277,7 @@ class CompiledShapes:
                 self._node_constraints(nested, v, data, out)
 
 
-def _key(term: Node) -> object:
+def _key(term: Node) -> Key:
     """A dict key for ``term``, equal to another's exactly when the terms are equal: an IRI as its plain
     string (compared in C; rdflib's ``__eq__`` is Python), any other term as itself (rdflib never takes a
     literal or a blank node for equal to a plain string)."""
@@ -288,12 +294,12 @@ class _DataGraph:
     by :func:`_key` of subject, predicate and class."""
 
     def __init__(self, triples: Iterable[tuple[Node, Node, Node]]) -> None:
-        self.out: dict[object, dict[object, set[Node]]] = {}
-        self.predicates: dict[object, Node] = {}  # key -> the predicate
-        self.subjects_of: dict[object, set[Node]] = {}
-        self.instances: dict[object, set[Node]] = {}
-        self.superclasses: dict[object, set[object]] = {}
-        self.subclasses: dict[object, set[object]] = {}
+        self.out: dict[Key, dict[Key, set[Node]]] = {}
+        self.predicates: dict[Key, Node] = {}  # key -> the predicate
+        self.subjects_of: dict[Key, set[Node]] = {}
+        self.instances: dict[Key, set[Node]] = {}
+        self.superclasses: dict[Key, set[Key]] = {}
+        self.subclasses: dict[Key, set[Key]] = {}
         for s, p, o in triples:
             sk, pk = _key(s), _key(p)
             self.predicates.setdefault(pk, p)
@@ -305,7 +311,7 @@ class _DataGraph:
                 self.superclasses.setdefault(sk, set()).add(_key(o))
                 self.subclasses.setdefault(_key(o), set()).add(sk)
 
-    def objects(self, s: Node, p: object) -> set[Node]:
+    def objects(self, s: Node, p: Key) -> set[Node]:
         return self.out.get(_key(s), {}).get(p, set())
 
     def focus_nodes(self, shape: _Shape) -> set[Node]:
@@ -317,11 +323,11 @@ class _DataGraph:
             found |= self.subjects_of.get(p, set())
         return found
 
-    def instance_of(self, v: Node, c: object) -> bool:
+    def instance_of(self, v: Node, c: Key) -> bool:
         return any(c in _closure(_key(t), self.superclasses) for t in self.objects(v, _TYPE))
 
 
-def _closure(start: object, edges: dict[object, set[object]]) -> set[object]:
+def _closure(start: Key, edges: dict[Key, set[Key]]) -> set[Key]:
     """``start`` and every node reached from it along ``edges`` (rdflib's transitive_objects/subjects)."""
     seen, stack = {start}, [start]
     while stack:

@@ -80,7 +80,7 @@ def serve_cmd(
     click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)
-    config = uvicorn.Config(create_app(server), log_level="warning")
+    config = uvicorn.Config(create_app(server), log_level="warning", access_log=False)  # none at warning level
     uvicorn.Server(config).run(sockets=[listening])
 
 

@@ -1,6 +1,6 @@
 """``kg serve``: a local OData server built from the graph, validating every call before it touches data.
 
-One Starlette application serves every service of a store under its SAP path
+One ASGI application serves every service of a store under its SAP path
 (``/sap/opu/odata/sap/SERVICE/`` for V2, the RAP path for V4). Reads answer in the JSON format
 of the service's version; a POST is validated with the ``kg validate`` engine first and, when
 rejected, answered with status 400 and one error detail per violation (kind, JSON pointer,
@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
@@ -42,7 +41,7 @@ from processkg.serve.values import canonical, comparable
 from processkg.services.model import Model, Nav, OperationInfo, Prop, TypeInfo
 from processkg.sources.odata.edm import RAP_SERVICE
 from processkg.validate.calls import CallResult, Validator
-from processkg.validate.urls import parse_call_url, split_top
+from processkg.validate.urls import split_top
 
 MAX_BODY = 1_000_000
 MAX_ENTITIES = 10_000  # entities in one answer, $expand included (a $batch shares one budget)
@@ -213,8 +212,9 @@ class Server:
         if single:
             if not records:
                 raise ServeHTTPError(404, "not-found", f"no {table.name} with this key")
-            item = self.shape(table, records[0], base, query, budget)
-            headers = {"ETag": etags.etag(records[0])} if self.uses_etags(table) else None
+            tag = etags.etag(records[0]) if self.uses_etags(table) else None
+            item = self.shape(table, records[0], base, query, budget, tag)
+            headers = {"ETag": tag} if tag is not None else None
             return JSONResponse(odata_json.single(table.type, item, table.name), headers=headers)
         if res.rest[-1][0] == "$count":
             return PlainTextResponse(str(len(self.filtered(table, records, query))))
@@ -282,11 +282,13 @@ class Server:
                 and _same(value, record.get(name), prop, v2)
             }
 
-    def entity(self, table: Table, record: JSONObject, base: str, select: list[str] | None = None) -> dict[str, object]:
-        """One record as JSON, with its ETag where the entity set uses them."""
+    def entity(
+        self, table: Table, record: JSONObject, base: str, select: list[str] | None = None, tag: str | None = None
+    ) -> dict[str, object]:
+        """One record as JSON, with its ETag where the entity set uses them (``tag``: that ETag, computed)."""
         item = odata_json.entity(table.type, record, base, table.name, select)
         if self.uses_etags(table):
-            tag = etags.etag(record)
+            tag = tag or etags.etag(record)
             meta = item.get("__metadata")
             if isinstance(meta, dict):
                 meta["etag"] = tag
@@ -329,11 +331,17 @@ class Server:
         return records[skip:] if top is None else records[skip : skip + top]
 
     def shape(
-        self, table: Table, record: JSONObject, base: str, query: dict[str, str], budget: Budget
+        self,
+        table: Table,
+        record: JSONObject,
+        base: str,
+        query: dict[str, str],
+        budget: Budget,
+        tag: str | None = None,
     ) -> dict[str, object]:
         select = [s.strip() for s in split_top(query["$select"], ",")] if "$select" in query else None
         budget.take()
-        item = self.entity(table, record, base, _own(select))
+        item = self.entity(table, record, base, _own(select), tag)
         for path in [e.strip() for e in split_top(query.get("$expand", ""), ",") if e.strip()]:
             self.expand(table, record, item, path, base, budget, select)
         return item
@@ -393,12 +401,13 @@ class Server:
             _check_references(self.references.check(table, {**payload, **inherited}))
             flow_checks.refuse(self.flow.check(table, {**payload, **inherited}))
             record = self.insert(table, payload, inherited)
-            item = self.entity(table, record, res.root)
+            tag = etags.etag(record) if self.uses_etags(table) else None
+            item = self.entity(table, record, res.root, tag=tag)
             for path in _inserted_paths(self.model.types, table.type, payload):
                 self.expand(table, record, item, path, res.root, Budget())
         headers = {"Location": f"{res.root}{table.name}{odata_json.key_predicate(table.type, record)}"}
-        if self.uses_etags(table):
-            headers["ETag"] = etags.etag(record)
+        if tag is not None:
+            headers["ETag"] = tag
         return JSONResponse(odata_json.single(table.type, item, table.name), status_code=201, headers=headers)
 
     def parent_of_child(self, table: Table, res: Resource, nav_name: str) -> tuple[Table, dict[str, object]]:
@@ -460,7 +469,7 @@ class Server:
             raise ServeHTTPError(
                 409, "duplicate-key", f"{table.name}{odata_json.key_predicate(table.type, record)} exists"
             )
-        table.rows[table.key_of(record)] = record
+        table.store(record)
         for name, value in payload.items():
             nav = table.type.navs.get(name)
             if nav is not None:
@@ -675,8 +684,13 @@ def _bound(request: Request) -> tuple[str, int] | None:
     return (str(server[0]), int(server[1])) if server and server[1] is not None else None
 
 
-def create_app(server: Server) -> Starlette:
-    """The ASGI application of ``server``."""
+def create_app(server: Server) -> ASGIApp:
+    """The ASGI application of ``server``: ``GET /$processkg/retrieve`` and every other path to the
+    OData services (GET, HEAD, POST, PATCH, PUT, MERGE, DELETE; another method is a 405).
+
+    A plain ASGI callable rather than a Starlette application: a request is read through Starlette's
+    ``Request`` and answered with its ``Response`` as before, but without its router and middleware
+    stack, which cost a tenth of a GET by key's CPU time (``benchmarks/bench_sap_clients.py``)."""
 
     async def handle(request: Request) -> Response:
         url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -698,9 +712,9 @@ def create_app(server: Server) -> Starlette:
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
             return response
-        # On the event loop, not on a worker thread: the GIL and the validation lock (pySHACL is not
-        # thread-safe) run one call at a time anyway, and the hand-off to a thread and back was a
-        # quarter of a GET by key's CPU time (benchmarks/bench_sap_clients.py, py-spy).
+        # On the event loop, not on a worker thread: the GIL and the validation lock run one call at a
+        # time anyway, and the hand-off to a thread and back was a quarter of a GET by key's CPU time
+        # (benchmarks/bench_sap_clients.py, py-spy).
         response = answer(server, request.method, url, headers, raw)
         location = response.headers.get("location")
         if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
@@ -714,9 +728,38 @@ def create_app(server: Server) -> Starlette:
             return _error_response(server, RETRIEVE_PATH, exc)
         return await run_in_threadpool(resident_retrieve, server, dict(request.query_params))
 
-    return Starlette(
-        routes=[Route(RETRIEVE_PATH, retrieve, methods=["GET"]), Route("/{path:path}", handle, methods=METHODS)]
-    )
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # a websocket: not served (the connection is closed unanswered)
+        request, method = Request(scope, receive), scope["method"]
+        try:
+            if scope["path"] == RETRIEVE_PATH and method in ("GET", "HEAD"):
+                response = await retrieve(request)
+            elif method in METHODS or method == "HEAD":
+                response = await handle(request)
+            else:
+                allowed = ", ".join([*METHODS, "HEAD"])
+                response = PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": allowed})
+        except Exception:  # a bug outside answer(), which answers its own: logged, and a 500
+            log.exception("kg serve: %s %s failed", method, scope.get("path"))
+            response = PlainTextResponse("Internal Server Error", status_code=500)
+        await response(scope, receive, send)
+
+    return app
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """The ASGI lifespan protocol: nothing to start or stop."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 def discovery(server: Server, method: str, path: str, query: str, origin: str) -> Response:
@@ -787,16 +830,17 @@ def answer(
     tunneled = headers.get("x-http-method", "").upper()
     method = tunneled if method == "POST" and tunneled in TUNNELED else method
     head, method = method == "HEAD", "GET" if method == "HEAD" else method  # HEAD: a GET without body
+    path = urlsplit(url).path
     try:
         if len(raw) > MAX_BODY:
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
-        is_batch = urlsplit(url).path.rstrip("/").endswith("/$batch") and method == "POST"
+        is_batch = path.rstrip("/").endswith("/$batch") and method == "POST"
         body = None if is_batch else _json_body(method, raw)
         server.check_csrf(method, headers)
         if is_batch and in_batch:
             raise ServeHTTPError(400, "malformed", "$batch: a request of a batch cannot be a $batch")
         if is_batch:
-            return versioned(server, url, batch(server, url, headers, raw, budget))
+            return versioned(server, path, batch(server, url, headers, raw, budget))
         check_accept(url, headers.get("accept"))
         response = dispatch(server, method, url, body, headers, budget)
     except ServeHTTPError as exc:
@@ -814,14 +858,14 @@ def answer(
         response.headers["x-csrf-token"] = "Required"
     if server.recorder is not None and not head:
         server.recorder.record(method, url, body if body is not None else _text(raw), response.status_code, error)
-    return versioned(server, url, response)
+    return versioned(server, path, response)
 
 
-def versioned(server: Server, url: str, response: Response) -> Response:
-    """``response`` with the protocol version header of the service ``url`` is in, as SAP answers:
-    ``DataServiceVersion: 2.0`` (V2) or ``OData-Version: 4.0`` (V4)."""
+def versioned(server: Server, path: str, response: Response) -> Response:
+    """``response`` with the protocol version header of the service whose root ``path`` is under, as SAP
+    answers: ``DataServiceVersion: 2.0`` (V2) or ``OData-Version: 4.0`` (V4)."""
     try:
-        version = server.version(server.resource(urlsplit(url).path).service)
+        version = server.version(server.resource(path).service)
     except ServeHTTPError:
         return response
     if version.startswith("4"):
@@ -892,10 +936,10 @@ def dispatch(
     headers: dict[str, str] | None = None,
     budget: Budget | None = None,
 ) -> Response:
-    path = urlsplit(url).path
-    res = server.resource(path)
-    query = parse_call_url(url)["query"]
-    if res.rest and operations.names_operation(server.model, method, url):  # serve/operations.py
+    res = server.resource(urlsplit(url).path)
+    target = operations.target_of(server.model, method, url)
+    query = target["query"]
+    if res.rest and operations.names_operation(target):  # serve/operations.py
         return operations.invoke(
             server, method, url, body, res.root, lambda rest: server.walk(Resource(res.service, res.root, rest))
         )

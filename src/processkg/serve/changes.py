@@ -37,7 +37,7 @@ def changed(table: Table, record: JSONObject, payload: JSONObject, replace: bool
 def delete(data: Data, table: Table, record: JSONObject) -> int:
     """Remove ``record`` and, recursively, the records it is composed of; the number removed."""
     removed = 1
-    table.rows.pop(table.key_of(record), None)
+    table.remove(table.key_of(record))
     for nav in sorted(table.type.navs.values(), key=lambda n: n.name):
         target, children = data.related(table, record, nav)
         if target is None or not nav.to_many or not set(table.keys) <= set(target.keys) or target is table:

@@ -22,7 +22,6 @@ import threading
 import uuid
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from operator import itemgetter
 from pathlib import Path
 from typing import TypeAlias
 
@@ -59,7 +58,14 @@ class Table:
 
     def __init__(self, data: Data, service: str, name: str, type_: TypeInfo, creatable: bool = True) -> None:
         self.data, self.service, self.name, self.type, self.creatable = data, service, name, type_, creatable
+        self.keys: list[str] = [p.name for p in type_.props.values() if p.key]
         self._rows: Rows | None = None
+        # (key position, per document) -> {the key parts before it: the highest number there}, for
+        # the rows as they were when ``_indexed`` rows were stored (see :meth:`highest`)
+        self._highest: dict[tuple[int, bool], dict[tuple[str, ...], int]] = {}
+        # key positions -> {those parts of a key: the keys that have them, in the rows' order}
+        self._groups: dict[tuple[int, ...], dict[tuple[str, ...], list[tuple[str, ...]]]] = {}
+        self._indexed = -1
 
     @property
     def rows(self) -> Rows:
@@ -73,13 +79,64 @@ class Table:
     @rows.setter
     def rows(self, rows: Rows) -> None:
         self._rows = rows
+        self._forget()
 
-    @property
-    def keys(self) -> list[str]:
-        return [p.name for p in self.type.props.values() if p.key]
+    def _forget(self) -> None:
+        self._highest, self._groups, self._indexed = {}, {}, -1
+
+    def _current(self, rows: Rows) -> None:
+        """Drop the indexes when the rows changed other than through :meth:`store` (their count differs)."""
+        if self._indexed != len(rows):
+            self._forget()
+            self._indexed = len(rows)
 
     def key_of(self, record: dict[str, object]) -> tuple[str, ...]:
         return tuple(str(record.get(k)) for k in self.keys)
+
+    def store(self, record: dict[str, object]) -> None:
+        """Put ``record`` in the rows under its key (a new key is counted in :meth:`highest`)."""
+        rows, key = self.rows, self.key_of(record)
+        new = key not in rows
+        rows[key] = record
+        if new and self._indexed == len(rows) - 1:
+            for (at, per_document), found in self._highest.items():
+                if key[at].isdigit():
+                    head = key[:at] if per_document else ()
+                    found[head] = max(found.get(head, 0), int(key[at]))
+            for positions, groups in self._groups.items():
+                groups.setdefault(tuple(key[i] for i in positions), []).append(key)
+            self._indexed = len(rows)
+
+    def remove(self, key: tuple[str, ...]) -> None:
+        self.rows.pop(key, None)
+        self._forget()
+
+    def having(self, positions: tuple[int, ...], parts: tuple[str, ...]) -> list[dict[str, object]]:
+        """The records whose key has ``parts`` at ``positions``, in the rows' order (one scan of the keys
+        for each set of positions, kept up to date by :meth:`store`)."""
+        rows = self.rows
+        self._current(rows)
+        groups = self._groups.get(positions)
+        if groups is None:
+            groups = self._groups[positions] = {}
+            for key in rows:
+                groups.setdefault(tuple(key[i] for i in positions), []).append(key)
+        return [rows[key] for key in groups.get(parts, ())]
+
+    def highest(self, at: int, head: tuple[str, ...] | None) -> int:
+        """The highest number (a key part of digits only) at key position ``at`` of the rows whose keys
+        begin with ``head`` (``None``: of all rows); 0 when there is none. One scan of the keys, kept up to
+        date by :meth:`store` after it; rows changed any other way (their count differs) are scanned again."""
+        rows = self.rows
+        self._current(rows)
+        found = self._highest.get((at, head is not None))
+        if found is None:
+            found = self._highest[(at, head is not None)] = {}
+            for key in rows:
+                if key[at].isdigit():
+                    part = key[:at] if head is not None else ()
+                    found[part] = max(found.get(part, 0), int(key[at]))
+        return found.get(head if head is not None else (), 0)
 
 
 class Data:
@@ -254,10 +311,8 @@ class Data:
         shared = [i for i, k in enumerate(keys) if k in table.type.props]
         if not shared:
             return target, []
-        # compared on the key tuples the rows are stored under (each part is str(value)): one C call a row
-        part, want = itemgetter(*shared), tuple(str(record.get(keys[i])) for i in shared)
-        wanted = want if len(want) > 1 else want[0]
-        return target, [r for key, r in target.rows.items() if part(key) == wanted]
+        # found by the key tuples the rows are stored under (each part is str(value))
+        return target, target.having(tuple(shared), tuple(str(record.get(keys[i])) for i in shared))
 
 
 def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None:
@@ -304,10 +359,9 @@ def next_key(table: Table, key: str, record: dict[str, object]) -> str:
     if is_year(prop):
         return year_of(table, record)
     item = at > 0 and is_item_number(prop)
-    head = tuple(str(record.get(k)) for k in table.keys[:at])
     # read from the key tuples the rows are stored under (each part is str(value)), not from the rows
-    numbers = [int(k[at]) for k in table.rows if k[at].isdigit() and (not item or k[:at] == head)]
-    value = str((max(numbers, default=0) // 10 + 1) * 10 if item else max(numbers, default=0) + 1)
+    highest = table.highest(at, tuple(str(record.get(k)) for k in table.keys[:at]) if item else None)
+    value = str((highest // 10 + 1) * 10 if item else highest + 1)
     width = prop.max_length or 0
     return value.zfill(min(width, 10)) if prop.edm_type == "Edm.String" and width else value
 

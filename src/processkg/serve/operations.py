@@ -99,9 +99,9 @@ def target_of(model: Model, method: str, url: str) -> CallTarget:
     return target
 
 
-def names_operation(model: Model, method: str, url: str) -> bool:
-    """Whether a request calls an operation, or a name that is no entity set but close to an operation's."""
-    target = target_of(model, method, url)
+def names_operation(target: CallTarget) -> bool:
+    """Whether a request (its :func:`target_of`) calls an operation, or a name that is no entity set but
+    close to an operation's."""
     if any(name.startswith("$") for name, _key in (target.get("segments") or [])[:1]):
         return False  # $metadata, $batch, $count...: never an operation
     return "operation" in target or any(v[0] == "unknown-operation" for v in target["violations"])

@@ -18,6 +18,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TypeAlias
 from urllib.parse import quote, unquote
@@ -146,18 +147,31 @@ class Validator:
     parsed) is built when a call first needs it, and the :data:`ENGINES_KEPT` most recently used are
     kept: a server over thousands of services never parses or holds every shape at once."""
 
-    def __init__(self, store: StoreHandle, model: Model | None = None) -> None:
+    def __init__(self, store: StoreHandle, model: Model | None = None, compiled: bool = True) -> None:
         self.model = model or service_model(store.graph)
+        self.compiled = compiled  # False: every payload is checked by pySHACL (see ShaclEngine)
         self._names: dict[str, dict[str, Prop | Nav]] = {}  # service -> IRI -> what a SHACL result names
         self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
-        self.last_report: Graph | None = None  # SHACL report of the last validate_calls
+        self.last_payloads: Payloads | None = None  # the payloads the last validate_calls checked (its report)
+        self._report: Graph | None = None
+
+    @property
+    def last_report(self) -> Graph | None:
+        """The SHACL report graph (pySHACL's) of the last validate_calls; None when it checked no payload.
+        Made when first asked for: a server that only needs the violations never pays for it."""
+        if self._report is None and self.last_payloads is not None:
+            data, shapes = self.last_payloads.graph, self.last_payloads.shapes
+            self._report = merge_reports(
+                [self.engine(name).run(data, shapes) for name in sorted(self.last_payloads.services)]
+            )
+        return self._report
 
     def engine(self, service: str) -> ShaclEngine:
         """The SHACL engine with the payload shapes of ``service`` (its name), built on first use."""
         found = self._engines.pop(service, None)
         if found is None:
-            found = ShaclEngine(model_shapes(self.model, {service}))
+            found = ShaclEngine(model_shapes(self.model, {service}), compiled=self.compiled)
         self._engines[service] = found
         while len(self._engines) > ENGINES_KEPT:
             self._engines.popitem(last=False)
@@ -188,7 +202,7 @@ class Validator:
         """Validate ``[(line, call)]`` (or bare calls); the payloads of each service in one pySHACL run."""
         pairs = [c if isinstance(c, tuple) else (None, c) for c in calls]
         results, pending = [], Payloads()
-        self.last_report = None
+        self.last_payloads, self._report = None, None
         for i, (line, call) in enumerate(pairs):
             results.append(self._precheck(i, line, call, pending))
         if pending.triples:
@@ -201,9 +215,7 @@ class Validator:
         """The SHACL validation report graph (``--format ttl``) of ``calls``, or of the last batch."""
         if calls is not None:
             self.validate_calls(calls)
-        if self.last_report is None:
-            self.last_report = merge_reports([])
-        return self.last_report
+        return self.last_report or merge_reports([])
 
     # ------------------------------------------------------------ before SHACL
     def _precheck(self, i: int, line: int | None, call: JSONValue, pending: Payloads) -> CallResult:
@@ -305,10 +317,11 @@ class Validator:
 
     # ------------------------------------------------------------ SHACL
     def _shacl(self, pending: Payloads, results: list[CallResult]) -> None:
-        data = pending.graph
-        runs = [self.engine(name).run(data, pending.shapes) for name in sorted(pending.services)]
-        self.last_report = merge_reports(runs)
-        for focus, path, comp, value, shape in ShaclEngine.results(self.last_report):
+        self.last_payloads = pending
+        found = [
+            r for name in sorted(pending.services) for r in self.engine(name).check(pending.triples, pending.shapes)
+        ]
+        for focus, path, comp, value, shape in found:
             i, pointer = _node_pointer(focus)
             if i is None:
                 continue
@@ -485,9 +498,7 @@ class Converter:
             self.p.messages[(node, URIRef(p.iri))] = f"{p.name}: {problem}"
         elif p.item_type == "Edm.Decimal" and (digits := literals.decimal_digits(lexical, p.precision, p.scale)):
             self.violations.append(Violation("decimal-digits", pointer, f"{p.name} {digits}", value))
-        if xsd is None or xsd == XSD_STRING:
-            return Literal(lexical)  # simple literal, as shacl_run.to_rdflib_term makes them
-        return Literal(lexical, datatype=URIRef(xsd))
+        return _literal(lexical, None if xsd == XSD_STRING else xsd)
 
     def nav(self, node: URIRef, n: Nav, value: JSONValue, pointer: str) -> None:
         if value is None or (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
@@ -723,6 +734,14 @@ def _json_literal(value: JSONValue) -> Literal | URIRef:
     if value is None:
         return NIL
     return Literal(json.dumps(value, sort_keys=True, ensure_ascii=False), datatype=JSON_DT)
+
+
+@lru_cache(maxsize=4096)
+def _literal(lexical: str, xsd: str | None) -> Literal:
+    """The literal of a payload value: a simple literal for a string (as shacl.to_rdflib_term makes
+    them), else typed. Kept: rdflib parses the lexical form of a typed literal when it is made, the
+    same way each time (a literal is immutable)."""
+    return Literal(lexical) if xsd is None else Literal(lexical, datatype=URIRef(xsd))
 
 
 def _short(value: JSONValue) -> JSONValue:

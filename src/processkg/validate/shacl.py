@@ -9,7 +9,7 @@ validating one call costs only the shapes that the call's data graph can reach.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 from pyshacl import Validator as _PyShacl
@@ -24,6 +24,7 @@ from rdflib import Literal as RLiteral
 from rdflib.term import Node
 
 from processkg.aliases import Term
+from processkg.validate.shacl_core import CompiledShapes, Result
 from processkg.vocab import SH_NS, XSD_STRING
 
 _SH = Namespace(SH_NS)
@@ -121,13 +122,33 @@ _build_constraints_once()
 
 
 class ShaclEngine:
-    """A shapes graph parsed once; :meth:`run` validates a data graph with the shapes it names."""
+    """A shapes graph parsed once; :meth:`run` validates a data graph with the shapes it names
+    (pySHACL, with its report graph), :meth:`check` gives the same results without the report, from
+    the shapes compiled by :mod:`processkg.validate.shacl_core` where it covers them.
 
-    def __init__(self, shape_triples: Iterable[Triple], graph: Graph | None = None) -> None:
+    ``compiled=False``: every :meth:`check` runs pySHACL (what the compiled checks are compared with)."""
+
+    def __init__(self, shape_triples: Iterable[Triple], graph: Graph | None = None, compiled: bool = True) -> None:
         self.graph = graph if graph is not None else to_rdflib(shape_triples)
         self.shapes = ShapesGraph(self.graph, logger=_QUIET)
-        self.shapes.shapes  # noqa: B018 - harvest every shape now, not on each run
-        self.known = {str(s.node) for s in self.shapes.shapes}
+        harvested = self.shapes.shapes  # every shape now, not on each run
+        self.known = {str(s.node) for s in harvested}
+        self.compiled = (
+            CompiledShapes(self.graph, [s.node for s in harvested], {s.node for s in harvested if s.is_property_shape})
+            if compiled
+            else None
+        )
+
+    def check(self, triples: Sequence[tuple[Node, Node, Node]], use_shapes: set[str] | None = None) -> list[Result]:
+        """The leaf results (as :meth:`results` reads them from pySHACL's report) of validating the data
+        graph ``triples`` with ``use_shapes`` (IRIs; ``None``: all shapes)."""
+        chosen = self.known if use_shapes is None else use_shapes & self.known
+        nodes = [URIRef(s) for s in sorted(chosen)]
+        if self.compiled is not None and self.compiled.covers(nodes):
+            return self.compiled.check(triples, nodes)
+        graph = Graph()
+        graph.addN((s, p, o, graph) for s, p, o in triples)
+        return list(self.results(self.run(graph, use_shapes)[1]))
 
     def run(self, data: Graph, use_shapes: set[str] | None = None) -> tuple[bool, Graph]:
         """Validate ``data`` with ``use_shapes`` (IRIs; ``None``: all shapes with targets)."""
@@ -142,7 +163,7 @@ class ShaclEngine:
         return conforms, report
 
     @staticmethod
-    def results(report: Graph) -> Iterator[tuple[Node | None, ...]]:
+    def results(report: Graph) -> Iterator[Result]:
         """Each leaf ``sh:ValidationResult`` as (focus, path, component, value, shape); ``sh:detail`` unfolded."""
         sh = {
             n: URIRef(SH_NS + n)

@@ -1,0 +1,134 @@
+"""The compiled payload checks (validate/shacl_core.py) give exactly pySHACL's results.
+
+The shapes stay the specification: kg serve and kg validate check payloads with the compiled subset of
+SHACL Core, and these tests run pySHACL beside it on the A2X services with SAP's code lists, the
+curated required fields and the document flow (``tasks_store``): generated calls with one injected
+violation of each kind, the invalid writes of the side-by-side benchmark, the operation calls of
+tests/invalid, and a write of every record kg serve generates. Each time the violations must be
+equal, and so must the SHACL results themselves (focus, path, component, value, shape, as a multiset).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from rdflib import Graph, Literal, URIRef
+
+from conftest import INVALID, ROOT
+from processkg.aliases import JSONValue
+from processkg.graph.handle import StoreHandle
+from processkg.serve import odata_json
+from processkg.serve.app import open_server
+from processkg.serve.data import Table
+from processkg.serve.values import to_json
+from processkg.validate.calls import Validator, read_calls
+from processkg.validate.payload_shapes import model_shapes
+from processkg.validate.shacl import ShaclEngine
+from processkg.validate.shacl_core import SH
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def validators(tasks_store: Path) -> tuple[Validator, Validator]:
+    """(compiled, pySHACL only) on one model."""
+    compiled = Validator(StoreHandle.open(tasks_store))
+    return compiled, Validator(StoreHandle.open(tasks_store), model=compiled.model, compiled=False)
+
+
+def _agree(validators: tuple[Validator, Validator], calls: list[JSONValue]) -> list[dict]:
+    """Validate ``calls`` in one batch with both; the violations and the SHACL results must be equal."""
+    compiled, pyshacl = validators
+    ours = [r.as_dict() for r in compiled.validate_calls(calls)]
+    theirs = [r.as_dict() for r in pyshacl.validate_calls(calls)]
+    assert ours == theirs
+    payloads = compiled.last_payloads
+    assert payloads is not None and payloads.triples
+    for service in sorted(payloads.services):
+        fast, slow = compiled.engine(service), pyshacl.engine(service)
+        assert fast.compiled is not None and not fast.compiled.unsupported  # the compiled checks ran
+        assert fast.compiled.covers(URIRef(s) for s in payloads.shapes)
+        found = Counter(fast.check(payloads.triples, payloads.shapes))
+        assert found == Counter(slow.check(payloads.triples, payloads.shapes))
+    return ours
+
+
+def test_generated_calls_with_every_kind_of_violation(validators):
+    bench = _module("bench_validate")
+    pairs = bench.generate_calls(validators[0].model, 1200, seed=3)
+    results = _agree(validators, [c for c, _ in pairs])
+    kinds = {v["kind"] for r in results for v in r["violations"]}
+    assert set(bench.INJECTED) <= kinds
+    assert 300 < sum(not r["valid"] for r in results) < 1000
+
+
+def test_the_invalid_writes_of_the_side_by_side_benchmark(validators):
+    bench = _module("bench_sap_clients")
+    calls = [{"method": m, "url": bench.SERVICE + path, "payload": body} for _k, m, path, body in bench.INVALID_WRITES]
+    calls.append({"method": "POST", "url": bench.SERVICE + "A_SalesOrder", "payload": bench.DEEP_ORDER})
+    results = _agree(validators, calls)
+    assert results[-1]["valid"]
+    assert {"unknown-property", "unknown-navigation", "datatype", "max-length", "invalid-code", "read-only"} <= {
+        v["kind"] for r in results for v in r["violations"]
+    }
+
+
+def test_operation_calls(validators):
+    results = _agree(validators, [call for _n, call in read_calls(INVALID / "operation-calls.jsonl")])
+    assert any(r["valid"] for r in results) and not all(r["valid"] for r in results)
+
+
+def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
+    v2 = odata_json.is_v2(table.type)
+    return {k: to_json(v, table.type.props[k].edm_type, v2) for k, v in record.items() if v is not None}
+
+
+def test_a_write_of_every_generated_record(tasks_store, validators):
+    """Each record as a PUT of itself and as a POST of what a client may write (as tests/test_serve_seed.py
+    walks them), and each with its strings one character too long (max-length, codes and patterns)."""
+    server = open_server(StoreHandle.open(tasks_store), csrf=False)
+    roots = {service: root for root, service in server.roots.items()}
+    calls: list[JSONValue] = []
+    for t in server.data.all_tables():
+        if not t.creatable or not t.keys:
+            continue
+        for record in t.rows.values():
+            url = roots[t.service] + t.name
+            calls.append(
+                {"method": "PUT", "url": url + odata_json.key_predicate(t.type, record), "payload": _json(t, record)}
+            )
+            writable = {k: v for k, v in record.items() if not (t.type.props[k].read_only or t.type.props[k].computed)}
+            calls.append({"method": "POST", "url": url, "payload": _json(t, writable)})
+            longer = {k: v + "X" if isinstance(v, str) else v for k, v in _json(t, writable).items()}
+            calls.append({"method": "POST", "url": url, "payload": longer})
+    assert len(calls) > 12000
+    results = _agree(validators, calls)
+    assert sum(r["valid"] for r in results) > 4000
+    assert {"max-length", "invalid-code", "datatype"} <= {v["kind"] for r in results for v in r["violations"]}
+
+
+def test_a_shape_outside_the_compiled_subset_is_left_to_pyshacl(validators):
+    """A shape with a constraint the compiled checks do not know (sh:minLength here) is pySHACL's: the
+    engine says so, and a run that needs it gives pySHACL's results."""
+    compiled, _ = validators
+    service = "API_SALES_ORDER_SRV"
+    graph = ShaclEngine(model_shapes(compiled.model, {service})).graph
+    t = next(t for t in compiled.model.types_of(service) if t.qname.endswith(".A_SalesOrderType"))
+    prop = t.props["PurchaseOrderByCustomer"]
+    graph.add((URIRef(prop.iri + "/shape"), SH.minLength, Literal(3)))
+    engine = ShaclEngine([], graph=graph)
+    shape = prop.iri + "/shape"
+    assert engine.compiled is not None and URIRef(shape) in engine.compiled.unsupported
+    focus, path = URIRef("urn:processkg:call/0"), URIRef(prop.iri)
+    found = engine.check([(focus, path, Literal("AB"))], {shape})
+    assert [(r[2], r[3]) for r in found] == [(SH.MinLengthConstraintComponent, Literal("AB"))]
+    assert engine.check([(focus, path, Literal("ABC"))], {shape}) == []
+    assert isinstance(engine.run(Graph(), {shape})[1], Graph)

@@ -39,7 +39,7 @@ STANDARDS = {
 EXAMPLE_CODES = 6  # fields with a code list filled in the example payload
 OPTIONAL_SHOWN = 20  # optional properties named (by :func:`ranked`); the rest are counted
 TASK_TYPES = frozenset({"Edm.Decimal", "Edm.Date", "Edm.DateTime", "Edm.DateTimeOffset"})
-TEXT_ENDINGS = ("Text", "Description", "Name")
+TEXT_ENDINGS = ("Text", "Description", "Desc", "Name", "Unit")  # texts, names, units of measure
 MASTER_NAMES = frozenset(name for names in MASTER_KEYS.values() for name in names)
 NEW = ROWS  # the record number of a key the example gives: one past those kg serve starts with
 
@@ -88,8 +88,9 @@ def compact(
 
 
 def ranked(props: list[Prop], vocabulary: dict[str, int]) -> list[Prop]:
-    """Optional properties in the order a task is likeliest to set them: first texts, dates, amounts and
-    quantities and references to master data (SAP's role names), then the names most entity types of the
+    """Optional properties in the order a task is likeliest to set them: first texts, descriptions and
+    names, dates, amounts and quantities and their units, and references to master data (SAP's role
+    names), then the names most entity types of the
     store share (organisational units, references, terms), then the names peculiar to this type; a
     numbered series stays together."""
     return sorted(
@@ -98,7 +99,7 @@ def ranked(props: list[Prop], vocabulary: dict[str, int]) -> list[Prop]:
 
 
 def _task_field(p: Prop) -> bool:
-    return p.edm_type in TASK_TYPES or p.name.endswith(TEXT_ENDINGS) or p.name in MASTER_NAMES
+    return p.edm_type in TASK_TYPES or p.name.rstrip("0123456789").endswith(TEXT_ENDINGS) or p.name in MASTER_NAMES
 
 
 def shown(props: list[Prop], limit: int) -> str:

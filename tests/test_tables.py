@@ -45,8 +45,9 @@ def test_kept_tables_rank_as_the_ones_computed_without_them(sap_store, tmp_path)
     bare = _copy(sap_store, tmp_path)
     (bare / "index" / FILE).unlink()
     computed = Retriever(StoreHandle.open(bare))
-    assert _kept(kept_handle, kept) == [True] * 6
-    assert _kept(StoreHandle.open(bare), computed) == [False] * 6
+    tables = len(EDGES) + 2  # the edge tables and the two lexical ones
+    assert _kept(kept_handle, kept) == [True] * tables
+    assert _kept(StoreHandle.open(bare), computed) == [False] * tables
     queries = _queries(60)
     for method in ("hybrid", "tokens"):
         a = [[r.as_json() for r in rs] for rs in kept.retrieve_many(queries, 10, method=method)]

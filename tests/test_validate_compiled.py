@@ -91,16 +91,24 @@ def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
     return {k: to_json(v, table.type.props[k].edm_type, v2) for k, v in record.items() if v is not None}
 
 
-def test_a_write_of_every_generated_record(tasks_store, validators):
-    """Each record as a PUT of itself and as a POST of what a client may write (as tests/test_serve_seed.py
-    walks them), and each with its strings one character too long (max-length, codes and patterns)."""
+#: Generated records written per entity set. Every set's shapes are reached by its first records; the
+#: values differ per record only by number (tests/test_serve_seed.py sends every record to kg serve).
+#: All of them (over 12,000 writes) made this the longest test of make test (a fresh run: 14.5 min in all);
+#: 4 per set take about a minute.
+PER_SET = 4
+
+
+def test_a_write_of_generated_records_of_every_set(tasks_store, validators):
+    """The first :data:`PER_SET` records of every creatable set, each as a PUT of itself and as a POST of
+    what a client may write (as tests/test_serve_seed.py walks them), and each with its strings one
+    character too long (max-length, codes and patterns)."""
     server = open_server(StoreHandle.open(tasks_store), csrf=False)
     roots = {service: root for root, service in server.roots.items()}
     calls: list[JSONValue] = []
     for t in server.data.all_tables():
         if not t.creatable or not t.keys:
             continue
-        for record in t.rows.values():
+        for record in list(t.rows.values())[:PER_SET]:
             url = roots[t.service] + t.name
             calls.append(
                 {"method": "PUT", "url": url + odata_json.key_predicate(t.type, record), "payload": _json(t, record)}
@@ -109,9 +117,9 @@ def test_a_write_of_every_generated_record(tasks_store, validators):
             calls.append({"method": "POST", "url": url, "payload": _json(t, writable)})
             longer = {k: v + "X" if isinstance(v, str) else v for k, v in _json(t, writable).items()}
             calls.append({"method": "POST", "url": url, "payload": longer})
-    assert len(calls) > 12000
+    assert len(calls) > 2500
     results = _agree(validators, calls)
-    assert sum(r["valid"] for r in results) > 4000
+    assert sum(r["valid"] for r in results) > 800
     assert {"max-length", "invalid-code", "datatype"} <= {v["kind"] for r in results for v in r["violations"]}
 
 

@@ -62,6 +62,7 @@ SLOWEST_FIRST = (
     "test_propose.py",
     "test_serve_seed.py",
     "test_validate.py",
+    "test_validate_compiled.py",
     "test_index.py",
     "test_routing.py",
     "test_environment_errors.py",

@@ -45,15 +45,7 @@ MASTER_KEYS = {
     "Customer": ("Customer", "SoldToParty", "ShipToParty", "BillToParty", "PayerParty"),
     "Supplier": ("Supplier", "InvoicingParty"),
     "Product": ("Product", "Material"),
-    "Plant": (
-        "Plant",
-        "ProductionPlant",
-        "SupplyingPlant",
-        "ReceivingPlant",
-        "IssuingOrReceivingPlant",
-        "MaintenancePlant",
-        "MaintenancePlanningPlant",
-    ),
+    "Plant": org_units.PLANT_PROPS,
     "BusinessPartner": ("BusinessPartner",),
 }
 SHOWN = 5  # existing keys quoted in a repair hint

@@ -94,8 +94,8 @@ def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
 #: Generated records written per entity set. Every set's shapes are reached by its first records; the
 #: values differ per record only by number (tests/test_serve_seed.py sends every record to kg serve).
 #: All of them (over 12,000 writes) made this the longest test of make test (a fresh run: 14.5 min in all);
-#: 4 per set take about a minute.
-PER_SET = 4
+#: 2 per set take about half a minute.
+PER_SET = 2
 
 
 def test_a_write_of_generated_records_of_every_set(tasks_store, validators):
@@ -117,9 +117,9 @@ def test_a_write_of_generated_records_of_every_set(tasks_store, validators):
             calls.append({"method": "POST", "url": url, "payload": _json(t, writable)})
             longer = {k: v + "X" if isinstance(v, str) else v for k, v in _json(t, writable).items()}
             calls.append({"method": "POST", "url": url, "payload": longer})
-    assert len(calls) > 2500
+    assert len(calls) > 1300
     results = _agree(validators, calls)
-    assert sum(r["valid"] for r in results) > 800
+    assert sum(r["valid"] for r in results) > 400
     assert {"max-length", "invalid-code", "datatype"} <= {v["kind"] for r in results for v in r["violations"]}
 
 

@@ -34,10 +34,10 @@ from pyoxigraph import RdfFormat, Store
 import scripted_llm
 import virtuoso_server
 from processkg.build.pipeline import BuildOptions, BuildReport, build_store
-from processkg.graph.handle import StoreLocation
+from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import plain
 from processkg.retrieve.index import IndexReport, build_index
-from processkg.serve.app import Server, create_app
+from processkg.serve.app import Server, create_app, open_server
 from processkg.tools.local_server import free_port
 from processkg.vocab import PREFIXES
 
@@ -202,6 +202,20 @@ def index_store(tmp_path_factory: pytest.TempPathFactory, store: Path | StoreLoc
 
 
 # ------------------------------------------------------------------ kg serve on loopback
+
+
+@pytest.fixture(scope="module")
+def tasks_server(tasks_store: Path) -> Server:
+    """``kg serve`` of the session's tasks store, one per module (no CSRF, ``/$reset`` allowed)."""
+    return open_server(StoreHandle.open(tasks_store), csrf=False, allow_reset=True)
+
+
+@pytest.fixture
+def tasks_client(tasks_server: Server) -> Iterator[httpx.Client]:
+    """An HTTP client of :func:`tasks_server` on loopback, its records reset before each test."""
+    with running(tasks_server) as client:
+        assert client.post("/$reset").status_code == 204
+        yield client
 
 
 @contextmanager

@@ -15,14 +15,13 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import INVALID, ROOT, running
+from conftest import INVALID, ROOT
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.errors import DocumentFlowError
 from processkg.graph.handle import StoreHandle
 from processkg.graph.store import records
 from processkg.retrieve.context import document_flow, render_set
 from processkg.retrieve.retriever import Result
-from processkg.serve.app import Server, open_server
 from processkg.sources.document_flow import read_flows
 from processkg.tools.toolbox import Toolbox
 
@@ -181,18 +180,6 @@ def test_next_steps_fills_the_payload_template_from_a_record(box):
 
 
 # ---------------------------------------------------------------- kg serve
-@pytest.fixture(scope="module")
-def server(tasks_store) -> Server:
-    return open_server(StoreHandle.open(tasks_store), csrf=False, allow_reset=True)
-
-
-@pytest.fixture
-def client(server):
-    with running(server) as client:
-        assert client.post("/$reset").status_code == 204
-        yield client
-
-
 def _delivery(order: str, item: str = "000010", quantity: str = "2") -> dict[str, object]:
     return {
         "ShippingPoint": "1710",
@@ -213,8 +200,10 @@ def _detail(answer) -> dict[str, str]:
     return details[0]
 
 
-def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existing_ones_named(client):
-    answer = client.post(OD + "A_OutbDeliveryHeader", json={"ShippingPoint": "1710", "to_DeliveryDocumentItem": [{}]})
+def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existing_ones_named(tasks_client):
+    answer = tasks_client.post(
+        OD + "A_OutbDeliveryHeader", json={"ShippingPoint": "1710", "to_DeliveryDocumentItem": [{}]}
+    )
     detail = _detail(answer)
     assert detail["code"] == "missing-predecessor"
     assert detail["target"] == "/to_DeliveryDocumentItem/0/ReferenceSDDocumentItem"
@@ -227,8 +216,8 @@ def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existin
     assert "give the key of an existing A_SalesOrderItem" in detail["message"]
 
 
-def test_a_follow_on_naming_no_record_is_unknown_predecessor(client):
-    detail = _detail(client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000009999")))
+def test_a_follow_on_naming_no_record_is_unknown_predecessor(tasks_client):
+    detail = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000009999")))
     assert detail["code"] == "unknown-predecessor"
     assert (
         "ReferenceSDDocument='0000009999', ReferenceSDDocumentItem='000010' names no A_SalesOrderItem"
@@ -237,55 +226,55 @@ def test_a_follow_on_naming_no_record_is_unknown_predecessor(client):
     assert "or create the A_SalesOrderItem first" in detail["message"]
 
 
-def test_a_valid_follow_on_is_accepted_and_stored_with_its_carriers(client):
-    answer = client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000001"))
+def test_a_valid_follow_on_is_accepted_and_stored_with_its_carriers(tasks_client):
+    answer = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000001"))
     assert answer.status_code == 201, answer.text
     delivery = answer.json()["d"]["DeliveryDocument"]
-    items = client.get(OD + f"A_OutbDeliveryHeader('{delivery}')/to_DeliveryDocumentItem").json()["d"]["results"]
+    items = tasks_client.get(OD + f"A_OutbDeliveryHeader('{delivery}')/to_DeliveryDocumentItem").json()["d"]["results"]
     assert [(i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [("0000000001", "000010")]
 
 
-def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(client):
+def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(tasks_client):
     # a delivery for an order that does not exist yet is refused
-    assert _detail(client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021")))["code"] == (
+    assert _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021")))["code"] == (
         "unknown-predecessor"
     )
-    order = client.post(SO + "A_SalesOrder", json=ORDER)
+    order = tasks_client.post(SO + "A_SalesOrder", json=ORDER)
     assert order.status_code == 201, order.text
     number = order.json()["d"]["SalesOrder"]
     assert number == "0000000021"
-    delivery = client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number))
+    delivery = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number))
     assert delivery.status_code == 201, delivery.text
     shipped = delivery.json()["d"]["DeliveryDocument"]
     bill = {"_Reference": [{"SDDocument": shipped, "SDDocumentCategory": "J"}]}
     # billing before the goods issue is refused, naming the step to do first
-    early = _detail(client.post(CREATE_BILLING, json=bill))
+    early = _detail(tasks_client.post(CREATE_BILLING, json=bill))
     assert early["code"] == "predecessor-not-ready"
     assert early["target"] == "/_Reference/0/SDDocument"
     assert f"A_OutbDeliveryHeader {shipped} has OverallGoodsMovementStatus empty" in early["message"]
     assert "call PostGoodsIssue on it first" in early["message"]
-    issued = client.post(OD + f"PostGoodsIssue?DeliveryDocument='{shipped}'")
+    issued = tasks_client.post(OD + f"PostGoodsIssue?DeliveryDocument='{shipped}'")
     assert issued.status_code == 200, issued.text
-    billed = client.post(CREATE_BILLING, json={**bill, "_Control": {"DefaultBillingDocumentType": "F2"}})
+    billed = tasks_client.post(CREATE_BILLING, json={**bill, "_Control": {"DefaultBillingDocumentType": "F2"}})
     assert billed.status_code == 200, billed.text
     (document,) = billed.json()["value"]
     assert document["BillingDocumentType"] == "F2"
     number = document["BillingDocument"]
     assert number == "0000000021", "numbered on from the generated billing documents"
-    items = client.get(CE + f"BillingDocument('{number}')/_Item").json()["value"]
+    items = tasks_client.get(CE + f"BillingDocument('{number}')/_Item").json()["value"]
     assert [(i["BillingDocumentItem"], i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [
         ("000010", shipped, "000010")
     ]
     # the billing document is a real predecessor of the next step
-    posted = client.post(
+    posted = tasks_client.post(
         CE + f"BillingDocument('{number}')/com.sap.gateway.srvd_a2x.api_billingdocument.v0001.PostToAccounting"
     )
     assert posted.status_code in (200, 204), posted.text
-    assert client.get(CE + f"BillingDocument('{number}')").json()["AccountingPostingStatus"] == "C"
+    assert tasks_client.get(CE + f"BillingDocument('{number}')").json()["AccountingPostingStatus"] == "C"
 
 
-def test_billing_a_delivery_that_does_not_exist_is_unknown_predecessor(client):
-    detail = _detail(client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": "0000009999"}]}))
+def test_billing_a_delivery_that_does_not_exist_is_unknown_predecessor(tasks_client):
+    detail = _detail(tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": "0000009999"}]}))
     assert detail["code"] == "unknown-predecessor"
     assert "names no A_OutbDeliveryHeader" in detail["message"]
 
@@ -308,16 +297,16 @@ def _receipt(order: str, item: str, quantity: str) -> dict[str, object]:
     }
 
 
-def test_a_second_full_goods_receipt_is_predecessor_fully_referenced(client, server):
+def test_a_second_full_goods_receipt_is_predecessor_fully_referenced(tasks_client, tasks_server):
     key = ("0000000005", "00010")
-    flow = next(f for f in server.flow.flows if f.quantity and f.follow[1] == "A_MaterialDocumentItem")
-    item = server.data.table(*flow.pred).rows[key]
-    receipts = server.data.table(*flow.follow).rows
-    left = Decimal(str(item["OrderQuantity"])) - server.flow.referenced(flow, receipts, key)
+    flow = next(f for f in tasks_server.flow.flows if f.quantity and f.follow[1] == "A_MaterialDocumentItem")
+    item = tasks_server.data.table(*flow.pred).rows[key]
+    receipts = tasks_server.data.table(*flow.follow).rows
+    left = Decimal(str(item["OrderQuantity"])) - tasks_server.flow.referenced(flow, receipts, key)
     assert left > 0
-    full = client.post(MD + "A_MaterialDocumentHeader", json=_receipt(*key, str(left)))
+    full = tasks_client.post(MD + "A_MaterialDocumentHeader", json=_receipt(*key, str(left)))
     assert full.status_code == 201, full.text
-    detail = _detail(client.post(MD + "A_MaterialDocumentHeader", json=_receipt(*key, str(left))))
+    detail = _detail(tasks_client.post(MD + "A_MaterialDocumentHeader", json=_receipt(*key, str(left))))
     assert detail["code"] == "predecessor-fully-referenced"
     assert detail["target"] == "/to_MaterialDocumentItem/0/PurchaseOrderItem"
     assert (
@@ -325,35 +314,37 @@ def test_a_second_full_goods_receipt_is_predecessor_fully_referenced(client, ser
     )
 
 
-def test_receipts_in_one_deep_insert_are_summed(client, server):
+def test_receipts_in_one_deep_insert_are_summed(tasks_client, tasks_server):
     key = ("0000000006", "00010")
-    flow = next(f for f in server.flow.flows if f.quantity and f.follow[1] == "A_MaterialDocumentItem")
-    item = server.data.table(*flow.pred).rows[key]
-    left = Decimal(str(item["OrderQuantity"])) - server.flow.referenced(flow, server.data.table(*flow.follow).rows, key)
+    flow = next(f for f in tasks_server.flow.flows if f.quantity and f.follow[1] == "A_MaterialDocumentItem")
+    item = tasks_server.data.table(*flow.pred).rows[key]
+    left = Decimal(str(item["OrderQuantity"])) - tasks_server.flow.referenced(
+        flow, tasks_server.data.table(*flow.follow).rows, key
+    )
     body = _receipt(*key, str(left))
     body["to_MaterialDocumentItem"] = body["to_MaterialDocumentItem"] * 2
-    assert _detail(client.post(MD + "A_MaterialDocumentHeader", json=body))["target"] == (
+    assert _detail(tasks_client.post(MD + "A_MaterialDocumentHeader", json=body))["target"] == (
         "/to_MaterialDocumentItem/1/PurchaseOrderItem"
     )
 
 
-def test_a_transfer_posting_needs_no_purchase_order(client):
+def test_a_transfer_posting_needs_no_purchase_order(tasks_client):
     body = _receipt("", "", "4")
     item = body["to_MaterialDocumentItem"][0]
     item.update(GoodsMovementType="311", IssuingOrReceivingStorageLoc="171B")
     del item["PurchaseOrder"], item["PurchaseOrderItem"]
-    assert client.post(MD + "A_MaterialDocumentHeader", json=body).status_code == 201
+    assert tasks_client.post(MD + "A_MaterialDocumentHeader", json=body).status_code == 201
 
 
-def test_a_goods_receipt_without_its_purchase_order_is_missing_predecessor(client):
+def test_a_goods_receipt_without_its_purchase_order_is_missing_predecessor(tasks_client):
     body = _receipt("", "", "4")
     del body["to_MaterialDocumentItem"][0]["PurchaseOrder"], body["to_MaterialDocumentItem"][0]["PurchaseOrderItem"]
-    detail = _detail(client.post(MD + "A_MaterialDocumentHeader", json=body))
+    detail = _detail(tasks_client.post(MD + "A_MaterialDocumentHeader", json=body))
     assert detail["code"] == "missing-predecessor"
     assert "A_MaterialDocumentItem lacks PurchaseOrder" in detail["message"]
 
 
-def test_a_change_set_with_a_bad_follow_on_is_refused_as_a_whole(client):
+def test_a_change_set_with_a_bad_follow_on_is_refused_as_a_whole(tasks_client):
     requests = {
         "requests": [
             {"id": "1", "method": "POST", "url": "A_OutbDeliveryHeader", "body": _delivery("0000000001")},
@@ -368,61 +359,67 @@ def test_a_change_set_with_a_bad_follow_on_is_refused_as_a_whole(client):
     )
     change_set = f"Content-Type: multipart/mixed; boundary={boundary}\r\n\r\n{parts}--{boundary}--\r\n"
     body = f"--batch\r\n{change_set}--batch--\r\n".encode()
-    before = client.get(OD + "A_OutbDeliveryHeader/$count").text
-    answer = client.post(OD + "$batch", content=body, headers={"content-type": "multipart/mixed; boundary=batch"})
+    before = tasks_client.get(OD + "A_OutbDeliveryHeader/$count").text
+    answer = tasks_client.post(OD + "$batch", content=body, headers={"content-type": "multipart/mixed; boundary=batch"})
     assert answer.status_code == 202 and "unknown-predecessor" in answer.text
-    assert client.get(OD + "A_OutbDeliveryHeader/$count").text == before
+    assert tasks_client.get(OD + "A_OutbDeliveryHeader/$count").text == before
 
 
-def test_every_generated_record_passes_the_reference_and_flow_checks(server):
+def test_every_generated_record_passes_the_reference_and_flow_checks(tasks_server):
     """The seed data is consistent with the flow: follow-ons name existing, ready predecessors with
     quantity left (each record checked as its own create), and the process-read tasks' links hold."""
     rejected = [
         (t.service, t.name, d["code"], d["message"][:200])
-        for t in server.data.all_tables()
+        for t in tasks_server.data.all_tables()
         for record in t.rows.values()
-        for d in server.references.check(t, record) + server.flow.check(t, record)
+        for d in tasks_server.references.check(t, record) + tasks_server.flow.check(t, record)
     ]
     assert rejected == []
-    items = server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem").rows.values()
+    items = tasks_server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem").rows.values()
     first = next(iter(items))
     assert (first["DeliveryDocument"], first["ReferenceSDDocument"], first["ReferenceSDDocumentItem"]) == (
         "0000000001",
         "0000000001",
         "000010",
     )
-    headers = server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader").rows.values()
+    headers = tasks_server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader").rows.values()
     assert {h["OverallGoodsMovementStatus"] for h in headers} == {"C"}
 
 
-def test_an_update_that_names_another_predecessor_is_checked_and_one_that_does_not_is_not(client):
+def test_an_update_that_names_another_predecessor_is_checked_and_one_that_does_not_is_not(tasks_client):
     url = "/sap/opu/odata/sap/API_CUSTOMER_RETURN_SRV/A_CustomerReturn('0000000001')"
-    etag = client.get(url).headers["etag"]
-    detail = _detail(client.patch(url, json={"ReferenceSDDocument": "0000009999"}, headers={"if-match": etag}))
+    etag = tasks_client.get(url).headers["etag"]
+    detail = _detail(tasks_client.patch(url, json={"ReferenceSDDocument": "0000009999"}, headers={"if-match": etag}))
     assert (detail["code"], detail["target"]) == ("unknown-predecessor", "/ReferenceSDDocument")
     assert "names no A_BillingDocument (API_BILLING_DOCUMENT_SRV)" in detail["message"]
-    changed = client.patch(url, json={"PurchaseOrderByCustomer": "FLOW"}, headers={"if-match": etag})
+    changed = tasks_client.patch(url, json={"PurchaseOrderByCustomer": "FLOW"}, headers={"if-match": etag})
     assert changed.status_code == 204, changed.text
-    moved = client.patch(url, json={"ReferenceSDDocument": "0000000002"}, headers={"if-match": changed.headers["etag"]})
+    moved = tasks_client.patch(
+        url, json={"ReferenceSDDocument": "0000000002"}, headers={"if-match": changed.headers["etag"]}
+    )
     assert moved.status_code == 204, moved.text
 
 
-def test_an_item_added_through_its_order_is_checked_against_the_quotation_it_names(client):
+def test_an_item_added_through_its_order_is_checked_against_the_quotation_it_names(tasks_client):
     item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
     url = SO + "A_SalesOrder('0000000001')/to_Item"
-    refused = client.post(url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"})
+    refused = tasks_client.post(
+        url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"}
+    )
     detail = _detail(refused)
     assert (detail["code"], detail["target"]) == ("unknown-predecessor", "/ReferenceSDDocumentItem")
     assert "names no A_SalesQuotationItem (API_SALES_QUOTATION_SRV)" in detail["message"]
-    quoted = client.post(url, json={**item, "ReferenceSDDocument": "0000000001", "ReferenceSDDocumentItem": "000010"})
+    quoted = tasks_client.post(
+        url, json={**item, "ReferenceSDDocument": "0000000001", "ReferenceSDDocumentItem": "000010"}
+    )
     assert quoted.status_code == 201, quoted.text
-    assert client.post(url, json=item).status_code == 201, "an order item needs no quotation"
+    assert tasks_client.post(url, json=item).status_code == 201, "an order item needs no quotation"
 
 
-def test_an_order_item_calling_off_a_contract_item_is_accepted(client, server):
+def test_an_order_item_calling_off_a_contract_item_is_accepted(tasks_client, tasks_server):
     """A release order names the contract (header) and contract item (item) it calls off, in the same
     properties a quotation would use: the two flows into A_SalesOrderItem are alternatives."""
-    contract = next(iter(server.data.table("CE_SALESCONTRACT_0001", "SalesContractItem").rows.values()))
+    contract = next(iter(tasks_server.data.table("CE_SALESCONTRACT_0001", "SalesContractItem").rows.values()))
     number, position = str(contract["SalesContract"]), str(contract["SalesContractItem"])
     item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
     order = {
@@ -434,23 +431,25 @@ def test_an_order_item_calling_off_a_contract_item_is_accepted(client, server):
         "ReferenceSDDocument": number,
         "to_Item": [{**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position}],
     }
-    created = client.post(SO + "A_SalesOrder", json=order)
+    created = tasks_client.post(SO + "A_SalesOrder", json=order)
     assert created.status_code == 201, created.text
     url = SO + "A_SalesOrder('0000000001')/to_Item"
-    added = client.post(url, json={**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position})
+    added = tasks_client.post(url, json={**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position})
     assert added.status_code == 201, added.text
-    refused = client.post(url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"})
+    refused = tasks_client.post(
+        url, json={**item, "ReferenceSDDocument": "0000009999", "ReferenceSDDocumentItem": "000010"}
+    )
     detail = _detail(refused)
     assert detail["code"] == "unknown-predecessor"
     assert "A_SalesQuotationItem" in detail["message"] and "SalesContractItem" in detail["message"]
 
 
-def test_generated_follow_on_items_carry_their_predecessor_item_s_content(server):
+def test_generated_follow_on_items_carry_their_predecessor_item_s_content(tasks_server):
     """A goods receipt for a purchase order item has that item's material and plant; a delivery item is
     in its order item's plant; a supplier invoice's gross amount and a sales order's net value are the
     sums of their items' amounts."""
-    server.data.reset()
-    data = server.data
+    tasks_server.data.reset()
+    data = tasks_server.data
     po_items = data.table("API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrderItem").rows
     receipts = [
         r
@@ -481,7 +480,7 @@ def test_generated_follow_on_items_carry_their_predecessor_item_s_content(server
             assert Decimal(str(head[head_amount])) == total, (head_set, key)
 
 
-def test_created_documents_are_numbered_per_entity_set(client):
+def test_created_documents_are_numbered_per_entity_set(tasks_client):
     """SAP's number ranges: each set counts on from its own highest number (every set starts with 20
     generated documents, so each set's first created one is 0000000021), not one counter for all."""
     body = {
@@ -492,10 +491,10 @@ def test_created_documents_are_numbered_per_entity_set(client):
         "SoldToParty": "0000000001",
         "to_Item": [{"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}],
     }
-    first = client.post(SO + "A_SalesOrder", json=body).json()["d"]
-    second = client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    first = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
+    second = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")
     assert first["to_Item"]["results"][0]["SalesOrderItem"] == "000010"
-    delivery = client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021"))
+    delivery = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021"))
     assert delivery.status_code == 201, delivery.text
     assert delivery.json()["d"]["DeliveryDocument"] == "0000000021", "the delivery set counts on its own"

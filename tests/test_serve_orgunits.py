@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, running
-from processkg.graph.handle import StoreHandle
+from conftest import ROOT
 from processkg.serve import odata_json
-from processkg.serve.app import ServeHTTPError, Server, open_server
+from processkg.serve.app import ServeHTTPError, Server
 from processkg.serve.data import Table
 from processkg.serve.values import to_json
 
@@ -58,18 +57,6 @@ def _org_lists(path: Path) -> dict[str, tuple[str, ...]]:
 ORG_LISTS = _org_lists(ORG_FILE)
 
 
-@pytest.fixture(scope="module")
-def server(tasks_store) -> Server:
-    return open_server(StoreHandle.open(tasks_store), csrf=False, allow_reset=True)
-
-
-@pytest.fixture
-def client(server):
-    with running(server) as client:
-        assert client.post("/$reset").status_code == 204
-        yield client
-
-
 def item(**change: object) -> dict[str, object]:
     base = {
         "Material": "0000000001",
@@ -96,8 +83,8 @@ def _error(answer) -> tuple[str, str, str]:
     return detail["code"], detail["target"], detail["message"]
 
 
-def test_the_reference_organisation_is_accepted_on_a_sales_order(client):
-    created = client.post(SO + "A_SalesOrder", json=order())
+def test_the_reference_organisation_is_accepted_on_a_sales_order(tasks_client):
+    created = tasks_client.post(SO + "A_SalesOrder", json=order())
     assert created.status_code == 201, created.text
     head = created.json()["d"]
     assert (head["SalesOrganization"], head["DistributionChannel"], head["OrganizationDivision"]) == (
@@ -108,7 +95,7 @@ def test_the_reference_organisation_is_accepted_on_a_sales_order(client):
     assert head["to_Item"]["results"][0]["ProductionPlant"] == "1010"
 
 
-def test_the_reference_organisation_exists_where_org_units_have_entity_sets(client):
+def test_the_reference_organisation_exists_where_org_units_have_entity_sets(tasks_client):
     roots = {
         "API_PLANT_SRV": "/sap/opu/odata/sap/API_PLANT_SRV/A_Plant('1010')",
         "API_COMPANYCODE_SRV": "/sap/opu/odata/sap/API_COMPANYCODE_SRV/A_CompanyCode('1010')",
@@ -116,8 +103,8 @@ def test_the_reference_organisation_exists_where_org_units_have_entity_sets(clie
         "API_DISTRIBUTIONCHANNEL_SRV": "/sap/opu/odata/sap/API_DISTRIBUTIONCHANNEL_SRV/A_DistributionChannel('10')",
     }
     for service, url in roots.items():
-        assert client.get(url).status_code == 200, (service, url)
-    assert client.get("/sap/opu/odata/sap/API_PLANT_SRV/A_Plant('9999')").status_code == 404
+        assert tasks_client.get(url).status_code == 200, (service, url)
+    assert tasks_client.get("/sap/opu/odata/sap/API_PLANT_SRV/A_Plant('9999')").status_code == 404
 
 
 @pytest.mark.parametrize(
@@ -129,22 +116,24 @@ def test_the_reference_organisation_exists_where_org_units_have_entity_sets(clie
         ("item", {"ProductionPlant": "9999"}, "/to_Item/0/ProductionPlant", "1010"),
     ],
 )
-def test_an_unknown_org_unit_is_rejected_with_a_hint_naming_the_reference_one(client, where, change, target, named):
+def test_an_unknown_org_unit_is_rejected_with_a_hint_naming_the_reference_one(
+    tasks_client, where, change, target, named
+):
     body = order(**change) if where == "header" else order(item(**change))
-    answer = client.post(SO + "A_SalesOrder", json=body)
+    answer = tasks_client.post(SO + "A_SalesOrder", json=body)
     assert answer.status_code == 400, answer.text
     code, at, message = _error(answer)
     assert (code, at) == ("invalid-code", target)
     assert named in message.split("codelist: ", 1)[1], message
     assert "create" not in message, "an org unit cannot be created through these services"
-    assert client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
+    assert tasks_client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
 
 
-def test_every_org_unit_set_holds_the_codes_the_checks_accept(server):
+def test_every_org_unit_set_holds_the_codes_the_checks_accept(tasks_server):
     """A_Plant, A_CompanyCode, A_SalesOrganization, A_DistributionChannel: their records are the org
     unit's codes, no more and no fewer, and the key property carries the same list."""
     for (service, name), unit in ORG_SETS.items():
-        table = server.data.table(service, name)
+        table = tasks_server.data.table(service, name)
         assert table is not None and table.keys == [unit], (service, name)
         assert table.type.props[unit].codes == ORG_LISTS[unit], (service, name)
         assert sorted(k for (k,) in table.rows) == list(ORG_LISTS[unit]), (service, name)
@@ -162,13 +151,13 @@ def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
     return {k: to_json(v, table.type.props[k].edm_type, v2) for k, v in record.items() if v is not None}
 
 
-def _create(server: Server, table: Table, record: dict[str, object]) -> ServeHTTPError | None:
+def _create(tasks_server: Server, table: Table, record: dict[str, object]) -> ServeHTTPError | None:
     """The server's verdict on a POST of ``record``'s writable values to ``table`` (None: accepted)."""
-    roots = {service: root for root, service in server.roots.items()}
+    roots = {service: root for root, service in tasks_server.roots.items()}
     props = table.type.props
     writable = {k: v for k, v in record.items() if not (props[k].read_only or props[k].computed)}
     try:
-        server.check_call(
+        tasks_server.check_call(
             {"method": "POST", "url": roots[table.service] + table.name, "payload": _json(table, writable)}
         )
     except ServeHTTPError as exc:
@@ -176,14 +165,14 @@ def _create(server: Server, table: Table, record: dict[str, object]) -> ServeHTT
     return None
 
 
-def test_every_write_set_takes_the_reference_organisation_and_rejects_an_unknown_org_unit(server):
+def test_every_write_set_takes_the_reference_organisation_and_rejects_an_unknown_org_unit(tasks_server):
     """Every creatable A2X set with a writable org-unit property, under any of SAP's role names
     (ReplacementMatlSupplyingPlant, MaintenancePlanningPlant, ...): its first record with
     the reference organisation's keys is a valid create (a required value of complex type, which the
     generated records lack, let pass as tests/test_serve_seed.py does); with an unknown key, each is
     rejected as an invalid code whose hint names the reference key."""
     walked, accepted, rejected = set(), [], []
-    for table in server.data.all_tables():
+    for table in tasks_server.data.all_tables():
         if not table.creatable or not table.keys or not table.rows:
             continue
         props = table.type.props
@@ -198,14 +187,14 @@ def test_every_write_set_takes_the_reference_organisation_and_rejects_an_unknown
         walked |= {(table.name, name) for name in units}
         record = dict(next(iter(table.rows.values())))
         record.update({name: REFERENCE[unit] for name, unit in units.items()})
-        refused = _create(server, table, record)
+        refused = _create(tasks_server, table, record)
         if refused is not None and not all(
             d["code"] == "missing-required" and props[d["target"].lstrip("/")].complex_type is not None
             for d in refused.details or []
         ):
             accepted.append((table.service, table.name, refused.message))
         for name, unit in sorted(units.items()):
-            wrong = _create(server, table, {**record, name: "9" * len(REFERENCE[unit])})
+            wrong = _create(tasks_server, table, {**record, name: "9" * len(REFERENCE[unit])})
             found = [d for d in (wrong.details or []) if d["target"] == f"/{name}"] if wrong else []
             if [d["code"] for d in found] != ["invalid-code"] or REFERENCE[unit] not in found[0]["message"]:
                 rejected.append((table.service, table.name, name, found))
@@ -215,16 +204,16 @@ def test_every_write_set_takes_the_reference_organisation_and_rejects_an_unknown
     assert rejected == [], rejected
 
 
-def test_a_decimal_over_its_scale_is_rejected(client):
+def test_a_decimal_over_its_scale_is_rejected(tasks_client):
     """A_SalesOrderItem.RequestedQuantity is Precision="15" Scale="3": four places are one too many."""
-    answer = client.post(SO + "A_SalesOrder", json=order(item(RequestedQuantity="2.0005")))
+    answer = tasks_client.post(SO + "A_SalesOrder", json=order(item(RequestedQuantity="2.0005")))
     assert answer.status_code == 400, answer.text
     assert _error(answer) == (
         "decimal-digits",
         "/to_Item/0/RequestedQuantity",
         "RequestedQuantity allows 3 decimal places (Scale=3); got 4: round it",
     )
-    fixed = client.post(SO + "A_SalesOrder", json=order(item(RequestedQuantity="2.0050")))
+    fixed = tasks_client.post(SO + "A_SalesOrder", json=order(item(RequestedQuantity="2.0050")))
     assert fixed.status_code == 201, fixed.text
 
 
@@ -232,23 +221,23 @@ def test_a_decimal_over_its_scale_is_rejected(client):
 COMPANY = {"1010": ("DE", "EUR"), "1310": ("CN", "CNY"), "1710": ("US", "USD")}
 
 
-def test_company_codes_carry_their_country_and_currency_and_what_belongs_to_them_follows(server):
+def test_company_codes_carry_their_country_and_currency_and_what_belongs_to_them_follows(tasks_server):
     """1010 is German and books in euros, 1310 Chinese (yuan), 1710 American (dollars); a plant and a
     sales organisation name the company code of their number, and a sales order's currency (header and
     items) is that of its sales organisation's company code."""
-    server.data.reset()  # the generated records, not what other tests created
-    codes = server.data.table("API_COMPANYCODE_SRV", "A_CompanyCode")
+    tasks_server.data.reset()  # the generated records, not what other tests created
+    codes = tasks_server.data.table("API_COMPANYCODE_SRV", "A_CompanyCode")
     assert codes is not None
     assert {k: (r["Country"], r["Currency"]) for (k,), r in codes.rows.items()} == COMPANY
-    plants = server.data.table("API_PLANT_SRV", "A_Plant")
+    plants = tasks_server.data.table("API_PLANT_SRV", "A_Plant")
     assert plants is not None and {k: r["CompanyCode"] for (k,), r in plants.rows.items()} == {c: c for c in COMPANY}
-    orgs = server.data.table("API_SALESORGANIZATION_SRV", "A_SalesOrganization")
+    orgs = tasks_server.data.table("API_SALESORGANIZATION_SRV", "A_SalesOrganization")
     assert orgs is not None
     assert {k: (r["CompanyCode"], r["SalesOrganizationCurrency"]) for (k,), r in orgs.rows.items()} == {
         c: (c, COMPANY[c][1]) for c in COMPANY
     }
-    orders = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrder")
-    items = server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem")
+    orders = tasks_server.data.table("API_SALES_ORDER_SRV", "A_SalesOrder")
+    items = tasks_server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem")
     assert orders is not None and items is not None
     currency = {r["SalesOrder"]: COMPANY[str(r["SalesOrganization"])][1] for r in orders.rows.values()}
     assert {r["TransactionCurrency"] for r in orders.rows.values()} == {"EUR", "CNY", "USD"}
@@ -268,13 +257,13 @@ def _storage_locations() -> dict[str, set[str]]:
     return found
 
 
-def test_every_generated_storage_location_is_one_of_its_plant_s(server):
-    server.data.reset()
+def test_every_generated_storage_location_is_one_of_its_plant_s(tasks_server):
+    tasks_server.data.reset()
     locations = _storage_locations()
     pairs = [("Plant", "StorageLocation"), ("ProductionPlant", "StorageLocation")]
     pairs += [("IssuingOrReceivingPlant", "IssuingOrReceivingStorageLoc")]
     seen, wrong = 0, []
-    for table in server.data.all_tables():
+    for table in tasks_server.data.all_tables():
         props = table.type.props
         for plant, location in pairs:
             if plant not in props or location not in props or (plant == "ProductionPlant" and "Plant" in props):
@@ -288,12 +277,12 @@ def test_every_generated_storage_location_is_one_of_its_plant_s(server):
     assert wrong == []
 
 
-def test_a_storage_location_of_another_plant_is_rejected_with_the_plant_s_locations(client):
-    answer = client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="171A")))
+def test_a_storage_location_of_another_plant_is_rejected_with_the_plant_s_locations(tasks_client):
+    answer = tasks_client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="171A")))
     assert answer.status_code == 400, answer.text
     code, target, message = _error(answer)
     assert (code, target) == ("storage-location-not-in-plant", "/to_Item/0/StorageLocation")
     assert "101A, 101B, 101C, 101E, 101R" in message, message
-    assert client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
-    accepted = client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="101B")))
+    assert tasks_client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
+    accepted = tasks_client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="101B")))
     assert accepted.status_code == 201, accepted.text

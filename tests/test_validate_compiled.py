@@ -93,8 +93,7 @@ def _json(table: Table, record: dict[str, object]) -> dict[str, object]:
 
 #: Generated records written per entity set. Every set's shapes are reached by its first records; the
 #: values differ per record only by number (tests/test_serve_seed.py sends every record to kg serve).
-#: All of them (over 12,000 writes) made this the longest test of make test (a fresh run: 14.5 min in all);
-#: 2 per set take about half a minute.
+#: All of them (over 12,000 writes, each checked by pySHACL too) made this the longest test of make test.
 PER_SET = 2
 
 

@@ -3,16 +3,20 @@
 A hand-made CSV (tests/data/required) makes two properties of HANDMADE_SALES_SRV's Orders required;
 the tests check the reader's errors, the lift, a POST that kg serve refuses with the field and its
 source, describe's list, and that the SAP list's rows all reach A2X properties and leave every
-reference call of the tasks accepted (tests/test_tasks.py sends them).
+reference call of the tasks accepted (tests/test_tasks.py sends them); a row citing SAP metadata is checked
+against the cited file, so a wrong citation fails.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
+from conftest import shared
 from processkg.build.pipeline import BuildOptions, BuildReport, build_store
 from processkg.errors import RequiredFieldsError
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
@@ -147,3 +151,59 @@ def test_every_sap_row_reaches_an_a2x_property_of_the_tasks_store(tasks_built):
 def test_an_sap_row_without_a_document_says_unsourced():
     for row in read_required(SAP_REQUIRED):
         assert (row.file == "required/unsourced.csv") == row.source.startswith("unsourced: "), row
+
+
+# ---------------------------------------------------------------- the SAP list's sources
+#: One file per kind of source (data/sap/required/README.md): what each row's source must say of itself.
+KINDS = {
+    "required/sap-metadata.csv": "../shared/data/odata/",
+    "required/sap-documentation.csv": ".sap.com",
+    "required/third-party.csv": "not ",
+    "required/unsourced.csv": "unsourced: ",
+}
+CITED_FILE = re.compile(r"\.\./shared/data/odata/(\S+?\.(?:xml|edmx))")
+MANDATORY = re.compile(r"(\w+)/(\w+): Common\.FieldControl #Mandatory")
+ACTION = re.compile(r"bound action (\w+)")
+
+
+def test_each_sap_row_is_in_the_file_of_its_kind_of_source():
+    rows = read_required(SAP_REQUIRED)
+    assert {r.file for r in rows} == set(KINDS)
+    for row in rows:
+        assert KINDS[row.file] in row.source, row
+    # a third-party row says it is not SAP's: "not an SAP document" or "not SAP documentation"
+    assert all(re.search(r"not (an )?SAP doc", r.source) for r in rows if r.file == "required/third-party.csv")
+
+
+def _mandatory_targets(tree: etree._ElementTree) -> set[str]:
+    """Every annotation target (namespace stripped) that Common.FieldControl marks Mandatory."""
+    found = set()
+    for block in tree.iter("{*}Annotations"):
+        for annotation in block.iter("{*}Annotation"):
+            term, member = annotation.get("Term") or "", annotation.get("EnumMember") or ""
+            if term.endswith("FieldControl") and member.endswith("/Mandatory"):
+                found.add(block.get("Target", "").split(".", 1)[-1].split("(")[0])
+    return found
+
+
+def test_a_row_citing_sap_metadata_holds_in_the_cited_file():
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+    checked = 0
+    for row in read_required(SAP_REQUIRED):
+        if row.file != "required/sap-metadata.csv":
+            continue
+        tree = etree.parse(str(shared("odata", CITED_FILE.findall(row.source)[0])), parser)
+        action = ACTION.search(row.source)
+        if action:  # the property is a non-nullable parameter of the cited create action
+            params = {
+                p.get("Name"): p.get("Nullable")
+                for a in tree.iter("{*}Action")
+                if a.get("Name") == action[1]
+                for p in a.iter("{*}Parameter")
+            }
+            assert params.get(row.prop) == "false", (row, params)
+        else:  # the first cited Type/Property is marked Mandatory in the first cited file, for this property
+            entity_type, prop = MANDATORY.findall(row.source)[0]
+            assert prop == row.prop and f"{entity_type}/{prop}" in _mandatory_targets(tree), row
+        checked += 1
+    assert checked >= 10

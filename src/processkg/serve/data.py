@@ -412,7 +412,8 @@ def _fill(
     (``000010``, ``000020``, ... where the item key is a short numeric text). Returns the document number
     of each record: a root record's is its own (``i``), a child's its parent's, which its short reference
     fields take (:func:`is_reference_number`), so an item of delivery 3 refers to sales order 3 as the
-    delivery does, and never to a number past the ``rows`` records of the set it refers to."""
+    delivery does, and never to a number past the ``rows`` records of the set it refers to; a reference to
+    an item takes the item's own number (:func:`_is_item_reference`)."""
     v2 = table.type.version.startswith(("1", "2"))
     heads, numbers = (list(parent[0].values()), parent[1]) if parent is not None else ([], [])
     documents: list[int] = []
@@ -424,7 +425,7 @@ def _fill(
             value = generated(p, table.name, document if follows else i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
-            elif heads and p.key and is_item_number(p):
+            elif heads and is_item_number(p) and (p.key or _is_item_reference(p)):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
@@ -438,6 +439,13 @@ def is_reference_number(prop: Prop) -> bool:
     """A field that holds the number of another record (``ReferenceSDDocument``, ``SoldToParty``): a short
     text without a code list that is not part of the key (:func:`_string` numbers it like a key)."""
     return not prop.key and prop.edm_type == "Edm.String" and not prop.codes and 0 < (prop.max_length or 0) <= 10
+
+
+def _is_item_reference(prop: Prop) -> bool:
+    """A reference to another document's item (``ReferenceSDDocumentItem``, ``PurchaseOrderItem``): in a
+    generated item it is the item's own number, so item 000020 of delivery 3 refers to item 000020 of sales
+    order 3 (the document's number would name no item, or the wrong one: ``000020`` in delivery 20)."""
+    return is_reference_number(prop) and prop.name.endswith("Item")
 
 
 def is_item_number(prop: Prop) -> bool:

@@ -656,3 +656,19 @@ def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_ite
             "a generated delivery item ships the order item of its own number",
             item,
         )
+
+
+def test_generated_returns_return_at_most_what_was_billed(tasks_server):
+    """The return rows have no quantity rule (SAP lets a return exceed the returnable quantity: data/sap/flow
+    README), but the generated returns are consistent: each names a billed item and returns at most its
+    billed quantity."""
+    tasks_server.data.reset()
+    billed = tasks_server.data.table("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem").rows
+    returns = list(tasks_server.data.table("API_CUSTOMER_RETURN_SRV", "A_CustomerReturnItem").rows.values())
+    assert len(returns) == 40
+    for item in returns:
+        source = billed[(str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))]
+        assert Decimal(str(item["RequestedQuantity"])) <= Decimal(str(source["BillingQuantity"])), item
+        assert item["Material"] == source["Material"], item
+    (flow,) = [f for f in tasks_server.flow.flows if f.follow[1] == "A_CustomerReturnItem"]
+    assert flow.quantity is None

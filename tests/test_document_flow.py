@@ -656,6 +656,22 @@ def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_ite
             "a generated delivery item ships the order item of its own number",
             item,
         )
+    # docs/serve.md: every generated order item is delivered in full, every generated delivery billed in full
+    shipped: dict[tuple[str, str], Decimal] = {}
+    for item in deliveries.values():
+        key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
+        shipped[key] = shipped.get(key, Decimal(0)) + Decimal(str(item["ActualDeliveryQuantity"]))
+    ordered = tasks_server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows
+    assert {k: Decimal(str(r["RequestedQuantity"])) for k, r in ordered.items()} == shipped
+    for service, name in (
+        ("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocumentItem"),
+        ("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem"),
+    ):
+        billed: dict[tuple[str, str], Decimal] = {}
+        for item in tasks_server.data.table(service, name).rows.values():
+            key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
+            billed[key] = billed.get(key, Decimal(0)) + Decimal(str(item["BillingQuantity"]))
+        assert {k: Decimal(str(r["ActualDeliveryQuantity"])) for k, r in deliveries.items()} == billed, service
 
 
 def test_generated_returns_return_at_most_what_was_billed(tasks_server):

@@ -159,7 +159,7 @@ def test_describe_gives_one_short_line_per_predecessor(box):
         "A_OutbDeliveryHeader (API_OUTBOUND_DELIVERY_SRV), required: ReferenceSDDocument=DeliveryDocument; "
         "it must have OverallGoodsMovementStatus=C",
         "A_OutbDeliveryItem (API_OUTBOUND_DELIVERY_SRV), required: ReferenceSDDocument=DeliveryDocument, "
-        "ReferenceSDDocumentItem=DeliveryDocumentItem",
+        "ReferenceSDDocumentItem=DeliveryDocumentItem; BillingQuantity summed <= its ActualDeliveryQuantity",
     ]
     assert len(json.dumps(answer)) < 4000
     assert "made_from" not in box.describe("API_SALES_ORDER_SRV", "A_SalesOrderHeaderPartner")
@@ -189,6 +189,15 @@ def _delivery(order: str, item: str = "000010", quantity: str = "2") -> dict[str
     }
 
 
+def _open_order(client, quantity: str = "2") -> str:
+    """A new sales order of one item of ``quantity`` pieces (nothing delivered yet), its number: every
+    generated order item is delivered in full, so a delivery needs an order with open quantity."""
+    item = {"Material": "0000000001", "RequestedQuantity": quantity, "RequestedQuantityUnit": "PC"}
+    created = client.post(SO + "A_SalesOrder", json={**ORDER, "to_Item": [item]})
+    assert created.status_code == 201, created.text
+    return created.json()["d"]["SalesOrder"]
+
+
 def _error(answer) -> dict[str, object]:
     assert answer.status_code == 400, answer.text
     return answer.json()["error"]
@@ -201,6 +210,7 @@ def _detail(answer) -> dict[str, str]:
 
 
 def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existing_ones_named(tasks_client):
+    number = _open_order(tasks_client)
     answer = tasks_client.post(
         OD + "A_OutbDeliveryHeader", json={"ShippingPoint": "1710", "to_DeliveryDocumentItem": [{}]}
     )
@@ -212,7 +222,9 @@ def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existin
         "are made from A_SalesOrderItem records" in detail["message"]
     )
     assert "or create the A_SalesOrderItem first (the step 'Create the sales order')" in detail["message"]
-    assert "A_SalesOrderItem records: 0000000001/000010" in detail["message"]
+    assert f"A_SalesOrderItem records with RequestedQuantity left: {number}/000010" in detail["message"], (
+        "the order items a delivery can still ship: not the generated ones, delivered in full"
+    )
     assert "give the key of an existing A_SalesOrderItem" in detail["message"]
 
 
@@ -227,11 +239,12 @@ def test_a_follow_on_naming_no_record_is_unknown_predecessor(tasks_client):
 
 
 def test_a_valid_follow_on_is_accepted_and_stored_with_its_carriers(tasks_client):
-    answer = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000001"))
+    number = _open_order(tasks_client)
+    answer = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number))
     assert answer.status_code == 201, answer.text
     delivery = answer.json()["d"]["DeliveryDocument"]
     items = tasks_client.get(OD + f"A_OutbDeliveryHeader('{delivery}')/to_DeliveryDocumentItem").json()["d"]["results"]
-    assert [(i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [("0000000001", "000010")]
+    assert [(i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [(number, "000010")]
 
 
 def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(tasks_client):
@@ -345,9 +358,10 @@ def test_a_goods_receipt_without_its_purchase_order_is_missing_predecessor(tasks
 
 
 def test_a_change_set_with_a_bad_follow_on_is_refused_as_a_whole(tasks_client):
+    number = _open_order(tasks_client)
     requests = {
         "requests": [
-            {"id": "1", "method": "POST", "url": "A_OutbDeliveryHeader", "body": _delivery("0000000001")},
+            {"id": "1", "method": "POST", "url": "A_OutbDeliveryHeader", "body": _delivery(number)},
             {"id": "2", "method": "POST", "url": "A_OutbDeliveryHeader", "body": _delivery("0000009999")},
         ]
     }
@@ -495,6 +509,182 @@ def test_created_documents_are_numbered_per_entity_set(tasks_client):
     second = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")
     assert first["to_Item"]["results"][0]["SalesOrderItem"] == "000010"
-    delivery = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021"))
+    delivery = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021", quantity="1"))
     assert delivery.status_code == 201, delivery.text
     assert delivery.json()["d"]["DeliveryDocument"] == "0000000021", "the delivery set counts on its own"
+
+
+# ---------------------------------------------------------------- quantities: no over-delivery, no double billing
+def test_a_delivery_ships_at_most_the_order_item_s_open_quantity(tasks_client):
+    """SAP delivers what an order item has open: its requested quantity less what earlier deliveries took.
+    More is predecessor-fully-referenced with what is left as the hint; the rest is accepted; once nothing
+    is left, a delivery item is refused even without a quantity, and a generated order item (delivered in
+    full by the generated delivery) takes no second delivery."""
+    number = _open_order(tasks_client, quantity="5")
+    over = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="6")))
+    assert (over["code"], over["target"]) == (
+        "predecessor-fully-referenced",
+        "/to_DeliveryDocumentItem/0/ReferenceSDDocumentItem",
+    )
+    assert f"A_SalesOrderItem {number}, 000010 has RequestedQuantity 5, of which 0 is referenced" in over["message"]
+    assert "ActualDeliveryQuantity 6 is more than the 5 left; reference at most 5" in over["message"]
+    first = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="3"))
+    assert first.status_code == 201, first.text
+    rest = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="3")))
+    assert "of which 3 is referenced already" in rest["message"] and "reference at most 2" in rest["message"]
+    second = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="2"))
+    assert second.status_code == 201, second.text
+    body = _delivery(number)
+    del body["to_DeliveryDocumentItem"][0]["ActualDeliveryQuantity"]  # type: ignore[index]
+    done = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=body))
+    assert done["code"] == "predecessor-fully-referenced" and "nothing is left" in done["message"]
+    assert "choose another A_SalesOrderItem" in done["message"]
+    generated = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000001", quantity="1")))
+    assert generated["code"] == "predecessor-fully-referenced"
+    assert "A_SalesOrderItem 0000000001, 000010 has RequestedQuantity 10.00, of which 10.00" in generated["message"]
+
+
+def test_two_delivery_items_of_one_order_item_in_one_request_are_summed(tasks_client):
+    number = _open_order(tasks_client, quantity="4")
+    body = _delivery(number, quantity="3")
+    body["to_DeliveryDocumentItem"] = body["to_DeliveryDocumentItem"] * 2  # type: ignore[operator]
+    detail = _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=body))
+    assert detail["target"] == "/to_DeliveryDocumentItem/1/ReferenceSDDocumentItem"
+    assert "reference at most 1" in detail["message"]
+
+
+def test_raising_a_delivery_item_s_quantity_past_the_open_quantity_is_refused(tasks_client):
+    number = _open_order(tasks_client, quantity="4")
+    created = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="3"))
+    assert created.status_code == 201, created.text
+    url = (
+        OD
+        + f"A_OutbDeliveryItem(DeliveryDocument='{created.json()['d']['DeliveryDocument']}',DeliveryDocumentItem='000010')"
+    )
+    etag = tasks_client.get(url).headers["etag"]
+    detail = _detail(tasks_client.patch(url, json={"ActualDeliveryQuantity": "5"}, headers={"if-match": etag}))
+    assert detail["code"] == "predecessor-fully-referenced" and "reference at most 4" in detail["message"]
+    lowered = tasks_client.patch(url, json={"ActualDeliveryQuantity": "4"}, headers={"if-match": etag})
+    assert lowered.status_code == 204, lowered.text
+
+
+def _shipped(client, quantity: str) -> str:
+    """A delivery of a new order of ``quantity`` pieces, its goods issue posted: ready to bill, not billed."""
+    number = _open_order(client, quantity=quantity)
+    delivery = client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity=quantity))
+    assert delivery.status_code == 201, delivery.text
+    shipped = delivery.json()["d"]["DeliveryDocument"]
+    assert client.post(OD + f"PostGoodsIssue?DeliveryDocument='{shipped}'").status_code == 200
+    return shipped
+
+
+def test_billing_a_delivery_twice_is_predecessor_fully_referenced(tasks_client):
+    """SAP bills a delivery item once: the billing document made by CreateFromSDDocument bills each item's
+    delivered quantity and names the sales order item it ships; a second billing of the same delivery,
+    in a later call or twice in one call, is refused, naming deliveries that still have quantity to bill."""
+    shipped = _shipped(tasks_client, "3")
+    other = _shipped(tasks_client, "2")
+    twice = _detail(tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": shipped}] * 2}))
+    assert (twice["code"], twice["target"]) == ("predecessor-fully-referenced", "/_Reference/1/SDDocument")
+    billed = tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": shipped}]})
+    assert billed.status_code == 200, billed.text
+    (document,) = billed.json()["value"]
+    items = tasks_client.get(CE + f"BillingDocument('{document['BillingDocument']}')/_Item").json()["value"]
+    order = tasks_client.get(OD + f"A_OutbDeliveryHeader('{shipped}')/to_DeliveryDocumentItem").json()["d"]["results"]
+    assert [(i["BillingQuantity"], i["SalesDocument"], i["SalesDocumentItem"]) for i in items] == [
+        (3, order[0]["ReferenceSDDocument"], "000010")
+    ]
+    again = _detail(tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": shipped}]}))
+    assert (again["code"], again["target"]) == ("predecessor-fully-referenced", "/_Reference/0/SDDocument")
+    assert f"DeliveryDocument {shipped} is referenced in full already" in again["message"]
+    assert f"A_OutbDeliveryItem records {shipped}/000010 (ActualDeliveryQuantity 3)" in again["message"]
+    assert (
+        "choose another DeliveryDocument; DeliveryDocuments (with OverallGoodsMovementStatus C) with "
+        in (again["message"])
+    )
+    assert f"ActualDeliveryQuantity left: {other}" in again["message"]
+    assert tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": other}]}).status_code == 200
+    generated = _detail(tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": "0000000001"}]}))
+    assert generated["code"] == "predecessor-fully-referenced", "every generated delivery is billed in full"
+
+
+def test_a_billing_item_of_a_fully_billed_delivery_item_is_refused_on_create(tasks_client, tasks_server):
+    """Both billing services' sets are read-only in A2X, so no client POSTs a billing item; a store whose
+    billing items are creatable gets the same check on create: the server's check of a billing item naming
+    a delivery item billed in full (a generated one) refuses it, and one naming a delivery item with
+    quantity left to bill passes up to that quantity."""
+    shipped = _shipped(tasks_client, "5")
+    for service, name in (
+        ("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocumentItem"),
+        ("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem"),
+    ):
+        table = tasks_server.data.table(service, name)
+        billed = {"ReferenceSDDocument": "0000000003", "ReferenceSDDocumentItem": "000010", "BillingQuantity": "1"}
+        (detail,) = tasks_server.flow.check(table, billed)
+        assert (detail["code"], detail["target"]) == ("predecessor-fully-referenced", "/ReferenceSDDocumentItem")
+        assert (
+            "A_OutbDeliveryItem 0000000003, 000010 has ActualDeliveryQuantity 50.00, of which 50.00"
+            in (detail["message"])
+        )
+        fresh = {"ReferenceSDDocument": shipped, "ReferenceSDDocumentItem": "000010", "BillingQuantity": "5"}
+        assert tasks_server.flow.check(table, fresh) == []
+        (over,) = tasks_server.flow.check(table, {**fresh, "BillingQuantity": "6"})
+        assert over["code"] == "predecessor-fully-referenced" and "reference at most 5" in over["message"]
+
+
+def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_item(tasks_server):
+    """Every generated billing item (both billing services) bills at most its delivery item's delivered
+    quantity, has its material, and names as SalesDocument/SalesDocumentItem the order item it ships."""
+    tasks_server.data.reset()
+    deliveries = tasks_server.data.table("API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem").rows
+    for service, name, material in (
+        ("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocumentItem", "Product"),
+        ("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem", "Material"),
+    ):
+        items = list(tasks_server.data.table(service, name).rows.values())
+        assert len(items) == 40
+        for item in items:
+            shipped = deliveries[(str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))]
+            assert Decimal(str(item["BillingQuantity"])) == Decimal(str(shipped["ActualDeliveryQuantity"])), item
+            assert item[material] == shipped["Material"], item
+            assert (item["SalesDocument"], item["SalesDocumentItem"]) == (
+                shipped["ReferenceSDDocument"],
+                shipped["ReferenceSDDocumentItem"],
+            ), item
+    for item in deliveries.values():
+        assert item["DeliveryDocumentItem"] == item["ReferenceSDDocumentItem"], (
+            "a generated delivery item ships the order item of its own number",
+            item,
+        )
+    # docs/serve.md: every generated order item is delivered in full, every generated delivery billed in full
+    shipped: dict[tuple[str, str], Decimal] = {}
+    for item in deliveries.values():
+        key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
+        shipped[key] = shipped.get(key, Decimal(0)) + Decimal(str(item["ActualDeliveryQuantity"]))
+    ordered = tasks_server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows
+    assert {k: Decimal(str(r["RequestedQuantity"])) for k, r in ordered.items()} == shipped
+    for service, name in (
+        ("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocumentItem"),
+        ("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem"),
+    ):
+        billed: dict[tuple[str, str], Decimal] = {}
+        for item in tasks_server.data.table(service, name).rows.values():
+            key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
+            billed[key] = billed.get(key, Decimal(0)) + Decimal(str(item["BillingQuantity"]))
+        assert {k: Decimal(str(r["ActualDeliveryQuantity"])) for k, r in deliveries.items()} == billed, service
+
+
+def test_generated_returns_return_at_most_what_was_billed(tasks_server):
+    """The return rows have no quantity rule (SAP lets a return exceed the returnable quantity: data/sap/flow
+    README), but the generated returns are consistent: each names a billed item and returns at most its
+    billed quantity."""
+    tasks_server.data.reset()
+    billed = tasks_server.data.table("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem").rows
+    returns = list(tasks_server.data.table("API_CUSTOMER_RETURN_SRV", "A_CustomerReturnItem").rows.values())
+    assert len(returns) == 40
+    for item in returns:
+        source = billed[(str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))]
+        assert Decimal(str(item["RequestedQuantity"])) <= Decimal(str(source["BillingQuantity"])), item
+        assert item["Material"] == source["Material"], item
+    (flow,) = [f for f in tasks_server.flow.flows if f.follow[1] == "A_CustomerReturnItem"]
+    assert flow.quantity is None

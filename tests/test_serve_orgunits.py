@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from processkg.serve import odata_json
+from processkg.assets import asset
+from processkg.errors import AssetMissingError
+from processkg.serve import odata_json, org_units
 from processkg.serve.app import ServeHTTPError, Server
 from processkg.serve.data import Table
 from processkg.serve.values import to_json
@@ -286,3 +288,39 @@ def test_a_storage_location_of_another_plant_is_rejected_with_the_plant_s_locati
     assert tasks_client.get(SO + "A_SalesOrder/$count").text == "20", "a rejected call changes nothing"
     accepted = tasks_client.post(SO + "A_SalesOrder", json=order(item(StorageLocation="101B")))
     assert accepted.status_code == 201, accepted.text
+
+
+def test_the_organisation_is_the_shipped_data_file_and_agrees_with_the_code_lists():
+    """The table is data shipped with the package (assets/org_units), not code: every company code, unit and
+    storage location it names is a code of org-structure.csv, and each storage location is named after its
+    plant (``##1X`` of plant ``##10``)."""
+    path = asset(*org_units.ORGANISATION)
+    assert org_units._read(path) == (org_units.COMPANY_CODES, org_units.UNIT_COMPANY, org_units.STORAGE_LOCATIONS)
+    assert org_units.COMPANY_CODES["1010"] == ("DE", "EUR") and org_units.COMPANY_CODES["1710"] == ("US", "USD")
+    with ORG_FILE.open(encoding="utf-8") as handle:
+        codes: dict[str, set[str]] = {}
+        for row in csv.DictReader(line for line in handle if not line.startswith("#")):
+            codes.setdefault(row["value_list"], set()).add(row["code"])
+    assert set(org_units.COMPANY_CODES) <= codes["CompanyCode"]
+    assert set(org_units.UNIT_COMPANY) <= codes["Plant"] & codes["SalesOrganization"] & codes["ShippingPoint"]
+    for plant, locations in org_units.STORAGE_LOCATIONS.items():
+        assert set(locations) <= codes["StorageLocation"] and all(x[:3] == plant[:3] for x in locations), plant
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", r"packaged asset damaged"),
+        ('{"company_codes": {}, "unit_company": {}}', r"packaged asset damaged \(KeyError\('storage_locations'\)\)"),
+        (
+            '{"company_codes": {}, "unit_company": {"1010": "9999"}, "storage_locations": {}}',
+            r"unit_company names company codes it does not list: 9999",
+        ),
+    ],
+)
+def test_a_damaged_organisation_file_is_one_line_naming_it(tmp_path, text, message):
+    path = tmp_path / "reference-organisation.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(AssetMissingError, match=rf"reference-organisation\.json: .*{message}") as caught:
+        org_units._read(path)
+    assert "\n" not in str(caught.value)

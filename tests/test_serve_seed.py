@@ -265,3 +265,25 @@ def test_years_are_fiscal_years_of_the_posting_date(client):
     assert created.json()["d"]["MaterialDocumentYear"] == "2025"
     assert "MaterialDocumentYear='2025'" in created.headers["location"]
     assert created.json()["d"]["to_MaterialDocumentItem"]["results"][0]["MaterialDocumentYear"] == "2025"
+
+
+def test_a_party_has_one_name_as_business_partner_customer_and_supplier(server):
+    """Customer 3 and supplier 3 are business partner 3 in both business partner services: each name
+    property of the three master records holds the same name, a name made of words (a task asking for it
+    must be answered by reading it), and the parties' names differ."""
+    for service in ("API_BUSINESS_PARTNER", "OP_API_BUSINESS_PARTNER_SRV"):
+        partners = server.data.table(service, "A_BusinessPartner").rows
+        names = {}
+        for set_name, props in (
+            ("A_BusinessPartner", ("BusinessPartnerFullName", "BusinessPartnerName", "OrganizationBPName1")),
+            ("A_Customer", ("CustomerName", "CustomerFullName", "BPCustomerName", "BPCustomerFullName")),
+            ("A_Supplier", ("SupplierName", "SupplierFullName")),
+        ):
+            for key, record in server.data.table(service, set_name).rows.items():
+                assert key in partners, (set_name, key)
+                assert {record[p] for p in props} == {names.setdefault(key, record[props[0]])}, (set_name, key)
+        assert len(set(names.values())) == len(names) == 20
+        assert all(not any(c.isdigit() for c in str(n)) for n in names.values())
+    assert server.data.table("API_BUSINESS_PARTNER", "A_Customer").rows[("0000000010",)]["CustomerName"] == (
+        "Alpine Foods"
+    )

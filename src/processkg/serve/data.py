@@ -39,6 +39,24 @@ ROWS = 20
 #: gross amount): generated headers hold the sum of their generated items' amounts.
 TOTALS = {"TotalNetAmount": "NetAmount", "InvoiceGrossAmount": "SupplierInvoiceItemAmount"}
 ITEMS = 2  # generated items per generated document
+#: The keys of a party's master records: customer 3 and supplier 3 are business partner 3 (SAP's business
+#: partner with the customer and supplier roles under the same number).
+PARTY_KEYS = ("BusinessPartner", "Customer", "Supplier")
+#: The name properties of a party's master records: the generated ones hold one name per party
+#: (:func:`party_name`), not ``CustomerName 3`` in A_Customer and ``SupplierName 3`` in A_Supplier.
+PARTY_NAMES = frozenset(
+    {
+        "BusinessPartnerFullName",
+        "BusinessPartnerName",
+        "OrganizationBPName1",
+        "CustomerName",
+        "CustomerFullName",
+        "BPCustomerName",
+        "BPCustomerFullName",
+        "SupplierName",
+        "SupplierFullName",
+    }
+)
 ITEM_WIDTH = 6  # SAP's item numbers: POSNR, NUMC 6
 START = dt.date(2026, 1, 1)
 GUIDS = uuid.UUID("6f0d3c9e-9a57-4c1e-9d61-3b2f3c8e0a11")
@@ -412,7 +430,8 @@ def _fill(
     (``000010``, ``000020``, ... where the item key is a short numeric text). Returns the document number
     of each record: a root record's is its own (``i``), a child's its parent's, which its short reference
     fields take (:func:`is_reference_number`), so an item of delivery 3 refers to sales order 3 as the
-    delivery does, and never to a number past the ``rows`` records of the set it refers to."""
+    delivery does, and never to a number past the ``rows`` records of the set it refers to; a reference to
+    an item takes the item's own number (:func:`_is_item_reference`)."""
     v2 = table.type.version.startswith(("1", "2"))
     heads, numbers = (list(parent[0].values()), parent[1]) if parent is not None else ([], [])
     documents: list[int] = []
@@ -424,20 +443,58 @@ def _fill(
             value = generated(p, table.name, document if follows else i)
             if heads and p.name in shared:
                 value = str(heads[(i // ITEMS) % len(heads)][p.name])
-            elif heads and p.key and is_item_number(p):
+            elif heads and is_item_number(p) and (p.key or _is_item_reference(p)):
                 value = _item_number(p, i)
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
         org_units.derive(table.type, table.keys, record, i)
+        _name_party(table, record)
         if out.setdefault(table.key_of(record), record) is record:
             documents.append(document)
     return documents
+
+
+#: Words of the generated party names (:func:`party_name`).
+NAME_WORDS = (
+    ("Alpine", "Baltic", "Coastal", "Delta", "Eastern", "Falcon", "Granite", "Harbor", "Inland", "Juniper"),
+    ("Tools", "Foods", "Motors", "Textiles", "Logistics", "Chemicals", "Metals", "Electronics", "Paper", "Energy"),
+)
+
+
+def party_name(number: int) -> str:
+    """The generated name of party ``number`` (``Alpine Foods`` for 10): made of words, not of the number, so
+    a name cannot be told from the party's number (a task asking for it must be answered by reading it);
+    distinct for numbers below 100, with the number appended from 100 on."""
+    first, second = NAME_WORDS
+    name = f"{first[number % 10]} {second[(number // 10) % 10]}"
+    return name if number < 100 else f"{name} {number}"
+
+
+def _name_party(table: Table, record: dict[str, object]) -> None:
+    """A party's master record (keyed by one of :data:`PARTY_KEYS`) has the party's one name in each of its
+    :data:`PARTY_NAMES`: customer 3, supplier 3 and business partner 3 have the same name."""
+    if len(table.keys) != 1 or table.keys[0] not in PARTY_KEYS:
+        return
+    number = str(record.get(table.keys[0]) or "")
+    if not number.isdigit():
+        return
+    name = party_name(int(number))
+    for prop in table.type.props.values():
+        if prop.name in PARTY_NAMES and prop.edm_type == "Edm.String" and (prop.max_length or 80) >= len(name):
+            record[prop.name] = name
 
 
 def is_reference_number(prop: Prop) -> bool:
     """A field that holds the number of another record (``ReferenceSDDocument``, ``SoldToParty``): a short
     text without a code list that is not part of the key (:func:`_string` numbers it like a key)."""
     return not prop.key and prop.edm_type == "Edm.String" and not prop.codes and 0 < (prop.max_length or 0) <= 10
+
+
+def _is_item_reference(prop: Prop) -> bool:
+    """A reference to another document's item (``ReferenceSDDocumentItem``, ``PurchaseOrderItem``): in a
+    generated item it is the item's own number, so item 000020 of delivery 3 refers to item 000020 of sales
+    order 3 (the document's number would name no item, or the wrong one: ``000020`` in delivery 20)."""
+    return is_reference_number(prop) and prop.name.endswith("Item")
 
 
 def is_item_number(prop: Prop) -> bool:

@@ -12,7 +12,8 @@ create (POST, POST on a navigation property, each deep-insert child, each create
 * ``predecessor-not-ready``: the predecessor fails the flow's precondition (a delivery whose goods
   issue is not posted is billed);
 * ``predecessor-fully-referenced``: with this record, the follow-ons of the predecessor would add up
-  to more than its quantity (a second full goods receipt for a fully received order item).
+  to more than its quantity, or it has none left (a second full goods receipt for a fully received
+  order item, a delivery of more than an order item's open quantity, billing a fully billed delivery).
 
 Flows into one set with the same carriers from different predecessors are alternatives
 (:meth:`DocumentFlows.alternatives`): an order item's reference names a quotation item or a contract
@@ -22,7 +23,9 @@ A flow with an ``applies_when`` condition is checked only for records that meet 
 for a purchase order, not a transfer posting). An action that makes follow-ons from references
 given as parameters (``CreateFromSDDocument`` of billing: ``_Reference`` items with ``SDDocument``)
 is checked against the flows into the item sets of the set it is bound to whose one carrier is
-``ReferenceSDDocument`` (:data:`REFERENCE_PARAMETERS`).
+``ReferenceSDDocument`` (:data:`REFERENCE_PARAMETERS`), and against the item flows with a quantity: a
+referenced document whose items are all referenced in full already (a delivery billed in full) is
+``predecessor-fully-referenced``; one with quantity left is made into follow-on items of what is left.
 
 An update (PATCH, MERGE, PUT) that sets a flow's carriers, its applies-when property or its quantity
 is checked the same way, on the record as it will be (:meth:`DocumentFlows.check_change`).
@@ -54,8 +57,17 @@ SHOWN = 5  # existing predecessors quoted in a repair hint
 REFERENCE_PARAMETERS = {"SDDocument": "ReferenceSDDocument"}
 
 RowsAt = Callable[[str, str], Rows | None]
-#: What a generated follow-on item takes from the predecessor item it names, where both types have it.
+#: What a follow-on item (generated, or made by an action) takes from the predecessor item it names, where
+#: both types have it.
 CARRIED = ("Material", "Plant", "StorageLocation", "Batch")
+#: Follow-on property -> the predecessor item's property it takes, where the names differ: a billing item's
+#: ``Product`` is the delivery item's ``Material``, and its ``SalesDocument``/``SalesDocumentItem`` (the
+#: sales order item billed) are what the delivery item names as its reference (the order item it ships).
+CARRIED_AS = {
+    "Product": "Material",
+    "SalesDocument": "ReferenceSDDocument",
+    "SalesDocumentItem": "ReferenceSDDocumentItem",
+}
 
 
 @dataclass(frozen=True)
@@ -260,13 +272,14 @@ class DocumentFlows:
             return None
         own_key = table.key_of(record) if all(record.get(k) not in (None, "") for k in table.keys) else None
         used = self.referenced(flow, table.rows, key, own_key) + pending.get((flow, key), Decimal(0))
-        if used + (own or Decimal(0)) <= limit:
+        if _within(used, own or Decimal(0), limit):
             pending[(flow, key)] = pending.get((flow, key), Decimal(0)) + (own or Decimal(0))
             return None
         left = max(limit - used, Decimal(0))
+        asked = f"{flow.quantity[0]} {own} is more than the {left} left" if own else "nothing is left"
         message = (
             f"{pred.name} {', '.join(key)} has {flow.quantity[1]} {limit}, of which {used} is referenced already "
-            f"by {table.name} records; {flow.quantity[0]} {own} is more than the {left} left"
+            f"by {table.name} records; {asked}"
         )
         repair = (
             f"reference at most {left}" if left > 0 else f"it is fully referenced: choose another {pred.name}"
@@ -290,11 +303,36 @@ class DocumentFlows:
         return total
 
     def _existing(self, flow: Flow, pred: Table) -> str:
-        """Some records of the predecessor that a follow-on could name (ready ones), for a hint."""
-        ready = [r for r in pred.rows.values() if flow.precondition is None or flow.precondition.holds(r)][:SHOWN]
+        """Some records of the predecessor that a follow-on could name, for a hint: ready ones, and where the
+        flow has a quantity, ones with quantity left."""
+        left = self._left(flow, pred) if flow.quantity is not None else {}
+        ready = [
+            r
+            for key, r in pred.rows.items()
+            if (flow.precondition is None or flow.precondition.holds(r)) and left.get(key, Decimal(1)) > 0
+        ][:SHOWN]
         sample = ["/".join(str(r.get(k)) for _c, k in flow.carriers) for r in ready]
         what = "ready " if flow.precondition is not None else ""
-        return f"; {what}{pred.name} records: {', '.join(sample)}" if sample else f"; {pred.name} has no {what}record"
+        rest = f" with {flow.quantity[1]} left" if flow.quantity is not None else ""
+        if not sample:
+            return f"; {pred.name} has no {what}record{rest}"
+        return f"; {what}{pred.name} records{rest}: {', '.join(sample)}"
+
+    def _left(self, flow: Flow, pred: Table) -> dict[tuple[str, ...], Decimal]:
+        """Per predecessor record with a quantity: what its follow-ons leave of it (one pass over them)."""
+        assert flow.quantity is not None
+        follow = self.data.table(*flow.follow)
+        used: dict[tuple[str, ...], Decimal] = {}
+        for r in follow.rows.values() if follow is not None else []:
+            if flow.applies is None or flow.applies.holds(r):
+                key = self._key(flow, pred, r)
+                used[key] = used.get(key, Decimal(0)) + (_number(r, flow.quantity[0]) or Decimal(0))
+        left = {}
+        for key, r in pred.rows.items():
+            limit = _number(r, flow.quantity[1])
+            if limit is not None:
+                left[key] = limit - used.get(key, Decimal(0))
+        return left
 
     def _give(self, flow: Flow, pred: Table) -> str:
         pairs = ", ".join(f"{c} = its {k}" for c, k in flow.carriers)
@@ -346,20 +384,110 @@ class DocumentFlows:
             return []
         items = [t for _n, t in sorted(tables.items()) if bound in self.data.parents(t)[0]]
         details = []
+        pending: dict[tuple[Flow, tuple[str, ...]], Decimal] = {}
         for name, value in sorted(values.items()):
             for i, ref in odata_json.children(value):
                 for member, carrier in REFERENCE_PARAMETERS.items():
                     if ref.get(member) in (None, ""):
                         continue
                     for item in items:
+                        found = None
                         for flow in self.into(item):
                             if flow.props == (carrier,):
-                                payload = {carrier: ref[member]}
-                                detail = self._check_flow(flow, item, payload, f"/{name}{i}", {})
-                                if detail is not None:
-                                    detail["target"] = f"/{name}{i}/{member}"
-                                    details.append(detail)
+                                found = self._check_flow(flow, item, {carrier: ref[member]}, f"/{name}{i}", {})
+                            elif carrier in flow.props and flow.quantity is not None:
+                                found = self._fully_referenced(flow, item, carrier, str(ref[member]), pending)
+                            if found is not None:
+                                found["target"] = f"/{name}{i}/{member}"
+                                details.append(found)
+                                break
         return details
+
+    def _open_items(
+        self,
+        flow: Flow,
+        table: Table,
+        carrier: str,
+        document: str,
+        pending: dict[tuple[Flow, tuple[str, ...]], Decimal] | None = None,
+    ) -> list[tuple[dict[str, object], Decimal | None]]:
+        """The predecessor items of ``document`` (the items of the delivery a billing reference names), each
+        with the quantity its follow-ons in ``table`` (and ``pending``) leave of it; None without a quantity."""
+        pred = self.data.table(*flow.pred)
+        head_key = dict(flow.carriers)[carrier]
+        found: list[tuple[dict[str, object], Decimal | None]] = []
+        for source in [r for r in (pred.rows.values() if pred is not None else []) if str(r.get(head_key)) == document]:
+            assert pred is not None
+            limit = _number(source, flow.quantity[1]) if flow.quantity is not None else None
+            if limit is None:
+                found.append((source, None))
+                continue
+            key = pred.key_of(source)
+            used = self.referenced(flow, table.rows, key) + (pending or {}).get((flow, key), Decimal(0))
+            found.append((source, limit - used))
+        return found
+
+    def _fully_referenced(
+        self,
+        flow: Flow,
+        table: Table,
+        carrier: str,
+        document: str,
+        pending: dict[tuple[Flow, tuple[str, ...]], Decimal],
+    ) -> dict[str, str] | None:
+        """For an action's reference to ``document``: ``predecessor-fully-referenced`` when every item of it
+        is referenced in full by ``table``'s records (a delivery billed in full), else None, counting what
+        the action will make of it in ``pending`` (a second reference to it in the same call)."""
+        assert flow.quantity is not None
+        pred = self.data.table(*flow.pred)
+        open_items = self._open_items(flow, table, carrier, document, pending)
+        if pred is None or not open_items or any(left is None or left > 0 for _s, left in open_items):
+            for source, left in open_items:
+                if pred is not None and left is not None and left > 0:
+                    key = pred.key_of(source)
+                    pending[(flow, key)] = pending.get((flow, key), Decimal(0)) + left
+            return None
+        items = ", ".join(
+            f"{'/'.join(pred.key_of(s))} ({flow.quantity[1]} {_number(s, flow.quantity[1])})" for s, _l in open_items
+        )
+        header = next((f for f in self.into(table) if f.props == (carrier,)), None)
+        others = self._with_left(flow, carrier, header, document)
+        head_key = dict(flow.carriers)[carrier]
+        return self._detail(
+            "predecessor-fully-referenced",
+            flow,
+            "",
+            f"{head_key} {document} is referenced in full already: its {pred.name} records {items} are covered "
+            f"by {table.name} records that add up to their {flow.quantity[1]} ({flow.process}), so nothing is left "
+            f"to make a {table.name} of; choose another {head_key}{others}",
+        )
+
+    def _with_left(self, flow: Flow, carrier: str, header: Flow | None, document: str) -> str:
+        """Some documents with quantity left on an item (ready ones, by ``header``'s precondition), for a hint."""
+        pred = self.data.table(*flow.pred)
+        head = self.data.table(*header.pred) if header is not None else None
+        assert pred is not None and flow.quantity is not None
+        head_key = dict(flow.carriers)[carrier]
+        left = self._left(flow, pred)
+        shown: list[str] = []
+        for key, r in pred.rows.items():
+            number = str(r.get(head_key))
+            if left.get(key, Decimal(0)) <= 0 or number in shown or number == document:
+                continue
+            found = head.rows.get((number,)) if head is not None and len(head.keys) == 1 else None
+            ready = header is None or header.precondition is None or (found and header.precondition.holds(found))
+            if ready:
+                shown.append(number)
+            if len(shown) == SHOWN:
+                break
+        what = (
+            f" (with {header.precondition.prop} {'/'.join(header.precondition.values)})"
+            if (header is not None and header.precondition is not None)
+            else ""
+        )
+        if not shown:
+            return f"; no {head_key}{what} has {flow.quantity[1]} left: create one first"
+        return f"; {head_key}s{what} with {flow.quantity[1]} left: {', '.join(shown)}"
 
     def make(self, op: OperationInfo, values: JSONObject) -> list[tuple[Table, dict[str, object]]]:
         """The follow-on documents an action that makes them from references creates (billing's
@@ -411,16 +539,14 @@ class DocumentFlows:
             header[key] = next_key(bound, key, header)
         bound.rows[bound.key_of(header)] = header
         for table, flow in [(t, f) for t in items for f in self.into(t) if carrier in f.props and len(f.props) > 1][:1]:
-            pred = self.data.table(*flow.pred)
-            head_key = dict(flow.carriers)[carrier]
-            for source in [
-                r for r in (pred.rows.values() if pred is not None else []) if str(r.get(head_key)) == document
-            ]:
+            for source, left in self._open_items(flow, table, carrier, document):
+                if left is not None and left <= 0:
+                    continue  # referenced in full already (a delivery item billed before): nothing to make of it
                 item: dict[str, object] = {k: header[k] for k in table.keys if k in header}
                 item.update({c: source.get(k) for c, k in flow.carriers})
-                item.update(
-                    {n: source[n] for n in CARRIED if n in table.type.props and source.get(n) not in (None, "")}
-                )
+                item.update(_content(table, flow, source))
+                if left is not None and flow.quantity is not None:
+                    item[flow.quantity[0]] = canonical(str(left), table.type.props[flow.quantity[0]].edm_type, v2)
                 for key in table.keys:
                     if item.get(key) in (None, ""):
                         item[key] = next_key(table, key, item)
@@ -502,16 +628,15 @@ class DocumentFlows:
     def _carry(self, flow: Flow, pred: Table, record: dict[str, object], chosen: dict[str, object], i: int) -> None:
         """A generated follow-on item takes the content of the predecessor item it names (a goods receipt
         the material and plant of its order item, a delivery item its order item's): the properties of
-        :data:`CARRIED` both types have, a plant under the predecessor's role name for it (a sales order
+        :data:`CARRIED` both types have and those of :data:`CARRIED_AS` (a billing item's sales order item
+        is the one its delivery item ships), a plant under the predecessor's role name for it (a sales order
         item's ``ProductionPlant`` is the delivery item's ``Plant``), the flow's quantity within what the
         predecessor has; then the org units are made consistent again (``org_units.derive``)."""
         follow = self.data.table(*flow.follow)
         if follow is None or not self.data.parents(pred)[0]:
             return  # a header predecessor (a purchase order for a goods receipt item) has no item content
         props = follow.type.props
-        for name in CARRIED:
-            if name in props and chosen.get(name) not in (None, ""):
-                record[name] = chosen[name]
+        record.update(_content(follow, flow, chosen))
         plant = next((chosen[p] for p in org_units.PLANT_PROPS if chosen.get(p) not in (None, "")), None)
         if plant is not None and "Plant" in props and "Plant" not in pred.type.props:
             record["Plant"] = plant
@@ -558,7 +683,7 @@ class DocumentFlows:
         own = _number(trial, flow.quantity[0]) or Decimal(0)
         if limit is None:
             return True
-        return used.get((flow, self._key(flow, pred, trial)), Decimal(0)) + own <= limit
+        return _within(used.get((flow, self._key(flow, pred, trial)), Decimal(0)), own, limit)
 
     def _linked_ok(self, flow: Flow, record: dict[str, object], rows_at: RowsAt) -> bool:
         """Whether ``record`` meets ``flow`` (exists, ready) with the predecessors ``rows_at`` gives."""
@@ -589,3 +714,21 @@ def _number(record: dict[str, object], prop: str) -> Decimal | None:
         return Decimal(str(value))
     except InvalidOperation:
         return None
+
+
+def _within(used: Decimal, own: Decimal, limit: Decimal) -> bool:
+    """Whether a follow-on of quantity ``own`` fits a predecessor of quantity ``limit`` of which ``used`` is
+    referenced: the sum stays within it, and something is left for it (a follow-on without a quantity of a
+    fully referenced predecessor is refused too: SAP makes none of an item with no open quantity)."""
+    return used + own <= limit and used < limit
+
+
+def _content(table: Table, flow: Flow, source: dict[str, object]) -> dict[str, object]:
+    """What a follow-on item of ``table`` takes from the predecessor item ``source``: :data:`CARRIED` and
+    :data:`CARRIED_AS` where ``table``'s type has the property and ``source`` a value (never a carrier)."""
+    props, carriers = table.type.props, set(flow.props)
+    taken = {n: source[n] for n in CARRIED if n in props and source.get(n) not in (None, "")}
+    for name, origin in CARRIED_AS.items():
+        if name in props and name not in carriers and source.get(origin) not in (None, ""):
+            taken[name] = source[origin]
+    return {n: v for n, v in taken.items() if n not in carriers}

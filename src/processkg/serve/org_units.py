@@ -1,13 +1,14 @@
 """SAP's Best Practices reference organisation, as kg serve keeps its records consistent with it.
 
 The code lists (``data/sap/codes/org-structure.csv``, bound by ``bindings.yaml``) say which org units
-exist; they cannot say how the units hang together. This table does, for the reference organisation
-of SAP's Best Practices (the "Org Data Overview" of S/4HANA 1909 and 2408, the source the codes
-README names): company code 1010 is German and books in euros, 1310 Chinese in yuan, 1710 American
-in dollars; plant, sales organisation, purchasing organisation and shipping point ``##10`` belong to
-company code ``##10``; storage locations ``##1A``, ``##1B``, ``##1C``, ``##1E`` and ``##1R`` to plant
-``##10``. A store with other org units (another tenant's codes) is not touched by it: only values
-the table knows are derived or checked.
+exist; they cannot say how the units hang together. The data file shipped with the package,
+``assets/org_units/reference-organisation.json`` (its ``source`` field names where each statement comes
+from), does, for the reference organisation of SAP's Best Practices (the "Org Data Overview" of
+S/4HANA 1909 and 2408, the source the codes README names): company code 1010 is German and books in
+euros, 1310 Chinese in yuan, 1710 American in dollars; plant, sales organisation, purchasing
+organisation and shipping point ``##10`` belong to company code ``##10``; storage locations ``##1A``,
+``##1B``, ``##1C``, ``##1E`` and ``##1R`` to plant ``##10``. A store with other org units (another
+tenant's codes) is not touched by it: only values the table knows are derived or checked.
 
 Used twice: :func:`derive` makes a generated record consistent (its currencies those of its company
 code, an org-unit record's country and company code its own, a storage location one of its plant's),
@@ -17,11 +18,36 @@ not define (``storage-location-not-in-plant``, with the plant's storage location
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from processkg.aliases import JSONObject
+from processkg.assets import asset
+from processkg.errors import AssetMissingError
 from processkg.services.model import Prop, TypeInfo
 
+ORGANISATION = ("org_units", "reference-organisation.json")  # the shipped data file, under assets/
+
+
+def _read(path: Path) -> tuple[dict[str, tuple[str, str]], dict[str, str], dict[str, tuple[str, ...]]]:
+    """The company codes (country, currency), the unit -> company code and plant -> storage locations of
+    the organisation file; a file that does not read as such is a damaged installation."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        companies = {str(k): (str(v["country"]), str(v["currency"])) for k, v in data["company_codes"].items()}
+        units = {str(k): str(v) for k, v in data["unit_company"].items()}
+        locations = {str(k): tuple(str(x) for x in v) for k, v in data["storage_locations"].items()}
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise AssetMissingError(f"{path}: packaged asset damaged ({exc!r}); reinstall processkg") from None
+    unknown = sorted(set(units.values()) - set(companies))
+    if unknown:
+        raise AssetMissingError(f"{path}: unit_company names company codes it does not list: {', '.join(unknown)}")
+    return companies, units, locations
+
+
+_COMPANIES, _UNITS, _LOCATIONS = _read(asset(*ORGANISATION))
 #: Company code -> (country, currency) (ISO 3166-1 alpha-2, ISO 4217).
-COMPANY_CODES: dict[str, tuple[str, str]] = {"1010": ("DE", "EUR"), "1310": ("CN", "CNY"), "1710": ("US", "USD")}
+COMPANY_CODES: dict[str, tuple[str, str]] = _COMPANIES
 #: The properties that name a company code, a plant, or another unit that belongs to a company code.
 COMPANY_CODE_PROPS = ("CompanyCode", "BillingCompanyCode")
 PLANT_PROPS = (
@@ -35,11 +61,9 @@ PLANT_PROPS = (
 )
 UNIT_PROPS = ("SalesOrganization", "SalesOrderSalesOrganization", "PurchasingOrganization", "ShippingPoint")
 #: Org unit (plant, sales organisation, ...) -> its company code: unit ``##10`` belongs to company code ``##10``.
-UNIT_COMPANY: dict[str, str] = {code: code for code in COMPANY_CODES}
+UNIT_COMPANY: dict[str, str] = _UNITS
 #: Plant -> its storage locations.
-STORAGE_LOCATIONS: dict[str, tuple[str, ...]] = {
-    plant: tuple(f"{plant[:3]}{suffix}" for suffix in "ABCER") for plant in COMPANY_CODES
-}
+STORAGE_LOCATIONS: dict[str, tuple[str, ...]] = _LOCATIONS
 #: (plant property, storage location property) pairs of one record: the location is one of the plant's.
 #: A storage location goes with the first of its plant properties that the type has (a sales order
 #: item's ``StorageLocation`` is in its ``ProductionPlant``).

@@ -11,7 +11,8 @@ and refuses it out of order, and every record it generates passes its own checks
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+import re
+from decimal import ROUND_FLOOR, Decimal
 
 import pytest
 
@@ -190,8 +191,8 @@ def _delivery(order: str, item: str = "000010", quantity: str = "2") -> dict[str
 
 
 def _open_order(client, quantity: str = "2") -> str:
-    """A new sales order of one item of ``quantity`` pieces (nothing delivered yet), its number: every
-    generated order item is delivered in full, so a delivery needs an order with open quantity."""
+    """A new sales order of one item of ``quantity`` pieces (nothing delivered yet), its number: most
+    generated order items are delivered in full, and a test needs an order whose open quantity it knows."""
     item = {"Material": "0000000001", "RequestedQuantity": quantity, "RequestedQuantityUnit": "PC"}
     created = client.post(SO + "A_SalesOrder", json={**ORDER, "to_Item": [item]})
     assert created.status_code == 201, created.text
@@ -210,7 +211,6 @@ def _detail(answer) -> dict[str, str]:
 
 
 def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existing_ones_named(tasks_client):
-    number = _open_order(tasks_client)
     answer = tasks_client.post(
         OD + "A_OutbDeliveryHeader", json={"ShippingPoint": "1710", "to_DeliveryDocumentItem": [{}]}
     )
@@ -222,9 +222,13 @@ def test_a_follow_on_without_its_predecessor_is_missing_predecessor_with_existin
         "are made from A_SalesOrderItem records" in detail["message"]
     )
     assert "or create the A_SalesOrderItem first (the step 'Create the sales order')" in detail["message"]
-    assert f"A_SalesOrderItem records with RequestedQuantity left: {number}/000010" in detail["message"], (
-        "the order items a delivery can still ship: not the generated ones, delivered in full"
-    )
+    named = re.search(r"A_SalesOrderItem records with RequestedQuantity left: ([0-9/, ]+)", detail["message"])
+    assert named, detail["message"]
+    items = [tuple(n.split("/")) for n in named.group(1).split(", ")]
+    assert 1 <= len(items) <= 5, items
+    for order, item in items:  # generated orders partly delivered: each one named takes a delivery of a piece
+        answer = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(order, item, "1"))
+        assert answer.status_code == 201, (order, item, answer.text)
     assert "give the key of an existing A_SalesOrderItem" in detail["message"]
 
 
@@ -602,8 +606,11 @@ def test_billing_a_delivery_twice_is_predecessor_fully_referenced(tasks_client):
         "choose another DeliveryDocument; DeliveryDocuments (with OverallGoodsMovementStatus C) with "
         in (again["message"])
     )
-    assert f"ActualDeliveryQuantity left: {other}" in again["message"]
-    assert tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": other}]}).status_code == 200
+    named = re.search(r"ActualDeliveryQuantity left: ([0-9, ]+)", again["message"])
+    assert named, again["message"]
+    for number in named.group(1).split(", ") + [other]:  # each one named, and the one made here, can be billed
+        answer = tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": number}]})
+        assert answer.status_code == 200, (number, answer.text)
     generated = _detail(tasks_client.post(CREATE_BILLING, json={"_Reference": [{"SDDocument": "0000000001"}]}))
     assert generated["code"] == "predecessor-fully-referenced", "every generated delivery is billed in full"
 
@@ -645,7 +652,7 @@ def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_ite
         assert len(items) == 40
         for item in items:
             shipped = deliveries[(str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))]
-            assert Decimal(str(item["BillingQuantity"])) == Decimal(str(shipped["ActualDeliveryQuantity"])), item
+            assert Decimal(str(item["BillingQuantity"])) <= Decimal(str(shipped["ActualDeliveryQuantity"])), item
             assert item[material] == shipped["Material"], item
             assert (item["SalesDocument"], item["SalesDocumentItem"]) == (
                 shipped["ReferenceSDDocument"],
@@ -656,13 +663,14 @@ def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_ite
             "a generated delivery item ships the order item of its own number",
             item,
         )
-    # docs/serve.md: every generated order item is delivered in full, every generated delivery billed in full
+    # docs/serve.md: most generated order items are delivered in full, some are left open (every fourth
+    # follow-on item covers at most half of its predecessor); no delivery is billed beyond what it delivered
     shipped: dict[tuple[str, str], Decimal] = {}
     for item in deliveries.values():
         key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
         shipped[key] = shipped.get(key, Decimal(0)) + Decimal(str(item["ActualDeliveryQuantity"]))
     ordered = tasks_server.data.table("API_SALES_ORDER_SRV", "A_SalesOrderItem").rows
-    assert {k: Decimal(str(r["RequestedQuantity"])) for k, r in ordered.items()} == shipped
+    _mostly_in_full({k: Decimal(str(r["RequestedQuantity"])) for k, r in ordered.items()}, shipped)
     for service, name in (
         ("sap-s4-CE_BILLINGDOCUMENT_0001-v1", "BillingDocumentItem"),
         ("API_BILLING_DOCUMENT_SRV", "A_BillingDocumentItem"),
@@ -671,7 +679,17 @@ def test_generated_billing_items_bill_their_delivery_item_and_name_its_order_ite
         for item in tasks_server.data.table(service, name).rows.values():
             key = (str(item["ReferenceSDDocument"]), str(item["ReferenceSDDocumentItem"]))
             billed[key] = billed.get(key, Decimal(0)) + Decimal(str(item["BillingQuantity"]))
-        assert {k: Decimal(str(r["ActualDeliveryQuantity"])) for k, r in deliveries.items()} == billed, service
+        delivered = {k: Decimal(str(r["ActualDeliveryQuantity"])) for k, r in deliveries.items()}
+        assert set(billed) <= set(delivered) and all(billed[k] <= delivered[k] for k in billed), service
+
+
+def _mostly_in_full(limits: dict[tuple[str, str], Decimal], taken: dict[tuple[str, str], Decimal]) -> None:
+    """No predecessor item is covered by its follow-ons beyond its quantity; most are covered in full, and
+    some (every fourth follow-on item covers at most half of its predecessor) are left open."""
+    assert set(taken) <= set(limits)
+    assert all(taken[k] <= limits[k] for k in taken), [(k, taken[k], limits[k]) for k in taken if taken[k] > limits[k]]
+    left_open = [k for k, limit in limits.items() if taken.get(k, Decimal(0)) < limit]
+    assert len(limits) // 8 <= len(left_open) <= len(limits) // 2, (len(left_open), len(limits))
 
 
 def test_generated_returns_return_at_most_what_was_billed(tasks_server):

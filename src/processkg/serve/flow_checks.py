@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 from processkg.aliases import JSONObject, Record
 from processkg.errors import ServeHTTPError
@@ -52,6 +52,10 @@ from processkg.serve.values import canonical
 from processkg.services.model import OperationInfo
 
 SHOWN = 5  # existing predecessors quoted in a repair hint
+#: Every ``PARTIAL``-th generated follow-on item of a flow with a quantity rule covers at most half of its
+#: predecessor item's quantity (a partial delivery, goods receipt, invoice or billing), so the generated
+#: system has documents left to go on with, as a real one has (SAP's status B, partly processed).
+PARTIAL = 4
 #: Operation parameter member -> the follow-on property it fills: an action's collection parameter
 #: whose items have this member makes follow-ons carrying it (billing's ``_Reference/SDDocument``).
 REFERENCE_PARAMETERS = {"SDDocument": "ReferenceSDDocument"}
@@ -68,6 +72,10 @@ CARRIED_AS = {
     "SalesDocument": "ReferenceSDDocument",
     "SalesDocumentItem": "ReferenceSDDocumentItem",
 }
+#: Follow-on quantity -> the predecessor item's quantity it stays within in generated records of a flow
+#: without a quantity rule: a return item's ``RequestedQuantity`` within the billed quantity of the billing
+#: item it names (SAP does not refuse more, data/sap/flow/README.md; a generated system returns no more).
+WITHIN = {"RequestedQuantity": "BillingQuantity"}
 
 
 @dataclass(frozen=True)
@@ -612,10 +620,17 @@ class DocumentFlows:
         else:
             ordered = list(candidates.values())
             ordered = ordered[i % len(ordered) :] + ordered[: i % len(ordered)]
-            near = [c for c in ordered if any(str(c.get(k)) == str(record.get(p)) for p, k in flow.carriers)]
-            chosen = next((c for c in near + ordered if fits(c)), None)
-            if chosen is None and flow.quantity is not None:
-                chosen = self._most_left(flow, pred, record, [c for c in ordered if fits(c, quantity=False)], used)
+            def matching(c: dict[str, object]) -> int:
+                return sum(str(c.get(k)) == str(record.get(p)) for p, k in flow.carriers)
+
+            near = sorted((c for c in ordered if matching(c)), key=lambda c: -matching(c))
+            chosen = None
+            for group in (near, ordered):  # the document it names, with what is left of it, before any other
+                chosen = next((c for c in group if fits(c)), None)
+                if chosen is None and flow.quantity is not None:
+                    chosen = self._most_left(flow, pred, record, [c for c in group if fits(c, quantity=False)], used)
+                if chosen is not None:
+                    break
         if chosen is None:
             return
         for c, k in flow.carriers:
@@ -631,7 +646,8 @@ class DocumentFlows:
         :data:`CARRIED` both types have and those of :data:`CARRIED_AS` (a billing item's sales order item
         is the one its delivery item ships), a plant under the predecessor's role name for it (a sales order
         item's ``ProductionPlant`` is the delivery item's ``Plant``), the flow's quantity within what the
-        predecessor has; then the org units are made consistent again (``org_units.derive``)."""
+        predecessor has (every :data:`PARTIAL`-th within half of it), a flow without a quantity rule the
+        quantities of :data:`WITHIN`; then the org units are made consistent again (``org_units.derive``)."""
         follow = self.data.table(*flow.follow)
         if follow is None or not self.data.parents(pred)[0]:
             return  # a header predecessor (a purchase order for a goods receipt item) has no item content
@@ -645,6 +661,17 @@ class DocumentFlows:
             own, limit = _number(record, follow_qty), _number(chosen, pred_qty)
             if own is not None and limit is not None and own > limit:
                 record[follow_qty] = chosen[pred_qty]
+            own = _number(record, follow_qty)
+            if own is not None and limit is not None and i % PARTIAL == PARTIAL - 1:
+                half = (limit / 2).to_integral_value(rounding=ROUND_FLOOR)
+                if 0 < half < own:
+                    v2 = odata_json.is_v2(follow.type)
+                    record[follow_qty] = canonical(str(half), props[follow_qty].edm_type, v2)
+        else:
+            for own_qty, pred_qty in WITHIN.items():
+                own, limit = _number(record, own_qty), _number(chosen, pred_qty)
+                if own_qty in props and own is not None and limit is not None and own > limit:
+                    record[own_qty] = chosen[pred_qty]
         org_units.derive(follow.type, follow.keys, record, i)
 
     def _most_left(

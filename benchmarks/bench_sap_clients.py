@@ -160,10 +160,12 @@ def wait_for(url: str, proc: subprocess.Popen, what: str) -> None:
     raise SystemExit(f"{what} did not answer {url} within 180 s")
 
 
-def start_kg(store: Path, port: int, record: Path) -> subprocess.Popen:
+def start_kg(store: Path, port: int, record: Path, recording: bool = True) -> subprocess.Popen:
+    """``kg serve`` on ``port``, recording every call to ``record`` unless ``recording`` is False (then
+    ``record`` only names the folder of its log)."""
     command = [sys.executable, "-c", "from processkg.cli import main; main()", "serve", "--store", str(store)]
-    command += ["--port", str(port), "--record", str(record), "--allow-reset"]
-    with (record.parent / "kg-serve.log").open("wb") as log:
+    command += ["--port", str(port), "--allow-reset"] + (["--record", str(record)] if recording else [])
+    with (record.parent / f"kg-serve-{port}.log").open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     wait_for(f"http://127.0.0.1:{port}{SERVICE}", proc, "kg serve")
     return proc
@@ -347,7 +349,11 @@ def ended_by(proc: subprocess.Popen, client: httpx.Client) -> int | None:
         return proc.wait(timeout=30)
 
 
-def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str, Any]:
+def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path, store: Path) -> dict[str, Any]:
+    """The invalid writes, then the latency twice: with ``kg serve`` recording every call (the process at
+    ``kg_base``, as the earlier runs measured it), and with a second ``kg serve`` started as a user starts
+    it, without ``--record`` (the mock writes no line per request either), against a freshly started mock
+    server each time (its records as at the start)."""
     with httpx.Client(base_url=kg_base, timeout=60) as kg:
         kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
         records = export_records(kg)
@@ -364,11 +370,26 @@ def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str,
                 ended = ended_by(mock_proc, mock)
                 if ended is not None:  # the last write ended the mock server's process: start it again
                     rows[-1]["mock"]["process_exit"] = ended
-                    mock_proc = start_mock(port, mockdata)
+                mock_proc = restart_mock(mock_proc, port, mockdata)
                 kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
                 load_before = os.getloadavg()
                 timing = latency(servers, {"kg_serve": kg_pid, "mock": mock_proc.pid}, rounds)
                 load_after = os.getloadavg()
+            mock_proc = restart_mock(mock_proc, port, mockdata)
+            plain_port = free_port()
+            plain = start_kg(store, plain_port, tmp / "plain", recording=False)
+            try:
+                with (
+                    httpx.Client(base_url=f"http://127.0.0.1:{plain_port}", timeout=60) as kg_plain,
+                    httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as mock,
+                ):
+                    plain_load_before = os.getloadavg()
+                    plain_timing = latency(
+                        {"kg_serve": kg_plain, "mock": mock}, {"kg_serve": plain.pid, "mock": mock_proc.pid}, rounds
+                    )
+                    plain_load_after = os.getloadavg()
+            finally:
+                stop(plain)
         finally:
             stop(mock_proc)
     version = json.loads((CLIENTS / "node_modules/@sap-ux/fe-mockserver-core/package.json").read_text())["version"]
@@ -379,10 +400,19 @@ def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str,
         "rejected": {name: sum(1 for r in rows if r[name]["rejected"]) for name in ("kg_serve", "mock")},
         "invalid_write_count": len(rows),
         "latency": timing,
+        "latency_without_recording": plain_timing,
         "rounds": rounds,
         "requests": {"get_by_key": BY_KEY, "filtered_get": FILTERED, "deep_insert": "POST A_SalesOrder with 2 items"},
         "load_average_1min": [round(load_before[0], 2), round(load_after[0], 2)],
+        "load_average_1min_without_recording": [round(plain_load_before[0], 2), round(plain_load_after[0], 2)],
     }
+
+
+def restart_mock(proc: subprocess.Popen, port: int, mockdata: Path) -> subprocess.Popen:
+    """A fresh mock server on ``port`` with the records of ``mockdata`` (the writes sent so far dropped)."""
+    if proc.poll() is None:
+        stop(proc)
+    return start_mock(port, mockdata)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -433,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 write(RESULTS / "sap_catalog.json", {**common, **listed})
             if args.only in (None, "mock"):
-                write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp)})
+                write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp, store)})
         finally:
             stop(kg_proc)
     return 0

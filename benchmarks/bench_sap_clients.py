@@ -18,7 +18,9 @@ unless ``--store`` names one, starts ``kg serve`` on it in its own process on a 
    process: (a) the invalid writes of ``INVALID_WRITES``, each with its kind: which server rejects
    which (a 4xx answer); (b) ``--rounds`` rounds of a GET by key, a filtered GET and a deep insert
    of an order with two items (validated by ``kg serve``), interleaved one request at a time and
-   alternating which server goes first: the median milliseconds of each and the ratio kg serve / mock.
+   alternating which server goes first: the median milliseconds of each and the ratio kg serve / mock,
+   once with the ``kg serve`` that records every call (``latency``) and once with one started without
+   ``--record`` (``latency_without_recording``), each against a freshly started mock server.
 3. **Catalogs** (``benchmarks/results/sap_catalog.json``): runs ``sap-clients/catalog.js``, the catalog
    client of SAP's Fiori tools (``@sap-ux/axios-extension``), which lists the server's services through
    SAP Gateway's V2 and V4 catalog services; each with the services it found, checked against ``GET /``.

@@ -368,16 +368,16 @@ def _has_datatype(v: Node, rule: Node) -> bool:
         return False
     if type(rule) is not URIRef:
         return _has_datatype_term(v, rule)
-    datatype, iri = v.datatype, _key(rule)
+    datatype, iri = v.datatype, str.__str__(rule)  # _key of an IRI
     if type(datatype) is URIRef and _key(datatype) == iri:
-        return getattr(v, "ill_typed", None) is not True and _actual(v, iri)
+        return getattr(v, "ill_typed", None) is not True and _actual_key(v, iri)
     if iri == _RDFS_LITERAL_KEY:
         return True
     if iri == _RDFS_DATATYPE_KEY and datatype:
         return True
     if datatype is None and v.language is None and iri == _XSD_STRING_KEY:
-        return _actual(v, iri)
-    return iri == _LANG_STRING_KEY and bool(v.language) and _actual(v, iri)
+        return _actual_key(v, iri)
+    return iri == _LANG_STRING_KEY and bool(v.language) and _actual_key(v, iri)
 
 
 def _has_datatype_term(v: Literal, rule: Node) -> bool:
@@ -403,8 +403,14 @@ _ACTUAL: dict[Node, type | tuple[type, ...]] = {
 _ACTUAL_BY_KEY = {_key(k): kind for k, kind in _ACTUAL.items()}
 
 
-def _actual(v: Literal, rule: Node | str) -> bool:
-    kind = _ACTUAL_BY_KEY.get(rule) if type(rule) is str else _ACTUAL.get(rule)
+def _actual(v: Literal, rule: Node) -> bool:
+    kind = _ACTUAL.get(rule)
+    return True if kind is None else isinstance(v.value, kind)
+
+
+def _actual_key(v: Literal, iri: str) -> bool:
+    """:func:`_actual` for a datatype given as its IRI's plain string (:func:`_key`)."""
+    kind = _ACTUAL_BY_KEY.get(iri)
     return True if kind is None else isinstance(v.value, kind)
 
 

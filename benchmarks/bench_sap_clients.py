@@ -18,7 +18,9 @@ unless ``--store`` names one, starts ``kg serve`` on it in its own process on a 
    process: (a) the invalid writes of ``INVALID_WRITES``, each with its kind: which server rejects
    which (a 4xx answer); (b) ``--rounds`` rounds of a GET by key, a filtered GET and a deep insert
    of an order with two items (validated by ``kg serve``), interleaved one request at a time and
-   alternating which server goes first: the median milliseconds of each and the ratio kg serve / mock.
+   alternating which server goes first: the median milliseconds of each and the ratio kg serve / mock,
+   once with the ``kg serve`` that records every call (``latency``) and once with one started without
+   ``--record`` (``latency_without_recording``), each against a freshly started mock server.
 3. **Catalogs** (``benchmarks/results/sap_catalog.json``): runs ``sap-clients/catalog.js``, the catalog
    client of SAP's Fiori tools (``@sap-ux/axios-extension``), which lists the server's services through
    SAP Gateway's V2 and V4 catalog services; each with the services it found, checked against ``GET /``.
@@ -160,10 +162,12 @@ def wait_for(url: str, proc: subprocess.Popen, what: str) -> None:
     raise SystemExit(f"{what} did not answer {url} within 180 s")
 
 
-def start_kg(store: Path, port: int, record: Path) -> subprocess.Popen:
+def start_kg(store: Path, port: int, record: Path, recording: bool = True) -> subprocess.Popen:
+    """``kg serve`` on ``port``, recording every call to ``record`` unless ``recording`` is False (then
+    ``record`` only names the folder of its log)."""
     command = [sys.executable, "-c", "from processkg.cli import main; main()", "serve", "--store", str(store)]
-    command += ["--port", str(port), "--record", str(record), "--allow-reset"]
-    with (record.parent / "kg-serve.log").open("wb") as log:
+    command += ["--port", str(port), "--allow-reset"] + (["--record", str(record)] if recording else [])
+    with (record.parent / f"kg-serve-{port}.log").open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     wait_for(f"http://127.0.0.1:{port}{SERVICE}", proc, "kg serve")
     return proc
@@ -299,13 +303,16 @@ def latency(
     """Median milliseconds of each kind on each server, interleaved one request at a time, and the
     server process's CPU milliseconds per request of that kind (the kernel's tick accounting, read
     around each request outside the timed part: summed over the rounds it estimates the CPU a
-    request costs, which other jobs on the machine change much less than the latency)."""
+    request costs, which other jobs on the machine change much less than the latency). The ratio is
+    also given over the rounds in which each server went first: a request right after the other
+    server's (the mock's filtered GET is 10 ms of Node) runs on caches the other process filled."""
     import psutil
 
     tokens = {name: csrf_token(client) for name, client in servers.items()}
     procs = {name: psutil.Process(pid) for name, pid in pids.items()}
     names = list(servers)
     ms: dict[tuple[str, str], list[float]] = {(k, n): [] for k in KINDS for n in names}
+    first: dict[tuple[str, str, str], list[float]] = {(k, n, f): [] for k in KINDS for n in names for f in names}
     cpu: dict[tuple[str, str], float] = {(k, n): 0.0 for k in KINDS for n in names}
     for i in range(warmup + rounds):
         for kind, (call, expected) in KINDS.items():
@@ -319,6 +326,7 @@ def latency(
                     raise SystemExit(f"{kind} on {name}: {response.status_code} {response.text[:300]}")
                 if i >= warmup:
                     ms[(kind, name)].append(elapsed)
+                    first[(kind, name, names[i % 2])].append(elapsed)
                     cpu[(kind, name)] += used * 1000
     out: dict[str, dict[str, float]] = {}
     for kind in KINDS:
@@ -326,6 +334,9 @@ def latency(
         row["ratio_kg_to_mock"] = round(row["kg_serve_p50_ms"] / row["mock_p50_ms"], 2)
         row.update({f"{name}_cpu_ms": round(cpu[(kind, name)] / rounds, 2) for name in names})
         row["cpu_ratio_kg_to_mock"] = round(row["kg_serve_cpu_ms"] / max(row["mock_cpu_ms"], 0.01), 2)
+        for f in names:  # the rounds in which server f went first: the order is alternated, its effect shown
+            by_first = {n: statistics.median(first[(kind, n, f)]) for n in names}
+            row[f"ratio_kg_to_mock_{f}_first"] = round(by_first["kg_serve"] / by_first["mock"], 2)
         out[kind] = row
         print(f"{kind}: {row}", flush=True)
     return out
@@ -340,7 +351,11 @@ def ended_by(proc: subprocess.Popen, client: httpx.Client) -> int | None:
         return proc.wait(timeout=30)
 
 
-def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str, Any]:
+def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path, store: Path) -> dict[str, Any]:
+    """The invalid writes, then the latency twice: with ``kg serve`` recording every call (the process at
+    ``kg_base``, as the earlier runs measured it), and with a second ``kg serve`` started as a user starts
+    it, without ``--record`` (the mock writes no line per request either), against a freshly started mock
+    server each time (its records as at the start)."""
     with httpx.Client(base_url=kg_base, timeout=60) as kg:
         kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
         records = export_records(kg)
@@ -357,11 +372,26 @@ def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str,
                 ended = ended_by(mock_proc, mock)
                 if ended is not None:  # the last write ended the mock server's process: start it again
                     rows[-1]["mock"]["process_exit"] = ended
-                    mock_proc = start_mock(port, mockdata)
+                mock_proc = restart_mock(mock_proc, port, mockdata)
                 kg.post("/$reset", headers={"x-csrf-token": csrf_token(kg)})
                 load_before = os.getloadavg()
                 timing = latency(servers, {"kg_serve": kg_pid, "mock": mock_proc.pid}, rounds)
                 load_after = os.getloadavg()
+            mock_proc = restart_mock(mock_proc, port, mockdata)
+            plain_port = free_port()
+            plain = start_kg(store, plain_port, tmp / "plain", recording=False)
+            try:
+                with (
+                    httpx.Client(base_url=f"http://127.0.0.1:{plain_port}", timeout=60) as kg_plain,
+                    httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as mock,
+                ):
+                    plain_load_before = os.getloadavg()
+                    plain_timing = latency(
+                        {"kg_serve": kg_plain, "mock": mock}, {"kg_serve": plain.pid, "mock": mock_proc.pid}, rounds
+                    )
+                    plain_load_after = os.getloadavg()
+            finally:
+                stop(plain)
         finally:
             stop(mock_proc)
     version = json.loads((CLIENTS / "node_modules/@sap-ux/fe-mockserver-core/package.json").read_text())["version"]
@@ -372,10 +402,19 @@ def side_by_side(kg_base: str, kg_pid: int, rounds: int, tmp: Path) -> dict[str,
         "rejected": {name: sum(1 for r in rows if r[name]["rejected"]) for name in ("kg_serve", "mock")},
         "invalid_write_count": len(rows),
         "latency": timing,
+        "latency_without_recording": plain_timing,
         "rounds": rounds,
         "requests": {"get_by_key": BY_KEY, "filtered_get": FILTERED, "deep_insert": "POST A_SalesOrder with 2 items"},
         "load_average_1min": [round(load_before[0], 2), round(load_after[0], 2)],
+        "load_average_1min_without_recording": [round(plain_load_before[0], 2), round(plain_load_after[0], 2)],
     }
+
+
+def restart_mock(proc: subprocess.Popen, port: int, mockdata: Path) -> subprocess.Popen:
+    """A fresh mock server on ``port`` with the records of ``mockdata`` (the writes sent so far dropped)."""
+    if proc.poll() is None:
+        stop(proc)
+    return start_mock(port, mockdata)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -426,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 write(RESULTS / "sap_catalog.json", {**common, **listed})
             if args.only in (None, "mock"):
-                write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp)})
+                write(args.out, {**common, **side_by_side(base, kg_proc.pid, args.rounds, tmp, store)})
         finally:
             stop(kg_proc)
     return 0

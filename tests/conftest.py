@@ -38,6 +38,7 @@ from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.graph.store import plain
 from processkg.retrieve.index import IndexReport, build_index
 from processkg.serve.app import Server, create_app, open_server
+from processkg.serve.http_protocol import HeadWithBodyProtocol
 from processkg.tools.local_server import free_port
 from processkg.vocab import PREFIXES
 
@@ -223,7 +224,10 @@ def running(server: Server, timeout: float = 60) -> Iterator[httpx.Client]:
     """``kg serve``'s application for ``server`` under uvicorn on a free loopback port, in a thread,
     with an HTTP client for it; stopped when the block ends."""
     port = free_port()
-    web = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(
+        create_app(server), host="127.0.0.1", port=port, log_level="warning", http=HeadWithBodyProtocol
+    )
+    web = uvicorn.Server(config)
     thread = threading.Thread(target=web.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

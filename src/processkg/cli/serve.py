@@ -80,7 +80,10 @@ def serve_cmd(
     click.echo(f"serving {len(server.roots)} services of {store} on http://{host}:{port}", err=True)
     for root in sorted(server.roots):
         click.echo(f"  http://{host}:{port}{root}", err=True)
-    config = uvicorn.Config(create_app(server), log_level="warning", access_log=False)  # none at warning level
+    from processkg.serve.http_protocol import HeadWithBodyProtocol  # imports uvicorn's protocol
+
+    # the response head written with its body (serve/http_protocol.py); no access log at warning level
+    config = uvicorn.Config(create_app(server), http=HeadWithBodyProtocol, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[listening])
 
 

@@ -123,7 +123,6 @@ class Server:
         self.model, self.validator, self.data, self.recorder = model, validator, data, recorder
         self.retrieval = retrieval  # GET /$processkg/retrieve (serve/retrieval.py)
         self.roots = {service_root(s.name, s.version, s.namespaces): s.name for s in model.heads.values()}
-        self.roots_longest_first = sorted(self.roots, key=len, reverse=True)  # a root may begin another
         self.validate_lock = threading.Lock()
         self.csrf = csrf
         self.csrf_token = secrets.token_urlsafe(24)
@@ -176,13 +175,26 @@ class Server:
 
     # ------------------------------------------------------------ routing
     def resource(self, path: str) -> Resource:
-        for root in self.roots_longest_first:
-            if path == root.rstrip("/") or path.startswith(root):
-                rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
-                return Resource(self.roots[root], root, rest)
-        raise ServeHTTPError(
-            404, "not-found", f"no service at {path}; GET / lists the paths of the {len(self.roots)} services"
-        )
+        root = self.root_of(path)
+        if root is None:
+            raise ServeHTTPError(
+                404, "not-found", f"no service at {path}; GET / lists the paths of the {len(self.roots)} services"
+            )
+        rest = [_segment(unquote(s)) for s in split_top(path[len(root) :], "/") if s]
+        return Resource(self.roots[root], root, rest)
+
+    def root_of(self, path: str) -> str | None:
+        """The root of the service ``path`` is under: ``path`` itself with a slash, else the longest root
+        that begins it (a root may begin another). Each prefix of ``path`` that ends in a slash is looked
+        up, instead of testing every root: a store serves dozens of services."""
+        if path + "/" in self.roots:
+            return path + "/"
+        end = len(path)
+        while (slash := path.rfind("/", 0, end)) >= 0:
+            if path[: slash + 1] in self.roots:
+                return path[: slash + 1]
+            end = slash
+        return None
 
     def version(self, service: str) -> str:
         """The OData version of ``service``, from the model's index (its model is not read)."""
@@ -660,10 +672,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def read_body(request: Request) -> bytes:
+async def read_body(request: Request, length: str | None) -> bytes:
     """The request body, read no further than :data:`MAX_BODY` bytes: a longer one (announced by
-    ``Content-Length`` or found while streaming) is a 413 before the rest is read."""
-    length = request.headers.get("content-length")
+    ``Content-Length``, ``length``, or found while streaming) is a 413 before the rest is read."""
     if length is not None:
         if not (length.isascii() and length.isdigit()):
             raise ServeHTTPError(400, "malformed", f"Content-Length {length[:40]!r} is not a number")
@@ -677,6 +688,17 @@ async def read_body(request: Request) -> bytes:
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _path_and_query(scope: Scope) -> tuple[str, str]:
+    """The request's path and query string as Starlette's ``request.url`` gives them (``?``, ``#`` and
+    ``\\`` of the decoded path escaped, tab, CR and LF dropped as ``urlsplit`` drops them), without
+    building the whole URL (its host and port are not needed here)."""
+    path = scope["path"].replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
+    query = scope.get("query_string", b"").decode()
+    if any(c in path or c in query for c in "\t\r\n"):
+        path, query = (text.replace("\t", "").replace("\r", "").replace("\n", "") for text in (path, query))
+    return path, query
 
 
 def _bound(request: Request) -> tuple[str, int] | None:
@@ -693,22 +715,23 @@ def create_app(server: Server) -> ASGIApp:
     stack, which cost a tenth of a GET by key's CPU time (``benchmarks/bench_sap_clients.py``)."""
 
     async def handle(request: Request) -> Response:
-        url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        headers = {k.lower(): v for k, v in request.headers.items()}
+        path, query = _path_and_query(request.scope)
+        url = path + (f"?{query}" if query else "")
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.scope["headers"]}
         try:
             server.check_host(headers.get("host"), _bound(request))
-            raw = await read_body(request)
+            raw = await read_body(request, headers.get("content-length"))
         except ServeHTTPError as exc:  # refused before the body was read (whole)
             refused = _error_response(server, url, exc)
             refused.headers["connection"] = "close"  # the rest of the body is not read: uvicorn drops the socket
-            if server.recorder is not None and request.url.path not in ADMIN and request.method != "HEAD":
+            if server.recorder is not None and path not in ADMIN and request.method != "HEAD":
                 server.recorder.record(request.method, url, None, refused.status_code, exc.code)
             return refused
-        if request.url.path in ADMIN:
-            return await run_in_threadpool(admin, server, request.method, request.url.path, headers)
-        if request.url.path == "/" or catalog.is_catalog(request.url.path):
+        if path in ADMIN:
+            return await run_in_threadpool(admin, server, request.method, path, headers)
+        if path == "/" or catalog.is_catalog(path):
             origin = str(request.base_url).rstrip("/")
-            response = discovery(server, request.method, request.url.path, request.url.query, origin)
+            response = discovery(server, request.method, path, query, origin)
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
             return response
@@ -864,11 +887,10 @@ def answer(
 def versioned(server: Server, path: str, response: Response) -> Response:
     """``response`` with the protocol version header of the service whose root ``path`` is under, as SAP
     answers: ``DataServiceVersion: 2.0`` (V2) or ``OData-Version: 4.0`` (V4)."""
-    try:
-        version = server.version(server.resource(path).service)
-    except ServeHTTPError:
+    root = server.root_of(path)
+    if root is None:
         return response
-    if version.startswith("4"):
+    if server.version(server.roots[root]).startswith("4"):
         response.headers["OData-Version"] = "4.0"
     else:
         response.headers["DataServiceVersion"] = "2.0"
@@ -937,7 +959,7 @@ def dispatch(
     budget: Budget | None = None,
 ) -> Response:
     res = server.resource(urlsplit(url).path)
-    target = operations.target_of(server.model, method, url)
+    target = server.validator.resolve(method, url)  # what operations.target_of resolves, kept
     query = target["query"]
     if res.rest and operations.names_operation(target):  # serve/operations.py
         return operations.invoke(
@@ -967,7 +989,8 @@ def _json_body(method: str, raw: bytes) -> object:
         return None
     try:
         value = json.loads(raw, parse_constant=reject_constant, parse_float=finite_float)
-        json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) cannot be stored
+        if b"\\u" in raw or b"\0" in raw or not raw.isascii():  # else UTF-8 with no escape: no surrogate
+            json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) cannot be stored
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeError are ValueErrors
         raise ServeHTTPError(400, "malformed", f"the request body is not JSON: {_one_line(exc)}") from None
     return value
@@ -982,10 +1005,8 @@ def _text(raw: bytes) -> str | None:
 
 
 def _error_response(server: Server, url: str, exc: ServeHTTPError) -> JSONResponse:
-    try:
-        version = server.version(server.resource(urlsplit(url).path).service)
-    except ServeHTTPError:
-        version = "4.0"
+    root = server.root_of(urlsplit(url).path)
+    version = "4.0" if root is None else server.version(server.roots[root])
     return JSONResponse(odata_json.error(version, exc.code, exc.message, exc.details), status_code=exc.status)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
-from processkg.serve.values import to_json
+from processkg.serve.values import changes_json, to_json
 from processkg.services.model import TypeInfo
 
 
@@ -42,16 +42,35 @@ def entity(
     if v2:
         uri = f"{base}{set_name}{key_predicate(t, record)}"
         out["__metadata"] = {"id": uri, "uri": uri, "type": t.qname}
-    for name, prop in t.props.items():
-        if select is None and name in record:
-            out[name] = to_json(record[name], prop.edm_type, v2)
-        elif select is not None and name in select:  # a selected property without a value is null
-            out[name] = to_json(record.get(name), prop.edm_type, v2)
+    if select is None:
+        for name, edm_type in _rendered(t, v2):
+            if name in record:
+                value = record[name]
+                out[name] = value if edm_type is None or value is None else to_json(value, edm_type, v2)
+    else:
+        for name, prop in t.props.items():
+            if name in select:  # a selected property without a value is null
+                out[name] = to_json(record.get(name), prop.edm_type, v2)
     if v2:  # a navigation property not expanded is a deferred link (an expansion replaces it)
         for nav in sorted(t.navs):
             if select is None or nav in select:
                 out[nav] = {"__deferred": {"uri": f"{uri}/{nav}"}}
     return out
+
+
+_RENDERED: dict[tuple[int, bool], tuple[TypeInfo, list[tuple[str, str | None]]]] = {}
+
+
+def _rendered(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
+    """The properties of ``t`` in order, each with its Edm type where :func:`to_json` changes a stored
+    value of it (None where it returns the value as it is: a string, a GUID, a V4 date...), so the
+    properties of a record are mostly copied without a call. Kept per type object (held, so that its
+    id is not reused)."""
+    found = _RENDERED.get((id(t), v2))
+    if found is None or found[0] is not t:
+        plan = [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
+        found = _RENDERED[(id(t), v2)] = (t, plan)
+    return found[1]
 
 
 def collection(t: TypeInfo, items: list[dict[str, object]], set_name: str, count: int | None) -> dict[str, object]:

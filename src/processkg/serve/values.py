@@ -73,6 +73,13 @@ def to_json(value: JSONValue, edm_type: str, v2: bool) -> object:
     return value
 
 
+def changes_json(edm_type: str, v2: bool) -> bool:
+    """Whether :func:`to_json` may give a stored value of ``edm_type`` in another form than as stored."""
+    if edm_type in NUMERIC or edm_type == "Edm.Boolean":
+        return True
+    return v2 and edm_type in DATE_TIMES
+
+
 def _number(text: str) -> int | float | str:
     try:
         number = Decimal(text)

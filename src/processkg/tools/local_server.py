@@ -51,7 +51,10 @@ class LocalServer:
 
         self.server = open_server(self.store, record=self.record, csrf=self.csrf, allow_reset=self.allow_reset)
         self.port = free_port()
-        config = uvicorn.Config(create_app(self.server), host="127.0.0.1", port=self.port, log_level="warning")
+        from processkg.serve.http_protocol import HeadWithBodyProtocol  # imports uvicorn's protocol
+
+        app = create_app(self.server)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", http=HeadWithBodyProtocol)
         web = uvicorn.Server(config)
         self._web = web
         self._thread = threading.Thread(target=web.run, name="kg-serve", daemon=True)

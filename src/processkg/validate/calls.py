@@ -51,6 +51,7 @@ NIL = RDF.nil
 JSON_DT = URIRef(RDF_JSON)
 MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
 MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
+TARGETS_KEPT = 4096  # resolved call URLs a Validator keeps (all dropped when full)
 ENGINES_KEPT = 64  # SHACL engines (one per service) a Validator keeps; the least recently used goes first
 KINDS = (
     "unknown-service",
@@ -153,6 +154,7 @@ class Validator:
         self._names: dict[str, dict[str, Prop | Nav]] = {}  # service -> IRI -> what a SHACL result names
         self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
+        self._targets: dict[tuple[str, str, str | None], CallTarget] = {}  # see resolve
         self.last_payloads: Payloads | None = None  # the payloads the last validate_calls checked (its report)
         self._report: Graph | None = None
 
@@ -253,18 +255,37 @@ class Validator:
         if method not in METHODS:
             raise MalformedCall(f"method {method} is not validated (only {', '.join(METHODS)})")
         if isinstance(call.get("url"), str):
-            target = parse_call_url(call["url"], call.get("service"))
+            hint = call.get("service")
+            target = self.resolve(method, call["url"], hint if isinstance(hint, str) else None)
         elif isinstance(call.get("service"), str) and isinstance(call.get("entity_set"), str):
             target = {"service": call["service"], "segments": [(call["entity_set"], None)], "query": {}}
+            target["method"] = method
+            target["violations"] = []
+            resolve_service(self.model, target)
         else:
             raise MalformedCall("the call lacks a target: give url, or service and entity_set")
-        target["method"] = method
-        target["violations"] = []
-        resolve_service(self.model, target)
         unknown = any(v[0] == "unknown-operation" for v in target["violations"])
         if (method == "POST" or method in UPDATES) and "operation" not in target and not unknown:
             target["payload"] = _payload(call, method)
         return target
+
+    def resolve(self, method: str, url: str, service: str | None = None) -> CallTarget:
+        """The target of ``method url`` (``service`` names the service of a URL relative to its root):
+        :func:`~processkg.validate.urls.parse_call_url`, then
+        :func:`~processkg.validate.urls.resolve_service`, with the violations found. Each caller gets its
+        own copy of the target and of its violations; the parts nothing changes after resolving (segments,
+        query) are shared with the :data:`TARGETS_KEPT` resolutions kept, so a server that validates the
+        same URLs again and again parses and resolves each once."""
+        key = (method, url, service)
+        found = self._targets.get(key)
+        if found is None:
+            found = parse_call_url(url, service)
+            found["method"], found["violations"] = method, []
+            resolve_service(self.model, found)
+            if len(self._targets) >= TARGETS_KEPT:
+                self._targets.clear()
+            self._targets[key] = found
+        return {**found, "violations": list(found["violations"])}
 
     def _operation(self, i: int, target: CallTarget, call: JSONObject, result: CallResult, pending: Payloads) -> None:
         """A call of a function import, action or function (:mod:`processkg.validate.operation_parameters`): the
@@ -410,7 +431,7 @@ class Converter:
 
     def root(self, t: TypeInfo, payload: JSONObject) -> None:
         node = self.node("")
-        self.p.add(node, RDF.type, URIRef(t.iri))
+        self.p.add(node, RDF.type, _iri(t.iri))
         self.p.shapes.add(t.iri + "/shape")
         self.entity(node, t, payload, "")
 
@@ -455,7 +476,7 @@ class Converter:
         self.p.values[(node, pred, obj) if item else (node, pred)] = raw
 
     def prop(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
-        pred = URIRef(p.iri)
+        pred = _iri(p.iri)
         if value is None:
             if not p.nullable and not p.read_only:
                 self.emit(node, pred, NIL, pointer, None)
@@ -478,12 +499,12 @@ class Converter:
     def collection(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
         items = value.get("results") if isinstance(value, dict) and self.v2 else value
         if not isinstance(items, list):
-            self.emit(node, URIRef(p.iri), _json_literal(value), pointer, value)
-            self.p.messages[(node, URIRef(p.iri))] = f"{p.name} is a collection: give a JSON array"
+            self.emit(node, _iri(p.iri), _json_literal(value), pointer, value)
+            self.p.messages[(node, _iri(p.iri))] = f"{p.name} is a collection: give a JSON array"
             return
         for k, item in enumerate(items):
             obj = self.value(node, p, item, f"{pointer}/{k}")
-            self.emit(node, URIRef(p.iri), obj, f"{pointer}/{k}", item, item=True)
+            self.emit(node, _iri(p.iri), obj, f"{pointer}/{k}", item, item=True)
 
     def value(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> Node:
         if p.complex_type and isinstance(value, dict):
@@ -491,11 +512,11 @@ class Converter:
             self.entity(child, self.model.types[p.complex_type], value, pointer)
             return child
         if p.complex_type:
-            self.p.messages[(node, URIRef(p.iri))] = f"{p.name} is of complex type {p.item_type}: give a JSON object"
+            self.p.messages[(node, _iri(p.iri))] = f"{p.name} is of complex type {p.item_type}: give a JSON object"
             return _json_literal(value)
         lexical, xsd, problem = literals.literal(value, p.item_type, self.v2)
         if problem:
-            self.p.messages[(node, URIRef(p.iri))] = f"{p.name}: {problem}"
+            self.p.messages[(node, _iri(p.iri))] = f"{p.name}: {problem}"
         elif p.item_type == "Edm.Decimal" and (digits := literals.decimal_digits(lexical, p.precision, p.scale)):
             self.violations.append(Violation("decimal-digits", pointer, f"{p.name} {digits}", value))
         return _literal(lexical, None if xsd == XSD_STRING else xsd)
@@ -513,14 +534,14 @@ class Converter:
             self.nav_item(node, n, item, f"{pointer}/{k}" if isinstance(items, list) else pointer)
 
     def nav_item(self, node: URIRef, n: Nav, item: JSONValue, pointer: str) -> None:
-        pred = URIRef(n.iri)
+        pred = _iri(n.iri)
         if not isinstance(item, dict) or n.target is None or n.target not in self.model.types:
             self.emit(node, pred, _json_literal(item), pointer, item, item=True)
             self.p.messages[(node, pred)] = f"{n.name}: a deep-insert entity must be a JSON object"
             return
         child = self.node(pointer)
         self.emit(node, pred, child, pointer, None, item=True)
-        self.p.add(child, RDF.type, URIRef(n.target))
+        self.p.add(child, RDF.type, _iri(n.target))
         self.p.shapes.add(n.target + "/shape")
         self.entity(child, self.model.types[n.target], item, pointer)
 
@@ -734,6 +755,12 @@ def _json_literal(value: JSONValue) -> Literal | URIRef:
     if value is None:
         return NIL
     return Literal(json.dumps(value, sort_keys=True, ensure_ascii=False), datatype=JSON_DT)
+
+
+@lru_cache(maxsize=65536)
+def _iri(iri: str) -> URIRef:
+    """The node of a property, navigation or type IRI (kept: rdflib checks an IRI each time it makes one)."""
+    return URIRef(iri)
 
 
 @lru_cache(maxsize=4096)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple
 from pyshacl import Validator as _PyShacl
@@ -143,7 +144,7 @@ class ShaclEngine:
         """The leaf results (as :meth:`results` reads them from pySHACL's report) of validating the data
         graph ``triples`` with ``use_shapes`` (IRIs; ``None``: all shapes)."""
         chosen = self.known if use_shapes is None else use_shapes & self.known
-        nodes = [URIRef(s) for s in sorted(chosen)]
+        nodes = [_shape_iri(s) for s in sorted(chosen)]
         if self.compiled is not None and self.compiled.covers(nodes):
             return self.compiled.check(triples, nodes)
         graph = Graph()
@@ -216,3 +217,10 @@ def merge_reports(runs: list[tuple[bool, Graph]]) -> Graph:
 
 
 __all__ = ["ShaclEngine", "merge_reports", "to_rdflib", "to_rdflib_term"]
+
+
+@lru_cache(maxsize=65536)
+def _shape_iri(iri: str) -> URIRef:
+    """The node of a shape named by ``iri`` (kept: a payload names the same shapes call after call, and
+    rdflib checks an IRI each time it makes one)."""
+    return URIRef(iri)

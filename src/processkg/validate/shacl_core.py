@@ -81,6 +81,12 @@ _DATATYPE, _PATTERN, _MAX_LENGTH = (
 )
 _IN, _NODE_KIND, _CLASS = SH.InConstraintComponent, SH.NodeKindConstraintComponent, SH.ClassConstraintComponent
 _RDFS_LITERAL, _RDFS_DATATYPE, _XSD_STRING, _LANG_STRING = RDFS.Literal, RDFS.Datatype, XSD.string, RDF.langString
+_RDFS_LITERAL_KEY, _RDFS_DATATYPE_KEY, _XSD_STRING_KEY, _LANG_STRING_KEY = (
+    str(_RDFS_LITERAL),
+    str(_RDFS_DATATYPE),
+    str(_XSD_STRING),
+    str(_LANG_STRING),
+)
 _PLAIN = (None, _LANG_STRING, _XSD_STRING)  # datatypes whose literals' string form is their value
 
 
@@ -143,6 +149,7 @@ class CompiledShapes:
                 changed = True
         for shape in self.shapes.values():
             self._resolve(shape)
+        self.named = {_key(n): s for n, s in self.shapes.items() if type(n) is URIRef}  # by the IRI's plain string
 
     def covers(self, shapes: Iterable[Node]) -> bool:
         return not any(s in self.unsupported for s in shapes)
@@ -226,7 +233,7 @@ class CompiledShapes:
         data = _DataGraph(triples)
         out: list[Result] = []
         for node in use_shapes:
-            shape = self.shapes[node]
+            shape = self.named.get(_key(node)) or self.shapes[node]
             for focus in _ordered(data.focus_nodes(shape)):
                 self._validate(shape, focus, data, out)
         return out
@@ -355,18 +362,29 @@ def _count(predicates: dict[Node, list[Node]], p: URIRef) -> int | None:
 
 
 def _has_datatype(v: Node, rule: Node) -> bool:
-    """pySHACL's DatatypeConstraintComponent for one value node."""
+    """pySHACL's DatatypeConstraintComponent for one value node. IRIs are compared as their plain
+    strings (:func:`_key`): the same outcome as rdflib's ``==``, without its Python ``__eq__``."""
     if not isinstance(v, Literal):
         return False
+    if type(rule) is not URIRef:
+        return _has_datatype_term(v, rule)
+    datatype, iri = v.datatype, str.__str__(rule)  # _key of an IRI
+    if type(datatype) is URIRef and _key(datatype) == iri:
+        return getattr(v, "ill_typed", None) is not True and _actual_key(v, iri)
+    if iri == _RDFS_LITERAL_KEY:
+        return True
+    if iri == _RDFS_DATATYPE_KEY and datatype:
+        return True
+    if datatype is None and v.language is None and iri == _XSD_STRING_KEY:
+        return _actual_key(v, iri)
+    return iri == _LANG_STRING_KEY and bool(v.language) and _actual_key(v, iri)
+
+
+def _has_datatype_term(v: Literal, rule: Node) -> bool:
+    """:func:`_has_datatype` for a rule that is no IRI (rdflib's comparisons)."""
     if v.datatype == rule:
         return getattr(v, "ill_typed", None) is not True and _actual(v, rule)
-    if rule == _RDFS_LITERAL:
-        return True
-    if rule == _RDFS_DATATYPE and v.datatype:
-        return True
-    if v.datatype is None and v.language is None and rule == _XSD_STRING:
-        return _actual(v, rule)
-    return rule == _LANG_STRING and bool(v.language) and _actual(v, rule)
+    return rule == _RDFS_DATATYPE and bool(v.datatype)
 
 
 _ACTUAL: dict[Node, type | tuple[type, ...]] = {
@@ -382,8 +400,17 @@ _ACTUAL: dict[Node, type | tuple[type, ...]] = {
 }
 
 
+_ACTUAL_BY_KEY = {_key(k): kind for k, kind in _ACTUAL.items()}
+
+
 def _actual(v: Literal, rule: Node) -> bool:
     kind = _ACTUAL.get(rule)
+    return True if kind is None else isinstance(v.value, kind)
+
+
+def _actual_key(v: Literal, iri: str) -> bool:
+    """:func:`_actual` for a datatype given as its IRI's plain string (:func:`_key`)."""
+    kind = _ACTUAL_BY_KEY.get(iri)
     return True if kind is None else isinstance(v.value, kind)
 
 

@@ -157,7 +157,6 @@ class Edges:
         first = np.ones(len(rows), dtype=bool)
         first[1:] = column_of[1:] != column_of[:-1]
         self.starts = np.flatnonzero(first)
-        self.positions = np.arange(len(rows), dtype=np.uint64)
         self.nonempty = column_of[self.starts]
 
     @classmethod
@@ -182,16 +181,22 @@ class Edges:
 
 
 def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``) over the rows i of
+    """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``, no NaN) over the rows i of
     ``edges`` in column j, and the first such i (-1 where the max is ``-inf``); ``-inf`` and -1 where
-    there is no row. One max per column over keys that hold the value, then the position."""
+    there is no row. The max of each column by ``np.maximum.at`` (an unbuffered max per edge, faster
+    than ``reduceat``'s call per column when most columns hold one or two rows), then its first row: the
+    first edge of the column whose value equals it (``==``: ``-0.0`` and ``0.0`` alike)."""
     top = np.full(edges.columns, -np.inf, dtype=np.float32)
     rows = np.full(edges.columns, -1, dtype=np.int64)
     if not len(edges.rows):
         return top, rows
     scored = values[edges.rows]
-    keys = (_order_bits(scored).astype(np.uint64) << _HIGH) | (_LOW - edges.positions)  # the first wins a tie
-    first = (_LOW - (np.maximum.reduceat(keys, edges.starts) & _LOW)).astype(np.int64)
+    np.maximum.at(top, edges.column_of, scored)
+    hits = np.flatnonzero(scored == top[edges.column_of])  # every column holds one at least: its max
+    columns = edges.column_of[hits]
+    lead = np.ones(len(hits), dtype=bool)
+    np.not_equal(columns[1:], columns[:-1], out=lead[1:])
+    first = hits[lead]  # per nonempty column, in order: the first edge that holds the max
     best = scored[first]
     top[edges.nonempty] = best
     rows[edges.nonempty] = np.where(np.isfinite(best), edges.rows[first], -1)

@@ -159,7 +159,11 @@ class Linear:
         }
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z = x - self.mean  # float64, then divided in place: the values of ((x - mean) / scale) @ coef.T + intercept
+        z /= self.scale
+        out = z @ self.coef.T
+        out += self.intercept
+        return out
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -264,8 +268,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
-    m = x.max()
-    return x - m - np.log(np.exp(x - m).sum())
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum())
 
 
 def model_path() -> Path:

@@ -309,7 +309,7 @@ def ranked(scores: np.ndarray, limit: int | None = None) -> list[int]:
     if limit is not None and limit < len(scores):
         last = np.partition(scores, len(scores) - limit)[len(scores) - limit]
         rows = np.flatnonzero(scores >= last)
-    return [int(i) for i in rows[np.lexsort((rows, -scores[rows]))]]
+    return rows[np.lexsort((rows, -scores[rows]))].tolist()
 
 
 def pick_ranked(

@@ -488,7 +488,7 @@ RAW = frozenset(
 
 class _Query:
     """The path maxima of one query and the rows behind them, each computed when a signal or a path
-    first needs it (and once): a routed model reads 15 of the 43 signals, and a result's explanation
+    first needs it (and once): a routed model reads 15 of the 48 signals, and a result's explanation
     the paths of the few groups that explain it.
 
     Over the activity scores of a prefix (``""``: the query, ``step``: its best step, ``word``: BM25 of

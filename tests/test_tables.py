@@ -14,7 +14,7 @@ from processkg.graph.handle import StoreHandle
 from processkg.retrieve import routing
 from processkg.retrieve.retriever import Retriever
 from processkg.retrieve.routing import pick, pick_ranked, ranked
-from processkg.retrieve.signals import _rank_feature
+from processkg.retrieve.signals import _rank_feature, steps_of
 from processkg.retrieve.tables import EDGES, FILE, read_edges, read_lexical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,3 +110,22 @@ def test_a_ranking_ordered_only_at_its_head_picks_as_the_whole(seed, monkeypatch
     for k in (1, 5, 10):
         got = pick_ranked(scores, family, k, steps, lambda order: order[:3][::-1] + order[3:])
         assert got == pick(scores, family, k, steps, whole[:3][::-1] + whole[3:])
+
+
+def test_the_step_similarities_are_the_products_they_replace_bit_for_bit(sap_store):
+    """signals.py takes a one-part query's row of step similarities from its matrix-vector product
+    with the activity vectors instead of a second product, and multiplies a query and its steps with
+    the activity vectors as the left operand (half the time at 100x): numpy computes the one-row
+    matrix product as the matrix-vector one, and both orders of the matrix product sum alike, so
+    every signal keeps its bits."""
+    retriever = Retriever(StoreHandle.open(sap_store))
+    queries = _queries(330)
+    single = [q for q in queries if not steps_of(q)]
+    assert 50 < len(single) < len(queries) - 50  # both kinds occur
+    activities = retriever.index.vectors["activity"]
+    for vector in retriever.embed(single):
+        assert (vector[None, :] @ activities.T)[0].tobytes() == (activities @ vector).tobytes()
+    several = [q for q in queries if steps_of(q)]
+    for vector, steps in zip(retriever.embed(several), retriever.embed_steps(several), strict=True):
+        parts = np.vstack([vector[None, :], steps])
+        assert np.ascontiguousarray((activities @ parts.T).T).tobytes() == (parts @ activities.T).tobytes()

@@ -273,6 +273,16 @@ class Retriever:
         bounds = np.cumsum([0] + [len(ps) for ps in parts])
         return [vectors[a:b] for a, b in pairwise(bounds)]
 
+    def embed_with_steps(self, queries: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The embeddings of the queries and of each one's steps, in one call of the model: a query with
+        steps costs one call, not two (a resident retriever's warm query). Batched together, a vector's
+        last bits may differ from those of separate calls (as a query's do between batches of queries);
+        the rankings of the 330 benchmark queries are the same (docs/performance.md)."""
+        parts = [steps_of(q) for q in queries]
+        vectors = self.embed(list(queries) + [p for ps in parts for p in ps])
+        bounds = len(queries) + np.cumsum([0] + [len(ps) for ps in parts])
+        return vectors[: len(queries)], [vectors[a:b] for a, b in pairwise(bounds)]
+
     # ------------------------------------------------------------ public API
     def embed(self, queries: list[str]) -> np.ndarray:
         return self.encoder.encode(list(queries))
@@ -297,14 +307,17 @@ class Retriever:
     def retrieve_many(
         self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None, **options: int | bool | str
     ) -> list[list[Result]]:
-        """Batch retrieval: all query embeddings computed in one call."""
+        """Batch retrieval: all query embeddings (for ``hybrid``, with their steps') computed in one call."""
         settings = replace(settings or RetrievalSettings(), **cast(dict[str, Any], options)).check()
         for query in queries:
             check_query(query)
         dense = METHODS[settings.method].dense and queries
-        vectors = self.embed(queries) if dense else [None] * len(queries)
+        vectors: np.ndarray | list[None] = [None] * len(queries)
         if METHODS[settings.method].steps and queries:
-            self._steps = dict(zip(queries, self.embed_steps(queries)))
+            vectors, steps = self.embed_with_steps(queries)
+            self._steps = dict(zip(queries, steps))
+        elif dense:
+            vectors = self.embed(queries)
         try:
             return [self.retrieve(q, k, settings, vector=v) for q, v in zip(queries, vectors)]
         finally:

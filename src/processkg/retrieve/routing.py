@@ -159,7 +159,11 @@ class Linear:
         }
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z = x - self.mean  # float64, then divided in place: the values of ((x - mean) / scale) @ coef.T + intercept
+        z /= self.scale
+        out = z @ self.coef.T
+        out += self.intercept
+        return out
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -264,8 +268,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
-    m = x.max()
-    return x - m - np.log(np.exp(x - m).sum())
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum())
 
 
 def model_path() -> Path:
@@ -305,7 +309,7 @@ def ranked(scores: np.ndarray, limit: int | None = None) -> list[int]:
     if limit is not None and limit < len(scores):
         last = np.partition(scores, len(scores) - limit)[len(scores) - limit]
         rows = np.flatnonzero(scores >= last)
-    return [int(i) for i in rows[np.lexsort((rows, -scores[rows]))]]
+    return rows[np.lexsort((rows, -scores[rows]))].tolist()
 
 
 def pick_ranked(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, TypeAlias
 
@@ -119,9 +119,8 @@ _SET_GAPS = ("navigation", "flow", "mined")  # gaps to the best entity set; the 
 
 Columns: TypeAlias = dict[str, np.ndarray]
 """Signals by name: one value per entity set."""
-PathColumns: TypeAlias = dict[str, Any]
-"""The fields of :class:`Paths` by name (built with names like ``f"{prefix}_after"`` and passed as
-``Paths(**paths)``, so mypy cannot follow the keys): an array of rows, or a tuple of them."""
+PathValue: TypeAlias = Any
+"""One field of :class:`Paths`: an array of rows, or a tuple of them."""
 _SUFFIX = re.compile(r"_\d+$")
 
 
@@ -157,7 +156,6 @@ class Edges:
         first = np.ones(len(rows), dtype=bool)
         first[1:] = column_of[1:] != column_of[:-1]
         self.starts = np.flatnonzero(first)
-        self.positions = np.arange(len(rows), dtype=np.uint64)
         self.nonempty = column_of[self.starts]
 
     @classmethod
@@ -182,16 +180,22 @@ class Edges:
 
 
 def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``) over the rows i of
+    """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``, no NaN) over the rows i of
     ``edges`` in column j, and the first such i (-1 where the max is ``-inf``); ``-inf`` and -1 where
-    there is no row. One max per column over keys that hold the value, then the position."""
+    there is no row. The max of each column by ``np.maximum.at`` (an unbuffered max per edge, faster
+    than ``reduceat``'s call per column when most columns hold one or two rows), then its first row: the
+    first edge of the column whose value equals it (``==``: ``-0.0`` and ``0.0`` alike)."""
     top = np.full(edges.columns, -np.inf, dtype=np.float32)
     rows = np.full(edges.columns, -1, dtype=np.int64)
     if not len(edges.rows):
         return top, rows
     scored = values[edges.rows]
-    keys = (_order_bits(scored).astype(np.uint64) << _HIGH) | (_LOW - edges.positions)  # the first wins a tie
-    first = (_LOW - (np.maximum.reduceat(keys, edges.starts) & _LOW)).astype(np.int64)
+    np.maximum.at(top, edges.column_of, scored)
+    hits = np.flatnonzero(scored == top[edges.column_of])  # every column holds one at least: its max
+    columns = edges.column_of[hits]
+    lead = np.ones(len(hits), dtype=bool)
+    np.not_equal(columns[1:], columns[:-1], out=lead[1:])
+    first = hits[lead]  # per nonempty column, in order: the first edge that holds the max
     best = scored[first]
     top[edges.nonempty] = best
     rows[edges.nonempty] = np.where(np.isfinite(best), edges.rows[first], -1)
@@ -244,9 +248,11 @@ def _discounts(count: int) -> np.ndarray:
     return table
 
 
-@dataclass
+@dataclass(init=False)
 class Paths:
-    """For each entity set, the activities that explain its process signals (-1: none)."""
+    """For each entity set, the activities that explain its process signals (-1: none). A field is
+    computed when first read (``resolve(name)``): a routed result reads the paths of the few groups
+    that explain it, so the paths of the others are not made for every set."""
 
     activity: np.ndarray  # the nearest activity that uses it
     after: tuple[np.ndarray, np.ndarray]  # (A, B): A then B, B uses it
@@ -264,6 +270,20 @@ class Paths:
     word_after: tuple[np.ndarray, np.ndarray]
     word_chain: tuple[np.ndarray, np.ndarray]
     backward: bool = False  # the query states a blocked goal: "after" paths walk bpmn:next backwards
+
+    def __init__(self, resolve: Callable[[str], PathValue], backward: bool = False) -> None:
+        self._resolve = resolve
+        self.backward = backward
+
+    def __getattr__(self, name: str) -> PathValue:  # called for a field not read yet
+        if name not in _PATH_FIELDS:
+            raise AttributeError(name)
+        value = self._resolve(name)
+        setattr(self, name, value)
+        return value
+
+
+_PATH_FIELDS = frozenset(f.name for f in fields(Paths))
 
 
 @dataclass
@@ -379,21 +399,14 @@ class ProcessMatrices:
         """The signals ``names`` (all of :data:`SIGNALS` unless told) of one query, and every path: its
         normalised embedding, its BM25 scores, its text and the embeddings of its steps
         (:func:`steps_of`; none: the whole query is the only step). A signal left out is not computed
-        (a rank feature is a sort of up to every set), and the others are the same as with all."""
-        s = (self.set_vectors @ vector).astype(np.float32)
-        a = (self.activity_vectors @ vector).astype(np.float32)
-        parts = vector[None, :] if steps is None or not len(steps) else np.vstack([vector[None, :], steps])
+        (a rank feature is a sort of up to every set), nor are the maxima only it needs (a path is made
+        from them when it is read), and the others are the same as with all."""
+        s = (self.set_vectors @ vector).astype(np.float32, copy=False)
+        a = (self.activity_vectors @ vector).astype(np.float32, copy=False)
         backward = bool(BLOCKED.search(query))
-        ahead = self.forward[::-1] if backward else self.forward  # (X before Y per Y, and the reverse)
-        columns, paths = self._process(a, ahead)
-        step_columns, step_paths = self._steps((parts @ self.activity_vectors.T).astype(np.float32), ahead)
-        word_columns, word_paths = self._near(_normalised(activity_tokens, len(a)), "word", ahead)
-        columns.update(step_columns | word_columns)
-        paths.update(step_paths | word_paths)
-        nav, nav_from = self._navigation(s)
-        flow, flow_from = _masked_max(self.flows[1 if backward else 0], s)
-        mined, mined_from = _masked_max(self.mined[1 if backward else 0], s)
-        columns.update(navigation=nav, flow=flow, flow_chain=flow + s, mined=mined, mined_chain=mined + s)
+        words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
+        sims = self._step_similarities(vector, a, steps)
+        raw = _Query(self, s, a, sims, _normalised(activity_tokens, len(a)), backward)
         s_max = float(s.max()) if len(s) else 0.0
         a_max = float(a.max()) if len(a) else 0.0
         t_max = float(token_scores.max()) if len(token_scores) else 0.0
@@ -401,39 +414,41 @@ class ProcessMatrices:
 
         def column(name: str) -> np.ndarray:  # made when first asked for
             if name not in made:
-                made[name] = self._column(name, s, token_scores, columns, (s_max, a_max, t_max), column)
+                made[name] = self._column(name, s, token_scores, raw, (s_max, a_max, t_max), column)
             return made[name]
 
         features = np.empty((len(s), len(names)), dtype=np.float32, order="F")  # filled column by column
         for i, name in enumerate(names):
             features[:, i] = column(name)
-        words = activity_tokens if activity_tokens is not None else np.zeros(len(a), dtype=np.float32)
-        return QuerySignals(
-            features,
-            names,
-            Paths(navigation=nav_from, flow=flow_from, mined=mined_from, backward=backward, **paths),
-            s,
-            a,
-            token_scores,
-            words,
-            len(parts) - 1,
-        )
+        return QuerySignals(features, names, Paths(raw.path, backward), s, a, token_scores, words, len(sims) - 1)
+
+    def _step_similarities(self, vector: np.ndarray, a: np.ndarray, steps: np.ndarray | None) -> np.ndarray:
+        """(parts, activities): the similarities of the query (its first row, ``a``) and of each of its
+        steps with every activity. A query of one part is its own only step: its row is ``a``, not a second
+        product with every activity vector (numpy computes a one-row matrix product as the matrix-vector
+        one, bit for bit). With steps, the query and its steps in one matrix product, with the activity
+        vectors as its left operand: the same sums as ``parts @ activities.T``, bit for bit, in half the
+        time at 100x A2X (tests/test_tables.py pins both)."""
+        if steps is None or not len(steps):
+            return a[None, :]
+        parts = np.vstack([vector[None, :], steps])
+        return (self.activity_vectors @ parts.T).T.astype(np.float32, copy=False)
 
     def _column(
         self,
         name: str,
         s: np.ndarray,
         token_scores: np.ndarray,
-        paths: Columns,
+        raw: _Query,
         maxima: tuple[float, float, float],
         column: Callable[[str], np.ndarray],
     ) -> np.ndarray:
-        """Signal ``name`` from the dense similarities ``s``, the BM25 scores, the path maxima
-        (``-inf`` where no path reaches a set), the best set, activity and BM25 scores, and the
-        other signals (``column``)."""
+        """Signal ``name`` from the dense similarities ``s``, the BM25 scores, the path maxima of the
+        query (``raw``; ``-inf`` where no path reaches a set), the best set, activity and BM25 scores,
+        and the other signals (``column``)."""
         s_max, a_max, t_max = maxima
-        if name in paths:
-            return _finite(paths[name])
+        if name in RAW:
+            return _finite(raw.column(name))
         if name.endswith("_rank"):
             base = name.removesuffix("_rank")
             if base == "dense":
@@ -443,7 +458,7 @@ class ProcessMatrices:
             return _rank_feature(column(base) + 1e-3 * s, column(base) > _NONE)
         if name.endswith("_gap") and name != "family_gap":
             base = name.removesuffix("_gap")
-            return s - s_max if base == "dense" else _finite(paths[base] - (s_max if base in _SET_GAPS else a_max))
+            return s - s_max if base == "dense" else _finite(raw.column(base) - (s_max if base in _SET_GAPS else a_max))
         fixed = {"mapped": self.mapped, "starts": self.starts, "ends": self.ends}
         if name in fixed:
             return fixed[name]
@@ -457,58 +472,118 @@ class ProcessMatrices:
             return (self.family_size > 1).astype(np.float32)
         raise KeyError(name)
 
-    def _process(self, a: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
-        """The activity, after, chain, after2 and before signals, with the activities behind them;
-        ``ahead`` is ``bpmn:next`` and its reverse (for a blocked goal: the reverse and ``bpmn:next``)."""
-        act, act_of = _masked_max(self.used_by, a)
-        pred, pred_of = _masked_max(ahead[0], a)  # per activity B: the best A with A -> B
-        after, b_after = _masked_max(self.used_by, pred)
-        chain, b_chain = _masked_max(self.used_by, pred + a)
-        pred2, x_of = _masked_max(ahead[0], pred)  # per B: the best A -> X -> B, by sim(A)
-        after2, b_after2 = _masked_max(self.used_by, pred2)
-        succ, succ_of = _masked_max(ahead[1], a)  # per activity B: the best C with B -> C
-        before, b_before = _masked_max(self.used_by, succ)
-        x_after2 = _pick(x_of, b_after2)
-        columns = {"activity": act, "after": after, "chain": chain, "after2": after2, "before": before}
-        paths = {
-            "activity": act_of,
-            "after": (_pick(pred_of, b_after), b_after),
-            "chain": (_pick(pred_of, b_chain), b_chain),
-            "after2": (_pick(pred_of, x_after2), x_after2, b_after2),
-            "before": (b_before, _pick(succ_of, b_before)),
-        }
-        return columns, paths
-
-    def _steps(self, sims: np.ndarray, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
-        """Signals of the query's steps (rows of ``sims``: step x activity): each step may match
-        its own activity, and one step the situation (A) while another asks for the next (B)."""
-        best = sims.max(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.float32)
-        step_of = sims.argmax(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.int64)
-        columns, paths = self._near(best, "step", ahead)
-        paths["step"] = _pick(step_of, paths["step_activity"])
-        return columns, paths
-
-    def _near(self, a: np.ndarray, prefix: str, ahead: tuple[Edges, Edges]) -> tuple[Columns, PathColumns]:
-        """``{prefix}_activity``, ``_after`` and ``_chain`` for activity scores ``a``."""
-        act, act_of = _masked_max(self.used_by, a)
-        pred, pred_of = _masked_max(ahead[0], a)
-        after, b_after = _masked_max(self.used_by, pred)
-        chain, b_chain = _masked_max(self.used_by, pred + a)
-        columns = {f"{prefix}_activity": act, f"{prefix}_after": after, f"{prefix}_chain": chain}
-        paths = {
-            f"{prefix}_activity": act_of,
-            f"{prefix}_after": (_pick(pred_of, b_after), b_after),
-            f"{prefix}_chain": (_pick(pred_of, b_chain), b_chain),
-        }
-        return columns, paths
-
-    def _navigation(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _masked_max(self.navigated_from, s)
-
     def _family_best(self, s: np.ndarray) -> np.ndarray:
         best = np.full(int(self.family.max()) + 1 if len(self.family) else 0, -np.inf, dtype=np.float32)
         np.maximum.at(best, self.family, s)
         return best[self.family]
+
+
+#: The path signals: a max over the edges of the process layer, navigations or flows, per set
+#: (``-inf`` where no such path reaches it), each computed by :class:`_Query` when first needed.
+RAW = frozenset(
+    ["activity", "after", "chain", "after2", "before", "navigation", "flow", "flow_chain", "mined", "mined_chain"]
+    + [f"{prefix}_{n}" for prefix in ("step", "word") for n in ("activity", "after", "chain")]
+)
+
+
+class _Query:
+    """The path maxima of one query and the rows behind them, each computed when a signal or a path
+    first needs it (and once): a routed model reads 15 of the 48 signals, and a result's explanation
+    the paths of the few groups that explain it.
+
+    Over the activity scores of a prefix (``""``: the query, ``step``: its best step, ``word``: BM25 of
+    its words): per activity B, the best A with A -> B (``pred``); per set, the best activity that
+    uses it (``activity``), the best ``pred`` of one (``after``), the best ``pred`` + its own score
+    (``chain``); for the query also two steps (``after2``) and the step before one that matches
+    (``before``). Over the dense set similarities: ``navigation``, ``flow`` and ``mined``. ``ahead``
+    is ``bpmn:next`` and its reverse (for a blocked goal: the reverse and ``bpmn:next``)."""
+
+    def __init__(
+        self, m: ProcessMatrices, s: np.ndarray, a: np.ndarray, sims: np.ndarray, words: np.ndarray, backward: bool
+    ) -> None:
+        self.m, self.s, self.backward = m, s, backward
+        self.ahead = m.forward[::-1] if backward else m.forward  # (X before Y per Y, and the reverse)
+        best = sims.max(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.float32)
+        self.step_of = sims.argmax(axis=0) if sims.shape[1] else np.zeros(0, dtype=np.int64)
+        self.scores = {"": a, "step": best, "word": words}  # per activity, by prefix
+        self._made: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _max(
+        self, key: tuple[str, str], make: Callable[[], tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    def pred(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._max(("pred", prefix), lambda: _masked_max(self.ahead[0], self.scores[prefix]))
+
+    def near(self, prefix: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """``activity``, ``after`` or ``chain`` of ``prefix``: the max per set and the activity B behind it."""
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            if kind == "activity":
+                return _masked_max(self.m.used_by, self.scores[prefix])
+            pred = self.pred(prefix)[0]
+            return _masked_max(self.m.used_by, pred if kind == "after" else pred + self.scores[prefix])
+
+        return self._max((kind, prefix), make)
+
+    def pred2(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per activity B: the best A -> X -> B, by sim(A), and X."""
+        return self._max(("pred2", ""), lambda: _masked_max(self.ahead[0], self.pred("")[0]))
+
+    def after2(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._max(("after2", ""), lambda: _masked_max(self.m.used_by, self.pred2()[0]))
+
+    def succ(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per activity B: the best C with B -> C."""
+        return self._max(("succ", ""), lambda: _masked_max(self.ahead[1], self.scores[""]))
+
+    def before(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._max(("before", ""), lambda: _masked_max(self.m.used_by, self.succ()[0]))
+
+    def sets(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """``navigation``, ``flow`` or ``mined``: the best similarity of a set it is reached from, and that set."""
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            if kind == "navigation":
+                return _masked_max(self.m.navigated_from, self.s)
+            pair = self.m.flows if kind == "flow" else self.m.mined
+            return _masked_max(pair[1 if self.backward else 0], self.s)
+
+        return self._max((kind, ""), make)
+
+    def column(self, name: str) -> np.ndarray:
+        """Path signal ``name`` of :data:`RAW`, ``-inf`` where no path reaches a set."""
+        if name in ("navigation", "flow", "mined"):
+            return self.sets(name)[0]
+        if name in ("flow_chain", "mined_chain"):
+            return self.sets(name.removesuffix("_chain"))[0] + self.s
+        if name == "after2":
+            return self.after2()[0]
+        if name == "before":
+            return self.before()[0]
+        prefix, _, kind = name.rpartition("_")
+        return self.near(prefix, kind)[0]
+
+    def path(self, name: str) -> PathValue:
+        """Field ``name`` of :class:`Paths`."""
+        if name in ("navigation", "flow", "mined"):
+            return self.sets(name)[1]
+        if name == "after2":
+            x_of = self.pred2()[1]
+            b = self.after2()[1]
+            x = _pick(x_of, b)
+            return (_pick(self.pred("")[1], x), x, b)
+        if name == "before":
+            b = self.before()[1]
+            return (b, _pick(self.succ()[1], b))
+        if name == "step":
+            return _pick(self.step_of, self.path("step_activity"))
+        prefix, _, kind = name.rpartition("_")
+        b = self.near(prefix, kind)[1]
+        return b if kind == "activity" else (_pick(self.pred(prefix)[1], b), b)
 
 
 def _flags(rows: np.ndarray, count: int) -> np.ndarray:

@@ -53,11 +53,14 @@ DEMO = ROOT / "data" / "demo"
 #: two workers). With ``--no-loadscope-reorder`` (the Makefile's ``make test``) pytest-xdist's
 #: ``loadscope`` hands modules to the workers in collection order, so these go out first and the short
 #: ones fill in at the end; its default order is by number of tests, which sent test_architecture's
-#: 224 quick tests first and the slow test_remote_store (58 tests) after a dozen others.
+#: 224 quick tests first and the slow test_remote_store (58 tests) after a dozen others. The second
+#: worker starts with test_remote_store, which indexes nothing: test_tasks's store and test_queries's
+#: ``sap_store`` both encode the A2X texts into the one embedding cache, under its lock, so started
+#: side by side one would wait for the other's encoding.
 SLOWEST_FIRST = (
     "test_tasks.py",
-    "test_queries.py",
     "test_remote_store.py",
+    "test_queries.py",
     "test_hostile.py",
     "test_audit.py",
     "test_propose.py",

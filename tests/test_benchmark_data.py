@@ -2,8 +2,8 @@
 
 The file is read as JSON and with ``processkg.evaluate.metrics.read_queries``. Checks that need the real
 SAP metadata (``../shared/data/odata/s4-a2x``) fail when it is absent. Those checks run on a graph
-built here from the metadata and the process layer (``data/sap/processes``,
-``data/sap/mapping.yaml``), so the gold is checked independently of the lxml reader that
+built from the metadata and the process layer (``data/sap/processes``, ``data/sap/mapping.yaml``: the
+session's ``sap_store``), so the gold is checked independently of the lxml reader that
 ``data/sap/benchmark/tools/finalize.py`` uses to write the file; the lexical overlap and the
 split are recomputed with finalize.py's own functions.
 """
@@ -16,9 +16,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import ROOT, graph_of, rows, shared
-from processkg.build.pipeline import BuildOptions, build_store
+from conftest import ROOT, rows, shared
 from processkg.evaluate.metrics import read_queries
+from processkg.graph.handle import open_store
+from processkg.graph.store import StoreGraph
 
 BENCH = ROOT / "data" / "sap" / "benchmark"
 QUERIES = BENCH / "queries.jsonl"
@@ -38,17 +39,10 @@ def records() -> list:
 
 
 @pytest.fixture(scope="module")
-def sap_graph():
-    """The A2X services with the SAP process layer, built in memory."""
-    report = build_store(
-        BuildOptions(
-            odata=[shared("odata", "s4-a2x")],
-            bpmn=[ROOT / "data" / "sap" / "processes"],
-            mapping=ROOT / "data" / "sap" / "mapping.yaml",
-            on_error="fail",
-        )
-    )
-    return graph_of(report.turtle)
+def sap_graph(sap_store) -> StoreGraph:
+    """The A2X services with the SAP process layer: the graph of the session's ``sap_store`` (conftest),
+    built from the same inputs (A2X, data/sap/processes and mapping.yaml, failing on any error)."""
+    return open_store(sap_store)
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,9 @@ from click.testing import CliRunner
 from lxml import etree
 
 from processkg.assets import internal_queries_dir, queries_dir
-from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.docgen import parse_query_header
-from processkg.graph.handle import StoreLocation, open_store
+from processkg.graph.handle import open_store
 from processkg.graph.store import load_query, plain, select
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,12 +91,11 @@ def sap_layer() -> tuple[list, Path | None]:
 
 
 @pytest.fixture(scope="session")
-def a2x_dir(tmp_path_factory) -> Path:
+def a2x_dir(sap_store) -> Path:
+    """The A2X services with the SAP process layer (:func:`sap_layer`): the session's ``sap_store``, built
+    from these same inputs (its retrieval index, which no query reads, beside the graph)."""
     assert A2X.is_dir(), f"real data {A2X} is absent: ../shared/data must lie beside the repository"
-    bpmn, mapping = sap_layer()
-    store = tmp_path_factory.mktemp("queries") / "a2x"
-    build_store(BuildOptions(odata=[A2X], bpmn=bpmn, mapping=mapping, store=StoreLocation.parse(store)))
-    return store
+    return sap_store
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import CodeListError
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
-from processkg.sources.code_bindings import binding_for, read_bindings
+from processkg.sources.code_bindings import binding_for, bound_properties, read_bindings
 from processkg.sources.codes import read_code_lists
+from processkg.sources.odata.csdl import read_document
 from processkg.validate.calls import Validator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,6 +216,27 @@ def test_the_most_specific_binding_wins(tmp_path):
     assert binding_for(bindings, "API_X", "U", "Plant").value_list == "Other"
     assert binding_for(bindings, "API_Y", "T", "Plant").value_list == "Plant"
     assert binding_for(bindings, "API_Y", "T", "Plants") is None
+
+
+def test_the_bound_properties_of_a_service_are_its_properties_binding_for_binds(tmp_path):
+    """bound_properties looks at the keys of a property's own name and those with a wildcard in the
+    property segment only: it finds what binding_for finds for every property of the service."""
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "bindings:\n  '*/*/SalesOrderType': A\n  '*/*/Condition*Type': B\n  'API_SALES_ORDER_SRV/*/Production?lant': C\n"
+        "  '*/A_SalesOrderItemType/ShippingType': D\n  'API_OTHER/*/Material': E\n  '*/*/[MN]aterial': F\n",
+        encoding="utf-8",
+    )
+    bindings = read_bindings(path)
+    doc = read_document(A2X / f"{SO}.edmx", f"{SO}.edmx")
+    found = bound_properties(bindings, SO, doc.types.values())
+    every = [
+        (binding_for(bindings, SO, t.name, p.name), t.qname, p.name)
+        for t in sorted(doc.types.values(), key=lambda t: t.qname)
+        for p in t.properties
+    ]
+    assert found == [hit for hit in every if hit[0] is not None]
+    assert {b.value_list for b, _t, _p in found} == {"A", "B", "C", "D", "F"}
 
 
 def test_cli_refuses_a_binding_to_an_unknown_value_list(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_FLOOR, Decimal
+from decimal import Decimal
 
 import pytest
 

@@ -620,6 +620,7 @@ class DocumentFlows:
         else:
             ordered = list(candidates.values())
             ordered = ordered[i % len(ordered) :] + ordered[: i % len(ordered)]
+
             def matching(c: dict[str, object]) -> int:
                 return sum(str(c.get(k)) == str(record.get(p)) for p, k in flow.carriers)
 

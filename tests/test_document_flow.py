@@ -249,6 +249,29 @@ def test_a_valid_follow_on_is_accepted_and_stored_with_its_carriers(tasks_client
     delivery = answer.json()["d"]["DeliveryDocument"]
     items = tasks_client.get(OD + f"A_OutbDeliveryHeader('{delivery}')/to_DeliveryDocumentItem").json()["d"]["results"]
     assert [(i["ReferenceSDDocument"], i["ReferenceSDDocumentItem"]) for i in items] == [(number, "000010")]
+    assert items[0]["Material"] == "0000000001", "a delivery item takes its order item's material, as SAP copies it"
+
+
+def test_a_created_delivery_item_takes_its_order_item_s_material_and_plant(tasks_client):
+    """SAP derives a delivery item's material and plant (read-only in A_OutbDeliveryItem) from the order
+    item it ships: kg serve stores them from the order item the references name."""
+    item = {
+        "Material": "0000000001",
+        "RequestedQuantity": "2",
+        "RequestedQuantityUnit": "PC",
+        "ProductionPlant": "1710",
+    }
+    created = tasks_client.post(SO + "A_SalesOrder", json={**ORDER, "to_Item": [item]})
+    assert created.status_code == 201, created.text
+    number = created.json()["d"]["SalesOrder"]
+    body = _delivery(number)
+    answer = tasks_client.post(OD + "A_OutbDeliveryHeader", json=body)
+    assert answer.status_code == 201, answer.text
+    delivery = answer.json()["d"]["DeliveryDocument"]
+    (item,) = tasks_client.get(OD + f"A_OutbDeliveryHeader('{delivery}')/to_DeliveryDocumentItem").json()["d"][
+        "results"
+    ]
+    assert (item["Material"], item["Plant"]) == ("0000000001", "1710"), "its material; its ProductionPlant as Plant"
 
 
 def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(tasks_client):

@@ -474,6 +474,7 @@ class Server:
             prop = table.type.props.get(name)
             if prop is not None and not prop.collection and prop.complex_type is None:
                 record[name] = canonical(value, prop.edm_type, v2)
+        self.flow.fill(table, record)
         for key in table.keys:
             if record.get(key) in (None, ""):
                 record[key] = next_key(table, key, record)

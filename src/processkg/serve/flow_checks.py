@@ -561,6 +561,25 @@ class DocumentFlows:
                 table.rows[table.key_of(item)] = item
         return bound, header
 
+    def fill(self, table: Table, record: dict[str, object]) -> None:
+        """A follow-on item being created takes what the client left out of the predecessor item it names,
+        as SAP copies it (a delivery item its sales order item's ``Material`` and ``Plant``): the
+        properties of :data:`CARRIED` and :data:`CARRIED_AS`, never over a value the client gave."""
+        for flow in self.into(table):
+            pred = self.data.table(*flow.pred)
+            if pred is None or len(flow.carriers) < 2 or (flow.applies is not None and not flow.applies.holds(record)):
+                continue
+            source = pred.rows.get(self._key(flow, pred, record))
+            if source is None:
+                continue
+            taken = _content(table, flow, source)
+            plant = next((source[p] for p in org_units.PLANT_PROPS if source.get(p) not in (None, "")), None)
+            if plant is not None and "Plant" in table.type.props and "Plant" not in pred.type.props:
+                taken.setdefault("Plant", plant)  # the order item's ProductionPlant is the delivery item's Plant
+            for name, value in taken.items():
+                if record.get(name) in (None, ""):
+                    record[name] = value
+
     # ------------------------------------------------------------ generated records
     def prepare(self, table: Table, rows: Rows) -> None:
         """Generated records of a predecessor set are ready for their follow-ons: the precondition

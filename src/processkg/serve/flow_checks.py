@@ -547,12 +547,15 @@ class DocumentFlows:
             header[key] = next_key(bound, key, header)
         bound.rows[bound.key_of(header)] = header
         for table, flow in [(t, f) for t in items for f in self.into(t) if carrier in f.props and len(f.props) > 1][:1]:
+            source_set = self.data.table(*flow.pred)
+            if source_set is None:
+                continue  # the predecessor set is not served: nothing to make items of
             for source, left in self._open_items(flow, table, carrier, document):
                 if left is not None and left <= 0:
                     continue  # referenced in full already (a delivery item billed before): nothing to make of it
                 item: dict[str, object] = {k: header[k] for k in table.keys if k in header}
                 item.update({c: source.get(k) for c, k in flow.carriers})
-                item.update(_content(table, flow, source))
+                item.update(_content(table, source_set, flow, source))
                 if left is not None and flow.quantity is not None:
                     item[flow.quantity[0]] = canonical(str(left), table.type.props[flow.quantity[0]].edm_type, v2)
                 for key in table.keys:
@@ -572,11 +575,7 @@ class DocumentFlows:
             source = pred.rows.get(self._key(flow, pred, record))
             if source is None:
                 continue
-            taken = _content(table, flow, source)
-            plant = next((source[p] for p in org_units.PLANT_PROPS if source.get(p) not in (None, "")), None)
-            if plant is not None and "Plant" in table.type.props and "Plant" not in pred.type.props:
-                taken.setdefault("Plant", plant)  # the order item's ProductionPlant is the delivery item's Plant
-            for name, value in taken.items():
+            for name, value in _content(table, pred, flow, source).items():
                 if record.get(name) in (None, ""):
                     record[name] = value
 
@@ -672,10 +671,7 @@ class DocumentFlows:
         if follow is None or not self.data.parents(pred)[0]:
             return  # a header predecessor (a purchase order for a goods receipt item) has no item content
         props = follow.type.props
-        record.update(_content(follow, flow, chosen))
-        plant = next((chosen[p] for p in org_units.PLANT_PROPS if chosen.get(p) not in (None, "")), None)
-        if plant is not None and "Plant" in props and "Plant" not in pred.type.props:
-            record["Plant"] = plant
+        record.update(_content(follow, pred, flow, chosen))
         if flow.quantity is not None:
             follow_qty, pred_qty = flow.quantity
             own, limit = _number(record, follow_qty), _number(chosen, pred_qty)
@@ -770,12 +766,17 @@ def _within(used: Decimal, own: Decimal, limit: Decimal) -> bool:
     return used + own <= limit and used < limit
 
 
-def _content(table: Table, flow: Flow, source: dict[str, object]) -> dict[str, object]:
-    """What a follow-on item of ``table`` takes from the predecessor item ``source``: :data:`CARRIED` and
-    :data:`CARRIED_AS` where ``table``'s type has the property and ``source`` a value (never a carrier)."""
+def _content(table: Table, pred: Table, flow: Flow, source: dict[str, object]) -> dict[str, object]:
+    """What a follow-on item of ``table`` takes from the predecessor item ``source`` of ``pred``: :data:`CARRIED`
+    and :data:`CARRIED_AS` where ``table``'s type has the property and ``source`` a value (never a carrier),
+    and a plant under the predecessor's role name for it where ``pred`` has no ``Plant`` (a sales order
+    item's ``ProductionPlant`` is the delivery item's ``Plant``)."""
     props, carriers = table.type.props, set(flow.props)
     taken = {n: source[n] for n in CARRIED if n in props and source.get(n) not in (None, "")}
     for name, origin in CARRIED_AS.items():
         if name in props and name not in carriers and source.get(origin) not in (None, ""):
             taken[name] = source[origin]
+    plant = next((source[p] for p in org_units.PLANT_PROPS if source.get(p) not in (None, "")), None)
+    if plant is not None and "Plant" in props and "Plant" not in pred.type.props:
+        taken["Plant"] = plant
     return {n: v for n, v in taken.items() if n not in carriers}

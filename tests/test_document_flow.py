@@ -41,6 +41,11 @@ ORDER = {
     "SoldToParty": "0000000002",
     "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
 }
+#: The same header in the reference organisation's German sales area, for customer 1.
+ORDER_1010 = {k: v for k, v in ORDER.items() if k != "to_Item"} | {
+    "SalesOrganization": "1010",
+    "SoldToParty": "0000000001",
+}
 
 
 # ---------------------------------------------------------------- the reader
@@ -464,11 +469,7 @@ def test_an_order_item_calling_off_a_contract_item_is_accepted(tasks_client, tas
     number, position = str(contract["SalesContract"]), str(contract["SalesContractItem"])
     item = {"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}
     order = {
-        "SalesOrderType": "OR",
-        "SalesOrganization": "1010",
-        "DistributionChannel": "10",
-        "OrganizationDivision": "00",
-        "SoldToParty": "0000000001",
+        **ORDER_1010,
         "ReferenceSDDocument": number,
         "to_Item": [{**item, "ReferenceSDDocument": number, "ReferenceSDDocumentItem": position}],
     }
@@ -524,14 +525,7 @@ def test_generated_follow_on_items_carry_their_predecessor_item_s_content(tasks_
 def test_created_documents_are_numbered_per_entity_set(tasks_client):
     """SAP's number ranges: each set counts on from its own highest number (every set starts with 20
     generated documents, so each set's first created one is 0000000021), not one counter for all."""
-    body = {
-        "SalesOrderType": "OR",
-        "SalesOrganization": "1010",
-        "DistributionChannel": "10",
-        "OrganizationDivision": "00",
-        "SoldToParty": "0000000001",
-        "to_Item": [{"Material": "0000000001", "RequestedQuantity": "1", "RequestedQuantityUnit": "PC"}],
-    }
+    body = {**ORDER_1010, "to_Item": [{**ORDER["to_Item"][0], "RequestedQuantity": "1"}]}
     first = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     second = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")

@@ -133,10 +133,23 @@ BROKEN_FENCED_CALL = """```json
 ```""".replace("V2", V2)
 
 
+#: A call whose JSON does not parse even with its numbers read as text (a name left unquoted).
+UNQUOTED_NAME_CALL = """```json
+{"name": "call", "arguments": {"method": "GET", "url": "V2A_SalesOrder('0000000003')", "select": [SalesOrder]}}
+```""".replace("V2", V2)
+
+
+def reads_with_leading_zeros(messages: list[dict]) -> Turn:
+    """The real reply with ``"Division": 00`` (read as the text "00"), then the answer."""
+    if turn(messages) == 0:
+        return {"text": BROKEN_FENCED_CALL}
+    return {"answer": "Read sales order " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrder"]}
+
+
 def repairs_its_broken_json(messages: list[dict]) -> Turn:
     """A call whose JSON does not parse, then the same call as JSON once the tool said so, then the answer."""
     if turn(messages) == 0:
-        return {"text": BROKEN_FENCED_CALL}
+        return {"text": UNQUOTED_NAME_CALL}
     if turn(messages) == 1:
         return {
             "text": "```json\n"
@@ -234,6 +247,7 @@ SCRIPTS: dict[str, Script] = {
     "Create a sales order for customer 0000000001 (chunks).": chunkrag_invents_then_repairs,
     "What type has sales order 0000000003?": reads_in_qwen_text,
     "Tell me the type of sales order 0000000003.": repairs_its_broken_json,
+    "Read sales order 0000000003 with its division.": reads_with_leading_zeros,
     "Read sales orders 0000000002 and 0000000003.": reads_two_orders,
     "Which type has sales order 0000000004? Describe first.": repeats_a_describe,
     "Read sales orders 0000000002 and 0000000003 in a tiny window.": reads_two_orders,

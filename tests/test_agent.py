@@ -148,9 +148,21 @@ def test_a_call_whose_json_does_not_parse_is_answered_so_and_sent_again(demo_ind
     assert result.exit_code == 0, result.output
     broken, good = events(out, "tool")
     assert broken["name"] == "call" and broken["error"] is True
-    assert "are not JSON" in broken["answer"]["error"] and "'\"Division\": 00'" in broken["answer"]["error"]
+    assert "are not JSON" in broken["answer"]["error"] and "[SalesOrder]" in broken["answer"]["error"]
     assert good["answer"]["status"] == 200
     assert result.stdout.strip() == f"Sales order 0000000003 has type {good['answer']['answer']['d']['SalesOrderType']}"
+
+
+def test_a_number_with_leading_zeros_is_read_as_text_and_the_answer_says_so(demo_indexed_store, llm, tmp_path):
+    """Qwen2.5-Coder-1.5B's real reply with ``"Division": 00``: no JSON, but the code it means is "00"; the
+    call goes through with the number read as text, and the answer says which numbers were read so."""
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "Read sales order 0000000003 with its division.")
+    assert result.exit_code == 0, result.output
+    (call,) = events(out, "tool")
+    assert call["error"] is False and call["arguments"]["Division"] == "00"
+    assert call["answer"]["status"] == 200 and call["answer"]["read_as_text"].startswith("00:")
+    assert result.stdout.strip() == "Read sales order 0000000003"
 
 
 def test_a_repeated_graph_tool_call_is_not_run_again_and_the_model_is_told(demo_indexed_store, llm, tmp_path):

@@ -42,11 +42,13 @@ SEARCH = ToolSpec(
 
 PROMPTS = {
     "typed": (
-        "You complete business tasks on SAP OData services by calling tools. Discover step by step: "
-        "find_entity_sets for the task, describe the entity set you need (its path, key, required "
-        "fields and the codes its value helps allow), validate_call, then call. Use only entity sets, "
-        "properties and codes the tools show. When the task is done, reply without a tool call and "
-        "give the result (keys or values asked for) in one or two sentences."
+        "You complete business tasks on SAP OData services by calling tools, one call at a time. First "
+        "call find_entity_sets with the task: its named_in_task gives the read (GET path) of the record "
+        "the task names and the codes the task's words name. To read, call with method GET and that path. "
+        "To create or change, describe the entity set (path, key, required fields, codes, an example), "
+        "then call with the method, the path and a JSON body of its fields. Use only entity sets, "
+        "properties and codes the tools show. When the task is done, reply without a tool call and give "
+        "the result (keys or values asked for) in one or two sentences."
     ),
     "chunkrag": (
         "You complete business tasks on SAP OData services by calling tools. search_metadata finds "

@@ -23,6 +23,7 @@ and the server's answer) and ``end`` (status, answer, counts, tokens, seconds).
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ REPEATED = (
     "you made the same {name} call in step {step}; its answer is above and would be the same: use it "
     "(for example call with what it gave), or call another tool"
 )
+#: a bare number with leading zeros after ``:``, ``[`` or ``,`` (``00``, ``0010``, ``007.5``), up to where it ends
+LEADING_ZEROS = re.compile(r"(?<=[:\[,])\s*(-?0\d+(?:\.\d+)?)(?=\s*[,}\]])")
 DROPPED = "[answer dropped to fit the model's context window: {n} characters; call the tool again if you need it]"
 
 
@@ -191,12 +194,17 @@ class Agent:
         """Run one tool call and give its answer back to the model."""
         start = time.perf_counter()
         try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+            arguments, quoted = parse_arguments(call.arguments)
             earlier = self.repeated(call.name, arguments, step)
             if earlier:
                 answer, is_error = {"error": REPEATED.format(name=call.name, step=earlier)}, True
             else:
                 answer, is_error = self.tools.run(call.name, arguments)
+            if quoted:
+                answer = {
+                    **answer,
+                    "read_as_text": f"{', '.join(quoted)}: a number with leading zeros is no JSON number",
+                }
         except ValueError as exc:
             answer, is_error = {"error": not_json(call, exc)}, True
             arguments = call.arguments
@@ -242,6 +250,24 @@ class Agent:
             seconds,
             error,
         )
+
+
+def parse_arguments(text: str) -> tuple[JSONValue, list[str]]:
+    """The arguments of a call and the numbers with leading zeros read as strings (``"Division": 00`` is no
+    JSON, but what a model means by it is the code ``"00"``, as OData keys and codes are strings); a
+    text that is not JSON even then raises the parser's error of the text as written."""
+    if not text.strip():
+        return {}, []
+    try:
+        return json.loads(text), []
+    except ValueError as exc:
+        quoted = LEADING_ZEROS.findall(text)
+        if not quoted:
+            raise
+        try:
+            return json.loads(LEADING_ZEROS.sub(r'"\1"', text)), quoted
+        except ValueError:
+            raise exc from None
 
 
 def not_json(call: ToolCall, exc: ValueError) -> str:

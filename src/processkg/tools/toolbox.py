@@ -30,6 +30,7 @@ from processkg.tools.describe import all_codes, compact, says_more
 from processkg.tools.flow_steps import follow_ons, made_from
 from processkg.tools.odata_client import ODataClient
 from processkg.tools.specs import METHODS, ToolSpec, tool_list
+from processkg.tools.task_terms import named_in_task
 from processkg.validate.calls import UPDATES, Validator
 from processkg.validate.urls import CallTarget, did_you_mean, parse_call_url, resolve_service
 
@@ -116,7 +117,17 @@ class Toolbox:
         if not 1 <= k <= MAX_K:
             raise ToolArgumentError(f"k must be between 1 and {MAX_K}, not {k}")
         results = self.retriever.retrieve(task, k, self.settings)
-        return {"results": [self._brief(r) for r in results]}
+        answer: JSONObject = {"results": [self._brief(r) for r in results]}
+        model = self.validator.model
+        found = [
+            (r.service, r.entity_set, self.path(r.service, r.entity_set), model.types[info.sets[r.entity_set][0]])
+            for r in results
+            if (info := model.services.get(r.service)) is not None and r.entity_set in info.sets
+        ]
+        named = named_in_task(task, found, self.labels, self.code_labels)
+        if named:
+            answer["named_in_task"] = named
+        return answer
 
     def describe(
         self, service: str, entity_set: str, detail: str = "compact", codes: list[str] | None = None

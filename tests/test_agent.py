@@ -255,3 +255,32 @@ def test_the_first_call_in_a_fenced_json_block_is_the_call_and_other_json_is_an_
     body = {"choices": [{"message": {"role": "assistant", "content": reply["content"]}}]}
     calls = parse_reply(json.dumps(body).encode(), 1.0).tool_calls
     assert [[c.name, json.loads(c.arguments)] for c in calls] == reply["expected_calls"]
+
+
+@pytest.mark.parametrize("reply", [r for r in FENCED if r["expected_calls"]], ids=lambda r: r["run"])
+def test_a_call_read_from_the_text_goes_back_as_the_call_alone(reply):
+    """The conversation keeps the call the turn made, not the text with the calls it did not make (a small
+    model shown its own four-call plan wrote it again every turn); the trace keeps the text."""
+    body = {"choices": [{"message": {"role": "assistant", "content": reply["content"]}}]}
+    parsed = parse_reply(json.dumps(body).encode(), 1.0)
+    assert parsed.message["content"] == "" and parsed.text == reply["content"]
+    assert [c["function"]["name"] for c in parsed.message["tool_calls"]] == [c[0] for c in reply["expected_calls"]]
+
+
+def test_a_fenced_call_cut_by_a_stop_sequence_is_still_the_call():
+    """With --stop '```\\n\\n```' the endpoint ends the reply where the second block would begin, so the first
+    block has no closing fence."""
+    text = '```json\n{"name": "describe", "arguments": {"service": "S", "entity_set": "E"}}\n'
+    body = {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+    (call,) = parse_reply(json.dumps(body).encode(), 1.0).tool_calls
+    assert call.name == "describe" and json.loads(call.arguments) == {"service": "S", "entity_set": "E"}
+
+
+def test_stop_sequences_are_sent_with_newlines_and_traced(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    before = len(llm.requests)
+    result = run(demo_indexed_store, llm, out, "Which type has sales order 0000000003?", "--stop", "```\\n\\n```")
+    assert result.exit_code == 0, result.output
+    sent = llm.requests[before:]
+    assert sent and all(r["stop"] == ["```\n\n```"] for r in sent)
+    assert events(out, "start")[0]["settings"]["stop"] == ["```\n\n```"]

@@ -7,7 +7,12 @@ header; it never reaches a trace. Answers are size-capped; a server that answers
 status, not JSON or no choice raises :class:`~processkg.errors.LLMError` with one line.
 Models that write their tool calls into the text (a server without a tool-call parser) are
 understood too: Qwen's ``<tool_call>{...}</tool_call>`` form, the same object without its tags, or
-in a fenced JSON block, of which only the first counts (see :func:`_fenced_call`).
+in a fenced JSON block, of which only the first counts (see :func:`_fenced_call`). Such a reply goes
+back into the conversation as the calls made (``tool_calls``, no text), not as the text: a small
+model shown its own plan of four calls wrote the same four again in every later turn. The text
+stays in :attr:`Reply.text` for the trace. A stop sequence (``ChatSettings.stop``, ``--stop``)
+can end a reply where a second fenced block would begin, so that the calls the loop drops are not
+generated at all.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ _CONTEXT_FULL = re.compile(r"maximum context length|context_length_exceeded|exce
 #: A call whose JSON does not parse, e.g. ``"Division": 00``: its name and the text of its arguments.
 _BROKEN_CALL = re.compile(r'^\{\s*"name"\s*:\s*"([A-Za-z_]\w*)"\s*,\s*"arguments"\s*:\s*(.*)\}\s*$', re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
-_FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*```", re.DOTALL)
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOTALL)  # open at the end: cut by --stop
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class ChatSettings:
     timeout: float = 120.0
     max_tokens: int | None = None
     api_key: str | None = field(default=None, repr=False)  # never printed
+    stop: tuple[str, ...] = ()  # stop sequences sent with every completion (none: the endpoint's own)
 
     def endpoint(self) -> str:
         url = self.url.rstrip("/")
@@ -67,6 +73,7 @@ class Reply:
     completion_tokens: int
     seconds: float
     finish_reason: str = ""
+    text: str = ""  # the reply's text as the model wrote it, when it is not ``message``'s content
 
 
 class ChatClient:
@@ -90,6 +97,8 @@ class ChatClient:
             body.update(tools=tools, tool_choice="auto")
         if self.settings.max_tokens:
             body["max_tokens"] = self.settings.max_tokens
+        if self.settings.stop:
+            body["stop"] = list(self.settings.stop)
         start = time.perf_counter()
         try:
             response = self.http.post(self.endpoint, json=body)
@@ -120,7 +129,8 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
         calls = _tagged_calls(content)
     elif not calls and isinstance(content, str):
         calls = _bare_calls(content) or _fenced_call(content)
-    kept: JSONObject = {"role": "assistant", "content": content}
+    in_text = bool(calls) and not message.get("tool_calls")
+    kept: JSONObject = {"role": "assistant", "content": "" if in_text else content}
     if calls:
         kept["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
@@ -132,6 +142,7 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
         int(usage.get("completion_tokens") or 0),
         seconds,
         str(choice.get("finish_reason") or ""),
+        str(content) if in_text else "",
     )
 
 

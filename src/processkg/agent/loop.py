@@ -16,7 +16,7 @@ repeat one call until the step limit).
 Every run writes a trace, one JSON object per line: ``start`` (task, condition, model, settings,
 the tool list), ``message`` (each message added to the conversation), ``dropped`` (a tool answer
 dropped to fit the context window), ``llm`` (one completion:
-tokens, seconds), ``tool`` (name, arguments, answer, seconds), ``http`` (each request ``call`` sent
+tokens, seconds, and the reply's text when its calls were read from it), ``tool`` (name, arguments, answer, seconds), ``http`` (each request ``call`` sent
 and the server's answer) and ``end`` (status, answer, counts, tokens, seconds).
 """
 
@@ -187,6 +187,7 @@ class Agent:
             seconds=round(reply.seconds, 4),
             finish_reason=reply.finish_reason,
             tool_calls=[{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+            **({"text": reply.text} if reply.text else {}),
         )
         self.add(reply.message)
 

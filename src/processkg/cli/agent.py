@@ -35,11 +35,19 @@ def metadata_option() -> Callable[[F], F]:
 
 
 def chat_settings(
-    llm_url: str, model: str, temperature: float, timeout: float, max_tokens: int | None, api_key_env: str
+    llm_url: str,
+    model: str,
+    temperature: float,
+    timeout: float,
+    max_tokens: int | None,
+    stop: tuple[str, ...],
+    api_key_env: str,
 ) -> ChatSettings:
-    """The endpoint's settings; the key is read from the environment variable ``api_key_env``."""
+    """The endpoint's settings; the key is read from the environment variable ``api_key_env``; ``\\n`` in a
+    stop sequence is a newline."""
     key = os.environ.get(api_key_env) or None
-    return ChatSettings(llm_url, model, temperature, timeout, max_tokens=max_tokens, api_key=key)
+    stops = tuple(text.replace("\\n", "\n") for text in stop)
+    return ChatSettings(llm_url, model, temperature, timeout, max_tokens=max_tokens, api_key=key, stop=stops)
 
 
 @click.group("agent")
@@ -71,6 +79,7 @@ def agent_run_cmd(
     temperature: float,
     timeout: float,
     max_tokens: int | None,
+    stop: tuple[str, ...],
     api_key_env: str,
     odata_url: str | None,
     allow_writes: bool,
@@ -81,7 +90,7 @@ def agent_run_cmd(
 
     The run writes OUT/trace.jsonl (messages, tool calls, HTTP calls and answers, tokens, time) and
     OUT/calls.jsonl, the recording kg validate reads."""
-    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
+    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, stop, api_key_env)
     settings = RunSettings(
         store,
         chat,
@@ -203,6 +212,7 @@ def eval_agent_cmd(
     temperature: float,
     timeout: float,
     max_tokens: int | None,
+    stop: tuple[str, ...],
     api_key_env: str,
     conditions: str,
     runs: int,
@@ -220,7 +230,7 @@ def eval_agent_cmd(
     chosen = _selected(load_tasks(tasks_file), _choices("--kinds", kinds, KINDS), limit)
     if not chosen:
         raise AgentEvalError(f"{tasks_file}: no task of the kinds {kinds}")
-    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, api_key_env)
+    chat = chat_settings(llm_url, model, temperature, timeout, max_tokens, stop, api_key_env)
     command = shlex.join(["kg", *sys.argv[1:]]) if Path(sys.argv[0]).name == "kg" else ""
     settings = EvalSettings(
         store,

@@ -127,7 +127,7 @@ def model_option(help: str = "Embedding model; the store's index must have been 
 def llm_options() -> Callable[[F], F]:
     """The chat endpoint and the loop's settings, shared by ``kg agent run`` and ``kg eval agent``:
     ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--max-tokens``,
-    ``--api-key-env``."""
+    ``--stop``, ``--api-key-env``."""
     return _stacked(
         [
             click.option(
@@ -162,6 +162,14 @@ def llm_options() -> Callable[[F], F]:
                 default=None,
                 help="Tokens one answer may have at most (default: the endpoint's limit). A small model that "
                 "repeats itself otherwise writes until its context is full.",
+                cls=SharedOption,
+            ),
+            click.option(
+                "--stop",
+                multiple=True,
+                help="A stop sequence sent with every completion (\\n for a newline; repeatable). A small "
+                "model that writes more fenced calls than the one a turn runs stops after the first with "
+                "--stop '```\\n\\n```' --stop '```\\n```'.",
                 cls=SharedOption,
             ),
             click.option(

@@ -148,16 +148,24 @@ def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tm
     assert (measured["tp"], measured["proposed"], measured["gold"]) == (len(found & truth), len(found), len(truth))
 
 
-@pytest.mark.parametrize("context", [False, True])
-def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context):
+@pytest.mark.parametrize(("context", "scorer"), [(False, "learned"), (False, "weights"), (True, "weights")])
+def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context, scorer):
     """Tuned on the kept processes' gold only: without the held-out entries in the gold file the same
     settings and the same proposals come out; only their measured quality changes."""
-    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context)
+    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context, scorer)
     blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
-    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context)
+    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context, scorer)
     assert blind["settings"] == full["settings"] and blind["tuning_f1"] == full["tuning_f1"]
     assert (tmp_path / "blind" / "mapping.yaml").read_bytes() == (tmp_path / "full" / "mapping.yaml").read_bytes()
     assert full["held_out"]["edges"]["gold"] > 0 and blind["held_out"]["edges"]["gold"] == 0
+    assert full["settings"].get("scorer", "weights") == scorer
+
+
+def test_the_context_weights_go_with_the_weights_scorer(tmp_path, kept_signals):
+    with pytest.raises(ProcessKGError, match="context weights go with the weights scorer"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, True, "learned")
+    with pytest.raises(ProcessKGError, match="unknown proposal scorer 'nonsense'"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, False, "nonsense")
 
 
 def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):

@@ -18,7 +18,7 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, out_option, proposal_llm_options, store_option
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import mapping_table, proposal_folds
+from processkg.evaluate.processes import SCORERS, mapping_table, proposal_folds
 from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
@@ -108,19 +108,35 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @click.option(
     "--folds",
     is_flag=True,
-    help="Leave processes out instead: per fold of kg eval processes, choose the weights and the cut on the "
-    "other processes' gold and score the fold's processes.",
+    help="Leave processes out instead: per fold of kg eval processes, fit the scorer (--scorer) and choose the "
+    "cut on the other processes' gold and score the fold's processes.",
 )
-@click.option("--context", is_flag=True, help="With --folds: then also choose the context weights (CONTEXT_GRID).")
+@click.option(
+    "--context",
+    is_flag=True,
+    help="With --folds and --scorer weights (implied): then also choose the context weights (CONTEXT_GRID).",
+)
+@click.option(
+    "--scorer",
+    type=click.Choice(SCORERS),
+    help="With --folds: learned (a logistic regression over the signals and their context, the default) or "
+    "weights (the weighted mean of kg map propose).",
+)
 @out_option("file", "Write the choice and its evaluation here (JSON).")
-def tune_cmd(store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, out: Path) -> None:
+def tune_cmd(
+    store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, scorer: str | None, out: Path
+) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
     if folds:
-        _tune_folds(Signals(store), read_mapping(gold), context, out)
+        if context and scorer == "learned":
+            raise click.UsageError(
+                "--context goes with --scorer weights: the learned scorer has the context as features"
+            )
+        _tune_folds(Signals(store), read_mapping(gold), context, scorer or ("weights" if context else "learned"), out)
         return
-    if context:
-        raise click.UsageError("--context goes with --folds")
+    if context or scorer:
+        raise click.UsageError("--context and --scorer go with --folds")
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
@@ -135,8 +151,8 @@ def tune_cmd(store: StoreHandle, gold: Path, weights: bool, folds: bool, context
         click.echo(f"wrote {out}")
 
 
-def _tune_folds(signals: Signals, gold: list[MappingEntry], context: bool, out: Path | None) -> None:
-    result = proposal_folds(signals, gold, context)
+def _tune_folds(signals: Signals, gold: list[MappingEntry], context: bool, scorer: str, out: Path | None) -> None:
+    result = proposal_folds(signals, gold, context, scorer)
     click.echo("\n".join(mapping_table(result)))
     if out:
         Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

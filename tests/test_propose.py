@@ -26,6 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import index_store
+from processkg.assets import asset
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError, ProposalError
@@ -37,9 +38,12 @@ from processkg.proposals.learned import (
     CANDIDATES,
     FEATURES,
     REGULARISATION,
+    SHIPPED,
     candidates,
     features,
     fit_scorer,
+    scorer_from_json,
+    shipped_scorer,
 )
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
@@ -363,7 +367,7 @@ def test_a_learned_scorer_uses_only_the_features_it_is_given(demo_signals, demo_
     kept = [e for e in demo_gold if e.process != "Process_CustomerReturns"]
     try:
         fitted = fit_scorer(demo_signals, kept, used=["dense", "lexical", "known"])
-        assert fitted.used == ("dense", "lexical", "known") and fitted.model[-1].coef_.shape == (1, 3)
+        assert fitted.used == ("dense", "lexical", "known") and fitted.model.coef.shape == (3,)
         assert set(fitted.describe()["largest_standardised_weights"].replace(",", "").split()[::2]) <= {
             "dense",
             "lexical",
@@ -657,8 +661,10 @@ def test_cli_tune_scorer_options(tmp_path, demo_store):
     args = ["tune", "--store", str(demo_store), "--gold", str(DEMO / "mapping.yaml")]
     result = runner.invoke(map_group, [*args, "--folds", "--context", "--scorer", "learned"])
     assert result.exit_code == 2 and "--context goes with --scorer weights" in result.output
-    result = runner.invoke(map_group, [*args, "--scorer", "weights"])
-    assert result.exit_code == 2 and "--context and --scorer go with --folds" in result.output
+    result = runner.invoke(map_group, [*args, "--context"])
+    assert result.exit_code == 2 and "--context goes with --folds" in result.output
+    result = runner.invoke(map_group, [*args, "--scorer", "learned", "--weights"])
+    assert result.exit_code == 2 and "--weights goes with the weighted mean" in result.output
     out = tmp_path / "folds.json"
     result = runner.invoke(map_group, [*args, "--folds", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -684,3 +690,64 @@ def test_the_documented_ablation_is_the_committed_run():
 
 def learned_folds() -> list[dict]:
     return json.loads((ROOT / "docs" / "results" / "mapping-folds" / "folds-learned.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_the_shipped_learned_scorer_is_the_one_fitted_on_the_train_half(sap_signals):
+    """assets/ranking/proposals.json is `kg map tune --scorer learned --out` on the SAP store: fitted on
+    the train half only."""
+    shipped = json.loads(asset(*SHIPPED).read_text(encoding="utf-8"))
+    gold = read_mapping(SAP / "mapping.yaml")
+    train = split_processes({e.process for e in gold})[0]
+    try:
+        fitted = fit_scorer(sap_signals, [e for e in gold if e.process in set(train)]).to_json(train)
+    finally:
+        sap_signals.know([])
+    assert shipped["trained_on"] == train and fitted["features"] == shipped["features"] == list(FEATURES)
+    assert (fitted["cut"], fitted["C"]) == (shipped["cut"], shipped["C"])
+    for key in ("mean", "scale", "coef", "intercept", "tuning_f1"):
+        assert fitted[key] == pytest.approx(shipped[key], rel=1e-6, abs=1e-9), key
+
+
+@pytest.mark.slow
+def test_learned_proposals_reproduce_the_committed_report_and_the_documented_row(sap_signals):
+    """`kg map propose --scorer learned` on a store without mapping edges, scored by `kg eval mapping`:
+    docs/results/mapping-learned/results.json, and its test-half row in docs/mapping-proposals.md."""
+    scorer = shipped_scorer()
+    sap_signals.know([])  # the store's own edges: none
+    result = evaluate_mapping(
+        propose(None, scorer.cut, signals=sap_signals, scores=scorer.scores(sap_signals)),
+        read_mapping(SAP / "mapping.yaml"),
+    )
+    committed = json.loads((ROOT / "docs" / "results" / "mapping-learned" / "results.json").read_text("utf-8"))
+    assert json.loads(json.dumps(result)) == committed
+    m = result["edges"]["test"]
+    assert (m["precision"], m["recall"], m["f1"]) == pytest.approx(
+        documented("learned scorer (`--scorer learned`), test half"), abs=0.0005
+    )
+
+
+def test_cli_propose_with_the_shipped_learned_scorer(tmp_path, demo_store):
+    out = tmp_path / "proposals.yaml"
+    result = CliRunner().invoke(
+        map_group, ["propose", "--store", str(demo_store), "--out", str(out), "--scorer", "learned"]
+    )
+    assert result.exit_code == 0, result.output
+    proposals = read_proposals(out)
+    cut = shipped_scorer().cut
+    assert proposals and all(0 < p.score < 1 for p in proposals)
+    per_activity: dict = {}
+    for p in proposals:
+        per_activity.setdefault((p.process, p.activity), []).append(p.score)
+    assert all(len(s) <= cut.top_n and s[0] >= cut.threshold for s in per_activity.values())
+
+
+def test_a_learned_scorer_file_is_checked():
+    good = json.loads(asset(*SHIPPED).read_text(encoding="utf-8"))
+    assert scorer_from_json(good).used == FEATURES and scorer_from_json(good).known is None
+    with pytest.raises(ProposalError, match="not a learned proposal scorer: 'coef'"):
+        scorer_from_json({k: v for k, v in good.items() if k != "coef"})
+    with pytest.raises(ProposalError, match="its features do not match its numbers"):
+        scorer_from_json({**good, "features": good["features"][:-1]})
+    with pytest.raises(ProposalError, match="--top-n must be at least 1"):
+        scorer_from_json({**good, "cut": {**good["cut"], "top_n": 0}})

@@ -18,6 +18,7 @@ docs/mapping-proposals.md "A learned scorer".
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from processkg.assets import asset
 from processkg.errors import ProposalError
 from processkg.proposals.proposal_facts import ProposalWeights
 from processkg.proposals.propose import SIGNALS, Signals, _Kept, _keys, _tops, ranked
@@ -73,32 +75,51 @@ _STOP = frozenset(["the", "a", "an", "of", "for", "to", "and", "in", "on", "with
 
 
 @dataclass(frozen=True)
-class LearnedScorer:
-    """A fitted model and the cut chosen for it; ``describe`` for reports."""
+class LinearModel:
+    """A fitted logistic regression on standardised features, as plain numbers (shippable as JSON)."""
 
-    model: Any  # a scikit-learn pipeline (scaler, logistic regression)
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray  # per standard deviation of each feature
+    intercept: float
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """The probability of the positive class for each row of ``x`` (as scikit-learn computes it)."""
+        from scipy.special import expit  # heavy: only when a scorer runs
+
+        decision = ((x - self.mean) / self.scale) @ self.coef[:, None] + self.intercept
+        return np.asarray(expit(decision.ravel()), dtype=float)
+
+
+@dataclass(frozen=True)
+class LearnedScorer:
+    """A fitted model and the cut chosen for it; ``describe`` for reports, ``to_json`` to ship it."""
+
+    model: LinearModel
     cut: ProposalWeights
     tuning_f1: float
     regularisation: float
     used: tuple[str, ...] = FEATURES
-    known: tuple[MappingEntry, ...] = ()  # the gold it was fitted on: what ``known`` draws on
+    #: the gold it was fitted on, what ``known`` draws on; None: the store's own mapping edges
+    known: tuple[MappingEntry, ...] | None = ()
 
     def scores(self, signals: Signals) -> np.ndarray:
         """Activities x sets: each candidate's probability of being a gold edge; -inf elsewhere.
-        ``known`` draws on the gold the scorer was fitted on (``signals.know``)."""
-        signals.know(self.known)
+        ``known`` draws on the gold the scorer was fitted on (``signals.know``), or with ``known``
+        None on whatever the signals know (the store's mapping edges, when nothing else was given)."""
+        if self.known is not None:
+            signals.know(self.known)
         base = signals.scores(BASE)
         pairs = candidates(base, CANDIDATES)
         out = np.full(base.shape, -np.inf)
         if pairs:
             rows, cols = zip(*pairs, strict=True)
-            out[list(rows), list(cols)] = self.model.predict_proba(_columns(features(signals, base, pairs), self.used))[
-                :, 1
-            ]
+            x = _columns(features(signals, base, pairs), self.used)
+            out[list(rows), list(cols)] = self.model.probability(x)
         return out
 
     def describe(self) -> dict[str, Any]:
-        weights = self.model[-1].coef_[0]  # per standard deviation of each feature
+        weights = self.model.coef
         return {
             "scorer": "learned",
             "top_n": self.cut.top_n,
@@ -109,6 +130,53 @@ class LearnedScorer:
                 f"{self.used[k]} {weights[k]:+.2f}" for k in np.argsort(-np.abs(weights), kind="stable")[:5]
             ),
         }
+
+    def to_json(self, trained_on: Sequence[str]) -> dict[str, Any]:
+        """The scorer as shipped in ``assets/ranking/proposals.json`` (``known`` is not kept)."""
+        return {
+            "trained_on": list(trained_on),
+            "features": list(self.used),
+            "mean": self.model.mean.tolist(),
+            "scale": self.model.scale.tolist(),
+            "coef": self.model.coef.tolist(),
+            "intercept": self.model.intercept,
+            "C": self.regularisation,
+            "tuning_f1": self.tuning_f1,
+            "cut": {"top_n": self.cut.top_n, "threshold": self.cut.threshold, "ratio": self.cut.ratio},
+        }
+
+
+def scorer_from_json(data: dict[str, Any]) -> LearnedScorer:
+    """A scorer written by :meth:`LearnedScorer.to_json`; ``known`` draws on the store's mapping edges."""
+    try:
+        model = LinearModel(
+            np.array(data["mean"], dtype=float),
+            np.array(data["scale"], dtype=float),
+            np.array(data["coef"], dtype=float),
+            float(data["intercept"]),
+        )
+        cut = replace(ProposalWeights(), **_cut(data["cut"]))
+        used = tuple(str(f) for f in data["features"])
+        scorer = LearnedScorer(model, cut.check(), float(data["tuning_f1"]), float(data["C"]), used, None)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProposalError(f"not a learned proposal scorer: {exc}") from None
+    if set(used) - set(FEATURES) or not len(used) == len(model.mean) == len(model.scale) == len(model.coef):
+        raise ProposalError("not a learned proposal scorer: its features do not match its numbers")
+    return scorer
+
+
+#: The shipped scorer of ``kg map propose --scorer learned``: fitted on the train half of the SAP gold
+#: (``kg map tune --scorer learned --out``), in ``assets/ranking/``.
+SHIPPED = ("ranking", "proposals.json")
+
+
+def shipped_scorer() -> LearnedScorer:
+    """The scorer fitted on the train half that ``kg map propose --scorer learned`` uses."""
+    return scorer_from_json(json.loads(asset(*SHIPPED).read_text(encoding="utf-8")))
+
+
+def _cut(data: dict[str, Any]) -> dict[str, Any]:
+    return {"top_n": int(data["top_n"]), "threshold": float(data["threshold"]), "ratio": float(data["ratio"])}
 
 
 def candidates(base: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -175,16 +243,17 @@ def features(signals: Signals, base: np.ndarray, pairs: Sequence[tuple[int, int]
     return np.array(rows, dtype=float).reshape(len(pairs), len(FEATURES))
 
 
-def _fit(x: np.ndarray, y: np.ndarray, strength: float) -> Any:
+def _fit(x: np.ndarray, y: np.ndarray, strength: float) -> LinearModel:
     from sklearn.linear_model import LogisticRegression  # heavy: only when a scorer is fitted
-    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     if y.all() or not y.any():
         raise ProposalError(
             "the gold of the training processes gives no positive and negative candidates to learn from"
         )
-    return make_pipeline(StandardScaler(), LogisticRegression(C=strength, max_iter=2000)).fit(x, y)
+    scaler = StandardScaler().fit(x)
+    regression = LogisticRegression(C=strength, max_iter=2000).fit(scaler.transform(x), y)
+    return LinearModel(scaler.mean_, scaler.scale_, regression.coef_[0].copy(), float(regression.intercept_[0]))
 
 
 def _columns(x: np.ndarray, used: Sequence[str]) -> np.ndarray:
@@ -238,7 +307,7 @@ def fit_scorer(signals: Signals, entries: Sequence[MappingEntry], used: Sequence
             if not pairs or y.all() or not y.any():
                 continue  # nothing to learn from: this group's processes get no proposals here
             rows, cols = zip(*pairs, strict=True)
-            out_of_fold[list(rows), list(cols)] = _fit(x, y, strength).predict_proba(x_test)[:, 1]
+            out_of_fold[list(rows), list(cols)] = _fit(x, y, strength).probability(x_test)
         cut, f1 = _choose_cut(signals, out_of_fold, entries, processes)
         if best is None or f1 > best[0]:
             best = (f1, strength, cut)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -652,6 +653,8 @@ def test_the_learned_scorers_candidates_hold_the_documented_share_of_the_gold(sa
     } & gold
     text = DOC.read_text(encoding="utf-8")
     assert (len(found), len(gold), CANDIDATES, len(FEATURES)) == (178, 200, 20, 27)
+    per_activity = Counter(Counter(g[:2] for g in gold).values())
+    assert per_activity == {1: 128, 2: 36} and "(128 one, 36 two)" in text
     assert "178 of the 200 gold edges are among an\nactivity's 20 candidates" in text
     assert "gets 27 features" in text
 

@@ -234,3 +234,13 @@ def test_eval_processes_events_need_the_folds_builds(tmp_path, demo_store):
     result = CliRunner().invoke(main, [*args, "--events", str(DEMO)])
     assert result.exit_code == 2
     assert "--events needs --bpmn" in result.output
+
+
+def test_eval_processes_proposal_context_goes_with_the_weights_scorer(tmp_path, demo_store):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("", encoding="utf-8")
+    args = ["eval", "processes", "--store", str(demo_store), "--queries", str(queries), "--protocol", "automatic"]
+    inputs = ["--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn"), "--mapping", str(DEMO / "mapping.yaml")]
+    result = CliRunner().invoke(main, [*args, *inputs, "--proposal-context", "--proposal-scorer", "learned"])
+    assert result.exit_code == 2
+    assert "--proposal-context goes with --proposal-scorer weights" in result.output

@@ -148,16 +148,24 @@ def test_the_automatic_mapping_keeps_the_gold_and_proposes_the_held_out_edges(tm
     assert (measured["tp"], measured["proposed"], measured["gold"]) == (len(found & truth), len(found), len(truth))
 
 
-@pytest.mark.parametrize("context", [False, True])
-def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context):
+@pytest.mark.parametrize(("context", "scorer"), [(False, "learned"), (False, "weights"), (True, "weights")])
+def test_the_automatic_mapping_never_sees_the_held_out_gold(tmp_path, kept_signals, context, scorer):
     """Tuned on the kept processes' gold only: without the held-out entries in the gold file the same
     settings and the same proposals come out; only their measured quality changes."""
-    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context)
+    full = automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", context, scorer)
     blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
-    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context)
+    blind = automatic_mapping(kept_signals, blind_gold, [HELD_OUT], tmp_path / "blind", context, scorer)
     assert blind["settings"] == full["settings"] and blind["tuning_f1"] == full["tuning_f1"]
     assert (tmp_path / "blind" / "mapping.yaml").read_bytes() == (tmp_path / "full" / "mapping.yaml").read_bytes()
     assert full["held_out"]["edges"]["gold"] > 0 and blind["held_out"]["edges"]["gold"] == 0
+    assert full["settings"].get("scorer", "weights") == scorer
+
+
+def test_the_context_weights_go_with_the_weights_scorer(tmp_path, kept_signals):
+    with pytest.raises(ProcessKGError, match="context weights go with the weights scorer"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, True, "learned")
+    with pytest.raises(ProcessKGError, match="unknown proposal scorer 'nonsense'"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, False, "nonsense")
 
 
 def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):
@@ -170,7 +178,8 @@ def test_eval_processes_automatic_needs_the_mapping(tmp_path, demo_store):
 
 
 def test_the_documented_automatic_layer_figures_are_the_committed_run():
-    """docs/results.md's automatic columns are the Recall@3 of docs/results/processes-automatic."""
+    """docs/results.md's automatic columns are the Recall@3 of docs/results/processes-automatic (proposals by
+    the learned scorer); the weighted mean's row is that of docs/results/processes-automatic-weights."""
     root = DEMO.parents[1]
     report = json.loads(
         (root / "docs" / "results" / "processes-automatic" / "results.json").read_text(encoding="utf-8")
@@ -184,10 +193,21 @@ def test_the_documented_automatic_layer_figures_are_the_committed_run():
     row = next(line for line in lines if line.startswith("| **hybrid** (fold's own model)"))
     cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
     assert cells[4:7] == [f"{summary['hybrid'][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
-    folds = json.loads((root / "docs" / "results" / "mapping-folds" / "folds.json").read_text(encoding="utf-8"))
+    folds = json.loads((root / "docs" / "results" / "mapping-folds" / "folds-learned.json").read_text(encoding="utf-8"))
     assert [f["mapping"]["held_out"] for f in report["folds"]] == [f["mapping"]["held_out"] for f in folds], (
-        "the automatic layer's proposals are those of kg map tune --folds"
+        "the automatic layer's proposals are those of kg map tune --folds (the learned scorer)"
     )
+    # the earlier run, with the weighted mean's proposals: the row below, and kg map tune --folds --scorer weights
+    weights = json.loads(
+        (root / "docs" / "results" / "processes-automatic-weights" / "results.json").read_text(encoding="utf-8")
+    )
+    row = next(line for line in lines if line.startswith("| hybrid, proposals by the weighted mean"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4:7] == [
+        f"{weights['automatic']['summary']['hybrid'][g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")
+    ]
+    folds = json.loads((root / "docs" / "results" / "mapping-folds" / "folds.json").read_text(encoding="utf-8"))
+    assert [f["mapping"]["held_out"] for f in weights["folds"]] == [f["mapping"]["held_out"] for f in folds]
 
 
 def test_the_documented_mined_flow_row_is_the_committed_run_with_events():
@@ -214,3 +234,13 @@ def test_eval_processes_events_need_the_folds_builds(tmp_path, demo_store):
     result = CliRunner().invoke(main, [*args, "--events", str(DEMO)])
     assert result.exit_code == 2
     assert "--events needs --bpmn" in result.output
+
+
+def test_eval_processes_proposal_context_goes_with_the_weights_scorer(tmp_path, demo_store):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("", encoding="utf-8")
+    args = ["eval", "processes", "--store", str(demo_store), "--queries", str(queries), "--protocol", "automatic"]
+    inputs = ["--odata", str(DEMO / "odata"), "--bpmn", str(DEMO / "bpmn"), "--mapping", str(DEMO / "mapping.yaml")]
+    result = CliRunner().invoke(main, [*args, *inputs, "--proposal-context", "--proposal-scorer", "learned"])
+    assert result.exit_code == 2
+    assert "--proposal-context goes with --proposal-scorer weights" in result.output

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import Counter
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,12 +27,25 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from conftest import index_store
+from processkg.assets import asset
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli.map import map_group, mapping_cmd
-from processkg.errors import LLMError, ProcessKGError
+from processkg.errors import LLMError, ProcessKGError, ProposalError
 from processkg.evaluate.processes import proposal_folds
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.openai_chat import ChatSettings
+from processkg.proposals.learned import (
+    BASE,
+    CANDIDATES,
+    FEATURES,
+    REGULARISATION,
+    SHIPPED,
+    candidates,
+    features,
+    fit_scorer,
+    scorer_from_json,
+    shipped_scorer,
+)
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
 from processkg.proposals.propose import (
     WEIGHT_GRID,
@@ -305,12 +319,14 @@ def test_item_gives_a_part_the_score_of_its_document(demo_signals):
     assert not demo_signals.documents[header] and not context[:, header].any()
 
 
-def test_proposal_folds_never_see_the_held_out_gold(demo_signals, demo_gold):
-    """Each fold's settings come from the other processes' gold: garbling one fold's gold leaves that
-    fold's choice and proposals as they were, and only its measured quality drops."""
+@pytest.mark.parametrize("scorer", ["learned", "weights"])
+def test_proposal_folds_never_see_the_held_out_gold(demo_signals, demo_gold, scorer):
+    """Each fold's scorer and cut come from the other processes' gold: garbling one fold's gold leaves
+    that fold's choice and proposals as they were, and only its measured quality drops."""
     garbled = [replace(e, entity_set="Nothing") if e.process == "Process_CustomerReturns" else e for e in demo_gold]
     try:
-        real, blind = proposal_folds(demo_signals, demo_gold), proposal_folds(demo_signals, garbled)
+        real = proposal_folds(demo_signals, demo_gold, scorer=scorer)
+        blind = proposal_folds(demo_signals, garbled, scorer=scorer)
     finally:
         demo_signals.know([])
     fold = next(k for k, f in enumerate(real) if f["held_out"] == ["Process_CustomerReturns"])
@@ -321,6 +337,64 @@ def test_proposal_folds_never_see_the_held_out_gold(demo_signals, demo_gold):
     )
     assert real[fold]["mapping"]["held_out"]["edges"]["tp"] > 0 == blind[fold]["mapping"]["held_out"]["edges"]["tp"]
     assert real[fold]["mapping"]["tuning_f1"] == blind[fold]["mapping"]["tuning_f1"]
+
+
+def test_a_learned_scorer_never_reads_the_gold_of_other_processes(demo_signals, demo_gold):
+    """Fitted on two processes' gold, the model, its cut and its scores on the third process are the
+    same whatever that process's gold says (here: garbled), and the same when fitted again."""
+    kept = [e for e in demo_gold if e.process != "Process_CustomerReturns"]
+    try:
+        fitted = fit_scorer(demo_signals, kept)
+        again = fit_scorer(demo_signals, kept)
+        scores = fitted.scores(demo_signals)
+    finally:
+        demo_signals.know([])
+    assert fitted.cut == again.cut and fitted.regularisation == again.regularisation
+    assert np.array_equal(scores, again.scores(demo_signals))
+    assert fitted.regularisation in REGULARISATION and 0 < fitted.tuning_f1 <= 1
+    finite = np.isfinite(scores)
+    assert (finite.sum(axis=1) == min(CANDIDATES, len(demo_signals.sets))).all()
+    assert ((scores[finite] > 0) & (scores[finite] < 1)).all()
+    # the third process's gold edges rank high under the model although it never saw them
+    row = {(a.process, a.id): i for i, a in enumerate(demo_signals.activities)}
+    col = {(s.service, s.name): j for j, s in enumerate(demo_signals.sets)}
+    held = [e for e in demo_gold if e.process == "Process_CustomerReturns"]
+    firsts = [ranked(scores, row[(e.process, e.activity)], 3) for e in held]
+    found = sum(col[(e.service, e.entity_set)] in top for e, top in zip(held, firsts))
+    assert found >= len(held) / 2, f"{found} of {len(held)} held-out gold edges in their activity's best 3"
+
+
+def test_a_learned_scorer_uses_only_the_features_it_is_given(demo_signals, demo_gold):
+    kept = [e for e in demo_gold if e.process != "Process_CustomerReturns"]
+    try:
+        fitted = fit_scorer(demo_signals, kept, used=["dense", "lexical", "known"])
+        assert fitted.used == ("dense", "lexical", "known") and fitted.model.coef.shape == (3,)
+        assert set(fitted.describe()["largest_standardised_weights"].replace(",", "").split()[::2]) <= {
+            "dense",
+            "lexical",
+            "known",
+        }
+        with pytest.raises(ProposalError, match="no such proposal features: nonsense"):
+            fit_scorer(demo_signals, kept, used=["dense", "nonsense"])
+        with pytest.raises(ProposalError, match="at least 2 processes, not 1"):
+            fit_scorer(demo_signals, [e for e in kept if e.process == "Process_OrderToCash"])
+    finally:
+        demo_signals.know([])
+
+
+def test_features_of_a_candidate_by_hand(demo_signals):
+    """A few features of one (activity, set) pair, computed here from the signals."""
+    base = demo_signals.scores(BASE)
+    i = next(k for k, (mode, _cue) in enumerate(demo_signals.modes) if mode == "write")
+    j = ranked(base, i, 1)[0]
+    row = dict(zip(FEATURES, features(demo_signals, base, [(i, j)])[0], strict=True))
+    assert row["dense"] == pytest.approx(float(demo_signals.matrix["dense"][i, j]))
+    assert row["base"] == pytest.approx(float(base[i, j])) and row["base_margin"] == pytest.approx(0.0)
+    assert row["rank_base"] == 1.0
+    writable = bool(demo_signals.writable[j])
+    assert (row["write_writable"], row["write_unwritable"]) == ((1.0, 0.0) if writable else (0.0, 1.0))
+    assert row["read_writable"] == row["read_unwritable"] == 0.0
+    assert row["is_item"] == (1.0 if demo_signals.documents[j] else 0.0)
 
 
 def test_demo_proposals_find_most_of_the_demo_mapping(demo_store, demo_signals, demo_gold):
@@ -544,6 +618,7 @@ def test_the_documented_leave_out_figures_are_the_committed_reports():
     for label, name in (
         ("weights and cut per fold", "folds.json"),
         ("+ context weights per fold", "folds-context.json"),
+        ("learned scorer per fold", "folds-learned.json"),
     ):
         folds = json.loads((folder / name).read_text(encoding="utf-8"))
         tp, proposed, gold = (
@@ -553,3 +628,129 @@ def test_the_documented_leave_out_figures_are_the_committed_reports():
         row = next(line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {label} |"))
         cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
         assert cells[1:6] == [str(proposed), str(tp), f"{p:.3f}", f"{r:.3f}", f"{2 * p * r / (p + r):.3f}"]
+
+
+@pytest.mark.slow
+def test_the_learned_folds_reproduce_the_committed_report(sap_signals):
+    """`kg map tune --folds` (the learned scorer) on the SAP store gives the committed folds-learned.json."""
+    committed = json.loads((ROOT / "docs" / "results" / "mapping-folds" / "folds-learned.json").read_text("utf-8"))
+    try:
+        result = proposal_folds(sap_signals, read_mapping(SAP / "mapping.yaml"))
+    finally:
+        sap_signals.know([])
+    assert json.loads(json.dumps(result)) == committed
+
+
+def test_the_learned_scorers_candidates_hold_the_documented_share_of_the_gold(sap_signals):
+    """docs/mapping-proposals.md: 178 of the 200 gold edges are among an activity's 20 candidates,
+    each with 27 features."""
+    gold = {(e.process, e.activity, e.service, e.entity_set) for e in read_mapping(SAP / "mapping.yaml")}
+    base = sap_signals.scores(BASE)
+    pairs = candidates(base, CANDIDATES)
+    found = {
+        (a.process, a.id, s.service, s.name)
+        for a, s in ((sap_signals.activities[i], sap_signals.sets[j]) for i, j in pairs)
+    } & gold
+    text = DOC.read_text(encoding="utf-8")
+    assert (len(found), len(gold), CANDIDATES, len(FEATURES)) == (178, 200, 20, 27)
+    per_activity = Counter(Counter(g[:2] for g in gold).values())
+    assert per_activity == {1: 128, 2: 36} and "(128 one, 36 two)" in text
+    assert "178 of the 200 gold edges are among an\nactivity's 20 candidates" in text
+    assert "gets 27 features" in text
+
+
+def test_cli_tune_scorer_options(tmp_path, demo_store):
+    runner = CliRunner()
+    args = ["tune", "--store", str(demo_store), "--gold", str(DEMO / "mapping.yaml")]
+    result = runner.invoke(map_group, [*args, "--folds", "--context", "--scorer", "learned"])
+    assert result.exit_code == 2 and "--context goes with --scorer weights" in result.output
+    result = runner.invoke(map_group, [*args, "--context"])
+    assert result.exit_code == 2 and "--context goes with --folds" in result.output
+    result = runner.invoke(map_group, [*args, "--scorer", "learned", "--weights"])
+    assert result.exit_code == 2 and "--weights goes with the weighted mean" in result.output
+    out = tmp_path / "folds.json"
+    result = runner.invoke(map_group, [*args, "--folds", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "scorer learned" in result.output
+    assert [f["mapping"]["settings"]["scorer"] for f in json.loads(out.read_text())] == ["learned"] * 3
+
+
+def test_the_documented_ablation_is_the_committed_run():
+    """docs/mapping-proposals.md's table of the learned scorer's ablations is benchmarks/results/proposal-ablation.json."""
+    committed = json.loads((ROOT / "benchmarks" / "results" / "proposal-ablation.json").read_text(encoding="utf-8"))
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    for label, r in committed.items():
+        row = next(line for line in lines if line.startswith(f"| {label} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:] == [str(r["proposed"]), str(r["tp"])] + [f"{r[k]:.3f}" for k in ("precision", "recall", "f1")]
+    folds = learned_folds()
+    tp = sum(f["mapping"]["held_out"]["edges"]["tp"] for f in folds)
+    proposed, gold = (sum(f["mapping"]["held_out"]["edges"][k] for f in folds) for k in ("proposed", "gold"))
+    assert committed["all features"]["f1"] == round(2 * tp / (proposed + gold), 4), (
+        "the same runs as kg map tune --folds"
+    )
+
+
+def learned_folds() -> list[dict]:
+    return json.loads((ROOT / "docs" / "results" / "mapping-folds" / "folds-learned.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_the_shipped_learned_scorer_is_the_one_fitted_on_the_train_half(sap_signals):
+    """assets/ranking/proposals.json is `kg map tune --scorer learned --out` on the SAP store: fitted on
+    the train half only."""
+    shipped = json.loads(asset(*SHIPPED).read_text(encoding="utf-8"))
+    gold = read_mapping(SAP / "mapping.yaml")
+    train = split_processes({e.process for e in gold})[0]
+    try:
+        fitted = fit_scorer(sap_signals, [e for e in gold if e.process in set(train)]).to_json(train)
+    finally:
+        sap_signals.know([])
+    assert shipped["trained_on"] == train and fitted["features"] == shipped["features"] == list(FEATURES)
+    assert (fitted["cut"], fitted["C"]) == (shipped["cut"], shipped["C"])
+    for key in ("mean", "scale", "coef", "intercept", "tuning_f1"):
+        assert fitted[key] == pytest.approx(shipped[key], rel=1e-6, abs=1e-9), key
+
+
+@pytest.mark.slow
+def test_learned_proposals_reproduce_the_committed_report_and_the_documented_row(sap_signals):
+    """`kg map propose --scorer learned` on a store without mapping edges, scored by `kg eval mapping`:
+    docs/results/mapping-learned/results.json, and its test-half row in docs/mapping-proposals.md."""
+    scorer = shipped_scorer()
+    sap_signals.know([])  # the store's own edges: none
+    result = evaluate_mapping(
+        propose(None, scorer.cut, signals=sap_signals, scores=scorer.scores(sap_signals)),
+        read_mapping(SAP / "mapping.yaml"),
+    )
+    committed = json.loads((ROOT / "docs" / "results" / "mapping-learned" / "results.json").read_text("utf-8"))
+    assert json.loads(json.dumps(result)) == committed
+    m = result["edges"]["test"]
+    assert (m["precision"], m["recall"], m["f1"]) == pytest.approx(
+        documented("learned scorer (`--scorer learned`), test half"), abs=0.0005
+    )
+
+
+def test_cli_propose_with_the_shipped_learned_scorer(tmp_path, demo_store):
+    out = tmp_path / "proposals.yaml"
+    result = CliRunner().invoke(
+        map_group, ["propose", "--store", str(demo_store), "--out", str(out), "--scorer", "learned"]
+    )
+    assert result.exit_code == 0, result.output
+    proposals = read_proposals(out)
+    cut = shipped_scorer().cut
+    assert proposals and all(0 < p.score < 1 for p in proposals)
+    per_activity: dict = {}
+    for p in proposals:
+        per_activity.setdefault((p.process, p.activity), []).append(p.score)
+    assert all(len(s) <= cut.top_n and s[0] >= cut.threshold for s in per_activity.values())
+
+
+def test_a_learned_scorer_file_is_checked():
+    good = json.loads(asset(*SHIPPED).read_text(encoding="utf-8"))
+    assert scorer_from_json(good).used == FEATURES and scorer_from_json(good).known is None
+    with pytest.raises(ProposalError, match="not a learned proposal scorer: 'coef'"):
+        scorer_from_json({k: v for k, v in good.items() if k != "coef"})
+    with pytest.raises(ProposalError, match="its features do not match its numbers"):
+        scorer_from_json({**good, "features": good["features"][:-1]})
+    with pytest.raises(ProposalError, match="--top-n must be at least 1"):
+        scorer_from_json({**good, "cut": {**good["cut"], "top_n": 0}})

@@ -18,10 +18,11 @@ import click
 from processkg.aliases import JSONObject, JSONValue
 from processkg.cli.options import model_option, out_option, proposal_llm_options, store_option
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import mapping_table, proposal_folds
+from processkg.evaluate.processes import SCORERS, mapping_table, proposal_folds
 from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
+from processkg.proposals.learned import fit_scorer, shipped_scorer
 from processkg.proposals.llm_choice import LLMChoiceSettings
 from processkg.proposals.propose import (
     WEIGHT_GRID,
@@ -30,6 +31,7 @@ from processkg.proposals.propose import (
     evaluate_mapping,
     propose,
     read_proposals,
+    split_processes,
     tune,
     write_proposals,
 )
@@ -54,6 +56,14 @@ def map_group() -> None:
 @click.option("--top-n", type=int, help="Most entity sets per activity (default: the tuned value).")
 @click.option("--threshold", type=float, help="Least fused score of a proposal (default: the tuned value).")
 @click.option("--ratio", type=float, help="A second or later set needs this fraction of the best score.")
+@click.option(
+    "--scorer",
+    type=click.Choice(SCORERS),
+    default="weights",
+    show_default=True,
+    help="weights: the weighted mean of the signals; learned: the logistic regression fitted on the train half "
+    "(assets/ranking/proposals.json), with its own cut.",
+)
 @model_option()
 @proposal_llm_options()
 def propose_cmd(
@@ -62,6 +72,7 @@ def propose_cmd(
     top_n: int,
     threshold: float,
     ratio: float,
+    scorer: str,
     model: str | None,
     llm_url: str,
     llm_model: str,
@@ -73,7 +84,8 @@ def propose_cmd(
     The API key for the LLM is read from the environment variable OPENAI_API_KEY, if set.
     """
 
-    settings = _settings(top_n, threshold, ratio)
+    learned = shipped_scorer() if scorer == "learned" else None
+    settings = _settings(top_n, threshold, ratio, learned.cut if learned else _defaults())
     llm = None
     if llm_url or llm_model:
         if not (llm_url and llm_model):
@@ -81,24 +93,29 @@ def propose_cmd(
         if llm_candidates < 1:
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
         llm = ChatSettings(llm_url, llm_model, timeout=llm_timeout, api_key=os.environ.get("OPENAI_API_KEY") or None)
+        llm.endpoint()  # a bad URL fails before any work
+    signals = Signals(store, model)
     proposals = propose(
-        store,
+        None,
         settings,
-        model=model,
         llm=llm,
         warn=lambda m: click.echo(f"warning: {m}", err=True),
+        signals=signals,
         llm_choice=LLMChoiceSettings(candidates=llm_candidates),
+        scores=learned.scores(signals) if learned else None,
     )
     write_proposals(out, proposals, str(store), settings)
     activities = len({(p.process, p.activity) for p in proposals})
     click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")
 
 
-def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -> ProposalWeights:
+def _settings(
+    top_n: int | None, threshold: float | None, ratio: float | None, base: ProposalWeights
+) -> ProposalWeights:
     overrides: JSONObject = {
         k: v for k, v in (("top_n", top_n), ("threshold", threshold), ("ratio", ratio)) if v is not None
     }
-    return replace(_defaults(), **overrides).check()
+    return replace(base, **overrides).check()
 
 
 @map_group.command("tune")
@@ -108,19 +125,41 @@ def _settings(top_n: int | None, threshold: float | None, ratio: float | None) -
 @click.option(
     "--folds",
     is_flag=True,
-    help="Leave processes out instead: per fold of kg eval processes, choose the weights and the cut on the "
-    "other processes' gold and score the fold's processes.",
+    help="Leave processes out instead: per fold of kg eval processes, fit the scorer (--scorer) and choose the "
+    "cut on the other processes' gold and score the fold's processes.",
 )
-@click.option("--context", is_flag=True, help="With --folds: then also choose the context weights (CONTEXT_GRID).")
+@click.option(
+    "--context",
+    is_flag=True,
+    help="With --folds and --scorer weights (implied): then also choose the context weights (CONTEXT_GRID).",
+)
+@click.option(
+    "--scorer",
+    type=click.Choice(SCORERS),
+    help="With --folds: learned (a logistic regression over the signals and their context, the default) or "
+    "weights (the weighted mean of kg map propose). Without --folds, learned fits the scorer on the train half "
+    "and --out writes it as kg map propose --scorer learned ships it.",
+)
 @out_option("file", "Write the choice and its evaluation here (JSON).")
-def tune_cmd(store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, out: Path) -> None:
+def tune_cmd(
+    store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, scorer: str | None, out: Path
+) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
     if folds:
-        _tune_folds(Signals(store), read_mapping(gold), context, out)
+        if context and scorer == "learned":
+            raise click.UsageError(
+                "--context goes with --scorer weights: the learned scorer has the context as features"
+            )
+        _tune_folds(Signals(store), read_mapping(gold), context, scorer or ("weights" if context else "learned"), out)
         return
     if context:
         raise click.UsageError("--context goes with --folds")
+    if scorer == "learned":
+        if weights:
+            raise click.UsageError("--weights goes with the weighted mean, not --scorer learned")
+        _tune_learned(Signals(store), read_mapping(gold), out)
+        return
     result = tune(Signals(store), read_mapping(gold), weights=WEIGHT_GRID if weights else None)
     chosen = result["settings"]
     click.echo(
@@ -135,8 +174,27 @@ def tune_cmd(store: StoreHandle, gold: Path, weights: bool, folds: bool, context
         click.echo(f"wrote {out}")
 
 
-def _tune_folds(signals: Signals, gold: list[MappingEntry], context: bool, out: Path | None) -> None:
-    result = proposal_folds(signals, gold, context)
+def _tune_learned(signals: Signals, gold: list[MappingEntry], out: Path | None) -> None:
+    """Fit the learned scorer on the train half and evaluate its proposals; ``out`` gets the scorer as
+    shipped (assets/ranking/proposals.json), without the training gold for ``known``."""
+    train = split_processes({e.process for e in gold})[0]
+    fitted = fit_scorer(signals, [e for e in gold if e.process in set(train)])
+    shipped = replace(fitted, known=None)
+    signals.know([])
+    scores = shipped.scores(signals)  # as kg map propose --scorer learned: known from the store's edges
+    result = evaluate_mapping(propose(None, shipped.cut, signals=signals, scores=scores), gold)
+    chosen = shipped.describe()
+    click.echo(
+        f"chosen on train (out-of-fold F1 {fitted.tuning_f1:.3f}): " + ", ".join(f"{k} {v}" for k, v in chosen.items())
+    )
+    click.echo(render_summary(result))
+    if out:
+        Path(out).write_text(json.dumps(shipped.to_json(train), indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}")
+
+
+def _tune_folds(signals: Signals, gold: list[MappingEntry], context: bool, scorer: str, out: Path | None) -> None:
+    result = proposal_folds(signals, gold, context, scorer)
     click.echo("\n".join(mapping_table(result)))
     if out:
         Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -107,7 +107,14 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
 @click.option(
     "--proposal-context",
     is_flag=True,
-    help="With --protocol automatic: also choose the proposals' context weights (kg map tune --folds --context).",
+    help="With --protocol automatic: also choose the proposals' context weights (kg map tune --folds --context); "
+    "implies --proposal-scorer weights.",
+)
+@click.option(
+    "--proposal-scorer",
+    type=click.Choice(processes.SCORERS),
+    help="With --protocol automatic: how the proposals score candidates (kg map tune --folds --scorer): learned "
+    "(the default) or weights.",
 )
 @click.option(
     "--fold",
@@ -136,6 +143,7 @@ def processes_cmd(
     work: Path | None,
     protocols: tuple[str, ...],
     proposal_context: bool,
+    proposal_scorer: str | None,
     only: tuple[int, ...],
     cache_dir: Path | None,
 ) -> None:
@@ -152,6 +160,9 @@ def processes_cmd(
         raise ProcessKGError("--protocol removed and automatic need --bpmn: the folds' stores are built from it")
     if "automatic" in chosen and not mapping:
         raise ProcessKGError("--protocol automatic needs --mapping: the kept processes' gold tunes the proposals")
+    if proposal_context and proposal_scorer == "learned":
+        raise ProcessKGError("--proposal-context goes with --proposal-scorer weights")
+    scorer = proposal_scorer or ("weights" if proposal_context else "learned")
     if events and not bpmn:
         raise ProcessKGError("--events needs --bpmn: the mined flow goes into the folds' builds")
     if bpmn:
@@ -171,7 +182,9 @@ def processes_cmd(
         if "removed" in chosen:
             rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
         if "automatic" in chosen and mapping:
-            auto = _automatic(inputs, mapping, folder, cache_dir or folder / "embedding-cache", proposal_context)
+            auto = _automatic(
+                inputs, mapping, folder, cache_dir or folder / "embedding-cache", proposal_context, scorer
+            )
     report = processes.run(
         Retriever(store),
         queries,
@@ -207,7 +220,9 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
     return make
 
 
-def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path, context: bool) -> processes.Automatic:
+def _automatic(
+    inputs: BuildOptions, mapping: Path, work: Path, cache: Path, context: bool, scorer: str
+) -> processes.Automatic:
     """Each fold's automatic layer, under WORK/automatic-FOLD: a store of every BPMN file with the
     mapping of the kept processes only (``base``), proposals for the held-out ones drawn from it,
     and the store of every BPMN file with the kept gold and those proposals (``store``)."""
@@ -218,7 +233,9 @@ def _automatic(inputs: BuildOptions, mapping: Path, work: Path, cache: Path, con
         kept = processes.kept_mapping(mapping, held_out, folder / "kept.yaml")
         build_store(replace(inputs, mapping=kept, store=base))
         build_index(base, cache_dir=cache, progress=None)
-        quality = processes.automatic_mapping(Signals(StoreHandle.open(base)), mapping, held_out, folder, context)
+        quality = processes.automatic_mapping(
+            Signals(StoreHandle.open(base)), mapping, held_out, folder, context, scorer
+        )
         store = StoreLocation(path=folder / "store")
         build_store(replace(inputs, mapping=folder / "mapping.yaml", store=store))
         build_index(store, cache_dir=cache, progress=None)

@@ -26,9 +26,10 @@ Three protocols (``PROTOCOLS``), reported side by side for those that ran:
   the fold's training sees them. :func:`without_processes` chooses the inputs of such a build.
 * *automatic layer* (when an ``automatic`` build is given): a user brings the held-out processes'
   BPMN without a mapping. Each fold's store keeps every BPMN file; the held-out processes' mapping
-  edges are replaced by the edges ``kg map propose`` draws for them, its weights and cut tuned
-  (:func:`~processkg.proposals.propose.tune`, with the weight grid) on the gold of the *other*
-  processes only (:func:`automatic_mapping`); the inferred document flow is in every build. The
+  edges are replaced by proposals for them, scored by a model fitted (``learned``:
+  :func:`~processkg.proposals.learned.fit_scorer`) or weights tuned (``weights``:
+  :func:`~processkg.proposals.propose.tune`) on the gold of the *other* processes only, its cut
+  chosen there too (:func:`automatic_mapping`); the inferred document flow is in every build. The
   fold's ranker is trained on that store without the held-out queries, as above.
 """
 
@@ -45,7 +46,8 @@ from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import Hit, Query, evaluate_methods
 from processkg.evaluate.train_ranker import Log, examples, train
-from processkg.proposals.proposal_facts import Proposal
+from processkg.proposals.learned import fit_scorer
+from processkg.proposals.proposal_facts import Proposal, ProposalWeights
 from processkg.proposals.propose import (
     CONTEXT_GRID,
     WEIGHT_GRID,
@@ -158,39 +160,68 @@ def mapping_rows(entries: Sequence[MappingEntry | Proposal]) -> list[JSONObject]
 
 
 def automatic_mapping(
-    signals: Signals, gold: Path, held_out: Sequence[str], folder: Path, context: bool = False
+    signals: Signals,
+    gold: Path,
+    held_out: Sequence[str],
+    folder: Path,
+    context: bool = False,
+    scorer: str = "learned",
 ) -> JSONObject:
     """Write ``folder/mapping.yaml``: the gold edges of the kept processes and, for the held-out ones,
-    the edges ``kg map propose`` draws with weights and cut tuned on the kept processes' gold alone
-    (``folder/proposals.yaml`` keeps them with score and reason; ``folder/gold.yaml`` has the held-out
-    processes' gold, for ``kg eval mapping``). With ``context``, the context weights are chosen too
-    (:func:`proposal_choice`). Returns the chosen settings and the proposals' P, R and F1 on the
-    held-out processes against their gold."""
+    the edges ``kg map propose`` draws with a scorer and cut fitted on the kept processes' gold alone
+    (:func:`fold_proposals`; ``folder/proposals.yaml`` keeps them with score and reason;
+    ``folder/gold.yaml`` has the held-out processes' gold, for ``kg eval mapping``). Returns the
+    chosen settings and the proposals' P, R and F1 on the held-out processes against their gold."""
     gone = set(held_out)
     entries = read_mapping(gold)
-    proposals, choice, quality = fold_proposals(signals, entries, gone, context)
+    proposals, settings, quality = fold_proposals(signals, entries, gone, context, scorer)
     folder.mkdir(parents=True, exist_ok=True)
-    write_proposals(folder / "proposals.yaml", proposals, "the fold's store", choice["settings"])
+    write_proposals(folder / "proposals.yaml", proposals, "the fold's store", settings)
     kept = [e for e in entries if e.process not in gone]
     write_mapping(folder / "mapping.yaml", mapping_rows(kept) + mapping_rows(proposals))
     write_mapping(folder / "gold.yaml", mapping_rows([e for e in entries if e.process in gone]))
     return quality
 
 
+#: How ``kg map tune --folds`` and the automatic layer score candidates: ``learned``, the logistic
+#: regression of :mod:`~processkg.proposals.learned`; ``weights``, the weighted mean of the signals
+#: (with ``context``, also the context weights), as ``kg map propose``.
+SCORERS = ("learned", "weights")
+
+
 def fold_proposals(
-    signals: Signals, gold: list[MappingEntry], held_out: Collection[str], context: bool = False
-) -> tuple[list[Proposal], JSONObject, JSONObject]:
-    """The proposals for the ``held_out`` processes with the settings :func:`proposal_choice` takes from the
-    other processes' ``gold``, that choice, and its report: the settings, the tuning F1 and the P, R and F1
-    of the proposals against the held-out processes' gold."""
-    choice = proposal_choice(signals, [e for e in gold if e.process not in held_out], context)
-    proposals = [p for p in propose(None, choice["settings"], signals=signals) if p.process in held_out]
+    signals: Signals,
+    gold: list[MappingEntry],
+    held_out: Collection[str],
+    context: bool = False,
+    scorer: str = "learned",
+) -> tuple[list[Proposal], ProposalWeights, JSONObject]:
+    """The proposals for the ``held_out`` processes by a scorer fitted on the other processes' ``gold``
+    alone (``learned``: :func:`~processkg.proposals.learned.fit_scorer`; ``weights``:
+    :func:`proposal_choice`), the settings of their cut, and a report: the settings, the tuning F1 and
+    the P, R and F1 of the proposals against the held-out processes' gold."""
+    if scorer not in SCORERS:
+        raise ProcessKGError(f"unknown proposal scorer {scorer!r}: one of {', '.join(SCORERS)}")
+    kept = [e for e in gold if e.process not in held_out]
+    if scorer == "learned":
+        if context:
+            raise ProcessKGError("the context weights go with the weights scorer; the learned one has them as features")
+        fitted = fit_scorer(signals, kept)
+        settings = fitted.cut
+        scores = fitted.scores(signals)
+        described: JSONObject = fitted.describe()
+        tuning_f1 = fitted.tuning_f1
+    else:
+        choice = proposal_choice(signals, kept, context)
+        settings, scores = choice["settings"], None
+        described, tuning_f1 = asdict(settings), choice["train_f1"]
+    proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in held_out]
     quality: JSONObject = {
-        "settings": asdict(choice["settings"]),
-        "tuning_f1": choice["train_f1"],
+        "settings": described,
+        "tuning_f1": tuning_f1,
         "held_out": edge_quality(proposals, gold, held_out),
     }
-    return proposals, choice, quality
+    return proposals, settings, quality
 
 
 def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = False) -> JSONObject:
@@ -204,15 +235,17 @@ def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = 
     return choice
 
 
-def proposal_folds(signals: Signals, gold: list[MappingEntry], context: bool = False) -> list[JSONObject]:
+def proposal_folds(
+    signals: Signals, gold: list[MappingEntry], context: bool = False, scorer: str = "learned"
+) -> list[JSONObject]:
     """Leave processes out for the proposals alone: per fold (:func:`fold_of` of the gold's processes),
-    the settings :func:`proposal_choice` takes from the other processes' gold, and the P, R and F1
+    the scorer and cut :func:`fold_proposals` fits on the other processes' gold, and the P, R and F1
     of the proposals on the fold's processes."""
     names = sorted({e.process for e in gold})
     out: list[JSONObject] = []
     for f in range(FOLDS):
         held_out = [p for p in names if fold_of(p) == f]
-        _proposals, _choice, mapping = fold_proposals(signals, gold, held_out, context)
+        _proposals, _settings, mapping = fold_proposals(signals, gold, held_out, context, scorer)
         out.append({"fold": f + 1, "held_out": held_out, "mapping": mapping})
     return out
 

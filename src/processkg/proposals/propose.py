@@ -462,9 +462,12 @@ def propose(
     warn: Callable[[str], None] | None = None,
     signals: Signals | None = None,
     llm_choice: LLMChoiceSettings | None = None,
+    scores: np.ndarray | None = None,
 ) -> list[Proposal]:
     """Proposed edges for every activity of the store, best first within each activity; with
-    ``llm``, that endpoint chooses among each activity's best candidates (``llm_choice``)."""
+    ``llm``, that endpoint chooses among each activity's best candidates (``llm_choice``). Given
+    ``scores`` (activities x sets, such as a learned scorer's), they replace the weighted signals
+    of ``settings``, whose cut still applies."""
     settings = (settings or ProposalWeights()).check()
     warn = warn or log.warning
     if llm is not None:
@@ -473,7 +476,8 @@ def propose(
         if handle is None:
             raise ProposalError("propose needs a store or its signals")
         signals = Signals(handle, model)
-    scores = signals.scores(settings)
+    if scores is None:
+        scores = signals.scores(settings)
     fallback = {
         i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]
         for i in range(len(signals.activities))
@@ -806,7 +810,7 @@ class _Kept:
     def __init__(self, tops: list[list[tuple[EdgeKey, float]]], gold: set[EdgeKey]) -> None:
         width = max((len(top) for top in tops), default=0) or 1
         self.tops, self.gold = tops, gold
-        self.scores = np.full((len(tops), width), -np.inf)
+        self.scores = np.full((len(tops), width), -1e30)  # finite: no 0 * inf below
         self.valid = np.zeros((len(tops), width), dtype=bool)
         self.in_gold = np.zeros((len(tops), width), dtype=bool)
         for a, top in enumerate(tops):

@@ -4,7 +4,8 @@ A hand-made CSV (tests/data/required) makes two properties of HANDMADE_SALES_SRV
 the tests check the reader's errors, the lift, a POST that kg serve refuses with the field and its
 source, describe's list, and that the SAP list's rows all reach A2X properties and leave every
 reference call of the tasks accepted (tests/test_tasks.py sends them); a row citing SAP metadata is checked
-against the cited file, so a wrong citation fails.
+against the cited file (the Mandatory marker, the create action's parameter, or the quoted insert description
+and the words of it naming the property), so a wrong citation fails.
 """
 
 from __future__ import annotations
@@ -164,6 +165,11 @@ KINDS = {
 CITED_FILE = re.compile(r"\.\./shared/data/odata/(\S+?\.(?:xml|edmx))")
 MANDATORY = re.compile(r"(\w+)/(\w+): Common\.FieldControl #Mandatory")
 ACTION = re.compile(r"bound action (\w+)")
+#: SAP's prose on a create, in the A2X service itself: the set's InsertRestrictions LongDescription, quoted
+#: whole, and the words of it that name the property.
+PROSE = re.compile(
+    r"entity set (\w+): Capabilities\.InsertRestrictions LongDescription '(.+?)' \(names the property as '(.+?)'\)"
+)
 
 
 def test_each_sap_row_is_in_the_file_of_its_kind_of_source():
@@ -186,6 +192,18 @@ def _mandatory_targets(tree: etree._ElementTree) -> set[str]:
     return found
 
 
+def _insert_descriptions(tree: etree._ElementTree) -> dict[str, str]:
+    """Entity set name -> the LongDescription of its Capabilities.InsertRestrictions."""
+    found = {}
+    for block in tree.iter("{*}Annotations"):
+        for annotation in block.iter("{*}Annotation"):
+            if (annotation.get("Term") or "").endswith("InsertRestrictions"):
+                for value in annotation.iter("{*}PropertyValue"):
+                    if value.get("Property") == "LongDescription":
+                        found[block.get("Target", "").rsplit("/", 1)[-1]] = value.get("String") or ""
+    return found
+
+
 def test_a_row_citing_sap_metadata_holds_in_the_cited_file():
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
     checked = 0
@@ -193,8 +211,12 @@ def test_a_row_citing_sap_metadata_holds_in_the_cited_file():
         if row.file != "required/sap-metadata.csv":
             continue
         tree = etree.parse(str(shared("odata", CITED_FILE.findall(row.source)[0])), parser)
-        action = ACTION.search(row.source)
-        if action:  # the property is a non-nullable parameter of the cited create action
+        action, prose = ACTION.search(row.source), PROSE.search(row.source)
+        if prose:  # the quoted statement is the cited set's insert description, and names the property
+            entity_set, quoted, words = prose.groups()
+            assert _insert_descriptions(tree).get(entity_set) == quoted, row
+            assert words.lower() in quoted.lower(), row
+        elif action:  # the property is a non-nullable parameter of the cited create action
             params = {
                 p.get("Name"): p.get("Nullable")
                 for a in tree.iter("{*}Action")
@@ -206,4 +228,4 @@ def test_a_row_citing_sap_metadata_holds_in_the_cited_file():
             entity_type, prop = MANDATORY.findall(row.source)[0]
             assert prop == row.prop and f"{entity_type}/{prop}" in _mandatory_targets(tree), row
         checked += 1
-    assert checked >= 10
+    assert checked >= 21

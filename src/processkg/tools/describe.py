@@ -113,7 +113,9 @@ def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObje
     key of the first record kg serve generates for it: ``PurchaseOrderItem`` ``00010``), the required
     fields, up to :data:`EXAMPLE_CODES` fields with a code list (their first code) and the references to
     master records by SAP's names (``SoldToParty``, ``Material``: the first record's key); the set's own
-    key is left to the server's numbering."""
+    key is left to the server's numbering, unless the client must give it: then a new number, or, where
+    the key names another set's master record (``Customer`` and ``Material`` of ``A_CustomerMaterial``),
+    that record's key."""
     t = seed.model.types[svc.sets[entity_set][0]]
     found = _parent(seed, svc.name, entity_set)
     parent = _first_keys(seed, *found) if found is not None else {}
@@ -122,10 +124,12 @@ def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObje
     for p in sorted(t.props.values(), key=lambda p: (not p.key, p.name)):
         writable = not (p.key or p.read_only or p.computed)
         own_key = p.key and p.name not in parent
-        master = _master_key(seed.model, p.name) if not (p.codes or p.read_only or own_key) else None
-        with_code = writable and bool(p.codes) and coded < EXAMPLE_CODES
         parent_key = p.key and p.name in parent and not p.read_only
         new_key = p.key and p.required and not parent_key and not p.read_only  # a key the client must give
+        master = _master_key(seed.model, p.name) if not (p.codes or p.read_only or (own_key and not new_key)) else None
+        if master is not None and master.iri == p.iri:  # the set's own key of a master set stays new
+            master = None
+        with_code = writable and bool(p.codes) and coded < EXAMPLE_CODES
         if not (parent_key or new_key or (writable and p.required) or with_code or master is not None):
             continue
         if parent_key:

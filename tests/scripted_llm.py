@@ -146,6 +146,25 @@ def reads_with_leading_zeros(messages: list[dict]) -> Turn:
     return {"answer": "Read sales order " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrder"]}
 
 
+def reads_what_retrieval_named(messages: list[dict]) -> Turn:
+    """A run started with find_entity_sets' answer (--retrieve-first): the read it names, written after prose
+    on a line of its own with the arguments as a JSON string (two real Qwen2.5-Coder-1.5B habits), then the
+    answer copied from the records."""
+    found = tool_answers(messages)[0]
+    if turn(messages) == 1:  # the retrieval call is the first assistant message
+        read = next(line for line in found["named_in_task"] if "/A_SalesOrder: read GET " in line).split("read GET ")[1]
+        call = {"name": "call", "arguments": json.dumps({"method": "GET", "url": read.split(";")[0]})}
+        return {"text": "To read, call with method GET and that path.\n" + json.dumps(call)}
+    return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[-1]["answer"]["d"]["SalesOrderType"]}
+
+
+def reads_twice(messages: list[dict]) -> Turn:
+    """The same GET twice (as Qwen2.5-Coder-1.5B did until its step limit), then the answer."""
+    if turn(messages) < 2:
+        return {"tools": [("call", {"method": "GET", "url": V2 + "A_SalesOrder('0000000003')"})]}
+    return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[0]["answer"]["d"]["SalesOrderType"]}
+
+
 def repairs_its_broken_json(messages: list[dict]) -> Turn:
     """A call whose JSON does not parse, then the same call as JSON once the tool said so, then the answer."""
     if turn(messages) == 0:
@@ -247,6 +266,8 @@ SCRIPTS: dict[str, Script] = {
     "Create a sales order for customer 0000000001 (chunks).": chunkrag_invents_then_repairs,
     "What type has sales order 0000000003?": reads_in_qwen_text,
     "Tell me the type of sales order 0000000003.": repairs_its_broken_json,
+    "What is the type of sales order 0000000003?": reads_what_retrieval_named,
+    "Read the type of sales order 0000000003, twice.": reads_twice,
     "Read sales order 0000000003 with its division.": reads_with_leading_zeros,
     "Read sales orders 0000000002 and 0000000003.": reads_two_orders,
     "Which type has sales order 0000000004? Describe first.": repeats_a_describe,

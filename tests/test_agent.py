@@ -17,9 +17,13 @@ from click.testing import CliRunner
 
 import scripted_llm
 from conftest import DATA, DEMO
+from processkg.agent.loop import implied_call, parse_arguments
 from processkg.cli import main
 from processkg.errors import LLMError
-from processkg.openai_chat import parse_reply
+from processkg.graph.handle import StoreHandle
+from processkg.openai_chat import ToolCall, parse_reply, written
+from processkg.tools.specs import tool_list
+from processkg.tools.toolbox import Toolbox
 
 
 def run(store: Path, llm, out: Path, task: str, *extra: str):
@@ -178,6 +182,16 @@ def test_a_repeated_graph_tool_call_is_not_run_again_and_the_model_is_told(demo_
     assert read["answer"]["status"] == 200 and events(out, "end")[0]["tool_errors"] == 1
 
 
+def test_a_repeated_read_is_not_sent_again_and_the_model_is_told_to_answer(demo_indexed_store, llm, tmp_path):
+    out = tmp_path / "run"
+    result = run(demo_indexed_store, llm, out, "Read the type of sales order 0000000003, twice.")
+    assert result.exit_code == 0, result.output
+    read, again = events(out, "tool")
+    assert read["answer"]["status"] == 200 and again["error"] is True
+    assert again["answer"]["error"].startswith("you made the same GET in step 1 and nothing was written since")
+    assert len(recording(out)) == 1  # the second GET never reached the server
+
+
 def test_a_conversation_too_long_for_the_context_drops_the_oldest_tool_answer(demo_indexed_store, llm, tmp_path):
     """The endpoint refuses the conversation as longer than the model's window (HTTP 400, llama-cpp-python's
     words): the oldest tool answer is dropped and the conversation sent again, so the run goes on."""
@@ -236,7 +250,7 @@ def test_a_tool_call_without_its_tags_is_understood_and_prose_is_an_answer():
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("find_entity_sets", {"task": "sales orders"})
     ]
-    assert reply.prompt_tokens == 174 and reply.message["tool_calls"][0]["function"]["name"] == "find_entity_sets"
+    assert reply.prompt_tokens == 174 and reply.message["content"] == written(reply.tool_calls)
     prose = b'{"choices":[{"message":{"role":"assistant","content":"The order {\\"name\\": \\"x\\"} is open."}}]}'
     assert parse_reply(prose, 0.1).tool_calls == []
     other = b'{"choices":[{"message":{"role":"assistant","content":"{\\"name\\": \\"x\\", \\"price\\": 3}"}}]}'
@@ -263,8 +277,9 @@ def test_a_call_read_from_the_text_goes_back_as_the_call_alone(reply):
     model shown its own four-call plan wrote it again every turn); the trace keeps the text."""
     body = {"choices": [{"message": {"role": "assistant", "content": reply["content"]}}]}
     parsed = parse_reply(json.dumps(body).encode(), 1.0)
-    assert parsed.message["content"] == "" and parsed.text == reply["content"]
-    assert [c["function"]["name"] for c in parsed.message["tool_calls"]] == [c[0] for c in reply["expected_calls"]]
+    assert parsed.text == reply["content"] and "tool_calls" not in parsed.message
+    kept = parsed.message["content"]
+    assert kept == written(parsed.tool_calls) and kept.count("```json") == len(reply["expected_calls"]) == 1
 
 
 def test_a_fenced_call_cut_by_a_stop_sequence_is_still_the_call():
@@ -284,3 +299,49 @@ def test_stop_sequences_are_sent_with_newlines_and_traced(demo_indexed_store, ll
     sent = llm.requests[before:]
     assert sent and all(r["stop"] == ["```\n\n```"] for r in sent)
     assert events(out, "start")[0]["settings"]["stop"] == ["```\n\n```"]
+
+
+def test_a_run_that_retrieves_first_starts_with_find_entity_sets_on_the_task(demo_indexed_store, llm, tmp_path):
+    """--retrieve-first: step 0 is find_entity_sets with the task word for word; the model reads the record it
+    names (a call after prose, arguments as a JSON string) and answers from it."""
+    out = tmp_path / "run"
+    task = "What is the type of sales order 0000000003?"
+    result = run(demo_indexed_store, llm, out, task, "--retrieve-first")
+    assert result.exit_code == 0, result.output
+    found, read = events(out, "tool")
+    assert (found["step"], found["name"], found["arguments"]) == (0, "find_entity_sets", {"task": task})
+    assert read["step"] == 1 and read["name"] == "call" and read["answer"]["status"] == 200
+    assert read["arguments"]["url"].endswith("A_SalesOrder('0000000003')")
+    assert events(out, "end")[0]["tool_calls"] == 2 and events(out, "end")[0]["steps"] == 2
+    assert result.stdout.strip() == f"Sales order 0000000003 has type {read['answer']['answer']['d']['SalesOrderType']}"
+
+
+def test_a_json_object_that_fits_one_tool_is_that_tools_call():
+    """Qwen2.5-Coder-1.5B wrote the arguments of call without the tool's name (lookup-005, 2026-12-05); where
+    call and validate_call both fit, the tool the text names is the one; an object that fits none is no call."""
+    specs = tool_list(allow_writes=True)
+    text = 'To read, call with method GET and that path.\n```json\n{"method": "GET", "url": "/x/A_Set"}\n```\nDone.'
+    implied = implied_call(text, specs)
+    assert implied is not None and implied.name == "call"
+    assert json.loads(implied.arguments) == {"method": "GET", "url": "/x/A_Set"}
+    assert implied_call('{"method": "GET", "url": "/x"}', specs) is None  # call or validate_call: not said
+    assert implied_call('Then describe it.\n{"service": "S", "entity_set": "E"}', specs).name == "describe"
+    assert implied_call('{"netAmount": 50.0, "plant": "PLANT1"}', specs) is None
+
+
+def test_calls_go_back_with_their_arguments_as_objects():
+    """As tool_calls, Qwen's chat template under llama-cpp-python shows arguments (a JSON string in OpenAI's
+    format) as a quoted string, and the model quoted its arguments once more every turn; written back as text
+    they are objects."""
+    text = written([ToolCall("call_1", "call", '{"method": "GET", "url": "/x"}')])
+    assert text == '```json\n{"name": "call", "arguments": {"method": "GET", "url": "/x"}}\n```'
+    assert parse_arguments(json.dumps('{"method": "GET"}')) == ({"method": "GET"}, [])  # a quoted object
+
+
+def test_a_result_line_given_as_the_service_is_read_as_its_service(demo_indexed_store):
+    box = Toolbox(StoreHandle.open(demo_indexed_store))
+    line = "DEMO_SALES_ORDER_SRV/A_SalesOrder [SalesOrder] Sales Order"
+    answer, error = box.run("describe", {"service": line, "entity_set": "A_SalesOrder"})
+    assert not error and answer["path"].endswith("DEMO_SALES_ORDER_SRV/A_SalesOrder")
+    answer, error = box.run("describe", {"service": "NO_SUCH_SRV/A_SalesOrder", "entity_set": "A_SalesOrder"})
+    assert error and "unknown service 'NO_SUCH_SRV/A_SalesOrder'" in answer["error"]

@@ -8,9 +8,9 @@ status, not JSON or no choice raises :class:`~processkg.errors.LLMError` with on
 Models that write their tool calls into the text (a server without a tool-call parser) are
 understood too: Qwen's ``<tool_call>{...}</tool_call>`` form, the same object without its tags, or
 in a fenced JSON block, of which only the first counts (see :func:`_fenced_call`). Such a reply goes
-back into the conversation as the calls made (``tool_calls``, no text), not as the text: a small
-model shown its own plan of four calls wrote the same four again in every later turn. The text
-stays in :attr:`Reply.text` for the trace. A stop sequence (``ChatSettings.stop``, ``--stop``)
+back into the conversation as the calls made, each in a fenced block of its own (:func:`written`),
+not as the text: a small model shown its own plan of four calls wrote the same four again in every
+later turn. The text stays in :attr:`Reply.text` for the trace. A stop sequence (``ChatSettings.stop``, ``--stop``)
 can end a reply where a second fenced block would begin, so that the calls the loop drops are not
 generated at all.
 """
@@ -128,10 +128,10 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
     if not calls and isinstance(content, str) and "<tool_call>" in content:
         calls = _tagged_calls(content)
     elif not calls and isinstance(content, str):
-        calls = _bare_calls(content) or _fenced_call(content)
+        calls = _bare_calls(content) or _fenced_call(content) or _line_call(content)
     in_text = bool(calls) and not message.get("tool_calls")
-    kept: JSONObject = {"role": "assistant", "content": "" if in_text else content}
-    if calls:
+    kept: JSONObject = {"role": "assistant", "content": written(calls) if in_text else content}
+    if calls and not in_text:
         kept["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ]
@@ -144,6 +144,23 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
         str(choice.get("finish_reason") or ""),
         str(content) if in_text else "",
     )
+
+
+def written(calls: list[ToolCall]) -> str:
+    """The calls as a model that writes them into its text reads them back: one fenced block each, the
+    arguments as an object. (As ``tool_calls``, a chat template such as Qwen's renders the arguments,
+    which OpenAI's format keeps as a JSON string, as a quoted string; the model then quoted its
+    arguments once more in every turn.)"""
+    blocks = []
+    for call in calls:
+        try:
+            arguments: JSONValue = json.loads(call.arguments)
+        except ValueError:
+            arguments = call.arguments
+        blocks.append(
+            "```json\n" + json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False) + "\n```"
+        )
+    return "\n".join(blocks)
 
 
 def _call(item: JSONValue, n: int) -> ToolCall:
@@ -182,6 +199,16 @@ def _fenced_call(content: str) -> list[ToolCall]:
     return [ToolCall("call_1", item[0], item[1])] if item else []
 
 
+def _line_call(content: str) -> list[ToolCall]:
+    """A call written on a line of its own after prose ("To read, call with method GET ...", then the
+    ``{"name": ..., "arguments": {...}}`` line), as Qwen2.5-Coder-1.5B did: the first such line."""
+    for line in content.splitlines():
+        item = _call_object(line.strip())
+        if item is not None:
+            return [ToolCall("call_1", item[0], item[1])]
+    return []
+
+
 def _broken_call(text: str) -> tuple[str, str] | None:
     """``{"name": "x", "arguments": ...}`` whose arguments are not JSON: the name and the arguments' text."""
     match = _BROKEN_CALL.match(text.strip())
@@ -194,8 +221,11 @@ def _call_object(text: str) -> tuple[str, str] | None:
             item = json.loads(candidate)
         except ValueError:
             continue
-        if isinstance(item, dict) and isinstance(item.get("name"), str) and set(item) <= {"name", "arguments"}:
-            return item["name"], json.dumps(item.get("arguments") or {})
+        if not isinstance(item, dict) or not set(item) <= {"name", "function", "arguments"}:
+            continue
+        name = item.get("name", item.get("function"))  # "function" for "name": a small model's slip
+        if isinstance(name, str) and len(set(item) & {"name", "function"}) == 1:
+            return name, json.dumps(item.get("arguments") or {})
     return None
 
 

@@ -42,13 +42,20 @@ SEARCH = ToolSpec(
 
 PROMPTS = {
     "typed": (
-        "You complete business tasks on SAP OData services by calling tools, one call at a time. First "
-        "call find_entity_sets with the task: its named_in_task gives the read (GET path) of the record "
-        "the task names and the codes the task's words name. To read, call with method GET and that path. "
-        "To create or change, describe the entity set (path, key, required fields, codes, an example), "
-        "then call with the method, the path and a JSON body of its fields. Use only entity sets, "
-        "properties and codes the tools show. When the task is done, reply without a tool call and give "
-        "the result (keys or values asked for) in one or two sentences."
+        "You complete business tasks on SAP OData services by calling tools. Each reply is exactly one tool "
+        "call, or, when the task is done, the answer. Never describe a call in words: make it.\n"
+        "1. find_entity_sets with the task word for word (a run may start with its answer given). Its "
+        "named_in_task gives the read (GET path) of the record the task names, and the values and codes "
+        "the task's words name.\n"
+        "2. To read, call with method GET and that path; then answer with the values asked for, copied "
+        "from the call's answer.\n"
+        "3. To create or change, describe the entity set (path, key, required fields, codes, an example), "
+        "then call with the method, the path and a JSON body of its fields.\n"
+        'Example: named_in_task says "API_X_SRV/A_Thing: read GET /sap/opu/odata/sap/API_X_SRV/A_Thing?'
+        '$filter=Thing eq \'0000000042\'"; you reply {{"name": "call", "arguments": {{"method": "GET", '
+        '"url": "/sap/opu/odata/sap/API_X_SRV/A_Thing?$filter=Thing eq \'0000000042\'"}}}}; its answer holds '
+        '"Colour": "RED"; you answer: Thing 0000000042 has colour RED.\n'
+        "Use only entity sets, properties and codes the tools show."
     ),
     "chunkrag": (
         "You complete business tasks on SAP OData services by calling tools. search_metadata finds "
@@ -80,6 +87,12 @@ class Tools:
     def system_prompt(self) -> str:
         roots = "\n".join(f"- {name}: {root}" for name, root in sorted(self.toolbox.roots.items()))
         return PROMPTS[self.condition].format(roots=roots)
+
+    def first_call(self, task: str) -> tuple[str, JSONObject]:
+        """The retrieval call a run may start with (``--retrieve-first``): the task, word for word."""
+        if self.condition == "typed":
+            return "find_entity_sets", {"task": task}
+        return SEARCH.name, {"query": task}
 
     def run(self, name: str, arguments: JSONValue) -> tuple[JSONObject, bool]:
         if name == SEARCH.name and self.chunks is not None:

@@ -8,8 +8,16 @@ still in full is replaced by a note that it was dropped (the model may call the 
 no answer is left to drop, the run stops with status ``context-full``: a run the agent did not
 complete, not an endpoint error.
 
+With ``retrieve_first`` the run starts with the condition's retrieval tool called on the task's own
+words (``find_entity_sets`` or ``search_metadata``), as step 0 of the trace, before the model's
+first turn; it counts as a tool call, not as a model turn.
+
+A reply without a call that holds a JSON object fitting exactly one tool's arguments (``{"method":
+"GET", "url": ...}``) is taken as that tool's call (:func:`implied_call`; the trace says ``implied``).
+
 A call of a tool other than ``call`` with the same arguments as an earlier one is not run again:
-those tools answer from the graph alone, so the answer would be the same. The model is told which
+those tools answer from the graph alone, so the answer would be the same; nor is a GET ``call`` the
+same as one made since the last write (the model is told to answer from it). The model is told which
 step it made the call in and to use that answer or do something else (small models otherwise
 repeat one call until the step limit).
 
@@ -32,7 +40,7 @@ from typing import Protocol
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ContextFullError, LLMError
-from processkg.openai_chat import ChatClient, Reply, ToolCall
+from processkg.openai_chat import ChatClient, Reply, ToolCall, written
 from processkg.tools.odata_client import Exchange
 from processkg.tools.specs import ToolSpec, answer_text, openai_tools
 
@@ -44,6 +52,11 @@ REPEATED = (
 )
 #: a bare number with leading zeros after ``:``, ``[`` or ``,`` (``00``, ``0010``, ``007.5``), up to where it ends
 LEADING_ZEROS = re.compile(r"(?<=[:\[,])\s*(-?0\d+(?:\.\d+)?)(?=\s*[,}\]])")
+FENCED_OBJECT = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOTALL)
+REPEATED_READ = (
+    "you made the same GET in step {step} and nothing was written since; its answer is above and would be "
+    "the same: reply now, without a tool call, with the values the task asks for, copied from that answer"
+)
 DROPPED = "[answer dropped to fit the model's context window: {n} characters; call the tool again if you need it]"
 
 
@@ -59,6 +72,8 @@ class ToolSet(Protocol):
     def system_prompt(self) -> str: ...
 
     def run(self, name: str, arguments: JSONValue) -> tuple[JSONObject, bool]: ...
+
+    def first_call(self, task: str) -> tuple[str, JSONObject]: ...
 
 
 @dataclass
@@ -108,8 +123,11 @@ class Trace:
 class Agent:
     """One ReAct run of ``task`` with ``tools`` and the chat model behind ``chat``."""
 
-    def __init__(self, chat: ChatClient, tools: ToolSet, trace: Trace, max_steps: int = 15) -> None:
+    def __init__(
+        self, chat: ChatClient, tools: ToolSet, trace: Trace, max_steps: int = 15, retrieve_first: bool = False
+    ) -> None:
         self.chat, self.tools, self.trace, self.max_steps = chat, tools, trace, max_steps
+        self.retrieve_first = retrieve_first
         self.messages: list[JSONObject] = []
         self.counts = {"tool_calls": 0, "tool_errors": 0, "prompt": 0, "completion": 0}
         self.seen = 0  # exchanges already written to the trace
@@ -125,10 +143,13 @@ class Agent:
             model=self.chat.settings.model,
             settings={k: v for k, v in asdict(self.chat.settings).items() if k != "api_key"},
             max_steps=self.max_steps,
+            retrieve_first=self.retrieve_first,
             tools=[s.name for s in specs],
         )
         self.add({"role": "system", "content": self.tools.system_prompt()})
         self.add({"role": "user", "content": task})
+        if self.retrieve_first:
+            self.retrieve(task)
         status, answer, error, steps = "max-steps", "", "", 0
         while steps < self.max_steps:
             steps += 1
@@ -142,6 +163,12 @@ class Agent:
                 break
             self.note(reply, steps)
             if not reply.tool_calls:
+                implied = implied_call(str(reply.message.get("content") or ""), specs)
+                if implied is not None:
+                    self.trace.write("implied", step=steps, name=implied.name, arguments=implied.arguments)
+                    self.messages[-1] = {"role": "assistant", "content": written([implied])}
+                    self.use(implied, steps)
+                    continue
                 status, answer = "answered", str(reply.message.get("content") or "")
                 break
             for call in reply.tool_calls:
@@ -149,6 +176,23 @@ class Agent:
         result = self.result(status, answer, steps, time.perf_counter() - start, error)
         self.trace.write("end", **result.as_dict())
         return result
+
+    def retrieve(self, task: str) -> None:
+        """Step 0: the condition's retrieval tool called with the task word for word, its answer given to the
+        model as the answer of a call it made (``--retrieve-first``; the paper's agent gets its retrieval
+        results the same way)."""
+        name, arguments = self.tools.first_call(task)
+        call = ToolCall("call_0", name, json.dumps(arguments))
+        self.add(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": call.id, "type": "function", "function": {"name": name, "arguments": call.arguments}}
+                ],
+            }
+        )
+        self.use(call, 0)
 
     def complete(self, tools: list[JSONObject], step: int) -> Reply:
         """One completion; while the endpoint finds the conversation too long for the model, the oldest
@@ -198,7 +242,8 @@ class Agent:
             arguments, quoted = parse_arguments(call.arguments)
             earlier = self.repeated(call.name, arguments, step)
             if earlier:
-                answer, is_error = {"error": REPEATED.format(name=call.name, step=earlier)}, True
+                again = REPEATED_READ if call.name == "call" else REPEATED
+                answer, is_error = {"error": again.format(name=call.name, step=earlier)}, True
             else:
                 answer, is_error = self.tools.run(call.name, arguments)
             if quoted:
@@ -225,10 +270,14 @@ class Agent:
         self.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text})
 
     def repeated(self, name: str, arguments: JSONValue, step: int) -> int:
-        """The step of an earlier call of ``name`` with the same arguments (0 if none, or for ``call``,
-        whose answer depends on the server's records); this call's step is kept otherwise."""
+        """The step of an earlier call of ``name`` with the same arguments (0 if none); this call's step is
+        kept otherwise. For ``call``, whose answer depends on the server's records, only a GET counts, and
+        only since the last write ``call`` made."""
         if name == "call":
-            return 0
+            method = arguments.get("method") if isinstance(arguments, dict) else None
+            if str(method).upper() != "GET":
+                self.made = {k: v for k, v in self.made.items() if k[0] != "call"}  # the records may change
+                return 0
         made = (name, json.dumps(arguments, sort_keys=True))
         if made in self.made:
             return self.made[made]
@@ -253,14 +302,44 @@ class Agent:
         )
 
 
+def implied_call(text: str, specs: list[ToolSpec]) -> ToolCall | None:
+    """The call a reply without one means, when the reply holds a JSON object (fenced or on a line of its
+    own) that fits exactly one tool's arguments (its required ones all there, no others), or, where
+    several fit, the one whose name the text says. A small model wrote "To read, call with method GET"
+    and ``{"method": "GET", "url": ...}``: the arguments of ``call`` without the tool's name."""
+    for candidate in [m.group(1) for m in FENCED_OBJECT.finditer(text)] + text.splitlines():
+        try:
+            value = json.loads(candidate.strip())
+        except ValueError:
+            continue
+        if not isinstance(value, dict) or not value:
+            continue
+        fits = [s for s in specs if _fits(value, s.input_schema)]
+        if len(fits) > 1:  # call and validate_call take the same arguments: the one the text names
+            fits = [s for s in fits if re.search(rf"(?<![\w-]){re.escape(s.name)}(?![\w-])", text)]
+        if len(fits) == 1:
+            return ToolCall("call_1", fits[0].name, json.dumps(value))
+    return None
+
+
+def _fits(value: JSONObject, schema: JSONObject) -> bool:
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list) or not required:
+        return False
+    return set(value) <= set(properties) and all(name in value for name in required if isinstance(name, str))
+
+
 def parse_arguments(text: str) -> tuple[JSONValue, list[str]]:
     """The arguments of a call and the numbers with leading zeros read as strings (``"Division": 00`` is no
     JSON, but what a model means by it is the code ``"00"``, as OData keys and codes are strings); a
-    text that is not JSON even then raises the parser's error of the text as written."""
+    text that is not JSON even then raises the parser's error of the text as written. Arguments written
+    as a JSON string holding the object (``"{\\"service\\": ...}"``: OpenAI's format keeps arguments as a
+    string, and Qwen's chat template shows them so in the conversation) are the object."""
     if not text.strip():
         return {}, []
     try:
-        return json.loads(text), []
+        value = json.loads(text)
     except ValueError as exc:
         quoted = LEADING_ZEROS.findall(text)
         if not quoted:
@@ -269,6 +348,9 @@ def parse_arguments(text: str) -> tuple[JSONValue, list[str]]:
             return json.loads(LEADING_ZEROS.sub(r'"\1"', text)), quoted
         except ValueError:
             raise exc from None
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        return parse_arguments(value)  # the object written as a JSON string, as the chat template shows it
+    return value, []
 
 
 def not_json(call: ToolCall, exc: ValueError) -> str:

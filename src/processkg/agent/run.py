@@ -33,6 +33,7 @@ class RunSettings:
     odata_url: str | None = None
     allow_writes: bool = False
     odata: list[Path] = field(default_factory=list)  # metadata files, for the chunk conditions
+    retrieve_first: bool = False  # step 0: the retrieval tool on the task (Agent)
 
 
 def run_task(task: str, settings: RunSettings) -> RunResult:
@@ -53,7 +54,7 @@ def run_task(task: str, settings: RunSettings) -> RunResult:
         chat = ChatClient(settings.chat)
         stack.callback(chat.close)
         trace = stack.enter_context(Trace(out / TRACE))
-        return Agent(chat, tools, trace, settings.max_steps).run(task, settings.condition)
+        return Agent(chat, tools, trace, settings.max_steps, settings.retrieve_first).run(task, settings.condition)
 
 
 __all__ = ["RECORDING", "TRACE", "RunSettings", "run_task"]

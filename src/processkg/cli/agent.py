@@ -79,6 +79,7 @@ def agent_run_cmd(
     temperature: float,
     timeout: float,
     max_tokens: int | None,
+    retrieve_first: bool,
     stop: tuple[str, ...],
     api_key_env: str,
     odata_url: str | None,
@@ -100,6 +101,7 @@ def agent_run_cmd(
         odata_url=odata_url,
         allow_writes=allow_writes,
         odata=list(odata),
+        retrieve_first=retrieve_first,
     )
     result = run_task(task, settings)
     click.echo(
@@ -212,6 +214,7 @@ def eval_agent_cmd(
     temperature: float,
     timeout: float,
     max_tokens: int | None,
+    retrieve_first: bool,
     stop: tuple[str, ...],
     api_key_env: str,
     conditions: str,
@@ -242,6 +245,7 @@ def eval_agent_cmd(
         odata_url,
         tuple(odata),
         command=command,
+        retrieve_first=retrieve_first,
     )
     total, done = len(chosen_conditions) * len(chosen) * runs, [0]
 

@@ -127,7 +127,7 @@ def model_option(help: str = "Embedding model; the store's index must have been 
 def llm_options() -> Callable[[F], F]:
     """The chat endpoint and the loop's settings, shared by ``kg agent run`` and ``kg eval agent``:
     ``--llm-url``, ``--model``, ``--max-steps``, ``--temperature``, ``--timeout``, ``--max-tokens``,
-    ``--stop``, ``--api-key-env``."""
+    ``--retrieve-first``, ``--stop``, ``--api-key-env``."""
     return _stacked(
         [
             click.option(
@@ -162,6 +162,14 @@ def llm_options() -> Callable[[F], F]:
                 default=None,
                 help="Tokens one answer may have at most (default: the endpoint's limit). A small model that "
                 "repeats itself otherwise writes until its context is full.",
+                cls=SharedOption,
+            ),
+            click.option(
+                "--retrieve-first",
+                is_flag=True,
+                help="Start each run with the condition's retrieval tool called on the task word for word "
+                "(find_entity_sets, or search_metadata for the chunk conditions), as the paper's agent gets its "
+                "retrieval results; a small model otherwise shortens the task to a few words of its own.",
                 cls=SharedOption,
             ),
             click.option(

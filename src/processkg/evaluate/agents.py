@@ -58,7 +58,7 @@ INVENTED = {
 }
 #: The paper's figures (qwen3-coder:30b), printed beside ours.
 PAPER = {"typed": 0.387, "chunkrag": 0.103, "invalid_runs_typed": "3 of 101"}
-SAME_SETTINGS = ("model", "max_steps", "temperature")  # an OUT folder holds runs of one setting
+SAME_SETTINGS = ("model", "max_steps", "temperature", "retrieve_first")  # an OUT folder holds runs of one setting
 #: How a goal is judged, for the report; the task file's own README says how its goals were made.
 GOLD = (
     "Each task's goal is checked by `processkg.evaluate.tasks.check_goal` after the run and before the next "
@@ -109,6 +109,7 @@ class EvalSettings:
     odata_url: str | None = None  # None: the in-process kg serve of the store
     odata: tuple[Path, ...] = ()  # metadata files, for the chunk conditions
     command: str = ""
+    retrieve_first: bool = False  # step 0 of every run: the condition's retrieval tool on the task
 
     def described(self) -> JSONObject:
         return {
@@ -116,6 +117,7 @@ class EvalSettings:
             "llm_url": self.chat.url,
             "temperature": self.chat.temperature,
             "max_steps": self.max_steps,
+            "retrieve_first": self.retrieve_first,
             "conditions": list(self.conditions),
             "runs": self.runs,
             "store": str(self.store),
@@ -241,7 +243,8 @@ class Runner:
         tools = Tools(condition, self.toolbox, self.tools[condition].chunks)  # sets validate-before-send
         try:
             with Trace(folder / TRACE) as trace:
-                outcome = Agent(self.chat, tools, trace, self.settings.max_steps).run(task.task, condition)
+                agent = Agent(self.chat, tools, trace, self.settings.max_steps, self.settings.retrieve_first)
+                outcome = agent.run(task.task, condition)
         finally:
             client.close()
             self.toolbox.client = None

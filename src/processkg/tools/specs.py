@@ -66,7 +66,13 @@ FIND = ToolSpec(
     "Entity sets for a business task, best first: SERVICE/ENTITY_SET [key] label; via the steps that led "
     "there; path if not /sap/opu/odata/sap/SERVICE/ENTITY_SET. named_in_task: the read of the record the "
     "task names, the codes its words name. Start here.",
-    _obj({"task": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3}}, ["task"]),
+    _obj(
+        {
+            "task": {"type": "string", "description": "the user's request, word for word"},
+            "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3},
+        },
+        ["task"],
+    ),
     _out({"results": {"type": "array", "items": _STR}, "named_in_task": {"type": "array", "items": _STR}}, ["results"]),
 )
 DESCRIBE = ToolSpec(

@@ -75,9 +75,9 @@ class Toolbox:
         self.handlers: dict[str, Callable[[JSONObject], JSONObject]] = {
             "find_entity_sets": lambda a: self.find_entity_sets(_text(a, "task"), _int(a, "k", FOUND)),
             "describe": lambda a: self.describe(
-                _text(a, "service"), _text(a, "entity_set"), _detail(a), _names_list(a, "codes")
+                self._service(a), _text(a, "entity_set"), _detail(a), _names_list(a, "codes")
             ),
-            "next_steps": lambda a: self.next_steps(_text(a, "service"), _text(a, "entity_set"), _record(a)),
+            "next_steps": lambda a: self.next_steps(self._service(a), _text(a, "entity_set"), _record(a)),
             "validate_call": lambda a: self.validate_call(_text(a, "method"), _text(a, "url"), a.get("body")),
             "call": lambda a: self.call(
                 _text(a, "method"),
@@ -91,6 +91,13 @@ class Toolbox:
     @property
     def specs(self) -> list[ToolSpec]:
         return tool_list(self.allow_writes)
+
+    def _service(self, arguments: JSONObject) -> str:
+        """The ``service`` argument; a whole ``find_entity_sets`` result line given as the service
+        (``API_X_SRV/A_Set [Key] Label``, as a small model did) is read as its service."""
+        service = _text(arguments, "service")
+        head = service.split("/", 1)[0].strip()
+        return head if service not in self.roots and head in self.roots else service
 
     @property
     def retriever(self) -> Retriever:

@@ -146,6 +146,28 @@ def _old_embedding(retriever: Retriever, queries: list, steps: bool) -> None:
     retriever.encoder.encode(texts)
 
 
+def text_counts(retriever: Retriever, queries: list) -> dict:
+    """The texts the routed hybrid embeds in batch mode and their word pieces (with [CLS] and [SEP]):
+    as they are, and padded to the longest of each batch of 32, ordered by characters (as one
+    ``encode`` call orders them) or by word pieces (as ``Encoder.encode_queries`` does)."""
+    parts = [p for q in queries for p in steps_of(q)]
+    texts = list(dict.fromkeys(list(queries) + parts))
+    pieces = [len(ids) for ids in retriever.encoder.model.tokenizer(texts)["input_ids"]]
+
+    def padded(order: list) -> int:
+        return sum(max(pieces[i] for i in order[a : a + 32]) * len(order[a : a + 32]) for a in range(0, len(order), 32))
+
+    return {
+        "queries": len(queries),
+        "parts": len(parts),
+        "distinct_texts": len(texts),
+        "query_tokens": sum(pieces[: len(queries)]),
+        "distinct_part_tokens": sum(pieces[len(queries) :]),
+        "padded_tokens_by_characters": padded(sorted(range(len(texts)), key=lambda i: -len(texts[i]))),
+        "padded_tokens_by_tokens": padded(sorted(range(len(texts)), key=lambda i: pieces[i])),
+    }
+
+
 def bench_batch_latency(
     retriever: Retriever, queries: list, methods=("dense", "hybrid-paper", "hybrid-v1", "hybrid")
 ) -> dict:
@@ -357,11 +379,13 @@ def main() -> None:
     results: dict = json.loads(args.out.read_text()) if keep else {}
     if args.latency_store:
         texts = [json.loads(line)["query"] for line in args.latency_queries.read_text().splitlines() if line.strip()]
+        retriever = Retriever(StoreHandle.open(args.latency_store))
         results["latency_batch_routed_store"] = {
             "store": args.latency_store.name,
             "queries": len(texts),
             "load_average_before": round(os.getloadavg()[0], 2),
-            "methods": bench_batch_latency(Retriever(StoreHandle.open(args.latency_store)), texts),
+            "methods": bench_batch_latency(retriever, texts),
+            "texts": text_counts(retriever, texts),
             "load_average_after": round(os.getloadavg()[0], 2),
         }
         if args.latency_only:

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast lint format install clean bench virtuoso
+.PHONY: demo test test-fast lint format install clean bench bench-retrieve-speed virtuoso
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,20 @@ format: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_build.py
+
+# Retrieval speed side by side (docs/retrieval.md, Speed): batch mode on the SAP store, then a
+# resident retriever's single queries on the plain A2X and the SAP store; builds the stores if missing.
+SAP_STORE ?= build/sap
+A2X_STORE ?= build/a2x
+A2X_ODATA := ../shared/data/odata/s4-a2x
+bench-retrieve-speed: $(VENV)/.installed
+	test -d $(SAP_STORE) || $(BIN)/kg build --odata $(A2X_ODATA) --bpmn data/sap/processes \
+	    --mapping data/sap/mapping.yaml --store $(SAP_STORE)
+	test -d $(A2X_STORE) || $(BIN)/kg build --odata $(A2X_ODATA) --store $(A2X_STORE)
+	$(BIN)/python benchmarks/bench_retrieve.py --latency-only --latency-store $(SAP_STORE) \
+	    --latency-queries data/sap/benchmark/queries.jsonl
+	$(BIN)/python benchmarks/bench_retrieve_resident.py --store $(A2X_STORE) \
+	    --in-process a2x=$(A2X_STORE) --in-process sap=$(SAP_STORE)
 
 clean:
 	rm -rf build .pytest_cache

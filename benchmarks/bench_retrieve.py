@@ -37,6 +37,7 @@ from processkg.retrieve import retriever as R  # noqa: E402
 from processkg.retrieve.context import render_set  # noqa: E402
 from processkg.retrieve.index import build_index  # noqa: E402
 from processkg.retrieve.retriever import METHODS, HybridConfig, RetrievalSettings, Retriever, _subgraph  # noqa: E402
+from processkg.retrieve.signals import steps_of  # noqa: E402
 
 A2X = ROOT.parent / "shared" / "data" / "odata" / "s4-a2x"
 DEMO = ROOT / "data" / "demo"
@@ -138,34 +139,90 @@ def bench_latency(retriever: Retriever, queries: list, methods=METHODS) -> dict:
 REPEATS = 5
 
 
+def _old_embedding(retriever: Retriever, queries: list, steps: bool) -> None:
+    """The batch embedding before ``Encoder.encode_queries``: one ``encode`` call of the queries (and,
+    for ``hybrid``, their parts) in batches of 32 ordered by characters, on all torch threads."""
+    texts = list(queries) + ([p for q in queries for p in steps_of(q)] if steps else [])
+    retriever.encoder.encode(texts)
+
+
+def text_counts(retriever: Retriever, queries: list) -> dict:
+    """The texts the routed hybrid embeds in batch mode and their word pieces (with [CLS] and [SEP]):
+    as they are, and padded to the longest of each batch of 32, ordered by characters (as one
+    ``encode`` call orders them) or by word pieces (as ``Encoder.encode_queries`` does)."""
+    parts = [p for q in queries for p in steps_of(q)]
+    texts = list(dict.fromkeys(list(queries) + parts))
+    pieces = [len(ids) for ids in retriever.encoder.model.tokenizer(texts)["input_ids"]]
+
+    def padded(order: list) -> int:
+        return sum(max(pieces[i] for i in order[a : a + 32]) * len(order[a : a + 32]) for a in range(0, len(order), 32))
+
+    return {
+        "queries": len(queries),
+        "parts": len(parts),
+        "distinct_texts": len(texts),
+        "query_tokens": sum(pieces[: len(queries)]),
+        "distinct_part_tokens": sum(pieces[len(queries) :]),
+        "padded_tokens_by_characters": padded(sorted(range(len(texts)), key=lambda i: -len(texts[i]))),
+        "padded_tokens_by_tokens": padded(sorted(range(len(texts)), key=lambda i: pieces[i])),
+    }
+
+
 def bench_batch_latency(
     retriever: Retriever, queries: list, methods=("dense", "hybrid-paper", "hybrid-v1", "hybrid")
 ) -> dict:
     """Batch mode (``kg retrieve --queries``): the embeddings of all queries (and, for the routed
-    ``hybrid``, of their steps) in one call, shared out evenly, plus each query's own ranking time."""
+    ``hybrid``, of their steps) as ``Retriever.retrieve_many`` makes them, shared out evenly, plus each
+    query's own ranking time. Side by side in one run, methods interleaved in each of ``REPEATS``
+    rounds so that each meets the same load: the medians, hybrid minus dense, and the embedding as it
+    was made before (``_old_embedding``) for dense and hybrid."""
     retriever.retrieve(queries[0], 5)  # warm-up: model, matrices, BM25
-    retriever.embed_steps(queries)  # warm-up: the first batches of new text lengths are slower
-    out = {}
-    shares: dict[str, list[float]] = {method: [] for method in methods}
-    for _ in range(REPEATS):  # methods interleaved, so that each sees the same load; the median of each
+    retriever.embed_with_steps(queries)  # warm-up: the first batches of new text lengths are slower
+    process = retriever.matrices.has_process
+    old = {"dense (before)": False, "hybrid (before)": process}
+    shares: dict[str, list[float]] = {name: [] for name in (*methods, *old)}
+    for _ in range(REPEATS):
         for method in methods:
             start = time.perf_counter()
-            retriever.embed(queries)
-            if METHODS[method].steps:
-                retriever.embed_steps(queries)
+            if METHODS[method].steps and process:
+                retriever.embed_with_steps(queries)
+            else:
+                retriever.embed(queries)
             shares[method].append((time.perf_counter() - start) / len(queries))
+        for name, steps in old.items():
+            start = time.perf_counter()
+            _old_embedding(retriever, queries, steps)
+            shares[name].append((time.perf_counter() - start) / len(queries))
+    out: dict = {}
     for method in methods:
         settings = RetrievalSettings(method)
-        vectors = retriever.embed(queries)
-        steps = retriever.embed_steps(queries) if METHODS[method].steps else []
+        if METHODS[method].steps and process:
+            vectors, steps = retriever.embed_with_steps(queries)
+            retriever._steps = dict(zip(queries, steps))
+        else:
+            vectors = retriever.embed(queries)
         share = statistics.median(shares[method])
-        retriever._steps = dict(zip(queries, steps))
         ranking = [timed(lambda: retriever.retrieve(q, 5, settings, vector=v))[0] for q, v in zip(queries, vectors)]
         retriever._steps = {}
         out[method] = {
             "embedding_share_ms": round(share * 1000, 2),
+            "embedding_share_runs_ms": [round(x * 1000, 2) for x in shares[method]],
             "ranking": ms(ranking),
             "with_embedding": ms([r + share for r in ranking]),
+        }
+    for name in old:
+        out[name] = {
+            "embedding_share_ms": round(statistics.median(shares[name]) * 1000, 2),
+            "embedding_share_runs_ms": [round(x * 1000, 2) for x in shares[name]],
+        }
+    if "dense" in methods and "hybrid" in methods:
+        paired = [h - d for h, d in zip(shares["hybrid"], shares["dense"])]
+        out["hybrid_minus_dense"] = {
+            "p50_with_embedding_ms": round(
+                out["hybrid"]["with_embedding"]["p50_ms"] - out["dense"]["with_embedding"]["p50_ms"], 2
+            ),
+            "embedding_share_median_of_paired_ms": round(statistics.median(paired) * 1000, 2),
+            "ranking_p50_ms": round(out["hybrid"]["ranking"]["p50_ms"] - out["dense"]["ranking"]["p50_ms"], 3),
         }
     return out
 
@@ -322,11 +379,13 @@ def main() -> None:
     results: dict = json.loads(args.out.read_text()) if keep else {}
     if args.latency_store:
         texts = [json.loads(line)["query"] for line in args.latency_queries.read_text().splitlines() if line.strip()]
+        retriever = Retriever(StoreHandle.open(args.latency_store))
         results["latency_batch_routed_store"] = {
             "store": args.latency_store.name,
             "queries": len(texts),
             "load_average_before": round(os.getloadavg()[0], 2),
-            "methods": bench_batch_latency(Retriever(StoreHandle.open(args.latency_store)), texts),
+            "methods": bench_batch_latency(retriever, texts),
+            "texts": text_counts(retriever, texts),
             "load_average_after": round(os.getloadavg()[0], 2),
         }
         if args.latency_only:

@@ -25,6 +25,7 @@ from processkg.evaluate.metrics import read_queries
 from processkg.evaluate.train_ranker import examples, fit_classifier, fit_ranker, routing_accuracy, train
 from processkg.graph.handle import StoreHandle
 from processkg.retrieve.context import render_context
+from processkg.retrieve.index import QUERY_BATCH
 from processkg.retrieve.retriever import RetrievalSettings, Retriever, _explained
 from processkg.retrieve.routing import KINDS, QUERY_FEATURES, RoutedModel, load_model
 from processkg.retrieve.signals import SIGNALS, Edges, _masked_max, family_key, steps_of
@@ -267,3 +268,28 @@ def test_edges_from_lists_are_the_edges_of_the_mask(size):
     assert lists.columns == dense.columns == size
     assert np.array_equal(lists.rows, dense.rows) and np.array_equal(lists.column_of, dense.column_of)
     assert np.array_equal(lists.starts, dense.starts) and np.array_equal(lists.nonempty, dense.nonempty)
+
+
+def test_batch_embedding_ranks_as_one_query_at_a_time(sap):
+    """``kg retrieve --queries`` embeds every query and part once, on one torch thread, in batches of
+    similar token counts (``Encoder.encode_queries``); ``kg serve`` asks one query at a time. Forty
+    benchmark queries (a repeated one among them) and their parts fill several batches: the vectors
+    agree with one-at-a-time ones to float noise, a repeated text gets the same vector, and every
+    query ranks the same (dense and routed hybrid: top 10 with source, via and alternatives)."""
+    texts = [q["query"] for q in map(json.loads, BENCHMARK.read_text(encoding="utf-8").splitlines()[:40])]
+    texts.append(texts[3])
+    parts = [p for q in texts for p in steps_of(q)]
+    assert len(set(texts + parts)) > 2 * QUERY_BATCH
+    batch = sap.embed(texts + parts)
+    single = np.vstack([sap.embed([t]) for t in texts + parts])
+    assert np.abs(batch - single).max() < 1e-6
+    assert np.array_equal(batch[3], batch[len(texts) - 1])
+    for method in ("dense", "hybrid"):
+        settings = RetrievalSettings(method)
+        together = sap.retrieve_many(texts, 10, settings)
+        for text, results in zip(texts, together, strict=True):
+            alone = sap.retrieve_many([text], 10, settings)[0]
+            assert [(r.entity_set, r.source, r.via, r.alternatives) for r in alone] == [
+                (r.entity_set, r.source, r.via, r.alternatives) for r in results
+            ], (method, text)
+            assert [r.score for r in alone] == pytest.approx([r.score for r in results], abs=1e-5)

@@ -285,7 +285,8 @@ class Retriever:
 
     # ------------------------------------------------------------ public API
     def embed(self, queries: list[str]) -> np.ndarray:
-        return self.encoder.encode(list(queries))
+        """The normalised embeddings of ``queries`` (:meth:`~processkg.retrieve.index.Encoder.encode_queries`)."""
+        return self.encoder.encode_queries(list(queries))
 
     def retrieve(
         self,
@@ -307,13 +308,14 @@ class Retriever:
     def retrieve_many(
         self, queries: list[str], k: int = 5, settings: RetrievalSettings | None = None, **options: int | bool | str
     ) -> list[list[Result]]:
-        """Batch retrieval: all query embeddings (for ``hybrid``, with their steps') computed in one call."""
+        """Batch retrieval: all query embeddings (for ``hybrid`` on a store with a process layer, with
+        their steps'; without one, ``hybrid`` does not read them) computed in one call."""
         settings = replace(settings or RetrievalSettings(), **cast(dict[str, Any], options)).check()
         for query in queries:
             check_query(query)
         dense = METHODS[settings.method].dense and queries
         vectors: np.ndarray | list[None] = [None] * len(queries)
-        if METHODS[settings.method].steps and queries:
+        if METHODS[settings.method].steps and queries and self.matrices.has_process:
             vectors, steps = self.embed_with_steps(queries)
             self._steps = dict(zip(queries, steps))
         elif dense:

@@ -3,6 +3,7 @@ codes its words name, on the A2X tasks store with the SAP code lists, and sent t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -97,6 +98,10 @@ def test_codes_are_named_by_their_labels_and_by_their_values(box):
     ):
         assert named in line
     assert "1710" not in line and "read GET" not in line  # no other org unit; a customer is no sales order key
+    # the task asks to create: the line ends with the body of what it named, which kg serve accepts
+    path, body = line.split("; create POST ", 1)[1].split(" ", 1)
+    assert json.loads(body)["SalesOrderType"] == "RO" and path.endswith("/A_SalesOrder")
+    assert box.client is not None and box.client.send("POST", path, json.loads(body)).status == 201
 
 
 def test_a_task_that_names_nothing_has_no_named_in_task(box):

@@ -19,6 +19,7 @@ ends in a vowel or "y" that the longer replaces ("china"/"chinese", "italy"/"ita
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ from processkg.services.model import Prop, TypeInfo
 WINDOW = 4  # words before a value that may name its property
 CODES_PER_PROPERTY = 3
 TOKEN = re.compile(r"'[^']+'|\"[^\"]+\"|[A-Za-z0-9][A-Za-z0-9_/.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+#: a task that starts (within its first words) with one of these asks to create: its sets' lines end with
+#: ``create POST PATH {body}`` of the values and single codes named
+CREATE_VERBS = frozenset({"create", "record", "raise", "open", "report", "add", "enter", "post"})
+MIN_BODY = 3  # named properties a set needs for a create line (fewer: the task is not about it)
 FILLERS = frozenset({"number", "no", "id", "nr"})
 STOP = frozenset(
     {"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "into", "is", "it"}
@@ -82,11 +87,11 @@ def name_words(name: str) -> list[str]:
     return [w for w in (singular(p.lower()) for p in words_of(name)) if w not in STOP]
 
 
-def named_values(task: list[Token], prop: Prop, label: str, all_words: bool) -> list[str]:
+def named_values(task: list[Token], prop: Prop, label: str, all_words: bool, role: str = "") -> list[str]:
     """Values of the task right after the property's name (its last word, then with ``all_words`` its other
     words within :data:`WINDOW` words before: "sales order 0000000003"; without, the last word only:
     "channel 10" for ``DistributionChannel``) that fit its length."""
-    names = [name_words(prop.name)] + ([name_words(label)] if label else [])
+    names = [name_words(prop.name)] + [name_words(other) for other in (label, role) if other]
     found = []
     for i, token in enumerate(task):
         if token.word or (prop.max_length is not None and len(token.text) > prop.max_length):
@@ -118,6 +123,11 @@ def codes_by_label(task: list[Token], prop: Prop, code_labels: dict[tuple[str, s
         if wanted and all(_has(words, w) for w in wanted):
             scored.append((-len(wanted), code, label))
     return [f"{code}={label}" for _n, code, label in sorted(scored)[:CODES_PER_PROPERTY]]
+
+
+def _pair(text: str) -> tuple[str, str]:
+    name, value = text.split("=", 1)
+    return name, value
 
 
 def _literal(prop: Prop, value: str) -> str | None:
@@ -162,9 +172,12 @@ def named_in_task(
 ) -> list[str]:
     """One line per found entity set (service, entity set, path, type) whose key or codes the task names:
     ``SERVICE/SET: read GET ...; values Property=value; codes Property code=label; Property, Property
-    code=label``: values of other writable properties named by their name or SAP's role name (:data:`ROLES`),
-    the properties that the same codes fit named together."""
+    code=label; create POST PATH {...}``: values of other writable properties named by their name, label or
+    SAP's role name (:data:`ROLES`), the properties that the same codes fit named together, and for a task
+    that asks to create (:data:`CREATE_VERBS`) the body of those values and of each property's one named
+    code (not checked: ``call`` validates it)."""
     words = tokens(task)
+    writes = any(t.word in CREATE_VERBS for t in words[:WINDOW])
     lines: list[str] = []
     for service, entity_set, path, t in found:
         parts = []
@@ -175,11 +188,12 @@ def named_in_task(
             f"{prop.name}={value}"
             for prop in sorted(t.props.values(), key=lambda p: p.name)
             if not prop.key and not prop.codes and not prop.read_only
-            for value in named_values(words, prop, ROLES.get(prop.name, ""), all_words=True)[:1]
+            for value in named_values(words, prop, labels.get(prop.iri, ""), True, ROLES.get(prop.name, ""))[:1]
         ]
         if values:
             parts.append("values " + ", ".join(values))
         fits: dict[str, list[str]] = {}
+        one: dict[str, str] = {}  # property -> its only named code
         for prop in sorted(t.props.values(), key=lambda p: p.name):
             if not prop.codes or prop.key:
                 continue
@@ -188,8 +202,13 @@ def named_in_task(
             shown += [c for c in codes_by_label(words, prop, code_labels) if c.split("=", 1)[0] not in by_value]
             if shown:
                 fits.setdefault(", ".join(shown[:CODES_PER_PROPERTY]), []).append(prop.name)
+                if len(shown) == 1 and not prop.read_only:
+                    one[prop.name] = shown[0].split("=", 1)[0]
         if fits:
             parts.append("codes " + "; ".join(f"{', '.join(names)} {codes}" for codes, names in fits.items()))
+        body: dict[str, str] = dict(sorted([_pair(v) for v in values] + list(one.items())))
+        if writes and len(body) >= MIN_BODY:
+            parts.append(f"create POST {path} {json.dumps(body)}")
         if parts:
             lines.append(f"{service}/{entity_set}: {'; '.join(parts)}")
     return lines

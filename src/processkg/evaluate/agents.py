@@ -196,6 +196,7 @@ def check_settings(settings: EvalSettings) -> None:
     wanted = settings.described()
     if path.is_file():
         kept = json.loads(path.read_text(encoding="utf-8"))
+        kept.setdefault("retrieve_first", False)  # folders written before the option kept no such setting
         differ = [k for k in SAME_SETTINGS if kept.get(k) != wanted[k]]
         if differ:
             raise AgentEvalError(

@@ -106,3 +106,11 @@ def test_codes_are_named_by_their_labels_and_by_their_values(box):
 
 def test_a_task_that_names_nothing_has_no_named_in_task(box):
     assert "named_in_task" not in box.find_entity_sets("which entity set holds the texts of products")
+
+
+def test_a_path_copied_with_the_rest_of_its_line_is_sent_without_it(box):
+    """Qwen2.5-Coder-1.5B copied a named_in_task line whole into call's url (lookup-006, 2026-12-05)."""
+    path = "/sap/opu/odata/sap/API_OUTBOUND_DELIVERY_SRV/A_OutbDeliveryHeader('0000000005')"
+    sent = box.call("GET", f"{path}; codes DeliveryDocumentType LF=Outbound Delivery")
+    assert sent["status"] == 200 and sent["answer"]["d"]["DeliveryDocument"] == "0000000005"
+    assert sent["notes"][0].startswith("the text after the path (codes DeliveryDocumentType")

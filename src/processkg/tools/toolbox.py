@@ -284,10 +284,11 @@ class Toolbox:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
         if body is not None and not isinstance(body, dict):
             raise ToolArgumentError(f"the body of a {method} must be a JSON object")
+        url, cut = _without_line_rest(url)
         url, moved = self.at_root(url)
         target = self.target(method, url)
         body, notes = self.v2_dates(target, body if method != "GET" else None)
-        notes[:0] = moved
+        notes[:0] = cut + moved
         if self.validate_before_send:
             checked = self._checked(method, url, body)
             if not checked["valid"]:
@@ -455,6 +456,18 @@ class Toolbox:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+
+
+#: where a path copied with the rest of its named_in_task line ends (``PATH; codes ...``)
+_LINE_REST = re.compile(r"; (?:read|values|codes|create) ")
+
+
+def _without_line_rest(url: str) -> tuple[str, list[str]]:
+    """The URL without the rest of a ``named_in_task`` line copied after it, as a small model did."""
+    match = _LINE_REST.search(url)
+    if match is None:
+        return url, []
+    return url[: match.start()], [f"the text after the path ({url[match.start() + 2 :][:40]}...) was left out"]
 
 
 def _shows(answer: JSONValue, nav: str) -> bool:

@@ -165,6 +165,17 @@ def reads_twice(messages: list[dict]) -> Turn:
     return {"answer": "Sales order 0000000003 has type " + tool_answers(messages)[0]["answer"]["d"]["SalesOrderType"]}
 
 
+def creates_twice(messages: list[dict]) -> Turn:
+    """The same POST twice, its body once as a JSON string (two Qwen2.5-Coder-1.5B habits), then the answer."""
+    n = turn(messages)
+    body = dict(ORDER, SalesOrderType="OR")
+    if n < 2:
+        return {
+            "tools": [("call", {"method": "POST", "url": V2 + "A_SalesOrder", "body": json.dumps(body) if n else body})]
+        }
+    return {"answer": "Created sales order " + tool_answers(messages)[0]["answer"]["d"]["SalesOrder"]}
+
+
 def repairs_its_broken_json(messages: list[dict]) -> Turn:
     """A call whose JSON does not parse, then the same call as JSON once the tool said so, then the answer."""
     if turn(messages) == 0:
@@ -268,6 +279,7 @@ SCRIPTS: dict[str, Script] = {
     "Tell me the type of sales order 0000000003.": repairs_its_broken_json,
     "What is the type of sales order 0000000003?": reads_what_retrieval_named,
     "Read the type of sales order 0000000003, twice.": reads_twice,
+    "Create a standard sales order for customer 0000000001, twice.": creates_twice,
     "Read sales order 0000000003 with its division.": reads_with_leading_zeros,
     "Read sales orders 0000000002 and 0000000003.": reads_two_orders,
     "Which type has sales order 0000000004? Describe first.": repeats_a_describe,

@@ -192,6 +192,19 @@ def test_a_repeated_read_is_not_sent_again_and_the_model_is_told_to_answer(demo_
     assert len(recording(out)) == 1  # the second GET never reached the server
 
 
+def test_a_write_the_server_took_is_not_sent_again(demo_indexed_store, llm, tmp_path):
+    """Qwen2.5-Coder-1.5B created one sales order four times (single-write-006, 2026-12-05); a body given as
+    a JSON string is the object it holds, so the second POST is the same write and is not sent."""
+    out = tmp_path / "run"
+    task = "Create a standard sales order for customer 0000000001, twice."
+    result = run(demo_indexed_store, llm, out, task, "--allow-writes")
+    assert result.exit_code == 0, result.output
+    created, again = events(out, "tool")
+    assert created["answer"]["status"] == 201 and again["error"] is True
+    assert again["answer"]["error"].startswith("you sent this same write in step 1 and the server took it")
+    assert [e["method"] for e in recording(out)].count("POST") == 1
+
+
 def test_a_conversation_too_long_for_the_context_drops_the_oldest_tool_answer(demo_indexed_store, llm, tmp_path):
     """The endpoint refuses the conversation as longer than the model's window (HTTP 400, llama-cpp-python's
     words): the oldest tool answer is dropped and the conversation sent again, so the run goes on."""

@@ -17,7 +17,8 @@ A reply without a call that holds a JSON object fitting exactly one tool's argum
 
 A call of a tool other than ``call`` with the same arguments as an earlier one is not run again:
 those tools answer from the graph alone, so the answer would be the same; nor is a GET ``call`` the
-same as one made since the last write (the model is told to answer from it). The model is told which
+same as one made since the last write (the model is told to answer from it), nor a write the same
+as one the server already took (it would write twice). The model is told which
 step it made the call in and to use that answer or do something else (small models otherwise
 repeat one call until the step limit).
 
@@ -30,6 +31,7 @@ and the server's answer) and ``end`` (status, answer, counts, tokens, seconds).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -56,6 +58,10 @@ FENCED_OBJECT = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOT
 REPEATED_READ = (
     "you made the same GET in step {step} and nothing was written since; its answer is above and would be "
     "the same: reply now, without a tool call, with the values the task asks for, copied from that answer"
+)
+REPEATED_WRITE = (
+    "you sent this same write in step {step} and the server took it (its answer is above); sending it again "
+    "would write it twice: if the task is done, reply with the result without a tool call"
 )
 DROPPED = "[answer dropped to fit the model's context window: {n} characters; call the tool again if you need it]"
 
@@ -132,6 +138,7 @@ class Agent:
         self.counts = {"tool_calls": 0, "tool_errors": 0, "prompt": 0, "completion": 0}
         self.seen = 0  # exchanges already written to the trace
         self.made: dict[tuple[str, str], int] = {}  # (tool, arguments as sorted JSON) -> step, for tools but call
+        self.done: dict[str, int] = {}  # a write call's arguments (_write_key) -> the step the server took it
 
     def run(self, task: str, condition: str = "") -> RunResult:
         start = time.perf_counter()
@@ -241,11 +248,16 @@ class Agent:
         try:
             arguments, quoted = parse_arguments(call.arguments)
             earlier = self.repeated(call.name, arguments, step)
+            done = self.done.get(_write_key(arguments)) if call.name == "call" else None
             if earlier:
                 again = REPEATED_READ if call.name == "call" else REPEATED
                 answer, is_error = {"error": again.format(name=call.name, step=earlier)}, True
+            elif done:
+                answer, is_error = {"error": REPEATED_WRITE.format(step=done)}, True
             else:
                 answer, is_error = self.tools.run(call.name, arguments)
+                if call.name == "call" and not is_error and _wrote(arguments, answer):
+                    self.done[_write_key(arguments)] = step
             if quoted:
                 answer = {
                     **answer,
@@ -300,6 +312,21 @@ class Agent:
             seconds,
             error,
         )
+
+
+def _write_key(arguments: JSONValue) -> str:
+    """A ``call``'s arguments as sorted JSON, a body given as a JSON string read as the object it holds."""
+    if isinstance(arguments, dict) and isinstance(arguments.get("body"), str):
+        with contextlib.suppress(ValueError):
+            arguments = {**arguments, "body": json.loads(arguments["body"])}
+    return json.dumps(arguments, sort_keys=True)
+
+
+def _wrote(arguments: JSONValue, answer: JSONObject) -> bool:
+    """Whether a ``call`` was a write the server took (2xx)."""
+    method = arguments.get("method") if isinstance(arguments, dict) else None
+    status = answer.get("status")
+    return str(method).upper() != "GET" and isinstance(status, int) and 200 <= status < 300
 
 
 def implied_call(text: str, specs: list[ToolSpec]) -> ToolCall | None:

@@ -9,6 +9,7 @@ agent sent and turns a mistake in them (an unknown entity set, a missing argumen
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -248,7 +249,7 @@ class Toolbox:
         service's ``/Date(...)/`` fields are read as ``call`` sends them (a note says so)."""
         method = _method(method)
         target = self.target(method, url)
-        body, notes = self.v2_dates(target, body)
+        body, notes = self.v2_dates(target, _object_in_text(body))
         answer = self._checked(method, url, body)
         if notes:
             answer["notes"] = notes + answer.get("notes", [])
@@ -282,6 +283,7 @@ class Toolbox:
             raise ToolArgumentError("no OData server is configured for call (give --odata-url or serve the store)")
         if method != "GET" and not self.allow_writes:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
+        body = _object_in_text(body)
         if body is not None and not isinstance(body, dict):
             raise ToolArgumentError(f"the body of a {method} must be a JSON object")
         url, cut = _without_line_rest(url)
@@ -460,6 +462,18 @@ class Toolbox:
 
 #: where a path copied with the rest of its named_in_task line ends (``PATH; codes ...``)
 _LINE_REST = re.compile(r"; (?:read|values|codes|create) ")
+
+
+def _object_in_text(body: JSONValue) -> JSONValue:
+    """A body sent as a JSON string that holds an object (``"{\\"Plant\\": ...}"``, as a small model did) is
+    that object; anything else is as sent."""
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return body
+        return value if isinstance(value, dict) else body
+    return body
 
 
 def _without_line_rest(url: str) -> tuple[str, list[str]]:

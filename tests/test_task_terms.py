@@ -53,6 +53,8 @@ def test_a_value_belongs_to_the_property_named_right_before_it():
     assert named_values(tokens("sales organization number 1710"), prop, "", all_words=True) == ["1710"]
     assert tokens("no. SW-010 pump")[1].text == "SW-010"  # a value with a hyphen stays one value
     assert tokens("text 'SW-010 pump'")[1] == Token("SW-010 pump", "")  # and so does a quoted text
+    possessive = tokens("the customer's text 'pump leaking'")  # an apostrophe opens no quoted text
+    assert [t.text for t in possessive] == ["the", "customer", "s", "text", "pump leaking"]
 
 
 def test_a_quoted_text_is_the_value_of_the_property_named_before_it(box):

@@ -31,7 +31,8 @@ from processkg.services.model import Prop, TypeInfo
 
 WINDOW = 4  # words before a value that may name its property
 CODES_PER_PROPERTY = 3
-TOKEN = re.compile(r"'[^']+'|\"[^\"]+\"|[A-Za-z0-9][A-Za-z0-9_/.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+#: a quoted text (a quote after a letter is an apostrophe: "the customer's"), a word or value, a character
+TOKEN = re.compile(r"(?<![A-Za-z])'[^']+'(?![A-Za-z])|\"[^\"]+\"|[A-Za-z0-9][A-Za-z0-9_/.-]*[A-Za-z0-9]|[A-Za-z0-9]")
 #: a task that starts (within its first words) with one of these asks to create: its sets' lines end with
 #: ``create POST PATH {body}`` of the values and single codes named
 CREATE_VERBS = frozenset({"create", "record", "raise", "open", "report", "add", "enter", "post"})

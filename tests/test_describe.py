@@ -18,10 +18,7 @@ from processkg.tools.toolbox import Toolbox
 
 #: Entity sets whose example payload kg serve refuses, with the reason (none is a defect of describe's
 #: example that describe could repair from the graph alone).
-REFUSED = {
-    ("API_MANAGE_WORKFORCE_TIMESHEET", "TimeSheetEntryCollection"): "TimeSheetDataFields is required and of a complex "
-    "type: describe's example (like kg serve's generated data) fills no complex value",
-}
+REFUSED: dict[tuple[str, str], str] = {}
 #: describe's hint for a child whose parent key is read-only: the example goes inside a record of the parent.
 INSIDE = re.compile(r"^inside its parent: POST (\w+)\(<key>\)/(\w+) with the example")
 

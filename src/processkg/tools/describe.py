@@ -135,11 +135,27 @@ def example(seed: Data, svc: ServiceInfo, entity_set: str, v2: bool) -> JSONObje
         if parent_key:
             payload[p.name] = to_json(parent[p.name], p.edm_type, v2)
             continue
+        if p.complex_type is not None and writable and p.required:
+            payload[p.name] = _complex_example(seed.model, p.complex_type, entity_set, v2)
+            continue
         value = generated(master, p.name, 0) if master is not None else generated(p, entity_set, NEW if new_key else 0)
         if value is not None:
             payload[p.name] = to_json(value, p.edm_type, v2)
             coded += with_code
     return payload
+
+
+def _complex_example(model: Model, type_iri: str, entity_set: str, v2: bool) -> JSONObject:
+    """A required value of a complex type: its required members of a simple type, generated as any other
+    (``{}`` when none is required: ``TimeSheetDataFields`` of the timesheet API, 21 optional members)."""
+    t = model.types.get(type_iri)
+    members = [m for m in t.props.values() if m.required and m.complex_type is None] if t is not None else []
+    out: JSONObject = {}
+    for m in sorted(members, key=lambda m: m.name):
+        value = generated(m, entity_set, 0)
+        if value is not None:
+            out[m.name] = to_json(value, m.edm_type, v2)
+    return out
 
 
 def _master_key(model: Model, name: str) -> Prop | None:

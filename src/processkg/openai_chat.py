@@ -34,7 +34,7 @@ _CONTEXT_FULL = re.compile(r"maximum context length|context_length_exceeded|exce
 #: A call whose JSON does not parse, e.g. ``"Division": 00``: its name and the text of its arguments.
 _BROKEN_CALL = re.compile(r'^\{\s*"name"\s*:\s*"([A-Za-z_]\w*)"\s*,\s*"arguments"\s*:\s*(.*)\}\s*$', re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
-_FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOTALL)  # open at the end: cut by --stop
+FENCED = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOTALL)  # open at the end: cut by --stop
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def _fenced_call(content: str) -> list[ToolCall]:
     A block that is a call by its shape but not JSON (``"Division": 00``) is still the call: its
     arguments stay the text the model wrote, and the loop answers that they are not JSON, so that the
     model can write them again instead of ending the run with the call as its answer."""
-    match = _FENCED.search(content)
+    match = FENCED.search(content)
     if not match:
         return []
     item = _call_object(match.group(1)) or _broken_call(match.group(1))

@@ -31,7 +31,6 @@ and the server's answer) and ``end`` (status, answer, counts, tokens, seconds).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
@@ -42,9 +41,10 @@ from typing import Protocol
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ContextFullError, LLMError
-from processkg.openai_chat import ChatClient, Reply, ToolCall, written
+from processkg.openai_chat import FENCED, ChatClient, Reply, ToolCall, written
 from processkg.tools.odata_client import Exchange
 from processkg.tools.specs import ToolSpec, answer_text, openai_tools
+from processkg.tools.toolbox import object_in_text
 
 MAX_TOOL_TEXT = 16_000  # characters of one tool answer given back to the model
 STATUSES = ("answered", "max-steps", "context-full", "llm-error")
@@ -54,7 +54,6 @@ REPEATED = (
 )
 #: a bare number with leading zeros after ``:``, ``[`` or ``,`` (``00``, ``0010``, ``007.5``), up to where it ends
 LEADING_ZEROS = re.compile(r"(?<=[:\[,])\s*(-?0\d+(?:\.\d+)?)(?=\s*[,}\]])")
-FENCED_OBJECT = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})\s*(?:```|\Z)", re.DOTALL)
 REPEATED_READ = (
     "you made the same GET in step {step} and nothing was written since; its answer is above and would be "
     "the same: reply now, without a tool call, with the values the task asks for, copied from that answer"
@@ -316,9 +315,8 @@ class Agent:
 
 def _write_key(arguments: JSONValue) -> str:
     """A ``call``'s arguments as sorted JSON, a body given as a JSON string read as the object it holds."""
-    if isinstance(arguments, dict) and isinstance(arguments.get("body"), str):
-        with contextlib.suppress(ValueError):
-            arguments = {**arguments, "body": json.loads(arguments["body"])}
+    if isinstance(arguments, dict) and "body" in arguments:
+        arguments = {**arguments, "body": object_in_text(arguments["body"])}
     return json.dumps(arguments, sort_keys=True)
 
 
@@ -334,7 +332,7 @@ def implied_call(text: str, specs: list[ToolSpec]) -> ToolCall | None:
     own) that fits exactly one tool's arguments (its required ones all there, no others), or, where
     several fit, the one whose name the text says. A small model wrote "To read, call with method GET"
     and ``{"method": "GET", "url": ...}``: the arguments of ``call`` without the tool's name."""
-    for candidate in [m.group(1) for m in FENCED_OBJECT.finditer(text)] + text.splitlines():
+    for candidate in [m.group(1) for m in FENCED.finditer(text)] + text.splitlines():
         try:
             value = json.loads(candidate.strip())
         except ValueError:

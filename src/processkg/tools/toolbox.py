@@ -249,7 +249,7 @@ class Toolbox:
         service's ``/Date(...)/`` fields are read as ``call`` sends them (a note says so)."""
         method = _method(method)
         target = self.target(method, url)
-        body, notes = self.v2_dates(target, _object_in_text(body))
+        body, notes = self.v2_dates(target, object_in_text(body))
         answer = self._checked(method, url, body)
         if notes:
             answer["notes"] = notes + answer.get("notes", [])
@@ -283,7 +283,7 @@ class Toolbox:
             raise ToolArgumentError("no OData server is configured for call (give --odata-url or serve the store)")
         if method != "GET" and not self.allow_writes:
             raise ToolArgumentError(f"{method} is a write and writes are not allowed here (--allow-writes); use GET")
-        body = _object_in_text(body)
+        body = object_in_text(body)
         if body is not None and not isinstance(body, dict):
             raise ToolArgumentError(f"the body of a {method} must be a JSON object")
         url, cut = _without_line_rest(url)
@@ -464,9 +464,10 @@ class Toolbox:
 _LINE_REST = re.compile(r"; (?:read|values|codes|create) ")
 
 
-def _object_in_text(body: JSONValue) -> JSONValue:
-    """A body sent as a JSON string that holds an object (``"{\\"Plant\\": ...}"``, as a small model did) is
-    that object; anything else is as sent."""
+def object_in_text(body: JSONValue) -> JSONValue:
+    """A value sent as a JSON string that holds an object (``"{\\"Plant\\": ...}"``, as a small model did) is
+    that object; anything else is as sent (``call``'s body here; ``kg agent`` reads arguments and
+    compares writes with it too)."""
     if isinstance(body, str) and body.lstrip().startswith("{"):
         try:
             value = json.loads(body)
@@ -688,4 +689,4 @@ def _near(name: str, known: list[str]) -> str:
     return did_you_mean(name, known) or f"; it has {len(known)} entity sets, find_entity_sets finds them"
 
 
-__all__ = ["Toolbox", "v2_date"]
+__all__ = ["Toolbox", "object_in_text", "v2_date"]

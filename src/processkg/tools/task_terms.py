@@ -9,7 +9,7 @@ model gets both wrong (quotes left off a key, a path made up, a code from memory
 comes from the graph (key properties, their lengths, the code lists and their labels), nothing from
 the server: a named key is a value of the right shape, not a record known to exist.
 
-A value belongs to a property when the word right before it (or before "number", "no" or "id")
+A value belongs to a property when the word right before it (or before "number", "no", "nr" or "id")
 is the last word of the property's name or label and, for a key, its other words come shortly
 before ("sales order 0000000003", "channel 10"). Words match when equal, when the shorter has at
 least four letters and the longer up to three more ("order"/"ordered", "german"/"germany"), when

@@ -116,3 +116,5 @@ def test_a_path_copied_with_the_rest_of_its_line_is_sent_without_it(box):
     sent = box.call("GET", f"{path}; codes DeliveryDocumentType LF=Outbound Delivery")
     assert sent["status"] == 200 and sent["answer"]["d"]["DeliveryDocument"] == "0000000005"
     assert sent["notes"][0].startswith("the text after the path (codes DeliveryDocumentType")
+    checked = box.validate_call("GET", f"{path}; codes DeliveryDocumentType LF=Outbound Delivery")
+    assert checked["valid"] is True and checked["notes"][0] == sent["notes"][0]  # validate_call reads it alike

@@ -246,10 +246,13 @@ class Toolbox:
 
     def validate_call(self, method: str, url: str, body: JSONValue = None) -> JSONObject:
         """``kg validate`` of one call: violations with their repair hints. ISO 8601 dates in a V2
-        service's ``/Date(...)/`` fields are read as ``call`` sends them (a note says so)."""
+        service's ``/Date(...)/`` fields are read as ``call`` sends them (a note says so), and so is a URL
+        with the rest of a ``named_in_task`` line after it."""
         method = _method(method)
+        url, cut = _without_line_rest(url)
         target = self.target(method, url)
         body, notes = self.v2_dates(target, object_in_text(body))
+        notes[:0] = cut
         answer = self._checked(method, url, body)
         if notes:
             answer["notes"] = notes + answer.get("notes", [])

@@ -589,6 +589,42 @@ def test_raising_a_delivery_item_s_quantity_past_the_open_quantity_is_refused(ta
     assert lowered.status_code == 204, lowered.text
 
 
+def test_lowering_an_order_item_below_what_was_delivered_is_follow_ons_exist(tasks_client):
+    number = _open_order(tasks_client, quantity="5")
+    delivered = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="3"))
+    assert delivered.status_code == 201, delivered.text
+    delivery = delivered.json()["d"]["DeliveryDocument"]
+    url = SO + f"A_SalesOrderItem(SalesOrder='{number}',SalesOrderItem='000010')"
+    detail = _detail(tasks_client.patch(url, json={"RequestedQuantity": "2"}))
+    assert detail["code"] == "follow-ons-exist" and detail["target"] == "/RequestedQuantity"
+    assert "RequestedQuantity 2 is less than the 3 that its A_OutbDeliveryItem records reference" in detail["message"]
+    assert f"({delivery}/000010)" in detail["message"] and "set at least 3" in detail["message"]
+    assert tasks_client.get(url).json()["d"]["RequestedQuantity"] == "5", "the refused change changed nothing"
+    kept = tasks_client.patch(url, json={"RequestedQuantity": "3"})
+    assert kept.status_code == 204, "down to what was delivered is accepted"
+    untouched = tasks_client.patch(url, json={"PurchaseOrderByCustomer": "PO-1"})
+    assert untouched.status_code == 204, "a change that leaves the quantity alone is not checked against it"
+
+
+def test_deleting_an_order_that_was_delivered_is_follow_ons_exist(tasks_client):
+    number = _open_order(tasks_client, quantity="2")
+    order = SO + f"A_SalesOrder('{number}')"
+    delivered = tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery(number, quantity="2"))
+    assert delivered.status_code == 201, delivered.text
+    delivery = delivered.json()["d"]["DeliveryDocument"]
+    detail = _detail(tasks_client.delete(order, headers={"if-match": "*"}))
+    assert detail["code"] == "follow-ons-exist"
+    assert detail["message"].startswith(f"A_SalesOrderItem {number}, 000010 is named by A_OutbDeliveryItem records")
+    assert f"({delivery}/000010)" in detail["message"] and "delete them first" in detail["message"]
+    assert tasks_client.get(order).status_code == 200 and tasks_client.get(order + "/to_Item").json()["d"]["results"]
+    assert tasks_client.delete(OD + f"A_OutbDeliveryHeader('{delivery}')", headers={"if-match": "*"}).status_code == 204
+    assert tasks_client.delete(order, headers={"if-match": "*"}).status_code == 204, "without its delivery it goes"
+    fresh = SO + f"A_SalesOrder('{_open_order(tasks_client)}')"
+    assert tasks_client.delete(fresh, headers={"if-match": "*"}).status_code == 204, (
+        "one nothing follows goes as before"
+    )
+
+
 def _shipped(client, quantity: str) -> str:
     """A delivery of a new order of ``quantity`` pieces, its goods issue posted: ready to bill, not billed."""
     number = _open_order(client, quantity=quantity)

@@ -30,6 +30,16 @@ ORDER = {
     "SoldToParty": "0000000001",
 }
 
+#: A sales order of the A2X tasks store (SAP's reference organisation 1710, generated customer and product).
+A2X_ORDER = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1710",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000002",
+    "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
+}
+
 
 @pytest.fixture(scope="module")
 def served(demo_store, tmp_path_factory):
@@ -326,6 +336,10 @@ def test_a_change_without_if_match_is_refused_by_the_server(a2x_box):
 
 def test_call_patches_and_deletes_an_entity_with_an_etag_without_the_agent_giving_one(a2x_box):
     assert a2x_box.client is not None
+    # an order nothing follows yet: a generated one is delivered, and kg serve keeps it (follow-ons-exist)
+    created, _ = a2x_box.run("call", {"method": "POST", "url": SO + "A_SalesOrder", "body": A2X_ORDER})
+    assert created["status"] == 201, created
+    fresh = SO + f"A_SalesOrder('{created['answer']['d']['SalesOrder']}')"
     before = len(a2x_box.client.exchanges)
     url = SO + "A_SalesOrder('0000000003')"
     answer, is_error = a2x_box.run("call", {"method": "PATCH", "url": url, "body": {"PurchaseOrderByCustomer": "PO-7"}})
@@ -333,9 +347,9 @@ def test_call_patches_and_deletes_an_entity_with_an_etag_without_the_agent_givin
     assert answer["notes"][0].startswith('If-Match: W/"') and "a GET of the entity" in answer["notes"][0]
     read, _ = a2x_box.run("call", {"method": "GET", "url": url, "select": ["PurchaseOrderByCustomer"]})
     assert read["answer"] == {"d": {"PurchaseOrderByCustomer": "PO-7"}}
-    deleted, _ = a2x_box.run("call", {"method": "DELETE", "url": SO + "A_SalesOrder('0000000004')"})
+    deleted, _ = a2x_box.run("call", {"method": "DELETE", "url": fresh})
     assert deleted["status"] == 204, deleted
-    gone, _ = a2x_box.run("call", {"method": "GET", "url": SO + "A_SalesOrder('0000000004')"})
+    gone, _ = a2x_box.run("call", {"method": "GET", "url": fresh})
     assert gone["status"] == 404
     steps = sent(a2x_box, before)
     assert [(m, s) for m, s, _ in steps] == [

@@ -457,12 +457,14 @@ class Server:
             if self.uses_etags(table):
                 etags.check_if_match(record, headers.get("if-match"))
             if method == "DELETE":
+                flow_checks.refuse(self.flow.check_delete(table, record))
                 changes.delete(self.data, table, record)
                 return Response(status_code=204)
             payload = _payload(body)
             new = changes.changed(table, record, payload, replace=method == "PUT")
             _check_references(self.references.check(table, new, changed=frozenset(payload)))
             flow_checks.refuse(self.flow.check_change(table, new, frozenset(payload)))
+            flow_checks.refuse(self.flow.check_lowered(table, new, frozenset(payload)))
             table.rows[key] = new
         return Response(status_code=204, headers={"ETag": etags.etag(new)} if self.uses_etags(table) else None)
 

@@ -30,6 +30,10 @@ referenced document whose items are all referenced in full already (a delivery b
 An update (PATCH, MERGE, PUT) that sets a flow's carriers, its applies-when property or its quantity
 is checked the same way, on the record as it will be (:meth:`DocumentFlows.check_change`).
 
+A change of a predecessor is checked against its follow-ons: ``follow-ons-exist`` when an update sets its
+quantity below what they reference already (:meth:`DocumentFlows.check_lowered`), or a delete would remove
+a record that a follow-on names (:meth:`DocumentFlows.check_delete`).
+
 The generated records are made consistent with the flow (:meth:`DocumentFlows.prepare`, when the
 records are filled: a predecessor set with a precondition has every record ready; and
 :meth:`DocumentFlows.link`, when they are linked: a follow-on's carriers name an existing, ready
@@ -186,6 +190,74 @@ class DocumentFlows:
                 if detail is not None:
                     details.append(detail)
         return details
+
+    def out_of(self, table: Table) -> list[Flow]:
+        return [f for f in self.flows if f.pred == (table.service, table.name)]
+
+    def check_lowered(self, table: Table, record: dict[str, object], changed: frozenset[str]) -> list[dict[str, str]]:
+        """On an update of a predecessor: ``follow-ons-exist`` for each flow out of ``table`` whose quantity
+        the client sets below what the follow-ons naming ``record`` already reference (an order item's
+        ``RequestedQuantity`` of 2 when 5 are delivered)."""
+        details = []
+        key = table.key_of(record)
+        for flow in self.out_of(table):
+            if flow.quantity is None or flow.quantity[1] not in changed:
+                continue
+            follow, limit = self.data.table(*flow.follow), _number(record, flow.quantity[1])
+            if follow is None or limit is None:
+                continue
+            used = self.referenced(flow, follow.rows, key)
+            if limit < used:
+                message = (
+                    f"{table.name} {', '.join(key)}: {flow.quantity[1]} {limit} is less than the {used} that its "
+                    f"{follow.name} records reference already{self._naming(flow, follow, key)} ({flow.process}); "
+                    f"set at least {used}"
+                )
+                details.append({"code": "follow-ons-exist", "target": f"/{flow.quantity[1]}", "message": message})
+        return details
+
+    def check_delete(self, table: Table, record: dict[str, object]) -> list[dict[str, str]]:
+        """On a delete: ``follow-ons-exist`` for each record it would remove (``record`` and the records it is
+        composed of, as ``changes.delete`` removes them) that a follow-on names through a flow with no
+        alternative predecessor (SAP deletes no document with subsequent documents; where another set's
+        records have the same keys, as a quotation's and a contract's may, the name is ambiguous and not
+        held against the delete)."""
+        details = []
+        for source, found in self._composed(table, record):
+            key = source.key_of(found)
+            for flow in self.out_of(source):
+                follow = self.data.table(*flow.follow)
+                if follow is None or len(self.alternatives(flow)) > 1:
+                    continue
+                naming = self._naming(flow, follow, key)
+                if naming:
+                    message = (
+                        f"{source.name} {', '.join(key)} is named by {follow.name} records{naming} "
+                        f"({flow.process}): delete them first, or keep it"
+                    )
+                    details.append({"code": "follow-ons-exist", "target": "", "message": message})
+        return details
+
+    def _composed(self, table: Table, record: dict[str, object]) -> Iterator[tuple[Table, dict[str, object]]]:
+        yield table, record
+        for nav in sorted(table.type.navs.values(), key=lambda n: n.name):
+            target, children = self.data.related(table, record, nav)
+            if target is None or not nav.to_many or not set(table.keys) <= set(target.keys) or target is table:
+                continue
+            for child in children:
+                yield from self._composed(target, child)
+
+    def _naming(self, flow: Flow, follow: Table, key: tuple[str, ...]) -> str:
+        """`` (KEY, KEY, ...)``: up to :data:`SHOWN` keys of the ``follow`` records whose carriers name ``key``."""
+        pred = self.data.table(*flow.pred)
+        if pred is None:
+            return ""
+        names = [
+            "/".join(k)
+            for k, r in follow.rows.items()
+            if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key
+        ]
+        return f" ({', '.join(names[:SHOWN])}{', ...' if len(names) > SHOWN else ''})" if names else ""
 
     def _check(
         self, table: Table, payload: JSONObject, pointer: str, pending: dict[tuple[Flow, tuple[str, ...]], Decimal]
@@ -744,7 +816,8 @@ def refuse(details: list[dict[str, str]]) -> None:
     """Raise the 400 for failed flow checks (one detail each); nothing when there are none."""
     if details:
         first = details[0]
-        summary = f"{len(details)} document flow violation(s); first at {first['target']}: {first['message']}"
+        at = f" at {first['target']}" if first["target"] else ""
+        summary = f"{len(details)} document flow violation(s); first{at}: {first['message']}"
         raise ServeHTTPError(400, first["code"], summary, details)
 
 

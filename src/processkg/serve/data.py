@@ -27,7 +27,7 @@ from typing import TypeAlias
 
 from processkg.aliases import JSONObject
 from processkg.errors import ServeDataError
-from processkg.serve import org_units
+from processkg.serve import movement_types, org_units
 from processkg.serve.values import canonical
 from processkg.services.model import Model, Nav, Prop, TypeInfo
 
@@ -448,6 +448,7 @@ def _fill(
             if value is not None:
                 record[p.name] = canonical(value, p.edm_type, v2)
         org_units.derive(table.type, table.keys, record, i)
+        movement_types.derive(table.type, table.keys, record)
         _name_party(table, record)
         if out.setdefault(table.key_of(record), record) is record:
             documents.append(document)

@@ -139,6 +139,8 @@ class References:
         for ref in self.of(table):
             if ref.how == PARENT:
                 continue
+            if all(record.get(p) in (None, "") for p in ref.props):
+                continue  # left empty on purpose (serve/movement_types.py: a goods issue names no purchase order)
             values = tuple(str(record.get(p)) for p in ref.props)
             if any(self._exists(t, rows_at(t.service, t.name), keys, values) for t, keys in ref.targets):
                 continue

@@ -351,7 +351,7 @@ def process_reads() -> list[dict]:
             "Goods were received for purchase order {k}. Which material document records the receipt, and with which movement type?",
             [MD + "A_MaterialDocumentItem" + f + "PurchaseOrder eq '{k}'"],
             ["0.MaterialDocument", "0.GoodsMovementType"],
-            8,
+            17,
         ),
         (
             "The supplier invoiced purchase order {k}. Which supplier invoice is it, and what is its gross amount?",
@@ -439,7 +439,7 @@ def process_reads() -> list[dict]:
             "Outbound delivery {k} was goods-issued. Which material document records the goods issue, and from which storage location?",
             [MD + "A_MaterialDocumentItem" + f + "Delivery eq '{k}'"],
             ["0.MaterialDocument", "0.StorageLocation"],
-            19,
+            15,
         ),
         (
             "Supplier invoice {k}: which purchase order was invoiced, and which purchasing organization placed it?",

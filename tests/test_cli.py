@@ -68,7 +68,8 @@ def test_build_prints_the_summary(tmp_path, handmade):
     assert result.exit_code == 0, result.output
     c = handmade.report.classes
     out = result.stdout
-    assert out.startswith(f"built {handmade.report.triples:,} triples from 6 files in ")
+    # 6 OData, BPMN and mapping files and the 2 code lists of tests/data/codes
+    assert out.startswith(f"built {handmade.report.triples:,} triples from 8 files in ")
     assert f"{c['Service']} Service, {c['EntitySet']} EntitySet" in out
     assert f"{c['Process']} Process, {c['Activity']} Activity, {c['Gateway']} Gateway" in out
     assert "3 mapping edges (uses:entitySet)" in out

@@ -10,6 +10,7 @@ and the words of it naming the property), so a wrong citation fails.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,3 +230,16 @@ def test_a_row_citing_sap_metadata_holds_in_the_cited_file():
             assert prop == row.prop and f"{entity_type}/{prop}" in _mandatory_targets(tree), row
         checked += 1
     assert checked >= 21
+
+
+def test_the_build_report_names_every_code_and_required_file_it_read(tasks_built):
+    """build.json's ``files`` list every input the build read, the code lists and curated required fields
+    too (before, only the OData, BPMN, bindings, mapping and flow files)."""
+    report, store = tasks_built
+    files = json.loads((store / "build.json").read_text(encoding="utf-8"))["files"]
+    assert files == report.files
+    sap = ROOT / "data" / "sap"
+    for kind in ("codes", "required"):
+        read = sorted(f"{kind}/{p.name}" for p in (sap / kind).glob("*.csv"))
+        assert read and set(read) <= set(files), (kind, read)
+    assert "flow/flow.csv" in files and "mapping.yaml" in files

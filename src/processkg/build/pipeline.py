@@ -154,9 +154,12 @@ class Builder:
         return self.report
 
     def _lift(self) -> None:
-        codes = read_code_lists(discover(self.opt.codes, CODES_SUFFIXES))
+        code_files = discover(self.opt.codes, CODES_SUFFIXES)
+        codes = read_code_lists(code_files)
+        self.report.files.extend(display for _path, display in code_files)
         self._read_bindings(codes)
         self.required_rows = read_required(Path(self.opt.required)) if self.opt.required else []
+        self.report.files.extend(sorted({r.file for r in self.required_rows}))
         self.required_used: set[RequiredField] = set()
         self.flow_rows = read_flows(Path(self.opt.flow)) if self.opt.flow else []
         self.events = events.read_events(self.opt.events) if self.opt.events else None

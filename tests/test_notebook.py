@@ -90,7 +90,7 @@ def test_every_cell_runs(executed):
 
 def test_build_and_query_tables(executed):
     text = _all_text(executed)
-    assert "built 6,069 triples from 8 files" in text
+    assert "built 6,069 triples from 15 files" in text
     html = [t for c in executed["cells"] for t in _texts(c) if t.startswith("<table")]
     assert any("<td style='text-align:left'>A_SalesOrder</td>" in t for t in html)  # process-entity-sets
     for name in (

@@ -594,7 +594,7 @@ def _segment(text: str) -> tuple[str, str | None]:
 
 def parse_key(t: TypeInfo, text: str) -> tuple[str, ...]:
     """A key predicate's text (``'1'`` or ``A='1',B='10'``) as the stored key tuple of ``t``."""
-    keys = [p for p in t.props.values() if p.key]
+    keys = odata_json.key_props(t)
     parts = split_top(text, ",")
     if len(parts) == 1 and "=" not in parts[0].split("'")[0]:
         values = {keys[0].name: parts[0]} if keys else {}

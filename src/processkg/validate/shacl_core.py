@@ -307,8 +307,9 @@ class _DataGraph:
         self.instances: dict[Key, set[Node]] = {}
         self.superclasses: dict[Key, set[Key]] = {}
         self.subclasses: dict[Key, set[Key]] = {}
-        for s, p, o in triples:
-            sk, pk = _key(s), _key(p)
+        for s, p, o in triples:  # _key of each, inline (this runs for every triple of every call)
+            sk = str.__str__(s) if type(s) is URIRef else s
+            pk = str.__str__(p) if type(p) is URIRef else p
             self.predicates.setdefault(pk, p)
             self.out.setdefault(sk, {}).setdefault(pk, set()).add(o)
             self.subjects_of.setdefault(pk, set()).add(s)

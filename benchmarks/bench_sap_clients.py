@@ -305,7 +305,12 @@ def latency(
     around each request outside the timed part: summed over the rounds it estimates the CPU a
     request costs, which other jobs on the machine change much less than the latency). The ratio is
     also given over the rounds in which each server went first: a request right after the other
-    server's (the mock's filtered GET is 10 ms of Node) runs on caches the other process filled."""
+    server's (the mock's filtered GET is 10 ms of Node) runs on caches the other process filled.
+
+    The process CPU counts every thread: Node's garbage collector and compiler threads, which run beside
+    and after an answer, are in the mock's. The CPU of each server's main thread alone (the thread that
+    reads a request and writes its answer: the event loop of both) is given too, in nanoseconds from the
+    scheduler (``/proc/PID/task/PID/schedstat``, where the kernel has it), and the client's own thread's."""
     import psutil
 
     tokens = {name: csrf_token(client) for name, client in servers.items()}
@@ -314,32 +319,52 @@ def latency(
     ms: dict[tuple[str, str], list[float]] = {(k, n): [] for k in KINDS for n in names}
     first: dict[tuple[str, str, str], list[float]] = {(k, n, f): [] for k in KINDS for n in names for f in names}
     cpu: dict[tuple[str, str], float] = {(k, n): 0.0 for k in KINDS for n in names}
+    main: dict[tuple[str, str], float] = {(k, n): 0.0 for k in KINDS for n in names}
+    client: dict[tuple[str, str], float] = {(k, n): 0.0 for k in KINDS for n in names}
     for i in range(warmup + rounds):
         for kind, (call, expected) in KINDS.items():
             for name in names if i % 2 == 0 else names[::-1]:
-                before = sum(procs[name].cpu_times()[:2])
+                before, main_before = sum(procs[name].cpu_times()[:2]), main_thread_ns(pids[name])
+                own_before = time.thread_time_ns()
                 start = time.perf_counter()
                 response = call(servers[name], tokens[name])
                 elapsed = (time.perf_counter() - start) * 1000
-                used = sum(procs[name].cpu_times()[:2]) - before
+                own = time.thread_time_ns() - own_before
+                used, main_used = sum(procs[name].cpu_times()[:2]) - before, main_thread_ns(pids[name]) - main_before
                 if response.status_code != expected:
                     raise SystemExit(f"{kind} on {name}: {response.status_code} {response.text[:300]}")
                 if i >= warmup:
                     ms[(kind, name)].append(elapsed)
                     first[(kind, name, names[i % 2])].append(elapsed)
                     cpu[(kind, name)] += used * 1000
+                    main[(kind, name)] += main_used / 1e6
+                    client[(kind, name)] += own / 1e6
     out: dict[str, dict[str, float]] = {}
     for kind in KINDS:
         row = {f"{name}_p50_ms": round(statistics.median(ms[(kind, name)]), 2) for name in names}
         row["ratio_kg_to_mock"] = round(row["kg_serve_p50_ms"] / row["mock_p50_ms"], 2)
         row.update({f"{name}_cpu_ms": round(cpu[(kind, name)] / rounds, 2) for name in names})
         row["cpu_ratio_kg_to_mock"] = round(row["kg_serve_cpu_ms"] / max(row["mock_cpu_ms"], 0.01), 2)
+        if all(main_thread_ns(pids[name]) for name in names):  # the kernel keeps schedstat
+            row.update({f"{name}_main_thread_cpu_ms": round(main[(kind, name)] / rounds, 3) for name in names})
+            row["main_thread_cpu_ratio_kg_to_mock"] = round(
+                row["kg_serve_main_thread_cpu_ms"] / max(row["mock_main_thread_cpu_ms"], 0.001), 2
+            )
+        row.update({f"client_cpu_ms_with_{name}": round(client[(kind, name)] / rounds, 3) for name in names})
         for f in names:  # the rounds in which server f went first: the order is alternated, its effect shown
             by_first = {n: statistics.median(first[(kind, n, f)]) for n in names}
             row[f"ratio_kg_to_mock_{f}_first"] = round(by_first["kg_serve"] / by_first["mock"], 2)
         out[kind] = row
         print(f"{kind}: {row}", flush=True)
     return out
+
+
+def main_thread_ns(pid: int) -> int:
+    """The CPU nanoseconds the main thread of ``pid`` has run (0 where the kernel keeps no schedstat)."""
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def ended_by(proc: subprocess.Popen, client: httpx.Client) -> int | None:

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import DEMO, running
 from processkg.graph.handle import StoreHandle
+from processkg.serve import etags
 from processkg.serve.app import open_server
 from processkg.serve.data import Data
 from processkg.serve.values import comparable
@@ -367,3 +368,22 @@ def test_kg_serve_help_lists_its_options():
         "/$reset",
     ):
         assert option in result.output
+
+
+def test_an_etag_kept_for_a_record_follows_its_changes_in_place():
+    """etags.etag keeps the ETag of a record it hashed; a change in place (as an operation's effect makes,
+    serve/operations.py) gives the hash of the changed record, and the first ETag once it is back."""
+    record: dict[str, object] = {"SalesOrder": "0000000001", "OverallSDProcessStatus": "A", "Net": "10.00"}
+    first = etags.etag(record)
+    assert etags.etag(record) == first
+    record["OverallSDProcessStatus"] = "C"
+    changed = etags.etag(record)
+    assert changed != first and changed == etags.etag(dict(record))
+    del record["Net"]
+    assert etags.etag(record) == etags.etag(dict(record)) not in (first, changed)
+    record["Net"], record["OverallSDProcessStatus"] = "10.00", "A"
+    assert etags.etag(record) == first
+    nested: dict[str, object] = {"SalesOrder": "1", "to_Text": [{"Text": "a"}]}  # not kept: its list could change
+    before = etags.etag(nested)
+    nested["to_Text"][0]["Text"] = "b"  # type: ignore[index]
+    assert etags.etag(nested) != before

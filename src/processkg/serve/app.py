@@ -596,7 +596,7 @@ def _segment(text: str) -> tuple[str, str | None]:
 
 def parse_key(t: TypeInfo, text: str) -> tuple[str, ...]:
     """A key predicate's text (``'1'`` or ``A='1',B='10'``) as the stored key tuple of ``t``."""
-    keys = [p for p in t.props.values() if p.key]
+    keys = odata_json.key_props(t)
     parts = split_top(text, ",")
     if len(parts) == 1 and "=" not in parts[0].split("'")[0]:
         values = {keys[0].name: parts[0]} if keys else {}
@@ -704,6 +704,27 @@ def _path_and_query(scope: Scope) -> tuple[str, str]:
     return path, query
 
 
+#: ``str(request.base_url).rstrip("/")`` by what Starlette makes it of: scheme, Host, server address, root path
+_ORIGINS: dict[tuple[object, ...], str] = {}
+ORIGINS_KEPT = 256
+
+
+def _origin(request: Request) -> str:
+    """The request's base URL without its final slash (``http://127.0.0.1:8080``), as Starlette's
+    ``request.base_url`` gives it: made by Starlette once for each scheme, first ``Host`` header, server
+    address and root path, then kept (a create's absolute ``Location`` needs it on every call)."""
+    scope = request.scope
+    host = next((value for name, value in scope["headers"] if name == b"host"), None)
+    root = scope.get("app_root_path", scope.get("root_path", ""))
+    key = (scope.get("scheme", "http"), host, scope.get("server"), root)
+    found = _ORIGINS.get(key)
+    if found is None:
+        if len(_ORIGINS) >= ORIGINS_KEPT:
+            _ORIGINS.clear()
+        found = _ORIGINS[key] = str(request.base_url).rstrip("/")
+    return found
+
+
 def _bound(request: Request) -> tuple[str, int] | None:
     server = request.scope.get("server")
     return (str(server[0]), int(server[1])) if server and server[1] is not None else None
@@ -733,7 +754,7 @@ def create_app(server: Server) -> ASGIApp:
         if path in ADMIN:
             return await run_in_threadpool(admin, server, request.method, path, headers)
         if path == "/" or catalog.is_catalog(path):
-            origin = str(request.base_url).rstrip("/")
+            origin = _origin(request)
             response = discovery(server, request.method, path, query, origin)
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
@@ -744,7 +765,7 @@ def create_app(server: Server) -> ASGIApp:
         response = answer(server, request.method, url, headers, raw)
         location = response.headers.get("location")
         if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
-            response.headers["location"] = str(request.base_url).rstrip("/") + location
+            response.headers["location"] = _origin(request) + location
         return response
 
     async def retrieve(request: Request) -> Response:

@@ -176,6 +176,7 @@ class Data:
         self._loaded: dict[str, dict[str, Rows]] = {}  # service -> entity set -> the records of --data
         self._filled: dict[str, dict[str, Rows]] = {}  # service -> entity set -> records before linking
         self._initial: dict[str, dict[str, Rows]] = {}  # service -> entity set -> records as generated
+        self._targets: dict[tuple[str, str | None], Table | None] = {}  # (service, type IRI) -> its table
         if folder is not None:
             self.load(folder)
 
@@ -313,11 +314,15 @@ class Data:
 
     # ------------------------------------------------------------ navigation
     def target(self, table: Table, nav: Nav) -> Table | None:
-        """The table a navigation property leads to: an entity set of its target type in the same service."""
-        return next(
-            (t for _name, t in sorted(self.tables_of(table.service).items()) if t.type.iri == nav.target),
-            None,
-        )
+        """The table a navigation property leads to: an entity set of its target type in the same service
+        (the first by name; found once, as a service's tables never change once made)."""
+        key = (table.service, nav.target)
+        if key not in self._targets:
+            self._targets[key] = next(
+                (t for _name, t in sorted(self.tables_of(table.service).items()) if t.type.iri == nav.target),
+                None,
+            )
+        return self._targets[key]
 
     def related(
         self, table: Table, record: dict[str, object], nav: Nav

@@ -153,6 +153,7 @@ class DocumentFlows:
     def __init__(self, data: Data, facts: StoreFacts) -> None:
         self.data, self.facts = data, facts
         self._flows: list[Flow] | None = None
+        self._into: dict[tuple[str, str], list[Flow]] = {}  # (service, entity set) -> the flows into it
 
     @property
     def flows(self) -> list[Flow]:
@@ -161,7 +162,12 @@ class DocumentFlows:
         return self._flows
 
     def into(self, table: Table) -> list[Flow]:
-        return [f for f in self.flows if f.follow == (table.service, table.name)]
+        """The flows into ``table``'s set (found once per set: the flows never change once read)."""
+        at = (table.service, table.name)
+        found = self._into.get(at)
+        if found is None:
+            found = self._into[at] = [f for f in self.flows if f.follow == at]
+        return found
 
     def alternatives(self, flow: Flow) -> list[Flow]:
         """The flows into ``flow``'s follow-on set with the same carriers from another predecessor, ``flow``
@@ -262,8 +268,9 @@ class DocumentFlows:
     def _check(
         self, table: Table, payload: JSONObject, pointer: str, pending: dict[tuple[Flow, tuple[str, ...]], Decimal]
     ) -> Iterator[dict[str, str]]:
-        record = self._stored(table, payload)
-        for flow in self.into(table):
+        flows = self.into(table)
+        record = self._stored(table, payload) if flows else {}
+        for flow in flows:
             detail = self._check_flow(flow, table, record, pointer, pending)
             if detail is not None:
                 yield detail

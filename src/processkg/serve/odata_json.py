@@ -6,16 +6,27 @@ from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.values import changes_json, to_json
-from processkg.services.model import TypeInfo
+from processkg.services.model import Prop, TypeInfo
 
 
 def is_v2(t: TypeInfo) -> bool:
     return not t.version.startswith("4")
 
 
+def key_props(t: TypeInfo) -> list[Prop]:
+    """The key properties of ``t`` in its order; kept per type object, as :func:`_rendered` keeps its plan."""
+    found = _KEYS.get(id(t))
+    if found is None or found[0] is not t:
+        found = _KEYS[id(t)] = (t, [p for p in t.props.values() if p.key])
+    return found[1]
+
+
+_KEYS: dict[int, tuple[TypeInfo, list[Prop]]] = {}
+
+
 def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
     """``('1')`` or ``(SalesOrder='1',SalesOrderItem='10')``, quoting strings as OData does."""
-    keys = [p for p in t.props.values() if p.key]
+    keys = key_props(t)
     parts = [_key_literal(p.edm_type, record.get(p.name), is_v2(t)) for p in keys]
     if len(parts) == 1:
         return f"({parts[0]})"
@@ -52,13 +63,22 @@ def entity(
             if name in select:  # a selected property without a value is null
                 out[name] = to_json(record.get(name), prop.edm_type, v2)
     if v2:  # a navigation property not expanded is a deferred link (an expansion replaces it)
-        for nav in sorted(t.navs):
+        for nav in _nav_names(t):
             if select is None or nav in select:
                 out[nav] = {"__deferred": {"uri": f"{uri}/{nav}"}}
     return out
 
 
 _RENDERED: dict[tuple[int, bool], tuple[TypeInfo, list[tuple[str, str | None]]]] = {}
+_NAVS: dict[int, tuple[TypeInfo, list[str]]] = {}
+
+
+def _nav_names(t: TypeInfo) -> list[str]:
+    """The names of ``t``'s navigation properties, sorted; kept per type object like :func:`key_props`."""
+    found = _NAVS.get(id(t))
+    if found is None or found[0] is not t:
+        found = _NAVS[id(t)] = (t, sorted(t.navs))
+    return found[1]
 
 
 def _rendered(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:

@@ -79,6 +79,7 @@ class References:
     def __init__(self, data: Data, facts: StoreFacts) -> None:
         self.data, self.facts = data, facts
         self.cache: dict[tuple[str, str], list[Reference]] = {}
+        self.orders: dict[tuple[str, str, tuple[str, ...]], tuple[int, ...] | None] = {}  # see _key_order
 
     def of(self, table: Table) -> list[Reference]:
         key = (table.service, table.name)
@@ -158,12 +159,21 @@ class References:
         """Whether ``rows`` (the records of ``target``) hold one whose ``keys`` have ``values``."""
         if not rows:
             return False
-        table = self.data.table(target.service, target.name)
-        own = table.keys if table is not None else []
-        if sorted(keys) == sorted(own) and len(set(keys)) == len(keys):
-            by_name = dict(zip(keys, values, strict=True))
-            return tuple(by_name[k] for k in own) in rows
+        order = self._key_order(target, keys)
+        if order is not None:
+            return tuple(values[i] for i in order) in rows
         return any(tuple(str(r.get(k)) for k in keys) == values for r in rows.values())
+
+    def _key_order(self, target: Target, keys: tuple[str, ...]) -> tuple[int, ...] | None:
+        """Where each key property of ``target``'s table is in ``keys`` when ``keys`` are exactly its key
+        properties (a record is then found by its key tuple), else None; worked out once per reference."""
+        at = (target.service, target.name, keys)
+        if at not in self.orders:
+            table = self.data.table(target.service, target.name)
+            own = table.keys if table is not None else []
+            same = sorted(keys) == sorted(own) and len(set(keys)) == len(keys)
+            self.orders[at] = tuple(keys.index(k) for k in own) if same else None
+        return self.orders[at]
 
     def _ordered_keys(self, s: SetKeys) -> tuple[str, ...]:
         """The key of ``s`` in its model's order (reads that service's model, makes no records)."""

@@ -456,6 +456,10 @@ class Converter:
         self.level -= 1
 
     def member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
+        found = t.props.get(key)
+        if found is not None:  # a property by its plain name (what the checks below come to for it)
+            self.prop(node, found, value, pointer)
+            return
         if _control(key, t) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
             return
         name = key.split("@", 1)[0]
@@ -469,14 +473,25 @@ class Converter:
             kind = "nav" if "@" in key or _objects(value) else "prop"
             self.emit(node, URIRef(f"{t.iri}/{kind}/{quote(name, safe='')}"), _json_literal(value), pointer, value)
 
-    def emit(self, node: URIRef, pred: URIRef, obj: Node, pointer: str, raw: JSONValue, item: bool = False) -> None:
+    def emit(
+        self,
+        node: URIRef,
+        pred: URIRef,
+        obj: Node,
+        pointer: str,
+        raw: JSONValue,
+        item: bool = False,
+        shape: str | None = None,
+    ) -> None:
+        """Add ``node pred obj`` with what maps it back to the payload; ``shape``: the IRI of the property
+        shape of ``pred`` when the caller has it (else ``pred`` + ``/shape``)."""
         self.p.add(node, pred, obj)
-        self.p.shapes.add(str(pred) + "/shape")
+        self.p.shapes.add(shape or str(pred) + "/shape")
         self.p.pointers[(node, pred, obj) if item else (node, pred)] = pointer
         self.p.values[(node, pred, obj) if item else (node, pred)] = raw
 
     def prop(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
-        pred = _iri(p.iri)
+        pred, shape, item_type, collection = _plan(p)
         if value is None:
             if not p.nullable and not p.read_only:
                 self.emit(node, pred, NIL, pointer, None)
@@ -491,10 +506,12 @@ class Converter:
                     value,
                 )
             )
-        if p.collection:
+        if collection:
             self.collection(node, p, value, pointer)
+        elif p.complex_type:
+            self.emit(node, pred, self.value(node, p, value, pointer), pointer, value, shape=shape)
         else:
-            self.emit(node, pred, self.value(node, p, value, pointer), pointer, value)
+            self.emit(node, pred, self.simple(node, p, item_type, value, pointer), pointer, value, shape=shape)
 
     def collection(self, node: URIRef, p: Prop, value: JSONValue, pointer: str) -> None:
         items = value.get("results") if isinstance(value, dict) and self.v2 else value
@@ -514,10 +531,14 @@ class Converter:
         if p.complex_type:
             self.p.messages[(node, _iri(p.iri))] = f"{p.name} is of complex type {p.item_type}: give a JSON object"
             return _json_literal(value)
-        lexical, xsd, problem = literals.literal(value, p.item_type, self.v2)
+        return self.simple(node, p, p.item_type, value, pointer)
+
+    def simple(self, node: URIRef, p: Prop, item_type: str, value: JSONValue, pointer: str) -> Node:
+        """The literal of ``value`` for ``p``, whose type ``item_type`` is a primitive one."""
+        lexical, xsd, problem = literals.literal(value, item_type, self.v2)
         if problem:
             self.p.messages[(node, _iri(p.iri))] = f"{p.name}: {problem}"
-        elif p.item_type == "Edm.Decimal" and (digits := literals.decimal_digits(lexical, p.precision, p.scale)):
+        elif item_type == "Edm.Decimal" and (digits := _decimal_digits(lexical, p.precision, p.scale)):
             self.violations.append(Violation("decimal-digits", pointer, f"{p.name} {digits}", value))
         return _literal(lexical, None if xsd == XSD_STRING else xsd)
 
@@ -761,6 +782,25 @@ def _json_literal(value: JSONValue) -> Literal | URIRef:
 def _iri(iri: str) -> URIRef:
     """The node of a property, navigation or type IRI (kept: rdflib checks an IRI each time it makes one)."""
     return URIRef(iri)
+
+
+_PLANS: dict[int, tuple[Prop, tuple[URIRef, str, str, bool]]] = {}
+
+
+def _plan(p: Prop) -> tuple[URIRef, str, str, bool]:
+    """What a payload value of ``p`` needs of it: its node, the IRI of its property shape, its item type
+    and whether it is a collection. Kept per property object (held, so that its id is not reused)."""
+    found = _PLANS.get(id(p))
+    if found is None or found[0] is not p:
+        pred = _iri(p.iri)
+        found = _PLANS[id(p)] = (p, (pred, str(pred) + "/shape", p.item_type, p.collection))
+    return found[1]
+
+
+@lru_cache(maxsize=4096)
+def _decimal_digits(lexical: str, precision: int | None, scale: int | None) -> str | None:
+    """:func:`processkg.validate.literals.decimal_digits`, kept (the same digits give the same answer)."""
+    return literals.decimal_digits(lexical, precision, scale)
 
 
 @lru_cache(maxsize=4096)

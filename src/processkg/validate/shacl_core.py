@@ -120,6 +120,8 @@ class _Shape:
     nodes: list[_Shape] = field(default_factory=list)
     classes: list[Node] = field(default_factory=list)
     keys: _Keys = field(default_factory=_Keys)
+    #: literal id -> (the literal, the components it fails): a literal's own constraints, checked once
+    checked: dict[int, tuple[Literal, tuple[Node, ...]]] = field(default_factory=dict)
 
 
 class _Unsupported(Exception):
@@ -266,22 +268,43 @@ class CompiledShapes:
             out.append((focus, path, _MIN_COUNT, None, node))
         if shape.max_count is not None and len(values) > shape.max_count:
             out.append((focus, path, _MAX_COUNT, None, node))
+        own_only = not shape.keys.classes and not shape.nodes  # a literal's outcome is then its own
         for v in _ordered(values):
-            if shape.datatype is not None and not _has_datatype(v, shape.datatype):
-                out.append((focus, path, _DATATYPE, v, node))
-            if shape.pattern is not None and not _matches(v, shape.pattern):
-                out.append((focus, path, _PATTERN, v, node))
-            if shape.max_length is not None and (isinstance(v, BNode) or len(_string(v)) > shape.max_length):
-                out.append((focus, path, _MAX_LENGTH, v, node))
-            if shape.codes is not None and v not in shape.codes:
-                out.append((focus, path, _IN, v, node))
-            if shape.node_kind is not None and not _of_kind(v, shape.node_kind):
-                out.append((focus, path, _NODE_KIND, v, node))
+            if own_only and type(v) is Literal:
+                kept = shape.checked.get(id(v))
+                if kept is None or kept[0] is not v:
+                    if len(shape.checked) >= LITERALS_KEPT:
+                        shape.checked.clear()
+                    kept = shape.checked[id(v)] = (v, _failed(shape, v))
+                out.extend((focus, path, comp, v, node) for comp in kept[1])
+                continue
+            out.extend((focus, path, comp, v, node) for comp in _failed(shape, v))
             for c in shape.keys.classes:
                 if isinstance(v, Literal) or not data.instance_of(v, c):
                     out.append((focus, path, _CLASS, v, node))
             for nested in shape.nodes:  # pySHACL nests these under one sh:detail result: its leaves
                 self._node_constraints(nested, v, data, out)
+
+
+LITERALS_KEPT = 1024  # literals whose outcome a property shape keeps (all dropped when full)
+
+
+def _failed(shape: _Shape, v: Node) -> tuple[Node, ...]:
+    """The constraint components of ``shape`` that the value node ``v`` fails by itself (datatype,
+    pattern, length, codes, node kind), in pySHACL's order. A literal is immutable and these look at
+    nothing else, so a property shape keeps the outcome for each literal it has checked."""
+    failed = []
+    if shape.datatype is not None and not _has_datatype(v, shape.datatype):
+        failed.append(_DATATYPE)
+    if shape.pattern is not None and not _matches(v, shape.pattern):
+        failed.append(_PATTERN)
+    if shape.max_length is not None and (isinstance(v, BNode) or len(_string(v)) > shape.max_length):
+        failed.append(_MAX_LENGTH)
+    if shape.codes is not None and v not in shape.codes:
+        failed.append(_IN)
+    if shape.node_kind is not None and not _of_kind(v, shape.node_kind):
+        failed.append(_NODE_KIND)
+    return tuple(failed)
 
 
 def _key(term: Node) -> Key:
@@ -307,8 +330,9 @@ class _DataGraph:
         self.instances: dict[Key, set[Node]] = {}
         self.superclasses: dict[Key, set[Key]] = {}
         self.subclasses: dict[Key, set[Key]] = {}
-        for s, p, o in triples:
-            sk, pk = _key(s), _key(p)
+        for s, p, o in triples:  # _key of each, inline (this runs for every triple of every call)
+            sk = str.__str__(s) if type(s) is URIRef else s
+            pk = str.__str__(p) if type(p) is URIRef else p
             self.predicates.setdefault(pk, p)
             self.out.setdefault(sk, {}).setdefault(pk, set()).add(o)
             self.subjects_of.setdefault(pk, set()).add(s)

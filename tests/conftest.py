@@ -81,6 +81,18 @@ SLOWEST_FIRST = (
 )
 
 
+#: A sales order with one item that kg serve of the tasks store accepts (SAP's reference organisation 1710,
+#: a generated customer and product).
+A2X_ORDER = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1710",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000002",
+    "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules of :data:`SLOWEST_FIRST` first, in its order; the rest after them, as collected."""
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import INVALID, ROOT
+from conftest import A2X_ORDER, INVALID, ROOT
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.errors import DocumentFlowError
 from processkg.graph.handle import StoreHandle
@@ -33,16 +33,8 @@ OD = "/sap/opu/odata/sap/API_OUTBOUND_DELIVERY_SRV/"
 MD = "/sap/opu/odata/sap/API_MATERIAL_DOCUMENT_SRV/"
 CE = "/sap/opu/odata4/sap/api_billingdocument/srvd_a2x/sap/api_billingdocument/0001/"
 CREATE_BILLING = CE + "BillingDocument/com.sap.gateway.srvd_a2x.api_billingdocument.v0001.CreateFromSDDocument"
-ORDER = {
-    "SalesOrderType": "OR",
-    "SalesOrganization": "1710",
-    "DistributionChannel": "10",
-    "OrganizationDivision": "00",
-    "SoldToParty": "0000000002",
-    "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
-}
 #: The same header in the reference organisation's German sales area, for customer 1.
-ORDER_1010 = {k: v for k, v in ORDER.items() if k != "to_Item"} | {
+ORDER_1010 = {k: v for k, v in A2X_ORDER.items() if k != "to_Item"} | {
     "SalesOrganization": "1010",
     "SoldToParty": "0000000001",
 }
@@ -199,7 +191,7 @@ def _open_order(client, quantity: str = "2") -> str:
     """A new sales order of one item of ``quantity`` pieces (nothing delivered yet), its number: most
     generated order items are delivered in full, and a test needs an order whose open quantity it knows."""
     item = {"Material": "0000000001", "RequestedQuantity": quantity, "RequestedQuantityUnit": "PC"}
-    created = client.post(SO + "A_SalesOrder", json={**ORDER, "to_Item": [item]})
+    created = client.post(SO + "A_SalesOrder", json={**A2X_ORDER, "to_Item": [item]})
     assert created.status_code == 201, created.text
     return created.json()["d"]["SalesOrder"]
 
@@ -266,7 +258,7 @@ def test_a_created_delivery_item_takes_its_order_item_s_material_and_plant(tasks
         "RequestedQuantityUnit": "PC",
         "ProductionPlant": "1710",
     }
-    created = tasks_client.post(SO + "A_SalesOrder", json={**ORDER, "to_Item": [item]})
+    created = tasks_client.post(SO + "A_SalesOrder", json={**A2X_ORDER, "to_Item": [item]})
     assert created.status_code == 201, created.text
     number = created.json()["d"]["SalesOrder"]
     body = _delivery(number)
@@ -284,7 +276,7 @@ def test_order_to_cash_is_accepted_in_order_and_refused_out_of_order(tasks_clien
     assert _detail(tasks_client.post(OD + "A_OutbDeliveryHeader", json=_delivery("0000000021")))["code"] == (
         "unknown-predecessor"
     )
-    order = tasks_client.post(SO + "A_SalesOrder", json=ORDER)
+    order = tasks_client.post(SO + "A_SalesOrder", json=A2X_ORDER)
     assert order.status_code == 201, order.text
     number = order.json()["d"]["SalesOrder"]
     assert number == "0000000021"
@@ -525,7 +517,7 @@ def test_generated_follow_on_items_carry_their_predecessor_item_s_content(tasks_
 def test_created_documents_are_numbered_per_entity_set(tasks_client):
     """SAP's number ranges: each set counts on from its own highest number (every set starts with 20
     generated documents, so each set's first created one is 0000000021), not one counter for all."""
-    body = {**ORDER_1010, "to_Item": [{**ORDER["to_Item"][0], "RequestedQuantity": "1"}]}
+    body = {**ORDER_1010, "to_Item": [{**A2X_ORDER["to_Item"][0], "RequestedQuantity": "1"}]}
     first = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     second = tasks_client.post(SO + "A_SalesOrder", json=body).json()["d"]
     assert (first["SalesOrder"], second["SalesOrder"]) == ("0000000021", "0000000022")

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+from conftest import A2X_ORDER
 from processkg.errors import ODataClientError, ODataURLError
 from processkg.graph.handle import StoreHandle
 from processkg.tools.answers import MAX_ROWS, ONE_RECORD, initial, per_record, trimmed
@@ -28,16 +29,6 @@ ORDER = {
     "DistributionChannel": "10",
     "OrganizationDivision": "00",
     "SoldToParty": "0000000001",
-}
-
-#: A sales order of the A2X tasks store (SAP's reference organisation 1710, generated customer and product).
-A2X_ORDER = {
-    "SalesOrderType": "OR",
-    "SalesOrganization": "1710",
-    "DistributionChannel": "10",
-    "OrganizationDivision": "00",
-    "SoldToParty": "0000000002",
-    "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
 }
 
 

@@ -29,6 +29,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from conftest import index_store
 from processkg.assets import asset
 from processkg.build.pipeline import BuildOptions, build_store
+from processkg.cli import main
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError, ProposalError
 from processkg.evaluate.processes import proposal_folds
@@ -501,6 +502,76 @@ def test_messages_name_the_step_and_the_candidates():
     assert "JSON" in messages[0]["content"]
 
 
+def test_proposals_for_named_processes_only(demo_signals):
+    """``processes`` restricts the proposals (and the LLM's work) to those processes; the scores are the
+    whole store's, so their proposals are exactly those of a run over every process."""
+    everything = propose(None, signals=demo_signals)
+    only = propose(None, signals=demo_signals, processes=["Process_CustomerReturns"])
+    assert only and only == [p for p in everything if p.process == "Process_CustomerReturns"]
+    with pytest.raises(ProposalError, match="no process Process_Nowhere in the store"):
+        propose(None, signals=demo_signals, processes=["Process_CustomerReturns", "Process_Nowhere"])
+
+
+def counted(content: str, prompt_tokens: int = 250, completion_tokens: int = 3) -> str:
+    """A chat completion of ``content`` with the usage a server reports."""
+    body = json.loads(completion(content))
+    body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    return json.dumps(body)
+
+
+def test_short_prompt_asks_for_numbers_and_keeps_two(demo_signals):
+    """The short prompt (FakeLLM, a local HTTP server, answers three numbers, best first): the worked
+    example comes before the step, candidates are named without summaries, the first two numbers of the
+    answer are kept, their modes come from the verbs, and every exchange is recorded with its tokens."""
+    records: list = []
+    process = "Process_OrderToCash"
+    with FakeLLM(lambda payload: (200, counted("[3, 1, 2]"))) as server:
+        llm = ChatSettings(server.url, "fake-model", timeout=10)
+        choice = LLMChoiceSettings(candidates=4, prompt="short", record=records.append)
+        proposals = propose(None, llm=llm, signals=demo_signals, llm_choice=choice, processes=[process])
+    rows = [i for i, a in enumerate(demo_signals.activities) if a.process == process]
+    assert len(server.requests) == len(rows) == len(records)
+    scores = demo_signals.scores(ProposalWeights())
+    first = server.requests[0]["messages"]
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user"]
+    assert "Library membership" in first[1]["content"] and first[2]["content"] == "[2]"
+    assert "JSON list of candidate numbers" in first[0]["content"]
+    best = demo_signals.sets[ranked(scores, rows[0], 1)[0]]
+    assert f"1. {best.name.removeprefix('A_')}" in first[3]["content"]
+    assert best.summary[:200] not in first[3]["content"]  # names and labels, not the summary
+    expected = []
+    for i in rows:
+        candidates = ranked(scores, i, 4)
+        for j in (candidates[0], candidates[2]):  # the answer's first two, in candidate order
+            s = demo_signals.sets[j]
+            mode = demo_signals.modes[i][0] if s.writable else "read"
+            expected.append((process, demo_signals.activities[i].id, s.service, s.name, mode))
+    assert [p.edge() + (p.mode,) for p in proposals] == expected
+    record = records[0]
+    assert record["process"] == process and record["activity"] == demo_signals.activities[rows[0]].id
+    assert record["answer"] == "[3, 1, 2]" and record["picks"] == [[1, ""], [3, ""]] and record["problem"] == ""
+    assert record["prompt_tokens"] == 250 and record["completion_tokens"] == 3 and record["seconds"] >= 0
+    assert len(record["candidates"]) == 4 and record["prompt"] == first[3]["content"]
+
+
+def test_an_empty_answer_proposes_nothing_and_bad_ones_are_recorded(demo_signals):
+    """FakeLLM (a local HTTP server) answers [] for the first activity (none fits: no proposal) and
+    chatter for the rest (unusable: the embedding proposals stay, the record names the problem)."""
+    records: list = []
+    process = "Process_CustomerReturns"
+    answers = iter(["[]"] + ["no idea"] * 100)
+    with FakeLLM(lambda payload: (200, counted(next(answers)))) as server:
+        llm = ChatSettings(server.url, "fake-model", timeout=10)
+        choice = LLMChoiceSettings(prompt="short", record=records.append)
+        proposals = propose(None, llm=llm, signals=demo_signals, llm_choice=choice, processes=[process])
+    plain = propose(None, signals=demo_signals, processes=[process])
+    first = demo_signals.activities[next(i for i, a in enumerate(demo_signals.activities) if a.process == process)]
+    assert len(server.requests) == len(records) > 1
+    assert [p for p in plain if p.activity != first.id] == proposals
+    assert records[0]["picks"] == [] and records[0]["problem"] == ""
+    assert all(r["problem"].startswith("unusable: no JSON") and r["picks"] == [] for r in records[1:])
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -556,6 +627,27 @@ def test_cli_llm_options_go_together(tmp_path, demo_store):
         ["propose", "--store", str(demo_store), "--out", str(tmp_path / "p.yaml"), "--llm-url", "http://127.0.0.1:9"],
     )
     assert result.exit_code != 0 and "go together" in result.output
+
+
+def test_cli_llm_log_and_process(tmp_path, demo_store):
+    """`kg map propose --process --llm-prompt short --llm-log` against FakeLLM (a local HTTP server):
+    one JSON line per exchange, proposals for that process only; an unknown process is one clear line."""
+    out, log = tmp_path / "p.yaml", tmp_path / "llm.jsonl"
+    args = ["propose", "--store", str(demo_store), "--out", str(out), "--process", "Process_ProcureToPay"]
+    with FakeLLM(lambda payload: (200, counted("[1]"))) as server:
+        llm = ["--llm-url", server.url, "--llm-model", "fake-model", "--llm-prompt", "short", "--llm-log", str(log)]
+        result = CliRunner().invoke(map_group, args + llm)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == len(server.requests) > 0
+    assert {line["process"] for line in lines} == {"Process_ProcureToPay"}
+    assert all(line["picks"] == [[1, ""]] and line["prompt_tokens"] == 250 for line in lines)
+    assert {p.process for p in read_proposals(out)} == {"Process_ProcureToPay"}
+    result = CliRunner().invoke(main, ["map", *args[:-1], "Process_Nowhere"])
+    assert result.exit_code == 2 and "error: no process Process_Nowhere in the store" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    result = CliRunner().invoke(map_group, args + ["--llm-log", str(log)])
+    assert result.exit_code != 0 and "--llm-log goes with --llm-url" in result.output
 
 
 # ---------------------------------------------------------------- the real evaluation

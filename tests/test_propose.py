@@ -783,6 +783,99 @@ def test_the_documented_ablation_is_the_committed_run():
     )
 
 
+def llm_row(label: str, candidates: str | None = None) -> list[str]:
+    """The cells after the label (and the candidates, if given) of a row of the LLM tables in the doc."""
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == label and (candidates is None or cells[1] == candidates):
+            return cells[1:] if candidates is None else cells[2:]
+    raise AssertionError(f"no row {label!r} in {DOC}")
+
+
+def cells(m: dict, *with_mode: dict) -> list[str]:
+    return (
+        [str(m["proposed"]), str(m["tp"])]
+        + [f"{m[k]:.3f}" for k in ("precision", "recall", "f1")]
+        + [f"{w['f1']:.3f}" for w in with_mode]
+    )
+
+
+def moved(exchanges: Path, gold: list[MappingEntry]) -> tuple[int, int, int, int]:
+    """(exchanges, those whose picks are not just the first candidate, of them those that found a gold
+    edge where the first candidate is none, and those that dropped a first candidate that is one)."""
+    edges: dict[tuple[str, str], set[str]] = {}
+    for e in gold:
+        edges.setdefault((e.process, e.activity), set()).add(f"{e.service}/{e.entity_set}")
+    total = other = gained = lost = 0
+    for line in exchanges.read_text(encoding="utf-8").splitlines():
+        x = json.loads(line)
+        right = edges.get((x["process"], x["activity"]), set())
+        picks = {x["candidates"][k - 1] for k, _mode in x["picks"]}
+        first = x["candidates"][0]
+        total += 1
+        if picks != {first}:
+            other += 1
+            gained += first not in right and bool(picks & right)
+            lost += first in right and first not in picks
+    return total, other, gained, lost
+
+
+def test_the_documented_llm_figures_are_the_committed_runs():
+    """docs/mapping-proposals.md#with-the-local-model is benchmarks/results/mapping-llm/: every row of
+    its two tables, the count of changed first choices and the model's timings."""
+    runs = ROOT / "benchmarks" / "results" / "mapping-llm"
+    gold = read_mapping(SAP / "mapping.yaml")
+
+    def evaluation(folder: str) -> dict:
+        return json.loads((runs / folder / "results.json").read_text(encoding="utf-8"))
+
+    one = evaluation("train-one-process-full")["by_process"]["Process_CustomerReturns"]["edges"]
+    assert llm_row("train, 1 process, full prompt", "10") == cells(one)
+    per_process = llm_row("Process_CustomerReturns")  # the per-process table without an LLM
+    assert llm_row("train, 1 process, no LLM", "") == [per_process[1], per_process[3], *per_process[4:7]]
+    for label, folder, n in (
+        ("train, short prompt", "s3-train", "3"),
+        ("train, short prompt", "s5-train", "5"),
+        ("train, short prompt with summaries", "sum5-train", "5"),
+        ("train, short prompt (chosen)", "s10-train", "10"),
+    ):
+        result = evaluation(f"train-tuning/{folder}")
+        assert result["edges"]["test"]["proposed"] == 0
+        assert llm_row(label, n) == cells(result["edges"]["train"])
+    no_llm_train = llm_row("train, no LLM", "")
+    assert [float(c) for c in no_llm_train[2:]] == list(documented("ignoring mode, train half (tuned here)"))
+    test_half = evaluation("test-half-short")
+    assert test_half["edges"]["train"]["proposed"] == 0
+    row = llm_row("test half, weighted mean's 10 candidates, short prompt")
+    assert [c.strip("*") for c in row] == cells(test_half["edges"]["test"], test_half["edges_with_mode"]["test"])
+    no_llm_test = [c.strip("*") for c in llm_row("test half, weighted mean, no LLM")]
+    assert [float(c) for c in no_llm_test[2:5]] == list(documented("ignoring mode, test half"))
+    folds = evaluation("folds-learned-short")
+    assert [c.strip("*") for c in llm_row("per fold, learned scorer, no LLM")][:5] == cells(folds["no_llm"])
+    assert [c.strip("*") for c in llm_row("per fold, learned scorer's 10 candidates, short prompt")] == cells(
+        folds["llm"], folds["llm_with_mode"]
+    )
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    per_fold = " / ".join(f"{f['llm']['f1']:.3f}" for f in folds["folds"])
+    per_fold_plain = " / ".join(f"{f['no_llm']['f1']:.3f}" for f in folds["folds"])
+    assert f"Per fold F1 with the LLM {per_fold} against {per_fold_plain} without." in text
+    total, other, gained, lost = moved(runs / "test-half-short" / "exchanges.jsonl", gold)
+    assert (total, other) == (84, 14) and f"for {other} of the {total} activities: {gained} times" in text
+    assert f"{lost} times it dropped a right first candidate" in text
+    total, other, gained, lost = moved(runs / "folds-learned-short" / "exchanges.jsonl", gold)
+    assert f"Per fold, {other} of {total}: {gained} and {lost}." in text
+    timing = json.loads((runs / "test-half-short" / "model-timing.json").read_text(encoding="utf-8"))
+    assert timing["completions"] == 84
+    assert f"median {timing['seconds_per_completion_median']:.1f} s on the test half" in text
+    assert f"{timing['model_seconds_sum']:.0f} s in all; {timing['prompt_tokens_median']:.0f} prompt tokens" in text
+    assert f"{timing['generated_tokens_per_second']:.1f} generated tokens per second" in text
+    timing = json.loads((runs / "folds-learned-short" / "model-timing.json").read_text(encoding="utf-8"))
+    assert f"{timing['seconds_per_completion_median']:.1f} s per fold ({timing['completions']} requests" in text
+    assert f"{timing['model_seconds_sum']:.0f} s, about" in text
+    timing = json.loads((runs / "train-one-process-full" / "model-timing.json").read_text(encoding="utf-8"))
+    assert f"median {timing['seconds_per_completion_median']:.0f} s per activity on the train process" in text
+
+
 def learned_folds() -> list[dict]:
     return json.loads((ROOT / "docs" / "results" / "mapping-folds" / "folds-learned.json").read_text(encoding="utf-8"))
 

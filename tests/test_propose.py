@@ -2,10 +2,11 @@
 
 Real stores (the demo data, and the 45 A2X services with the 18 SAP processes when
 ``../shared/data`` is there), built WITHOUT the mapping they are compared with; the real
-embedding model, BM25 and Oxigraph; no mocks. An LLM cannot run here, so the LLM path is
-tested against a real local HTTP server written below (``FakeLLM``: 127.0.0.1, an ephemeral
-port, in a thread) that plays an OpenAI-compatible ``/v1/chat/completions`` endpoint with
-deterministic answers; nothing else is reached over a network.
+embedding model, BM25 and Oxigraph; no mocks. The local LLM is too slow for ``make test`` (its
+measured runs are in benchmarks/results/mapping-llm/, checked against the doc below), so the LLM
+path is tested against a real local HTTP server written below (``FakeLLM``: 127.0.0.1, an
+ephemeral port, in a thread) that plays an OpenAI-compatible ``/v1/chat/completions`` endpoint
+with deterministic answers; nothing else is reached over a network.
 """
 
 from __future__ import annotations

@@ -849,6 +849,10 @@ def test_the_documented_llm_figures_are_the_committed_runs():
     assert test_half["edges"]["train"]["proposed"] == 0
     row = llm_row("test half, weighted mean's 10 candidates, short prompt")
     assert [c.strip("*") for c in row] == cells(test_half["edges"]["test"], test_half["edges_with_mode"]["test"])
+    full = evaluation("test-half-full")
+    assert [c.strip("*") for c in llm_row("test half, weighted mean's 10 candidates, full prompt (as shipped)")] == (
+        cells(full["edges"]["test"], full["edges_with_mode"]["test"])
+    )
     no_llm_test = [c.strip("*") for c in llm_row("test half, weighted mean, no LLM")]
     assert [float(c) for c in no_llm_test[2:5]] == list(documented("ignoring mode, test half"))
     folds = evaluation("folds-learned-short")
@@ -875,6 +879,12 @@ def test_the_documented_llm_figures_are_the_committed_runs():
     assert f"{timing['model_seconds_sum']:.0f} s, about" in text
     timing = json.loads((runs / "train-one-process-full" / "model-timing.json").read_text(encoding="utf-8"))
     assert f"median {timing['seconds_per_completion_median']:.0f} s per activity on the train process" in text
+    timing = json.loads((runs / "test-half-full" / "model-timing.json").read_text(encoding="utf-8"))
+    assert (
+        f"and {timing['seconds_per_completion_median']:.0f} s on the test half ({timing['completions']} requests"
+        in text
+    )
+    assert f"{timing['model_seconds_sum']:.0f} s of model time" in text
 
 
 def learned_folds() -> list[dict]:

@@ -2,10 +2,11 @@
 
 Real stores (the demo data, and the 45 A2X services with the 18 SAP processes when
 ``../shared/data`` is there), built WITHOUT the mapping they are compared with; the real
-embedding model, BM25 and Oxigraph; no mocks. An LLM cannot run here, so the LLM path is
-tested against a real local HTTP server written below (``FakeLLM``: 127.0.0.1, an ephemeral
-port, in a thread) that plays an OpenAI-compatible ``/v1/chat/completions`` endpoint with
-deterministic answers; nothing else is reached over a network.
+embedding model, BM25 and Oxigraph; no mocks. The local LLM is too slow for ``make test`` (its
+measured runs are in benchmarks/results/mapping-llm/, checked against the doc below), so the LLM
+path is tested against a real local HTTP server written below (``FakeLLM``: 127.0.0.1, an
+ephemeral port, in a thread) that plays an OpenAI-compatible ``/v1/chat/completions`` endpoint
+with deterministic answers; nothing else is reached over a network.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from conftest import index_store
 from processkg.assets import asset
 from processkg.build.pipeline import BuildOptions, build_store
+from processkg.cli import main
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError, ProposalError
 from processkg.evaluate.processes import proposal_folds
@@ -501,6 +503,76 @@ def test_messages_name_the_step_and_the_candidates():
     assert "JSON" in messages[0]["content"]
 
 
+def test_proposals_for_named_processes_only(demo_signals):
+    """``processes`` restricts the proposals (and the LLM's work) to those processes; the scores are the
+    whole store's, so their proposals are exactly those of a run over every process."""
+    everything = propose(None, signals=demo_signals)
+    only = propose(None, signals=demo_signals, processes=["Process_CustomerReturns"])
+    assert only and only == [p for p in everything if p.process == "Process_CustomerReturns"]
+    with pytest.raises(ProposalError, match="no process Process_Nowhere in the store"):
+        propose(None, signals=demo_signals, processes=["Process_CustomerReturns", "Process_Nowhere"])
+
+
+def counted(content: str, prompt_tokens: int = 250, completion_tokens: int = 3) -> str:
+    """A chat completion of ``content`` with the usage a server reports."""
+    body = json.loads(completion(content))
+    body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    return json.dumps(body)
+
+
+def test_short_prompt_asks_for_numbers_and_keeps_two(demo_signals):
+    """The short prompt (FakeLLM, a local HTTP server, answers three numbers, best first): the worked
+    example comes before the step, candidates are named without summaries, the first two numbers of the
+    answer are kept, their modes come from the verbs, and every exchange is recorded with its tokens."""
+    records: list = []
+    process = "Process_OrderToCash"
+    with FakeLLM(lambda payload: (200, counted("[3, 1, 2]"))) as server:
+        llm = ChatSettings(server.url, "fake-model", timeout=10)
+        choice = LLMChoiceSettings(candidates=4, prompt="short", record=records.append)
+        proposals = propose(None, llm=llm, signals=demo_signals, llm_choice=choice, processes=[process])
+    rows = [i for i, a in enumerate(demo_signals.activities) if a.process == process]
+    assert len(server.requests) == len(rows) == len(records)
+    scores = demo_signals.scores(ProposalWeights())
+    first = server.requests[0]["messages"]
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user"]
+    assert "Library membership" in first[1]["content"] and first[2]["content"] == "[2]"
+    assert "JSON list of candidate numbers" in first[0]["content"]
+    best = demo_signals.sets[ranked(scores, rows[0], 1)[0]]
+    assert f"1. {best.name.removeprefix('A_')}" in first[3]["content"]
+    assert best.summary[:200] not in first[3]["content"]  # names and labels, not the summary
+    expected = []
+    for i in rows:
+        candidates = ranked(scores, i, 4)
+        for j in (candidates[0], candidates[2]):  # the answer's first two, in candidate order
+            s = demo_signals.sets[j]
+            mode = demo_signals.modes[i][0] if s.writable else "read"
+            expected.append((process, demo_signals.activities[i].id, s.service, s.name, mode))
+    assert [p.edge() + (p.mode,) for p in proposals] == expected
+    record = records[0]
+    assert record["process"] == process and record["activity"] == demo_signals.activities[rows[0]].id
+    assert record["answer"] == "[3, 1, 2]" and record["picks"] == [[1, ""], [3, ""]] and record["problem"] == ""
+    assert record["prompt_tokens"] == 250 and record["completion_tokens"] == 3 and record["seconds"] >= 0
+    assert len(record["candidates"]) == 4 and record["prompt"] == first[3]["content"]
+
+
+def test_an_empty_answer_proposes_nothing_and_bad_ones_are_recorded(demo_signals):
+    """FakeLLM (a local HTTP server) answers [] for the first activity (none fits: no proposal) and
+    chatter for the rest (unusable: the embedding proposals stay, the record names the problem)."""
+    records: list = []
+    process = "Process_CustomerReturns"
+    answers = iter(["[]"] + ["no idea"] * 100)
+    with FakeLLM(lambda payload: (200, counted(next(answers)))) as server:
+        llm = ChatSettings(server.url, "fake-model", timeout=10)
+        choice = LLMChoiceSettings(prompt="short", record=records.append)
+        proposals = propose(None, llm=llm, signals=demo_signals, llm_choice=choice, processes=[process])
+    plain = propose(None, signals=demo_signals, processes=[process])
+    first = demo_signals.activities[next(i for i, a in enumerate(demo_signals.activities) if a.process == process)]
+    assert len(server.requests) == len(records) > 1
+    assert [p for p in plain if p.activity != first.id] == proposals
+    assert records[0]["picks"] == [] and records[0]["problem"] == ""
+    assert all(r["problem"].startswith("unusable: no JSON") and r["picks"] == [] for r in records[1:])
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -556,6 +628,27 @@ def test_cli_llm_options_go_together(tmp_path, demo_store):
         ["propose", "--store", str(demo_store), "--out", str(tmp_path / "p.yaml"), "--llm-url", "http://127.0.0.1:9"],
     )
     assert result.exit_code != 0 and "go together" in result.output
+
+
+def test_cli_llm_log_and_process(tmp_path, demo_store):
+    """`kg map propose --process --llm-prompt short --llm-log` against FakeLLM (a local HTTP server):
+    one JSON line per exchange, proposals for that process only; an unknown process is one clear line."""
+    out, log = tmp_path / "p.yaml", tmp_path / "llm.jsonl"
+    args = ["propose", "--store", str(demo_store), "--out", str(out), "--process", "Process_ProcureToPay"]
+    with FakeLLM(lambda payload: (200, counted("[1]"))) as server:
+        llm = ["--llm-url", server.url, "--llm-model", "fake-model", "--llm-prompt", "short", "--llm-log", str(log)]
+        result = CliRunner().invoke(map_group, args + llm)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == len(server.requests) > 0
+    assert {line["process"] for line in lines} == {"Process_ProcureToPay"}
+    assert all(line["picks"] == [[1, ""]] and line["prompt_tokens"] == 250 for line in lines)
+    assert {p.process for p in read_proposals(out)} == {"Process_ProcureToPay"}
+    result = CliRunner().invoke(main, ["map", *args[:-1], "Process_Nowhere"])
+    assert result.exit_code == 2 and "error: no process Process_Nowhere in the store" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    result = CliRunner().invoke(map_group, args + ["--llm-log", str(log)])
+    assert result.exit_code != 0 and "--llm-log goes with --llm-url" in result.output
 
 
 # ---------------------------------------------------------------- the real evaluation
@@ -689,6 +782,109 @@ def test_the_documented_ablation_is_the_committed_run():
     assert committed["all features"]["f1"] == round(2 * tp / (proposed + gold), 4), (
         "the same runs as kg map tune --folds"
     )
+
+
+def llm_row(label: str, candidates: str | None = None) -> list[str]:
+    """The cells after the label (and the candidates, if given) of a row of the LLM tables in the doc."""
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == label and (candidates is None or cells[1] == candidates):
+            return cells[1:] if candidates is None else cells[2:]
+    raise AssertionError(f"no row {label!r} in {DOC}")
+
+
+def cells(m: dict, *with_mode: dict) -> list[str]:
+    return (
+        [str(m["proposed"]), str(m["tp"])]
+        + [f"{m[k]:.3f}" for k in ("precision", "recall", "f1")]
+        + [f"{w['f1']:.3f}" for w in with_mode]
+    )
+
+
+def moved(exchanges: Path, gold: list[MappingEntry]) -> tuple[int, int, int, int]:
+    """(exchanges, those whose picks are not just the first candidate, of them those that found a gold
+    edge where the first candidate is none, and those that dropped a first candidate that is one)."""
+    edges: dict[tuple[str, str], set[str]] = {}
+    for e in gold:
+        edges.setdefault((e.process, e.activity), set()).add(f"{e.service}/{e.entity_set}")
+    total = other = gained = lost = 0
+    for line in exchanges.read_text(encoding="utf-8").splitlines():
+        x = json.loads(line)
+        right = edges.get((x["process"], x["activity"]), set())
+        picks = {x["candidates"][k - 1] for k, _mode in x["picks"]}
+        first = x["candidates"][0]
+        total += 1
+        if picks != {first}:
+            other += 1
+            gained += first not in right and bool(picks & right)
+            lost += first in right and first not in picks
+    return total, other, gained, lost
+
+
+def test_the_documented_llm_figures_are_the_committed_runs():
+    """docs/mapping-proposals.md#with-the-local-model is benchmarks/results/mapping-llm/: every row of
+    its two tables, the count of changed first choices and the model's timings."""
+    runs = ROOT / "benchmarks" / "results" / "mapping-llm"
+    gold = read_mapping(SAP / "mapping.yaml")
+
+    def evaluation(folder: str) -> dict:
+        return json.loads((runs / folder / "results.json").read_text(encoding="utf-8"))
+
+    one = evaluation("train-one-process-full")["by_process"]["Process_CustomerReturns"]["edges"]
+    assert llm_row("train, 1 process, full prompt", "10") == cells(one)
+    per_process = llm_row("Process_CustomerReturns")  # the per-process table without an LLM
+    assert llm_row("train, 1 process, no LLM", "") == [per_process[1], per_process[3], *per_process[4:7]]
+    for label, folder, n in (
+        ("train, short prompt", "s3-train", "3"),
+        ("train, short prompt", "s5-train", "5"),
+        ("train, short prompt with summaries", "sum5-train", "5"),
+        ("train, short prompt (chosen)", "s10-train", "10"),
+    ):
+        result = evaluation(f"train-tuning/{folder}")
+        assert result["edges"]["test"]["proposed"] == 0
+        assert llm_row(label, n) == cells(result["edges"]["train"])
+    no_llm_train = llm_row("train, no LLM", "")
+    assert [float(c) for c in no_llm_train[2:]] == list(documented("ignoring mode, train half (tuned here)"))
+    test_half = evaluation("test-half-short")
+    assert test_half["edges"]["train"]["proposed"] == 0
+    row = llm_row("test half, weighted mean's 10 candidates, short prompt")
+    assert [c.strip("*") for c in row] == cells(test_half["edges"]["test"], test_half["edges_with_mode"]["test"])
+    full = evaluation("test-half-full")
+    assert [c.strip("*") for c in llm_row("test half, weighted mean's 10 candidates, full prompt (as shipped)")] == (
+        cells(full["edges"]["test"], full["edges_with_mode"]["test"])
+    )
+    no_llm_test = [c.strip("*") for c in llm_row("test half, weighted mean, no LLM")]
+    assert [float(c) for c in no_llm_test[2:5]] == list(documented("ignoring mode, test half"))
+    folds = evaluation("folds-learned-short")
+    assert [c.strip("*") for c in llm_row("per fold, learned scorer, no LLM")][:5] == cells(folds["no_llm"])
+    assert [c.strip("*") for c in llm_row("per fold, learned scorer's 10 candidates, short prompt")] == cells(
+        folds["llm"], folds["llm_with_mode"]
+    )
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    per_fold = " / ".join(f"{f['llm']['f1']:.3f}" for f in folds["folds"])
+    per_fold_plain = " / ".join(f"{f['no_llm']['f1']:.3f}" for f in folds["folds"])
+    assert f"Per fold F1 with the LLM {per_fold} against {per_fold_plain} without." in text
+    total, other, gained, lost = moved(runs / "test-half-short" / "exchanges.jsonl", gold)
+    assert (total, other) == (84, 14) and f"for {other} of the {total} activities: {gained} times" in text
+    assert f"{lost} times it dropped a right first candidate" in text
+    total, other, gained, lost = moved(runs / "folds-learned-short" / "exchanges.jsonl", gold)
+    assert f"Per fold, {other} of {total}: {gained} and {lost}." in text
+    timing = json.loads((runs / "test-half-short" / "model-timing.json").read_text(encoding="utf-8"))
+    assert timing["completions"] == 84
+    assert f"median {timing['seconds_per_completion_median']:.1f} s on the test half" in text
+    assert f"{timing['model_seconds_sum']:.0f} s in all; {timing['prompt_tokens_median']:.0f} prompt tokens" in text
+    assert f"{timing['generated_tokens_per_second']:.1f} generated tokens per second" in text
+    timing = json.loads((runs / "folds-learned-short" / "model-timing.json").read_text(encoding="utf-8"))
+    assert f"{timing['seconds_per_completion_median']:.1f} s per fold ({timing['completions']} requests" in text
+    assert f"{timing['model_seconds_sum']:.0f} s, about" in text
+    timing = json.loads((runs / "train-one-process-full" / "model-timing.json").read_text(encoding="utf-8"))
+    assert f"median {timing['seconds_per_completion_median']:.0f} s per activity on the train process" in text
+    timing = json.loads((runs / "test-half-full" / "model-timing.json").read_text(encoding="utf-8"))
+    assert (
+        f"and {timing['seconds_per_completion_median']:.0f} s on the test half ({timing['completions']} requests"
+        in text
+    )
+    assert f"{timing['model_seconds_sum']:.0f} s of model time" in text
 
 
 def learned_folds() -> list[dict]:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -23,7 +26,7 @@ from processkg.graph.handle import StoreHandle
 from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.learned import fit_scorer, shipped_scorer
-from processkg.proposals.llm_choice import LLMChoiceSettings
+from processkg.proposals.llm_choice import PROMPTS, LLMChoiceSettings
 from processkg.proposals.propose import (
     WEIGHT_GRID,
     ProposalWeights,  # imported late: propose loads numpy and the retrieval code
@@ -64,8 +67,27 @@ def map_group() -> None:
     help="weights: the weighted mean of the signals; learned: the logistic regression fitted on the train half "
     "(assets/ranking/proposals.json), with its own cut.",
 )
+@click.option(
+    "--process",
+    "processes",
+    multiple=True,
+    help="Propose only for this process id (repeatable; default: every process of the store).",
+)
 @model_option()
 @proposal_llm_options()
+@click.option(
+    "--llm-prompt",
+    type=click.Choice(PROMPTS),
+    default="full",
+    show_default=True,
+    help="full: candidates with summaries, a mode per edge; short (small local models): names only, a worked "
+    "example, candidate numbers only (at most 2 kept), modes from the verbs.",
+)
+@click.option(
+    "--llm-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every LLM exchange here (JSON Lines: candidates, prompt, answer, tokens, seconds, picks).",
+)
 def propose_cmd(
     store: StoreHandle,
     out: Path,
@@ -73,11 +95,14 @@ def propose_cmd(
     threshold: float,
     ratio: float,
     scorer: str,
+    processes: tuple[str, ...],
     model: str | None,
     llm_url: str,
     llm_model: str,
     llm_candidates: int,
     llm_timeout: float,
+    llm_prompt: str,
+    llm_log: Path | None,
 ) -> None:
     """Propose edges with a score and a reason (dense + BM25 similarity, verb cues; optionally an LLM).
 
@@ -94,19 +119,36 @@ def propose_cmd(
             raise click.BadParameter("must be at least 1", param_hint="--llm-candidates")
         llm = ChatSettings(llm_url, llm_model, timeout=llm_timeout, api_key=os.environ.get("OPENAI_API_KEY") or None)
         llm.endpoint()  # a bad URL fails before any work
+    elif llm_log:
+        raise click.UsageError("--llm-log goes with --llm-url")
     signals = Signals(store, model)
-    proposals = propose(
-        None,
-        settings,
-        llm=llm,
-        warn=lambda m: click.echo(f"warning: {m}", err=True),
-        signals=signals,
-        llm_choice=LLMChoiceSettings(candidates=llm_candidates),
-        scores=learned.scores(signals) if learned else None,
-    )
+    with ExitStack() as stack:
+        log = stack.enter_context(Path(llm_log).open("w", encoding="utf-8")) if llm_log else None
+        proposals = propose(
+            None,
+            settings,
+            llm=llm,
+            warn=lambda m: click.echo(f"warning: {m}", err=True),
+            signals=signals,
+            llm_choice=LLMChoiceSettings(
+                candidates=llm_candidates, prompt=llm_prompt, record=_line_writer(log) if log else None
+            ),
+            scores=learned.scores(signals) if learned else None,
+            processes=processes or None,
+        )
     write_proposals(out, proposals, str(store), settings)
     activities = len({(p.process, p.activity) for p in proposals})
     click.echo(f"proposed {len(proposals)} edges for {activities} activities (to review): {out}")
+
+
+def _line_writer(stream: TextIO) -> Callable[[JSONObject], None]:
+    """Write each object as one JSON line, at once (a long run can be followed as it goes)."""
+
+    def write(item: JSONObject) -> None:
+        stream.write(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n")
+        stream.flush()
+
+    return write
 
 
 def _settings(

@@ -10,22 +10,37 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError
-from processkg.openai_chat import ChatClient
+from processkg.openai_chat import ChatClient, Reply
 from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts
 from processkg.sources.mapping import MODES
+
+#: The prompts of ``kg map propose --llm-prompt``: ``full`` (numbered candidates with their summaries, an
+#: answer with a mode per edge) and ``short`` (for small local models: names and labels only, a worked
+#: example, an answer of candidate numbers alone, at most :data:`SHORT_PICKS` kept, modes from the verbs).
+PROMPTS = ("full", "short")
+SHORT_PICKS = 2
 
 
 @dataclass(frozen=True)
 class LLMChoiceSettings:
-    """How many of the best candidates the LLM chooses among, and how many consecutive failed
-    requests give it up; the endpoint is the chat client's settings (temperature 0)."""
+    """How many of the best candidates the LLM chooses among, with which prompt (:data:`PROMPTS`), how
+    many consecutive failed requests give it up, and who hears of each exchange; the endpoint is the
+    chat client's settings (temperature 0)."""
 
     candidates: int = 10
     max_failures: int = 3
+    prompt: str = "full"
+    #: Called with every exchange (what was asked and answered, tokens, seconds; ``kg map propose --llm-log``).
+    record: Callable[[JSONObject], None] | None = None
+
+    def most_picks(self) -> int | None:
+        """How many of the answer's picks are kept (in the answer's order): all for ``full``."""
+        return SHORT_PICKS if self.prompt == "short" else None
 
 
 ANSWER_TOKENS = 400  # max_tokens of a choice, unless the chat settings name one
@@ -39,8 +54,27 @@ SYSTEM_PROMPT = (
     '{"edges": [{"candidate": 1, "mode": "write"}]}'
 )
 
+SHORT_SYSTEM_PROMPT = (
+    "You match one step of a business process to the SAP entity sets it works on. "
+    "Pick the candidate the step creates, changes or reads: usually exactly one, the business document "
+    "itself rather than its items, texts or partners, unless the step is about those. "
+    "Reply with a JSON list of candidate numbers, best first, at most two, and nothing else, e.g. [2]. "
+    "Reply [] if none fits."
+)
+#: The worked example of the short prompt: invented, from no process or service of the evaluation.
+SHORT_EXAMPLE = (
+    "Process: Library membership\nStep: Register the new member\nDescription: Enter the member's name "
+    "and address.\n\nCandidates:\n1. MemberAddress: member address\n2. Member: member\n3. Loan: book "
+    "loan\n4. MemberNote: member note",
+    "[2]",
+)
+SHORT_TEXT = 120  # characters of a candidate's name and labels in the short prompt
 
-def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[JSONObject]:
+
+def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts], prompt: str = "full") -> list[JSONObject]:
+    """The chat messages asking the LLM to choose among ``candidates`` for ``activity``."""
+    if prompt == "short":
+        return _short_messages(activity, candidates)
     lines = [
         f"Process: {activity.process_name or activity.process}",
         f"Lane: {activity.lane or '-'}",
@@ -55,9 +89,34 @@ def build_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) ->
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def ask_llm(client: ChatClient, messages: list[JSONObject]) -> str:
-    """The answer text of one chat completion, no tools offered."""
-    content = client.complete(messages, []).message.get("content")
+def _short_messages(activity: ActivityFacts, candidates: list[EntitySetFacts]) -> list[JSONObject]:
+    lines = [
+        f"Process: {activity.process_name or activity.process}",
+        f"Step: {activity.name}",
+        f"Description: {activity.documentation or '-'}",
+        "",
+        "Candidates:",
+    ]
+    for k, s in enumerate(candidates, 1):
+        flag = " (read-only)" if not s.writable else ""
+        lines.append(f"{k}. {s.name.removeprefix('A_')}{flag}: {s.short[:SHORT_TEXT]}")
+    example, answer = SHORT_EXAMPLE
+    return [
+        {"role": "system", "content": SHORT_SYSTEM_PROMPT},
+        {"role": "user", "content": example},
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+
+
+def ask_llm(client: ChatClient, messages: list[JSONObject]) -> Reply:
+    """One chat completion, no tools offered."""
+    return client.complete(messages, [])
+
+
+def reply_text(reply: Reply) -> str:
+    """The answer text of a reply."""
+    content = reply.message.get("content")
     return content if isinstance(content, str) else ""
 
 

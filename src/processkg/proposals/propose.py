@@ -34,13 +34,14 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import LLMError, MappingError, ProposalError
 from processkg.graph.handle import StoreHandle
 from processkg.graph.store import StoreGraph, records, write_atomic
-from processkg.openai_chat import ChatClient, ChatSettings
+from processkg.openai_chat import ChatClient, ChatSettings, Reply
 from processkg.proposals.llm_choice import (
     ANSWER_TOKENS,
     LLMChoiceSettings,
     ask_llm,
     build_messages,
     parse_choices,
+    reply_text,
 )
 from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
@@ -463,11 +464,14 @@ def propose(
     signals: Signals | None = None,
     llm_choice: LLMChoiceSettings | None = None,
     scores: np.ndarray | None = None,
+    processes: Collection[str] | None = None,
 ) -> list[Proposal]:
-    """Proposed edges for every activity of the store, best first within each activity; with
-    ``llm``, that endpoint chooses among each activity's best candidates (``llm_choice``). Given
-    ``scores`` (activities x sets, such as a learned scorer's), they replace the weighted signals
-    of ``settings``, whose cut still applies."""
+    """Proposed edges for every activity of the store (of the ``processes`` named, if given), best
+    first within each activity; with ``llm``, that endpoint chooses among each activity's best
+    candidates (``llm_choice``). Given ``scores`` (activities x sets, such as a learned scorer's),
+    they replace the weighted signals of ``settings``, whose cut still applies. The scores are those
+    of the whole store either way: the context of a process is the same whether or not others are
+    proposed for."""
     settings = (settings or ProposalWeights()).check()
     warn = warn or log.warning
     if llm is not None:
@@ -476,16 +480,25 @@ def propose(
         if handle is None:
             raise ProposalError("propose needs a store or its signals")
         signals = Signals(handle, model)
+    rows = _rows_of(signals, processes)
     if scores is None:
         scores = signals.scores(settings)
-    fallback = {
-        i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)]
-        for i in range(len(signals.activities))
-    }
+    fallback = {i: [_proposal(signals, scores, i, j, settings) for j in chosen(scores, i, settings)] for i in rows}
     if llm is not None:
         chat = replace(llm, max_tokens=llm.max_tokens or ANSWER_TOKENS)
         fallback = _with_llm(signals, scores, settings, chat, llm_choice or LLMChoiceSettings(), fallback, warn)
-    return [p for i in range(len(signals.activities)) for p in fallback[i]]
+    return [p for i in rows for p in fallback[i]]
+
+
+def _rows_of(signals: Signals, processes: Collection[str] | None) -> list[int]:
+    """The activity rows of ``processes`` (all when None); a process id the store lacks is an error."""
+    if processes is None:
+        return list(range(len(signals.activities)))
+    known = {a.process for a in signals.activities}
+    missing = sorted(set(processes) - known)
+    if missing:
+        raise ProposalError(f"no process {', '.join(missing)} in the store (its processes: {', '.join(sorted(known))})")
+    return [i for i, a in enumerate(signals.activities) if a.process in processes]
 
 
 def _proposal(
@@ -550,7 +563,8 @@ def _choose(
     warn: Callable[[str], None],
 ) -> dict[int, list[Proposal]]:
     out, failures = dict(fallback), 0
-    for i, activity in enumerate(signals.activities):
+    for i in fallback:
+        activity = signals.activities[i]
         if failures >= choice.max_failures:
             warn(
                 f"the LLM endpoint failed {failures} times in a row; the remaining activities keep the "
@@ -558,18 +572,25 @@ def _choose(
             )
             break
         rows = ranked(scores, i, choice.candidates)
+        candidates = [signals.sets[j] for j in rows]
+        messages = build_messages(activity, candidates, choice.prompt)
         try:
-            answer = ask_llm(client, build_messages(activity, [signals.sets[j] for j in rows]))
+            reply = ask_llm(client, messages)
             failures = 0
         except LLMError as exc:
             failures += 1
             warn(f"{activity.process}/{activity.id}: LLM request failed ({exc}); using the embedding proposals")
+            _record(choice, activity, candidates, messages, None, f"request failed: {exc}")
             continue
+        answer = reply_text(reply)
         try:
-            picks = parse_choices(answer, [signals.sets[j] for j in rows])
+            picks = parse_choices(answer, candidates)
         except LLMError as exc:
             warn(f"{activity.process}/{activity.id}: unusable LLM answer ({exc}); using the embedding proposals")
+            _record(choice, activity, candidates, messages, reply, f"unusable: {exc}")
             continue
+        picks = sorted(picks[: choice.most_picks()])
+        _record(choice, activity, candidates, messages, reply, "", picks)
         out[i] = [
             _proposal(
                 signals,
@@ -580,9 +601,38 @@ def _choose(
                 mode or None,
                 f"llm {client.settings.model}: candidate {k + 1} of {len(rows)}",
             )
-            for k, mode in sorted(picks)
+            for k, mode in picks
         ]
     return out
+
+
+def _record(
+    choice: LLMChoiceSettings,
+    activity: ActivityFacts,
+    candidates: list[EntitySetFacts],
+    messages: list[JSONObject],
+    reply: Reply | None,
+    problem: str,
+    picks: Sequence[tuple[int, str]] = (),
+) -> None:
+    """One exchange with the LLM for ``choice.record``, if set: what was asked, what came back, the
+    tokens and seconds the endpoint reported, the picks (candidate number from 1, mode) or the problem."""
+    if choice.record is None:
+        return
+    choice.record(
+        {
+            "process": activity.process,
+            "activity": activity.id,
+            "candidates": [f"{s.service}/{s.name}" for s in candidates],
+            "prompt": messages[-1]["content"],
+            "answer": reply_text(reply) if reply else None,
+            "prompt_tokens": reply.prompt_tokens if reply else None,
+            "completion_tokens": reply.completion_tokens if reply else None,
+            "seconds": round(reply.seconds, 3) if reply else None,
+            "picks": [[k + 1, mode] for k, mode in picks],
+            "problem": problem,
+        }
+    )
 
 
 # ---------------------------------------------------------------- files

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
@@ -13,15 +15,27 @@ def is_v2(t: TypeInfo) -> bool:
     return not t.version.startswith("4")
 
 
-def key_props(t: TypeInfo) -> list[Prop]:
-    """The key properties of ``t`` in its order; kept per type object, as :func:`_rendered` keeps its plan."""
-    found = _KEYS.get(id(t))
+T = TypeVar("T")
+#: (id of a type, what) -> (the type, what was made of it): held, so that the type's id is not reused
+_PER_TYPE: dict[tuple[int, Callable[..., Any], bool], tuple[TypeInfo, Any]] = {}
+
+
+def _per_type(make: Callable[[TypeInfo, bool], T], t: TypeInfo, v2: bool = False) -> T:
+    """``make(t, v2)``, made once per type object (a store's types do not change once read)."""
+    key = (id(t), make, v2)
+    found = _PER_TYPE.get(key)
     if found is None or found[0] is not t:
-        found = _KEYS[id(t)] = (t, [p for p in t.props.values() if p.key])
+        found = _PER_TYPE[key] = (t, make(t, v2))
     return found[1]
 
 
-_KEYS: dict[int, tuple[TypeInfo, list[Prop]]] = {}
+def key_props(t: TypeInfo) -> list[Prop]:
+    """The key properties of ``t`` in its order (made once per type)."""
+    return _per_type(_key_props, t)
+
+
+def _key_props(t: TypeInfo, _v2: bool) -> list[Prop]:
+    return [p for p in t.props.values() if p.key]
 
 
 def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
@@ -69,28 +83,24 @@ def entity(
     return out
 
 
-_RENDERED: dict[tuple[int, bool], tuple[TypeInfo, list[tuple[str, str | None]]]] = {}
-_NAVS: dict[int, tuple[TypeInfo, list[str]]] = {}
-
-
 def _nav_names(t: TypeInfo) -> list[str]:
-    """The names of ``t``'s navigation properties, sorted; kept per type object like :func:`key_props`."""
-    found = _NAVS.get(id(t))
-    if found is None or found[0] is not t:
-        found = _NAVS[id(t)] = (t, sorted(t.navs))
-    return found[1]
+    """The names of ``t``'s navigation properties, sorted (made once per type)."""
+    return _per_type(_sorted_navs, t)
+
+
+def _sorted_navs(t: TypeInfo, _v2: bool) -> list[str]:
+    return sorted(t.navs)
 
 
 def _rendered(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
     """The properties of ``t`` in order, each with its Edm type where :func:`to_json` changes a stored
     value of it (None where it returns the value as it is: a string, a GUID, a V4 date...), so the
-    properties of a record are mostly copied without a call. Kept per type object (held, so that its
-    id is not reused)."""
-    found = _RENDERED.get((id(t), v2))
-    if found is None or found[0] is not t:
-        plan = [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
-        found = _RENDERED[(id(t), v2)] = (t, plan)
-    return found[1]
+    properties of a record are mostly copied without a call (made once per type and version)."""
+    return _per_type(_plan, t, v2)
+
+
+def _plan(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
+    return [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
 
 
 def collection(t: TypeInfo, items: list[dict[str, object]], set_name: str, count: int | None) -> dict[str, object]:

@@ -35,14 +35,8 @@ def changed(table: Table, record: JSONObject, payload: JSONObject, replace: bool
 
 
 def delete(data: Data, table: Table, record: JSONObject) -> int:
-    """Remove ``record`` and, recursively, the records it is composed of; the number removed."""
-    removed = 1
-    table.remove(table.key_of(record))
-    for nav in sorted(table.type.navs.values(), key=lambda n: n.name):
-        target, children = data.related(table, record, nav)
-        if target is None or not nav.to_many or not set(table.keys) <= set(target.keys) or target is table:
-            continue
-        for child in children:
-            if target.key_of(child) in target.rows:
-                removed += delete(data, target, child)
-    return removed
+    """Remove ``record`` and the records it is composed of (:meth:`Data.composed`); the number removed."""
+    found = list(data.composed(table, record))
+    for t, r in found:
+        t.remove(t.key_of(r))
+    return len(found)

@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TypeAlias
@@ -336,6 +336,24 @@ class Data:
             return target, []
         # found by the key tuples the rows are stored under (each part is str(value))
         return target, target.having(tuple(shared), tuple(str(record.get(keys[i])) for i in shared))
+
+    def composed(self, table: Table, record: dict[str, object]) -> Iterator[tuple[Table, dict[str, object]]]:
+        """``record`` and, recursively, the records it is composed of, each once: those of a to-many
+        navigation whose key repeats the whole key of its parent (a sales order's items, their schedule
+        lines), what a DELETE removes with it (``serve/changes.py``)."""
+        seen: set[tuple[str, str, tuple[str, ...]]] = set()
+        work = [(table, record)]
+        while work:
+            t, r = work.pop()
+            at = (t.service, t.name, t.key_of(r))
+            if at in seen:
+                continue
+            seen.add(at)
+            yield t, r
+            for nav in sorted(t.type.navs.values(), key=lambda n: n.name, reverse=True):
+                target, children = self.related(t, r, nav)
+                if target is not None and nav.to_many and set(t.keys) <= set(target.keys) and target is not t:
+                    work.extend((target, child) for child in reversed(children))
 
 
 def _total(data: Data, tables: dict[str, Table], found: dict[str, Rows]) -> None:

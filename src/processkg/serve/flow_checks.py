@@ -153,7 +153,7 @@ class DocumentFlows:
     def __init__(self, data: Data, facts: StoreFacts) -> None:
         self.data, self.facts = data, facts
         self._flows: list[Flow] | None = None
-        self._into: dict[tuple[str, str], list[Flow]] = {}  # (service, entity set) -> the flows into it
+        self._at: dict[tuple[str, str, str], list[Flow]] = {}  # (end, service, entity set) -> its flows
 
     @property
     def flows(self) -> list[Flow]:
@@ -162,11 +162,20 @@ class DocumentFlows:
         return self._flows
 
     def into(self, table: Table) -> list[Flow]:
-        """The flows into ``table``'s set (found once per set: the flows never change once read)."""
-        at = (table.service, table.name)
-        found = self._into.get(at)
+        """The flows into ``table``'s set."""
+        return self._flows_at("follow", table)
+
+    def out_of(self, table: Table) -> list[Flow]:
+        """The flows out of ``table``'s set (the set is their predecessor)."""
+        return self._flows_at("pred", table)
+
+    def _flows_at(self, end: str, table: Table) -> list[Flow]:
+        """The flows whose ``end`` (``follow`` or ``pred``) is ``table``'s set, found once per set and end:
+        the flows never change once read."""
+        at = (end, table.service, table.name)
+        found = self._at.get(at)
         if found is None:
-            found = self._into[at] = [f for f in self.flows if f.follow == at]
+            found = self._at[at] = [f for f in self.flows if getattr(f, end) == at[1:]]
         return found
 
     def alternatives(self, flow: Flow) -> list[Flow]:
@@ -197,9 +206,6 @@ class DocumentFlows:
                     details.append(detail)
         return details
 
-    def out_of(self, table: Table) -> list[Flow]:
-        return [f for f in self.flows if f.pred == (table.service, table.name)]
-
     def check_lowered(self, table: Table, record: dict[str, object], changed: frozenset[str]) -> list[dict[str, str]]:
         """On an update of a predecessor: ``follow-ons-exist`` for each flow out of ``table`` whose quantity
         the client sets below what the follow-ons naming ``record`` already reference (an order item's
@@ -224,12 +230,12 @@ class DocumentFlows:
 
     def check_delete(self, table: Table, record: dict[str, object]) -> list[dict[str, str]]:
         """On a delete: ``follow-ons-exist`` for each record it would remove (``record`` and the records it is
-        composed of, as ``changes.delete`` removes them) that a follow-on names through a flow with no
+        composed of, :meth:`Data.composed`, as ``changes.delete`` removes them) that a follow-on names through a flow with no
         alternative predecessor (SAP deletes no document with subsequent documents; where another set's
         records have the same keys, as a quotation's and a contract's may, the name is ambiguous and not
         held against the delete)."""
         details = []
-        for source, found in self._composed(table, record):
+        for source, found in self.data.composed(table, record):
             key = source.key_of(found)
             for flow in self.out_of(source):
                 follow = self.data.table(*flow.follow)
@@ -244,25 +250,9 @@ class DocumentFlows:
                     details.append({"code": "follow-ons-exist", "target": "", "message": message})
         return details
 
-    def _composed(self, table: Table, record: dict[str, object]) -> Iterator[tuple[Table, dict[str, object]]]:
-        yield table, record
-        for nav in sorted(table.type.navs.values(), key=lambda n: n.name):
-            target, children = self.data.related(table, record, nav)
-            if target is None or not nav.to_many or not set(table.keys) <= set(target.keys) or target is table:
-                continue
-            for child in children:
-                yield from self._composed(target, child)
-
     def _naming(self, flow: Flow, follow: Table, key: tuple[str, ...]) -> str:
         """`` (KEY, KEY, ...)``: up to :data:`SHOWN` keys of the ``follow`` records whose carriers name ``key``."""
-        pred = self.data.table(*flow.pred)
-        if pred is None:
-            return ""
-        names = [
-            "/".join(k)
-            for k, r in follow.rows.items()
-            if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key
-        ]
+        names = ["/".join(k) for k, _r in self._naming_rows(flow, follow.rows, key)]
         return f" ({', '.join(names[:SHOWN])}{', ...' if len(names) > SHOWN else ''})" if names else ""
 
     def _check(
@@ -379,15 +369,23 @@ class DocumentFlows:
         """The summed quantity of the follow-on ``rows`` that name the predecessor ``key``, but for the
         record keyed ``own_key`` (the one being checked, when it is stored already)."""
         assert flow.quantity is not None
-        pred = self.data.table(*flow.pred)
-        assert pred is not None
         total = Decimal(0)
-        for row_key, r in rows.items():
-            if row_key == own_key:
-                continue
-            if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key:
+        for row_key, r in self._naming_rows(flow, rows, key):
+            if row_key != own_key:
                 total += _number(r, flow.quantity[0]) or Decimal(0)
         return total
+
+    def _naming_rows(
+        self, flow: Flow, rows: Rows, key: tuple[str, ...]
+    ) -> Iterator[tuple[tuple[str, ...], dict[str, object]]]:
+        """The follow-on ``rows`` (key, record) to which ``flow`` applies whose carriers name the
+        predecessor ``key``."""
+        pred = self.data.table(*flow.pred)
+        if pred is None:
+            return
+        for row_key, r in rows.items():
+            if (flow.applies is None or flow.applies.holds(r)) and self._key(flow, pred, r) == key:
+                yield row_key, r
 
     def _existing(self, flow: Flow, pred: Table) -> str:
         """Some records of the predecessor that a follow-on could name, for a hint: ready ones, and where the

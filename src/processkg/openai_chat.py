@@ -132,9 +132,7 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
     in_text = bool(calls) and not message.get("tool_calls")
     kept: JSONObject = {"role": "assistant", "content": written(calls) if in_text else content}
     if calls and not in_text:
-        kept["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
-        ]
+        kept["tool_calls"] = tool_calls_json(calls)
     return Reply(
         kept,
         calls,
@@ -144,6 +142,11 @@ def parse_reply(raw: bytes, seconds: float) -> Reply:
         str(choice.get("finish_reason") or ""),
         str(content) if in_text else "",
     )
+
+
+def tool_calls_json(calls: list[ToolCall]) -> list[JSONValue]:
+    """The calls as an assistant message's ``tool_calls`` in OpenAI's format (arguments as a JSON string)."""
+    return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
 
 
 def written(calls: list[ToolCall]) -> str:

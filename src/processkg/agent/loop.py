@@ -41,7 +41,7 @@ from typing import Protocol
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ContextFullError, LLMError
-from processkg.openai_chat import FENCED, ChatClient, Reply, ToolCall, written
+from processkg.openai_chat import FENCED, ChatClient, Reply, ToolCall, tool_calls_json, written
 from processkg.tools.odata_client import Exchange
 from processkg.tools.specs import ToolSpec, answer_text, openai_tools
 from processkg.tools.toolbox import object_in_text
@@ -189,15 +189,7 @@ class Agent:
         results the same way)."""
         name, arguments = self.tools.first_call(task)
         call = ToolCall("call_0", name, json.dumps(arguments))
-        self.add(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"id": call.id, "type": "function", "function": {"name": name, "arguments": call.arguments}}
-                ],
-            }
-        )
+        self.add({"role": "assistant", "content": "", "tool_calls": tool_calls_json([call])})
         self.use(call, 0)
 
     def complete(self, tools: list[JSONObject], step: int) -> Reply:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections import Counter
 from dataclasses import replace
@@ -736,7 +737,7 @@ def test_the_learned_folds_reproduce_the_committed_report(sap_signals):
 
 def test_the_learned_scorers_candidates_hold_the_documented_share_of_the_gold(sap_signals):
     """docs/mapping-proposals.md: 178 of the 200 gold edges are among an activity's 20 candidates,
-    each with 27 features."""
+    each with 32 features."""
     gold = {(e.process, e.activity, e.service, e.entity_set) for e in read_mapping(SAP / "mapping.yaml")}
     base = sap_signals.scores(BASE)
     pairs = candidates(base, CANDIDATES)
@@ -745,11 +746,93 @@ def test_the_learned_scorers_candidates_hold_the_documented_share_of_the_gold(sa
         for a, s in ((sap_signals.activities[i], sap_signals.sets[j]) for i, j in pairs)
     } & gold
     text = DOC.read_text(encoding="utf-8")
-    assert (len(found), len(gold), CANDIDATES, len(FEATURES)) == (178, 200, 20, 27)
+    assert (len(found), len(gold), CANDIDATES, len(FEATURES)) == (178, 200, 20, 32)
     per_activity = Counter(Counter(g[:2] for g in gold).values())
     assert per_activity == {1: 128, 2: 36} and "(128 one, 36 two)" in text
     assert "178 of the 200 gold edges are among an\nactivity's 20 candidates" in text
-    assert "gets 27 features" in text
+    assert "gets 32 features" in text
+
+
+def at(signals: Signals, process: str, activity: str, service: str, entity_set: str) -> tuple[int, int]:
+    """(activity row, set row) of an activity and an entity set of the store."""
+    i = next(k for k, a in enumerate(signals.activities) if (a.process, a.id) == (process, activity))
+    j = next(k for k, s in enumerate(signals.sets) if (s.service, s.name) == (service, entity_set))
+    return i, j
+
+
+def feature_row(signals: Signals, i: int, j: int) -> dict[str, float]:
+    return dict(zip(FEATURES, features(signals, signals.scores(BASE), [(i, j)])[0], strict=True))
+
+
+def test_operation_features_on_the_goods_issue_of_an_outbound_delivery(sap_signals):
+    """Order to cash's "Post the goods issue" and the function import PostGoodsIssue, which A2X's
+    outbound delivery service declares for its header (sap:action-for): the step's verb begins the
+    operation's name and every word of that name is the step's. The items have no operation of that
+    verb; the inbound delivery header's PostGoodsReceipt shares the verb and two of its three words."""
+    edmx = (A2X / "API_OUTBOUND_DELIVERY_SRV.edmx").read_text(encoding="utf-8")
+    assert re.search(
+        r'<FunctionImport Name="PostGoodsIssue"[^>]*sap:action-for="API_OUTBOUND_DELIVERY_SRV.A_OutbDeliveryHeaderType"',
+        edmx,
+    )
+    step = ("Process_OrderToCash", "Task_PostGoodsIssue")
+    header = feature_row(sap_signals, *at(sap_signals, *step, "API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader"))
+    item = feature_row(sap_signals, *at(sap_signals, *step, "API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryItem"))
+    inbound = feature_row(sap_signals, *at(sap_signals, *step, "API_INBOUND_DELIVERY_SRV", "A_InbDeliveryHeader"))
+    assert (header["operation_verb"], header["operation_words"]) == (1.0, 1.0)
+    assert (item["operation_verb"], item["operation_words"]) == (0.0, 0.0)
+    assert inbound["operation_verb"] == 1.0 and inbound["operation_words"] == pytest.approx(2 / 3)
+
+
+def test_fields_lexical_finds_the_reference_property_of_the_sales_order(sap_signals):
+    """Order to cash's "Create the sales order" is documented as "Enter the order with the customer's
+    purchase order number ...": A_SalesOrder's PurchaseOrderByCustomer (sap:label "Customer Reference")
+    makes its properties the step's best match, ahead of the purchase order whose name the text says."""
+    edmx = (A2X / "API_SALES_ORDER_SRV.edmx").read_text(encoding="utf-8")
+    assert (
+        '<Property Name="PurchaseOrderByCustomer" Type="Edm.String" MaxLength="35" sap:label="Customer Reference"/>'
+        in edmx
+    )
+    i, order = at(sap_signals, "Process_OrderToCash", "Task_CreateSalesOrder", "API_SALES_ORDER_SRV", "A_SalesOrder")
+    _, purchase = at(
+        sap_signals, "Process_OrderToCash", "Task_CreateSalesOrder", "API_PURCHASEORDER_PROCESS_SRV", "A_PurchaseOrder"
+    )
+    assert "purchase order by customer (customer reference)" in sap_signals.sets[order].fields
+    base = sap_signals.scores(BASE)
+    assert base[i, purchase] > base[i, order]  # the names and summaries prefer the purchase order
+    fields = sap_signals.metadata["fields_lexical"]
+    assert ranked(np.where(np.isfinite(base), fields, -np.inf), i, 1) == [order]
+    assert feature_row(sap_signals, i, order)["fields_lexical"] == pytest.approx(float(fields[i, order]))
+    assert fields[i, purchase] < fields[i, order] <= 1.0
+
+
+def test_follows_named_is_the_best_score_of_a_set_the_candidate_follows(sap_signals):
+    """Sales quotation's "Create the sales order from the quotation": the sales order follows the sales
+    quotation in the document flow inferred from A2X's reference properties, so its ``follows_named``
+    is at least the quotation's base score for the step, and is the best base score among the sets
+    it follows."""
+    i, order = at(
+        sap_signals,
+        "Process_SalesQuotation",
+        "Task_CreateSalesOrderFromQuotation",
+        "API_SALES_ORDER_SRV",
+        "A_SalesOrder",
+    )
+    _, quotation = at(
+        sap_signals,
+        "Process_SalesQuotation",
+        "Task_CreateSalesOrderFromQuotation",
+        "API_SALES_QUOTATION_SRV",
+        "A_SalesQuotation",
+    )
+    assert quotation in sap_signals.follows[order] and order in sap_signals.followed_by[quotation]
+    base = sap_signals.scores(BASE)
+    finite = np.where(np.isfinite(base), base, -1.0)
+    row = feature_row(sap_signals, i, order)
+    assert row["follows_named"] == pytest.approx(max(0.0, max(finite[i, k] for k in sap_signals.follows[order])))
+    assert row["follows_named"] >= finite[i, quotation] > 0.5
+    assert row["followed_by_named"] == pytest.approx(
+        max(0.0, max(finite[i, k] for k in sap_signals.followed_by[order]))
+    )
 
 
 def test_cli_tune_scorer_options(tmp_path, demo_store):

@@ -19,7 +19,6 @@ docs/mapping-proposals.md "A learned scorer".
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
@@ -30,7 +29,17 @@ import numpy as np
 from processkg.assets import asset
 from processkg.errors import ProposalError
 from processkg.proposals.proposal_facts import ProposalWeights
-from processkg.proposals.propose import SIGNALS, Signals, _Kept, _keys, _tops, ranked
+from processkg.proposals.propose import (
+    METADATA,
+    SIGNALS,
+    Signals,
+    _column_max,
+    _Kept,
+    _keys,
+    _tops,
+    content_words,
+    ranked,
+)
 from processkg.sources.mapping import MappingEntry
 
 #: Candidates per activity (the best under :data:`BASE`): 178 of the 200 SAP gold edges are among them.
@@ -70,8 +79,10 @@ FEATURES = (
     "name_overlap",
     "name_overlap_share",
     "name_overlap_any",
+    *METADATA,
+    "follows_named",
+    "followed_by_named",
 )
-_STOP = frozenset(["the", "a", "an", "of", "for", "to", "and", "in", "on", "with", "by", "from", "its", "their", "it"])
 
 
 @dataclass(frozen=True)
@@ -193,9 +204,7 @@ def _ranks(matrix: np.ndarray) -> np.ndarray:
 
 
 def _words(text: str) -> set[str]:
-    return {
-        w[:-1] if w.endswith("s") else w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2
-    }
+    return set(content_words(text))
 
 
 def features(signals: Signals, base: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -220,6 +229,8 @@ def features(signals: Signals, base: np.ndarray, pairs: Sequence[tuple[int, int]
     for i, others in enumerate(signals.neighbours):
         if others:
             same[i] = np.maximum(finite[others].max(axis=0), 0.0)
+    follows = _column_max(finite, signals.follows)
+    followed_by = _column_max(finite, signals.followed_by)
     set_words = [_words(s.short.split(".")[0]) for s in signals.sets]
     step_words = [_words(" ".join(a.name.split()[1:])) for a in signals.activities]
     rows = []
@@ -239,6 +250,8 @@ def features(signals: Signals, base: np.ndarray, pairs: Sequence[tuple[int, int]
             + [float(context[n][i, j]) for n in ("process_service", "item", "neighbour")]
             + [same[i, j], float(signals.matrix["known"][i, j])]
             + [overlap, overlap / max(1, len(set_words[j])), float(overlap > 0)]
+            + [float(signals.metadata[n][i, j]) for n in METADATA]
+            + [follows[i, j], followed_by[i, j]]
         )
     return np.array(rows, dtype=float).reshape(len(pairs), len(FEATURES))
 

@@ -83,3 +83,4 @@ class EntitySetFacts:
     keys: int
     short: str  # name as words, and labels
     summary: str
+    fields: str = ""  # every property (key first) as words, with its label

@@ -46,7 +46,7 @@ from processkg.proposals.llm_choice import (
 from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
 from processkg.retrieve.lexical import Lexical
-from processkg.retrieve.texts import lexicon, type_facts
+from processkg.retrieve.texts import Lexicon, lexicon, type_facts
 from processkg.sources.limits import compose_yaml, read_text
 from processkg.sources.mapping import MODES, MappingEntry, read_mapping
 
@@ -172,10 +172,10 @@ def read_activities(store: StoreGraph) -> list[ActivityFacts]:
     return out
 
 
-def read_sets(store: StoreGraph, index_sets: list[JSONObject]) -> list[EntitySetFacts]:
+def read_sets(store: StoreGraph, index_sets: list[JSONObject], lex: Lexicon | None = None) -> list[EntitySetFacts]:
     """The entity sets of the index, in index order, with the facts the scores need."""
 
-    lex, facts = lexicon(store), type_facts(store)
+    lex, facts = lex or lexicon(store), type_facts(store)
     flags = {r["set"]: r for r in records(store, "propose-sets")}
     labels = {r["set"]: (r["label"], r["typeLabel"]) for r in records(store, "retrieve-sets")}
     out = []
@@ -183,7 +183,10 @@ def read_sets(store: StoreGraph, index_sets: list[JSONObject]) -> list[EntitySet
         meta = flags.get(item["iri"], {})
         words = [lex.phrase(item["name"])] + [x for x in dict.fromkeys(labels.get(item["iri"], ())) if x]
         writable = not (meta.get("creatable") is False and meta.get("updatable") is False)
-        keys = max(1, len(facts[item["type_iri"]].keys)) if item["type_iri"] in facts else 1
+        known = facts.get(item["type_iri"])
+        keys = max(1, len(known.keys)) if known else 1
+        fields = [_field_text(lex, name, label) for name, label in (known.keys if known else [])]
+        fields += [_field_text(lex, name, label, text) for name, label, text in (known.props if known else [])]
         out.append(
             EntitySetFacts(
                 item["iri"],
@@ -194,9 +197,21 @@ def read_sets(store: StoreGraph, index_sets: list[JSONObject]) -> list[EntitySet
                 keys,
                 ". ".join(words),
                 item["text"],
+                ". ".join(fields),
             )
         )
     return out
+
+
+def _field_text(lex: Lexicon, name: str, label: str | None, description: str | None = None) -> str:
+    """A property as words: its name as words, then its label and its description (``sap:quickinfo``,
+    ``Common.QuickInfo``, ``Core.Description``) where they say something else."""
+    phrase = lex.phrase(name)
+    said = [phrase]
+    for text in (label, description):
+        if text and text.lower() not in said:
+            said.append(text.lower())
+    return said[0] + (f" ({'; '.join(said[1:])})" if len(said) > 1 else "")
 
 
 def _version(value: JSONValue) -> float:
@@ -218,6 +233,12 @@ def verb_mode(activity: ActivityFacts) -> tuple[str, str]:
 SIGNALS = ("dense", "dense_name", "lexical", "lexical_short", "header")
 #: Signals of an activity's context, added to the fused score of :data:`SIGNALS` (``Signals.context``).
 CONTEXT = ("process_service", "item", "neighbour", "known")
+#: Signals of the metadata beyond names and summaries (``Signals.metadata``): features of the learned scorer.
+METADATA = ("operation_verb", "operation_words", "fields_lexical")
+#: Words that say nothing of a step's object (``content_words``).
+STOP_WORDS = frozenset(
+    ["the", "a", "an", "of", "for", "to", "and", "in", "on", "with", "by", "from", "its", "their", "it"]
+)
 #: How many of an activity's best sets vote for their services in ``process_service``.
 SERVICE_VOTES = 3
 
@@ -233,8 +254,9 @@ class Signals:
         if model and Encoder(model).id != index.model:
             raise ProposalError(f"the index of {handle} was built with {index.model}, not {model}")
         store = handle.graph
+        lex = lexicon(store)
         self.activities = read_activities(store)
-        self.sets = read_sets(store, index.items["set"])
+        self.sets = read_sets(store, index.items["set"], lex)
         del store
         encoder = Encoder(index.model)
         texts = [a.text() for a in self.activities]
@@ -250,6 +272,7 @@ class Signals:
         self.writable = np.array([s.writable for s in self.sets])
         self.canonical = {mode: _duplicates(self.sets, mode == "write") for mode in MODES}
         self._relations(handle.graph, encoder)
+        self.metadata = self._metadata(handle.graph, lex)
 
     def _relations(self, store: StoreGraph, encoder: Encoder) -> None:
         set_row = {s.iri: j for j, s in enumerate(self.sets)}
@@ -266,10 +289,15 @@ class Signals:
                 self.documents[set_row[r["item"]]].append(set_row[r["header"]])
         #: per set row: itself, and the rows of the sets it follows or that follow it
         self.related: list[list[int]] = [[j] for j in range(len(self.sets))]
+        #: per set row: the rows of the sets it follows in the inferred flow, and of those that follow it
+        self.follows: list[list[int]] = [[] for _ in self.sets]
+        self.followed_by: list[list[int]] = [[] for _ in self.sets]
         for r in records(store, "retrieve-flow"):
             if r["from"] in set_row and r["to"] in set_row:
                 self.related[set_row[r["from"]]].append(set_row[r["to"]])
                 self.related[set_row[r["to"]]].append(set_row[r["from"]])
+                self.follows[set_row[r["to"]]].append(set_row[r["from"]])
+                self.followed_by[set_row[r["from"]]].append(set_row[r["to"]])
         self.neighbours: list[list[int]] = [[] for _ in self.activities]
         for r in records(store, "retrieve-next"):
             a, b = act_row.get(r["from"]), act_row.get(r["to"])
@@ -283,6 +311,38 @@ class Signals:
         ]
         self.names = encoder.encode([a.name for a in self.activities]) if self.activities else np.zeros((0, 1))
         self.matrix["known"] = self.known(self.uses)
+
+    def _metadata(self, store: StoreGraph, lex: Lexicon) -> dict[str, np.ndarray]:
+        """Activities x sets, the :data:`METADATA` signals: ``operation_verb``, 1 where the step's verb
+        (its cue verb, else its first word) begins the name of an operation acting on the set
+        (``propose-operations``); ``operation_words``, the largest share of an operation's words
+        (name as words, abbreviations expanded) found in the step's name and documentation;
+        ``fields_lexical``, BM25 of name and documentation over every property of the set (name as
+        words and label), over the activity's best."""
+        set_row = {s.iri: j for j, s in enumerate(self.sets)}
+        operations: list[set[str]] = [set() for _ in self.sets]
+        for r in records(store, "propose-operations"):
+            if r["set"] in set_row:
+                operations[set_row[r["set"]]].add(lex.phrase(r["name"]))
+        steps = [f"{a.name}. {a.documentation}" for a in self.activities]
+        step_words = [set(content_words(t)) for t in steps]
+        verbs = [
+            cue or next(iter(re.findall(r"[a-z]+", a.name.lower())), "")
+            for a, (_, cue) in zip(self.activities, self.modes)
+        ]
+        verb = np.zeros((len(self.activities), len(self.sets)), dtype=np.float32)
+        share = np.zeros_like(verb)
+        for j, names in enumerate(operations):
+            for name in names:
+                first = name.split()[0] if name.split() else ""
+                words = set(content_words(name))
+                for i, step in enumerate(step_words):
+                    if first and verbs[i] == first:
+                        verb[i, j] = 1.0
+                    if words:
+                        share[i, j] = max(share[i, j], len(words & step) / len(words))
+        fields = _bm25(Lexical.of_texts([s.fields for s in self.sets]), steps)
+        return {"operation_verb": verb, "operation_words": share, "fields_lexical": fields}
 
     def know(self, entries: Iterable[MappingEntry]) -> None:
         """Let ``known`` draw on these mapping edges instead of the store's (those that name an
@@ -353,6 +413,16 @@ class Signals:
             fused[writes] = _collapse(fused[writes], self.canonical["write"])
             fused[~writes] = _collapse(fused[~writes], self.canonical["read"])
         return fused
+
+
+def content_words(text: str) -> list[str]:
+    """The lower-case words of ``text`` longer than two letters, without :data:`STOP_WORDS`, a plural
+    ``s`` stripped."""
+    return [
+        w[:-1] if w.endswith("s") else w
+        for w in re.findall(r"[a-z]+", text.lower())
+        if w not in STOP_WORDS and len(w) > 2
+    ]
 
 
 def _column_max(scores: np.ndarray, sources: list[list[int]]) -> np.ndarray:

@@ -13,7 +13,14 @@ from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import automatic_mapping, kept_mapping, processes_in, without_processes
+from processkg.evaluate.processes import (
+    automatic_mapping,
+    kept_mapping,
+    mapping_rows,
+    processes_in,
+    without_processes,
+    write_mapping,
+)
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.proposals.propose import Signals, read_proposals
 from processkg.retrieve.index import load_index
@@ -244,3 +251,45 @@ def test_eval_processes_proposal_context_goes_with_the_weights_scorer(tmp_path, 
     result = CliRunner().invoke(main, [*args, *inputs, "--proposal-context", "--proposal-scorer", "learned"])
     assert result.exit_code == 2
     assert "--proposal-context goes with --proposal-scorer weights" in result.output
+
+
+def test_the_tuning_processes_proposals_are_drawn_out_of_fold(tmp_path, kept_signals):
+    """--tuning-edges proposed / train: every kept process gets proposals from a scorer fitted without its
+    own gold (and without the held-out gold): garbling one kept process's gold, or dropping the held-out
+    gold, leaves that process's proposals as they were; ``proposed`` puts them in the store's mapping
+    in place of the kept gold, ``train`` in a training mapping beside the unchanged store mapping."""
+    gold = read_mapping(DEMO / "mapping.yaml")
+    kept_processes = sorted({e.process for e in gold} - {HELD_OUT})
+    quality = automatic_mapping(
+        kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", scorer="weights", tuning="proposed"
+    )
+    drawn = edges(read_proposals(tmp_path / "full" / "tuning-proposals.yaml"))
+    held = edges(read_proposals(tmp_path / "full" / "proposals.yaml"))
+    assert {e[0] for e in drawn} == set(kept_processes) and {e[0] for e in held} == {HELD_OUT}
+    assert edges(read_mapping(tmp_path / "full" / "mapping.yaml")) == drawn + held
+    assert drawn != [e for e in edges(gold) if e[0] != HELD_OUT], "the kept gold is replaced"
+    measured = quality["tuning_edges"]["edges"]
+    truth = {e[:4] for e in edges(gold) if e[0] != HELD_OUT}
+    assert (measured["tp"], measured["proposed"]) == (len({e[:4] for e in drawn} & truth), len({e[:4] for e in drawn}))
+    assert [g["processes"] for g in quality["tuning_edges"]["groups"]] == [[p] for p in kept_processes]
+
+    victim = kept_processes[0]
+    garbled = [
+        {**row, "entity_set": "Nothing"} if row["process"] in (victim, HELD_OUT) else row for row in mapping_rows(gold)
+    ]
+    write_mapping(tmp_path / "garbled.yaml", garbled)
+    automatic_mapping(
+        kept_signals, tmp_path / "garbled.yaml", [HELD_OUT], tmp_path / "garbled", scorer="weights", tuning="train"
+    )
+    again = edges(read_proposals(tmp_path / "garbled" / "tuning-proposals.yaml"))
+    assert [e for e in again if e[0] == victim] == [e for e in drawn if e[0] == victim] != []
+    held_again = edges(read_proposals(tmp_path / "garbled" / "proposals.yaml"))
+    assert edges(read_mapping(tmp_path / "garbled" / "training.yaml")) == again + held_again
+    # the store it ranks over keeps the kept processes' (here garbled) gold: only training sees proposals
+    kept_gold = [e for e in edges(read_mapping(tmp_path / "garbled.yaml")) if e[0] != HELD_OUT]
+    assert edges(read_mapping(tmp_path / "garbled" / "mapping.yaml")) == kept_gold + held_again
+
+
+def test_unknown_tuning_edges_are_refused(tmp_path, kept_signals):
+    with pytest.raises(ProcessKGError, match="unknown tuning edges 'nonsense'"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, tuning="nonsense")

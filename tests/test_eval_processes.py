@@ -13,11 +13,13 @@ from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
+from processkg.evaluate.metrics import Query
 from processkg.evaluate.processes import (
     automatic_mapping,
     kept_mapping,
     mapping_rows,
     processes_in,
+    reached,
     without_processes,
     write_mapping,
 )
@@ -293,3 +295,15 @@ def test_the_tuning_processes_proposals_are_drawn_out_of_fold(tmp_path, kept_sig
 def test_unknown_tuning_edges_are_refused(tmp_path, kept_signals):
     with pytest.raises(ProcessKGError, match="unknown tuning edges 'nonsense'"):
         automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, tuning="nonsense")
+
+
+def test_reached_counts_the_gold_items_a_proposed_edge_of_their_process_reaches():
+    """An item is reached when one of its alternatives is proposed for the query's own process (not
+    another's); found when in the top 3."""
+    queries = [
+        Query("q1", "a", [[("S", "A")], [("S", "B"), ("T", "B2")]], "workflow", extra={"process": "P"}),
+        Query("q2", "b", [[("S", "C")]], "process-chain", extra={"process": "Q"}),
+    ]
+    results = {"q1": [("S", "X"), ("T", "B2"), ("S", "Y"), ("S", "A")], "q2": [("S", "C")]}
+    proposed = [("P", "S", "A"), ("P", "S", "B"), ("P", "S", "C")]
+    assert reached(queries, results, proposed) == {"items": 3, "reached": 2, "reached_found": 1, "other_found": 1}

@@ -215,6 +215,8 @@ def automatic_mapping(
         loose = replace(settings, top_n=scored.candidates, threshold=0.0, ratio=0.0)
         candidates = [p for p in propose(None, loose, signals=signals, scores=scores) if p.process in gone]
         write_proposals(folder / "scored.yaml", candidates, "the fold's store, scored candidates", loose)
+        quality["scored"] = edge_quality(candidates, entries, gone)
+        quality["scored_sets"] = sorted({(p.process, p.service, p.entity_set) for p in candidates})
         _write_scored_rows(folder / "scored.json", signals, scores, candidates)
         if not scored.cut_edges:
             proposals = []
@@ -445,6 +447,8 @@ def run(
             model = train(items, proposed.matrices.family, f"fold {f + 1} automatic", log, seeds=seeds)
             fold_results = ranked(proposed, test, _routed(proposed, test, model))
             fold["reached"] = reached(test, fold_results[ROUTED], fold["mapping"].get("proposed_sets", []))
+            if "scored_sets" in fold["mapping"]:
+                fold["reached_scored"] = reached(test, fold_results[ROUTED], fold["mapping"]["scored_sets"])
             _merge(auto, fold_results)
         held_queries += test
         tuned_queries += seen
@@ -500,6 +504,18 @@ def render(report: JSONObject, command: str = "") -> str:
     if any("reached" in f for f in report["folds"]):
         lines += ["", "## Held-out gold items reached by a proposed edge of their own process (hybrid, top 3)", ""]
         lines += reached_table(report["folds"])
+    if any("reached_scored" in f for f in report["folds"]):
+        lines += ["", "## Held-out gold items reached by a scored candidate of their own process (hybrid, top 3)", ""]
+        lines += reached_table(
+            [{**f, "reached": f["reached_scored"]} for f in report["folds"] if "reached_scored" in f]
+        )
+        edges = [f["mapping"]["scored"]["edges"] for f in report["folds"] if "scored" in f.get("mapping", {})]
+        tp, proposed, gold = (sum(e[k] for e in edges) for k in ("tp", "proposed", "gold"))
+        lines += [
+            "",
+            f"Scored candidates against the held-out gold edges: {proposed} candidates, {tp} of {gold} gold edges "
+            f"(P {_ratio(tp, proposed):.3f}, R {_ratio(tp, gold):.3f}).",
+        ]
     parts = [(p, f"held-out processes, {title}") for p, title in PROTOCOLS.items() if p in report]
     for part, title in parts + ([("tuning", "the tuning processes (seen), full graph")] if "tuning" in report else []):
         lines += ["", f"## Recall@3 / Recall@5 on {title}", ""] + _recall_table(report[part])

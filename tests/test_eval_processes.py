@@ -307,3 +307,38 @@ def test_reached_counts_the_gold_items_a_proposed_edge_of_their_process_reaches(
     results = {"q1": [("S", "X"), ("T", "B2"), ("S", "Y"), ("S", "A")], "q2": [("S", "C")]}
     proposed = [("P", "S", "A"), ("P", "S", "B"), ("P", "S", "C")]
     assert reached(queries, results, proposed) == {"items": 3, "reached": 2, "reached_found": 1, "other_found": 1}
+
+
+VARIANTS = {
+    "--tuning-edges proposed": "tuning-proposed",
+    "--tuning-edges train": "tuning-train",
+    "--tuning-edges both": "tuning-both",
+    "--scored-candidates 3`": "scored",
+    "--scored-weight relative": "scored-relative",
+    "--scored-only": "scored-only",
+    "--scored-candidates 1 --scored-weight one": "scored-top1",
+}
+
+
+def test_the_documented_variants_are_the_committed_runs():
+    """docs/results.md's table of how retrieval uses the automatic layer: each row's R@3 (all, process-chain,
+    workflow) and R@5 are those of its run in docs/results/processes-automatic-variants/, whose command
+    names the row's option; the reach figures above it are those of the plain run's report."""
+    root = DEMO.parents[1]
+    results = root / "docs" / "results"
+    lines = (root / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    for option, folder in VARIANTS.items():
+        run = results / "processes-automatic-variants" / folder
+        command = (run / "report.md").read_text(encoding="utf-8").split("```")[1]
+        assert option.strip("`") in command and "--protocol automatic" in command
+        summary = json.loads((run / "results.json").read_text(encoding="utf-8"))["automatic"]["summary"]["hybrid"]
+        row = next(line for line in lines if line.startswith("| ") and f"(`{option.strip('`')}`)" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = [f"{summary[g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+        assert cells[1:5] == [*expected, f"{summary['all']['recall@5']:.3f}"], folder
+    plain = json.loads((results / "processes-automatic" / "results.json").read_text(encoding="utf-8"))
+    reach = {k: sum(f["reached"][k] for f in plain["folds"]) for k in plain["folds"][0]["reached"]}
+    text = " ".join(lines)
+    assert f"that process): {reach['reached']} (57%;" in text and reach["items"] == 314
+    assert f"The routed hybrid has {reach['reached_found']} of those {reach['reached']} in its" in text
+    assert f"and {reach['other_found']} of the other {reach['items'] - reach['reached']} (0.022)" in text

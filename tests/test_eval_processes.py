@@ -13,7 +13,16 @@ from conftest import DEMO, index_store, rows
 from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.errors import ProcessKGError
-from processkg.evaluate.processes import automatic_mapping, kept_mapping, processes_in, without_processes
+from processkg.evaluate.metrics import Query
+from processkg.evaluate.processes import (
+    automatic_mapping,
+    kept_mapping,
+    mapping_rows,
+    processes_in,
+    reached,
+    without_processes,
+    write_mapping,
+)
 from processkg.graph.handle import StoreHandle, StoreLocation, open_store
 from processkg.proposals.propose import Signals, read_proposals
 from processkg.retrieve.index import load_index
@@ -244,3 +253,92 @@ def test_eval_processes_proposal_context_goes_with_the_weights_scorer(tmp_path, 
     result = CliRunner().invoke(main, [*args, *inputs, "--proposal-context", "--proposal-scorer", "learned"])
     assert result.exit_code == 2
     assert "--proposal-context goes with --proposal-scorer weights" in result.output
+
+
+def test_the_tuning_processes_proposals_are_drawn_out_of_fold(tmp_path, kept_signals):
+    """--tuning-edges proposed / train: every kept process gets proposals from a scorer fitted without its
+    own gold (and without the held-out gold): garbling one kept process's gold, or dropping the held-out
+    gold, leaves that process's proposals as they were; ``proposed`` puts them in the store's mapping
+    in place of the kept gold, ``train`` in a training mapping beside the unchanged store mapping."""
+    gold = read_mapping(DEMO / "mapping.yaml")
+    kept_processes = sorted({e.process for e in gold} - {HELD_OUT})
+    quality = automatic_mapping(
+        kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "full", scorer="weights", tuning="proposed"
+    )
+    drawn = edges(read_proposals(tmp_path / "full" / "tuning-proposals.yaml"))
+    held = edges(read_proposals(tmp_path / "full" / "proposals.yaml"))
+    assert {e[0] for e in drawn} == set(kept_processes) and {e[0] for e in held} == {HELD_OUT}
+    assert edges(read_mapping(tmp_path / "full" / "mapping.yaml")) == drawn + held
+    assert drawn != [e for e in edges(gold) if e[0] != HELD_OUT], "the kept gold is replaced"
+    measured = quality["tuning_edges"]["edges"]
+    truth = {e[:4] for e in edges(gold) if e[0] != HELD_OUT}
+    assert (measured["tp"], measured["proposed"]) == (len({e[:4] for e in drawn} & truth), len({e[:4] for e in drawn}))
+    assert [g["processes"] for g in quality["tuning_edges"]["groups"]] == [[p] for p in kept_processes]
+
+    victim = kept_processes[0]
+    garbled = [
+        {**row, "entity_set": "Nothing"} if row["process"] in (victim, HELD_OUT) else row for row in mapping_rows(gold)
+    ]
+    write_mapping(tmp_path / "garbled.yaml", garbled)
+    automatic_mapping(
+        kept_signals, tmp_path / "garbled.yaml", [HELD_OUT], tmp_path / "garbled", scorer="weights", tuning="train"
+    )
+    again = edges(read_proposals(tmp_path / "garbled" / "tuning-proposals.yaml"))
+    assert [e for e in again if e[0] == victim] == [e for e in drawn if e[0] == victim] != []
+    held_again = edges(read_proposals(tmp_path / "garbled" / "proposals.yaml"))
+    assert edges(read_mapping(tmp_path / "garbled" / "training.yaml")) == again + held_again
+    # the store it ranks over keeps the kept processes' (here garbled) gold: only training sees proposals
+    kept_gold = [e for e in edges(read_mapping(tmp_path / "garbled.yaml")) if e[0] != HELD_OUT]
+    assert edges(read_mapping(tmp_path / "garbled" / "mapping.yaml")) == kept_gold + held_again
+
+
+def test_unknown_tuning_edges_are_refused(tmp_path, kept_signals):
+    with pytest.raises(ProcessKGError, match="unknown tuning edges 'nonsense'"):
+        automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, tuning="nonsense")
+
+
+def test_reached_counts_the_gold_items_a_proposed_edge_of_their_process_reaches():
+    """An item is reached when one of its alternatives is proposed for the query's own process (not
+    another's); found when in the top 3."""
+    queries = [
+        Query("q1", "a", [[("S", "A")], [("S", "B"), ("T", "B2")]], "workflow", extra={"process": "P"}),
+        Query("q2", "b", [[("S", "C")]], "process-chain", extra={"process": "Q"}),
+    ]
+    results = {"q1": [("S", "X"), ("T", "B2"), ("S", "Y"), ("S", "A")], "q2": [("S", "C")]}
+    proposed = [("P", "S", "A"), ("P", "S", "B"), ("P", "S", "C")]
+    assert reached(queries, results, proposed) == {"items": 3, "reached": 2, "reached_found": 1, "other_found": 1}
+
+
+VARIANTS = {
+    "--tuning-edges proposed": "tuning-proposed",
+    "--tuning-edges train": "tuning-train",
+    "--tuning-edges both": "tuning-both",
+    "--scored-candidates 3`": "scored",
+    "--scored-weight relative": "scored-relative",
+    "--scored-only": "scored-only",
+    "--scored-candidates 1 --scored-weight one": "scored-top1",
+}
+
+
+def test_the_documented_variants_are_the_committed_runs():
+    """docs/results.md's table of how retrieval uses the automatic layer: each row's R@3 (all, process-chain,
+    workflow) and R@5 are those of its run in docs/results/processes-automatic-variants/, whose command
+    names the row's option; the reach figures above it are those of the plain run's report."""
+    root = DEMO.parents[1]
+    results = root / "docs" / "results"
+    lines = (root / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    for option, folder in VARIANTS.items():
+        run = results / "processes-automatic-variants" / folder
+        command = (run / "report.md").read_text(encoding="utf-8").split("```")[1]
+        assert option.strip("`") in command and "--protocol automatic" in command
+        summary = json.loads((run / "results.json").read_text(encoding="utf-8"))["automatic"]["summary"]["hybrid"]
+        row = next(line for line in lines if line.startswith("| ") and f"(`{option.strip('`')}`)" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = [f"{summary[g]['recall@3']:.3f}" for g in ("all", "process-chain", "workflow")]
+        assert cells[1:5] == [*expected, f"{summary['all']['recall@5']:.3f}"], folder
+    plain = json.loads((results / "processes-automatic" / "results.json").read_text(encoding="utf-8"))
+    reach = {k: sum(f["reached"][k] for f in plain["folds"]) for k in plain["folds"][0]["reached"]}
+    text = " ".join(lines)
+    assert f"that process): {reach['reached']} (57%;" in text and reach["items"] == 314
+    assert f"The routed hybrid has {reach['reached_found']} of those {reach['reached']} in its" in text
+    assert f"and {reach['other_found']} of the other {reach['items'] - reach['reached']} (0.022)" in text

@@ -270,6 +270,50 @@ def test_edges_from_lists_are_the_edges_of_the_mask(size):
     assert np.array_equal(lists.starts, dense.starts) and np.array_equal(lists.nonempty, dense.nonempty)
 
 
+@pytest.mark.parametrize("size", [1, 7, 120])
+def test_weighted_edges_carry_each_value_times_its_weight(size):
+    """A proposed use (``kg eval processes --scored-candidates``) carries its activity's value times its
+    weight; an edge given twice keeps its largest weight; the max and its row are those of the products."""
+    rng = np.random.default_rng(size)
+    pairs = rng.integers(0, size, size=(3 * size, 2))
+    pairs = np.vstack([pairs, pairs[:2]])  # two edges given twice, with other weights
+    weights = rng.uniform(0.05, 1.0, size=len(pairs)).astype(np.float32)
+    edges = Edges.of_weighted(pairs, weights, size)
+    values = rng.normal(size=size).astype(np.float32)
+    values[::4] = -np.inf
+    top, rows = _masked_max(edges, values)
+    weight: dict[tuple[int, int], float] = {}
+    for (i, j), w in zip(pairs.tolist(), weights.tolist(), strict=True):
+        weight[(i, j)] = max(weight.get((i, j), 0.0), w)
+    for j in range(size):
+        held = sorted(i for i, c in weight if c == j)
+        scored = [np.float32(values[i]) * np.float32(weight[(i, j)]) for i in held]
+        best = max(scored, default=-np.inf)
+        assert top[j] == best and rows[j] == (-1 if best == -np.inf else held[scored.index(best)])
+    assert len(edges.rows) == len(weight) and edges.weights is not None
+
+
+def test_proposed_uses_add_weighted_activity_paths(sap_store):
+    """A retriever given proposed uses walks them in the routed signals, each as the activity's
+    similarity times its weight, beside the mapping's uses (weight 1); the baselines do not see them."""
+    plain, given = Retriever(StoreHandle.open(sap_store)), Retriever(StoreHandle.open(sap_store))
+    query = "register the supplier warranty for the new press"
+    vector = plain.embed([query])[0]
+    a = plain.index.vectors["activity"] @ vector
+    unused = sorted(set(range(len(plain.sets))) - set(plain.edges("uses")[:, 1].tolist()))[:3]
+    pairs = np.array([[int(np.argmax(a)), unused[0]], [int(np.argmax(a)), unused[1]], [0, unused[2]]])
+    given.add_proposed_uses(pairs, np.array([0.5, 1.0, 0.25], dtype=np.float32))
+    before, after = plain.signals(query, vector).column("activity"), given.signals(query, vector).column("activity")
+    assert before[unused].tolist() == [-1.0, -1.0, -1.0]
+    assert after[unused] == pytest.approx([0.5 * a.max(), a.max(), 0.25 * a[0]], abs=1e-6)
+    others = np.setdiff1d(np.arange(len(plain.sets)), unused)
+    assert np.array_equal(before[others], after[others])
+    assert given.matrices.has_process and len(given.matrices.proposed_pairs) == 3
+    for method in ("dense", "hybrid-paper", "hybrid-v1"):
+        settings = RetrievalSettings(method)
+        assert names(plain.retrieve(query, 5, settings)) == names(given.retrieve(query, 5, settings))
+
+
 def test_batch_embedding_ranks_as_one_query_at_a_time(sap):
     """``kg retrieve --queries`` embeds every query and part once, on one torch thread, in batches of
     similar token counts (``Encoder.encode_queries``); ``kg serve`` asks one query at a time. Forty

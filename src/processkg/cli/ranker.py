@@ -117,6 +117,37 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
     "(the default) or weights.",
 )
 @click.option(
+    "--tuning-edges",
+    type=click.Choice(processes.TUNING_EDGES),
+    default="gold",
+    show_default=True,
+    help="With --protocol automatic: the tuning processes' mapping edges: gold (hand-made); proposed (out of "
+    "fold, each by a scorer fitted without its own gold) in the store the fold's ranker is trained on and ranks "
+    "over; train: proposed in a second store it is trained on, gold in the one it ranks over; both: trained on "
+    "the tuning queries over both of those stores.",
+)
+@click.option(
+    "--scored-candidates",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="With --protocol automatic: also give the routed hybrid each held-out activity's best N candidate sets "
+    "under the fold's scorer, with their scores, as weighted uses (in memory, not in the store).",
+)
+@click.option(
+    "--scored-weight",
+    type=click.Choice(processes.SCORED_WEIGHTS),
+    default="probability",
+    show_default=True,
+    help="With --scored-candidates: a candidate's weight: its score (probability), its score over its "
+    "activity's best (relative), or 1 (one).",
+)
+@click.option(
+    "--scored-only",
+    is_flag=True,
+    help="With --scored-candidates: the held-out processes get no proposed mapping edges, only the scored candidates.",
+)
+@click.option(
     "--fold",
     "only",
     multiple=True,
@@ -144,6 +175,10 @@ def processes_cmd(
     protocols: tuple[str, ...],
     proposal_context: bool,
     proposal_scorer: str | None,
+    tuning_edges: str,
+    scored_candidates: int,
+    scored_weight: str,
+    scored_only: bool,
     only: tuple[int, ...],
     cache_dir: Path | None,
 ) -> None:
@@ -183,7 +218,14 @@ def processes_cmd(
             rebuild = _rebuild(inputs, folder, cache_dir or folder / "embedding-cache")
         if "automatic" in chosen and mapping:
             auto = _automatic(
-                inputs, mapping, folder, cache_dir or folder / "embedding-cache", proposal_context, scorer
+                inputs,
+                mapping,
+                folder,
+                cache_dir or folder / "embedding-cache",
+                proposal_context,
+                scorer,
+                tuning_edges,
+                processes.Scored(scored_candidates, scored_weight, not scored_only) if scored_candidates else None,
             )
     report = processes.run(
         Retriever(store),
@@ -221,24 +263,42 @@ def _rebuild(inputs: BuildOptions, work: Path, cache: Path) -> processes.Rebuild
 
 
 def _automatic(
-    inputs: BuildOptions, mapping: Path, work: Path, cache: Path, context: bool, scorer: str
+    inputs: BuildOptions,
+    mapping: Path,
+    work: Path,
+    cache: Path,
+    context: bool,
+    scorer: str,
+    tuning: str = "gold",
+    scored: processes.Scored | None = None,
 ) -> processes.Automatic:
     """Each fold's automatic layer, under WORK/automatic-FOLD: a store of every BPMN file with the
     mapping of the kept processes only (``base``), proposals for the held-out ones drawn from it,
-    and the store of every BPMN file with the kept gold and those proposals (``store``)."""
+    and the store of every BPMN file with the kept gold (``tuning`` proposed: their out-of-fold
+    proposals) and those proposals (``store``); with ``tuning`` train, also the store the fold's
+    ranker is trained on, with the kept processes' out-of-fold proposals (``training``)."""
 
-    def make(held_out: list[str]) -> tuple[Retriever, JSONObject]:
+    def make(held_out: list[str]) -> tuple[Retriever, JSONObject, Retriever | None]:
         folder = work / f"automatic-{processes.fold_of(held_out[0]) + 1}"
         base = StoreLocation(path=folder / "base")
         kept = processes.kept_mapping(mapping, held_out, folder / "kept.yaml")
         build_store(replace(inputs, mapping=kept, store=base))
         build_index(base, cache_dir=cache, progress=None)
         quality = processes.automatic_mapping(
-            Signals(StoreHandle.open(base)), mapping, held_out, folder, context, scorer
+            Signals(StoreHandle.open(base)), mapping, held_out, folder, context, scorer, tuning, scored
         )
         store = StoreLocation(path=folder / "store")
         build_store(replace(inputs, mapping=folder / "mapping.yaml", store=store))
         build_index(store, cache_dir=cache, progress=None)
-        return Retriever(StoreHandle.open(store)), quality
+        retriever = Retriever(StoreHandle.open(store))
+        if scored:
+            processes.add_scored_uses(retriever, folder / "scored.json", scored.weight)
+        training = None
+        if tuning in ("train", "both"):
+            trained_on = StoreLocation(path=folder / "training")
+            build_store(replace(inputs, mapping=folder / "training.yaml", store=trained_on))
+            build_index(trained_on, cache_dir=cache, progress=None)
+            training = Retriever(StoreHandle.open(trained_on))
+        return retriever, quality, training
 
     return make

@@ -36,15 +36,17 @@ Three protocols (``PROTOCOLS``), reported side by side for those that ran:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from processkg.aliases import JSONObject
 from processkg.errors import ProcessKGError
-from processkg.evaluate.metrics import Hit, Query, evaluate_methods
+from processkg.evaluate.metrics import Hit, Query, evaluate_methods, gold_ranks
 from processkg.evaluate.train_ranker import Log, examples, train
 from processkg.proposals.learned import fit_scorer
 from processkg.proposals.proposal_facts import Proposal, ProposalWeights
@@ -75,9 +77,10 @@ PROTOCOLS = {
 
 #: Builds a store without the given processes and opens its retriever (``kg eval processes --odata ...``).
 Rebuild = Callable[[list[str]], Retriever]
-#: Builds a store whose held-out processes carry proposed edges: its retriever, and the proposals'
-#: quality on the held-out processes (:func:`automatic_mapping`).
-Automatic = Callable[[list[str]], tuple[Retriever, JSONObject]]
+#: Builds a store whose held-out processes carry proposed edges: its retriever, the proposals' quality
+#: on the held-out processes (:func:`automatic_mapping`), and the retriever of the store the fold's
+#: ranker is trained on when that is another (``--tuning-edges train``), else None.
+Automatic = Callable[[list[str]], tuple[Retriever, JSONObject, Retriever | None]]
 
 
 def fold_of(process: str) -> int:
@@ -159,6 +162,18 @@ def mapping_rows(entries: Sequence[MappingEntry | Proposal]) -> list[JSONObject]
     ]
 
 
+#: The kept (tuning) processes' mapping edges in the automatic layer: ``gold``, their hand-made edges;
+#: ``proposed``, edges proposed for them as for the held-out ones, each process's by a scorer fitted
+#: without its own gold (:func:`tuning_proposals`), in the store the fold's ranker is trained on and
+#: ranks over; ``train``, those proposals in the store it is trained on only (``folder/training.yaml``),
+#: the hand-made edges in the one it ranks over: trained on the kind of layer the held-out processes have;
+#: ``both``, trained on the tuning queries over both stores (each query twice), ranking over the first.
+TUNING_EDGES = ("gold", "proposed", "train", "both")
+#: Groups of the tuning processes for their out-of-fold proposals: each group's by a scorer fitted on
+#: the others' gold (the processes sorted, every third in one group).
+TUNING_GROUPS = 3
+
+
 def automatic_mapping(
     signals: Signals,
     gold: Path,
@@ -166,21 +181,123 @@ def automatic_mapping(
     folder: Path,
     context: bool = False,
     scorer: str = "learned",
+    tuning: str = "gold",
+    scored: Scored | None = None,
 ) -> JSONObject:
-    """Write ``folder/mapping.yaml``: the gold edges of the kept processes and, for the held-out ones,
-    the edges ``kg map propose`` draws with a scorer and cut fitted on the kept processes' gold alone
-    (:func:`fold_proposals`; ``folder/proposals.yaml`` keeps them with score and reason;
-    ``folder/gold.yaml`` has the held-out processes' gold, for ``kg eval mapping``). Returns the
-    chosen settings and the proposals' P, R and F1 on the held-out processes against their gold."""
+    """Write ``folder/mapping.yaml``: the gold edges of the kept processes (with ``tuning`` ``proposed``,
+    their out-of-fold proposals instead: :func:`tuning_proposals`, kept in
+    ``folder/tuning-proposals.yaml``) and, for the held-out ones, the edges ``kg map propose`` draws
+    with a scorer and cut fitted on the kept processes' gold alone (:func:`fold_proposals`;
+    ``folder/proposals.yaml`` keeps them with score and reason; ``folder/gold.yaml`` has the held-out
+    processes' gold, for ``kg eval mapping``). Returns the chosen settings and the proposals' P, R and
+    F1 on the held-out processes against their gold (and, with ``proposed``, on the kept ones)."""
+    if tuning not in TUNING_EDGES:
+        raise ProcessKGError(f"unknown tuning edges {tuning!r}: one of {', '.join(TUNING_EDGES)}")
     gone = set(held_out)
     entries = read_mapping(gold)
-    proposals, settings, quality = fold_proposals(signals, entries, gone, context, scorer)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_proposals(folder / "proposals.yaml", proposals, "the fold's store", settings)
     kept = [e for e in entries if e.process not in gone]
-    write_mapping(folder / "mapping.yaml", mapping_rows(kept) + mapping_rows(proposals))
+    folder.mkdir(parents=True, exist_ok=True)
+    kept_rows = mapping_rows(kept)
+    drawn_rows: list[JSONObject] = []
+    tuning_quality: JSONObject | None = None
+    if tuning != "gold":
+        drawn, tuning_quality = tuning_proposals(signals, kept, context, scorer)
+        write_proposals(folder / "tuning-proposals.yaml", drawn, "the fold's store, the tuning processes")
+        drawn_rows = mapping_rows(drawn)
+        if tuning == "proposed":
+            kept_rows = drawn_rows
+    settings, scores, quality = fold_scores(signals, entries, gone, context, scorer)
+    proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in gone]
+    quality["held_out"] = edge_quality(proposals, entries, gone)
+    write_proposals(folder / "proposals.yaml", proposals, "the fold's store", settings)
+    quality["proposed_sets"] = sorted({(p.process, p.service, p.entity_set) for p in proposals})
+    if scored is not None:
+        loose = replace(settings, top_n=scored.candidates, threshold=0.0, ratio=0.0)
+        candidates = [p for p in propose(None, loose, signals=signals, scores=scores) if p.process in gone]
+        write_proposals(folder / "scored.yaml", candidates, "the fold's store, scored candidates", loose)
+        quality["scored"] = edge_quality(candidates, entries, gone)
+        quality["scored_sets"] = sorted({(p.process, p.service, p.entity_set) for p in candidates})
+        _write_scored_rows(folder / "scored.json", signals, scores, candidates)
+        if not scored.cut_edges:
+            proposals = []
+            quality["proposed_sets"] = []
+    write_mapping(folder / "mapping.yaml", kept_rows + mapping_rows(proposals))
+    if tuning in ("train", "both"):
+        write_mapping(folder / "training.yaml", drawn_rows + mapping_rows(proposals))
     write_mapping(folder / "gold.yaml", mapping_rows([e for e in entries if e.process in gone]))
+    if tuning_quality is not None:
+        quality["tuning_edges"] = tuning_quality
+    quality["tuning"] = tuning
     return quality
+
+
+#: How a scored candidate's weight is made from its score (``--scored-weight``): ``probability``, the
+#: score itself; ``relative``, the score over the best of its activity's candidates; ``one``, 1.
+SCORED_WEIGHTS = ("probability", "relative", "one")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Scored candidates for the held-out activities (``--scored-candidates``): each activity's best
+    ``candidates`` sets under the fold's scorer, walked as uses with a weight (:data:`SCORED_WEIGHTS`);
+    with ``cut_edges`` False the proposals of the cut are not in the store's mapping."""
+
+    candidates: int
+    weight: str = "probability"
+    cut_edges: bool = True
+
+
+def _write_scored_rows(path: Path, signals: Signals, scores: np.ndarray, candidates: list[Proposal]) -> None:
+    """``path``: [activity IRI, entity-set IRI, score] of each candidate, for :func:`add_scored_uses`."""
+    act = {(a.process, a.id): i for i, a in enumerate(signals.activities)}
+    col = {(t.service, t.name): j for j, t in enumerate(signals.sets)}
+    rows = []
+    for p in candidates:
+        i, j = act[(p.process, p.activity)], col[(p.service, p.entity_set)]
+        rows.append([signals.activities[i].iri, signals.sets[j].iri, float(scores[i, j])])
+    path.write_text(json.dumps(rows), encoding="utf-8")
+
+
+def scored_weights(rows: list[tuple[str, str, float]], weight: str) -> np.ndarray:
+    """The weight of each (activity, set, score) row (:data:`SCORED_WEIGHTS`), clipped to [0.001, 1]."""
+    scores = np.array([score for _a, _s, score in rows], dtype=np.float32)
+    if weight == "relative":
+        best: dict[str, float] = {}
+        for activity, _s, score in rows:
+            best[activity] = max(best.get(activity, 0.0), score)
+        scores = np.array([score / best[a] if best[a] > 0 else 0.0 for a, _s, score in rows], dtype=np.float32)
+    elif weight == "one":
+        scores = np.ones(len(rows), dtype=np.float32)
+    elif weight != "probability":
+        raise ProcessKGError(f"unknown scored weight {weight!r}: one of {', '.join(SCORED_WEIGHTS)}")
+    return np.clip(scores, 0.001, 1.0)
+
+
+def add_scored_uses(retriever: Retriever, path: Path, weight: str) -> None:
+    """Give ``retriever`` the scored candidates written to ``path`` as weighted uses."""
+    rows = [(str(a), str(s), float(p)) for a, s, p in json.loads(path.read_text(encoding="utf-8"))]
+    activity = {a["iri"]: i for i, a in enumerate(retriever.activities)}
+    pairs = np.array([[activity[a], retriever.set_row[s]] for a, s, _p in rows], dtype=np.int64).reshape(-1, 2)
+    retriever.add_proposed_uses(pairs, scored_weights(rows, weight))
+
+
+def tuning_proposals(
+    signals: Signals, kept: list[MappingEntry], context: bool = False, scorer: str = "learned"
+) -> tuple[list[Proposal], JSONObject]:
+    """Proposals for every process of the ``kept`` gold, out of fold: the processes sorted, every
+    :data:`TUNING_GROUPS`-th in one group, each group's drawn by :func:`fold_proposals` fitted on the
+    other groups' gold alone. ``kept`` must hold no held-out process: nothing else is read. Returns
+    the proposals and their P, R and F1 against ``kept`` (over all groups, and per group)."""
+    names = sorted({e.process for e in kept})
+    count = min(TUNING_GROUPS, len(names))
+    drawn: list[Proposal] = []
+    groups: list[JSONObject] = []
+    for g in range(count):
+        group = names[g::count]
+        proposals, _settings, quality = fold_proposals(signals, kept, group, context, scorer)
+        drawn += proposals
+        groups.append({"processes": group, "tuning_f1": quality["tuning_f1"], "edges": quality["held_out"]["edges"]})
+    return drawn, {"groups": groups, **edge_quality(drawn, kept, names)}
 
 
 #: How ``kg map tune --folds`` and the automatic layer score candidates: ``learned``, the logistic
@@ -200,6 +317,21 @@ def fold_proposals(
     alone (``learned``: :func:`~processkg.proposals.learned.fit_scorer`; ``weights``:
     :func:`proposal_choice`), the settings of their cut, and a report: the settings, the tuning F1 and
     the P, R and F1 of the proposals against the held-out processes' gold."""
+    settings, scores, quality = fold_scores(signals, gold, held_out, context, scorer)
+    proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in held_out]
+    quality["held_out"] = edge_quality(proposals, gold, held_out)
+    return proposals, settings, quality
+
+
+def fold_scores(
+    signals: Signals,
+    gold: list[MappingEntry],
+    held_out: Collection[str],
+    context: bool = False,
+    scorer: str = "learned",
+) -> tuple[ProposalWeights, np.ndarray, JSONObject]:
+    """The cut and the scores (activities x sets) of a scorer fitted on the gold of the processes not
+    ``held_out`` alone (:func:`fold_proposals`), and its settings and tuning F1."""
     if scorer not in SCORERS:
         raise ProcessKGError(f"unknown proposal scorer {scorer!r}: one of {', '.join(SCORERS)}")
     kept = [e for e in gold if e.process not in held_out]
@@ -207,21 +339,10 @@ def fold_proposals(
         if context:
             raise ProcessKGError("the context weights go with the weights scorer; the learned one has them as features")
         fitted = fit_scorer(signals, kept)
-        settings = fitted.cut
-        scores = fitted.scores(signals)
-        described: JSONObject = fitted.describe()
-        tuning_f1 = fitted.tuning_f1
-    else:
-        choice = proposal_choice(signals, kept, context)
-        settings, scores = choice["settings"], None
-        described, tuning_f1 = asdict(settings), choice["train_f1"]
-    proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in held_out]
-    quality: JSONObject = {
-        "settings": described,
-        "tuning_f1": tuning_f1,
-        "held_out": edge_quality(proposals, gold, held_out),
-    }
-    return proposals, settings, quality
+        return fitted.cut, fitted.scores(signals), {"settings": fitted.describe(), "tuning_f1": fitted.tuning_f1}
+    choice = proposal_choice(signals, kept, context)
+    settings = choice["settings"]
+    return settings, signals.scores(settings), {"settings": asdict(settings), "tuning_f1": choice["train_f1"]}
 
 
 def proposal_choice(signals: Signals, kept: list[MappingEntry], context: bool = False) -> JSONObject:
@@ -316,11 +437,19 @@ def run(
         if automatic is not None:
             if log:
                 log(f"fold {f + 1}: building with proposed edges for {', '.join(processes)}")
-            proposed, fold["mapping"] = automatic(processes)
-            model = train(
-                examples(proposed, tuning), proposed.matrices.family, f"fold {f + 1} automatic", log, seeds=seeds
-            )
-            _merge(auto, ranked(proposed, test, _routed(proposed, test, model)))
+            proposed, fold["mapping"], training = automatic(processes)
+            if training is None:
+                items = examples(proposed, tuning)
+            elif fold["mapping"].get("tuning") == "both":
+                items = examples(proposed, tuning) + examples(training, tuning)
+            else:
+                items = examples(training, tuning)
+            model = train(items, proposed.matrices.family, f"fold {f + 1} automatic", log, seeds=seeds)
+            fold_results = ranked(proposed, test, _routed(proposed, test, model))
+            fold["reached"] = reached(test, fold_results[ROUTED], fold["mapping"].get("proposed_sets", []))
+            if "scored_sets" in fold["mapping"]:
+                fold["reached_scored"] = reached(test, fold_results[ROUTED], fold["mapping"]["scored_sets"])
+            _merge(auto, fold_results)
         held_queries += test
         tuned_queries += seen
         report_folds.append(fold)
@@ -333,6 +462,26 @@ def run(
     if automatic is not None:
         report["automatic"] = evaluate_methods(auto, held_queries, (1, 3, 5, 10))
     return report
+
+
+def reached(queries: list[Query], results: dict[str, list[Hit]], proposed: Collection[Sequence[str]]) -> JSONObject:
+    """How many gold items of the held-out ``queries`` a proposed edge of the query's own process reaches
+    (``proposed``: (process, service, entity set) of each proposed edge; an item is reached if one of
+    its alternatives is), and how many of those and of the others are in the routed ``results``' top 3:
+    what the proposals leave to retrieval."""
+    edges = {tuple(e) for e in proposed}
+    counts = {"items": 0, "reached": 0, "reached_found": 0, "other_found": 0}
+    for q in queries:
+        ranks = gold_ranks(results.get(q.id, []), q.gold)
+        for alternatives, rank in zip(q.gold, ranks, strict=True):
+            hit = rank is not None and rank <= 3
+            counts["items"] += 1
+            if any((process_of(q), service, name) in edges for service, name in alternatives):
+                counts["reached"] += 1
+                counts["reached_found"] += hit
+            else:
+                counts["other_found"] += hit
+    return counts
 
 
 def _merge(into: dict[str, dict[str, list[Hit]]], more: dict[str, dict[str, list[Hit]]]) -> None:
@@ -352,6 +501,21 @@ def render(report: JSONObject, command: str = "") -> str:
     if any("mapping" in f for f in report["folds"]):
         lines += ["", "## Proposed mapping edges on the held-out processes (tuned on the other processes' gold)", ""]
         lines += mapping_table(report["folds"])
+    if any("reached" in f for f in report["folds"]):
+        lines += ["", "## Held-out gold items reached by a proposed edge of their own process (hybrid, top 3)", ""]
+        lines += reached_table(report["folds"])
+    if any("reached_scored" in f for f in report["folds"]):
+        lines += ["", "## Held-out gold items reached by a scored candidate of their own process (hybrid, top 3)", ""]
+        lines += reached_table(
+            [{**f, "reached": f["reached_scored"]} for f in report["folds"] if "reached_scored" in f]
+        )
+        edges = [f["mapping"]["scored"]["edges"] for f in report["folds"] if "scored" in f.get("mapping", {})]
+        tp, proposed, gold = (sum(e[k] for e in edges) for k in ("tp", "proposed", "gold"))
+        lines += [
+            "",
+            f"Scored candidates against the held-out gold edges: {proposed} candidates, {tp} of {gold} gold edges "
+            f"(P {_ratio(tp, proposed):.3f}, R {_ratio(tp, gold):.3f}).",
+        ]
     parts = [(p, f"held-out processes, {title}") for p, title in PROTOCOLS.items() if p in report]
     for part, title in parts + ([("tuning", "the tuning processes (seen), full graph")] if "tuning" in report else []):
         lines += ["", f"## Recall@3 / Recall@5 on {title}", ""] + _recall_table(report[part])
@@ -397,6 +561,31 @@ def mapping_table(report_folds: list[JSONObject]) -> list[str]:
         f"{_f1(p, r):.3f} | {_f1(pm, rm):.3f} | |"
     )
     return lines
+
+
+def reached_table(report_folds: list[JSONObject]) -> list[str]:
+    """Per fold and over all: the gold items a proposed edge reaches, and the routed hybrid's recall@3 on
+    those and on the others (item by item, not averaged per query)."""
+    lines = [
+        "| fold | gold items | reached | R@3 on reached | R@3 on the others |",
+        "|---|---|---|---|---|",
+    ]
+    total = {"items": 0, "reached": 0, "reached_found": 0, "other_found": 0}
+    for f in report_folds:
+        if "reached" not in f:
+            continue
+        total = {k: total[k] + f["reached"][k] for k in total}
+        lines.append(_reached_row(str(f["fold"]), f["reached"]))
+    lines.append(_reached_row("all", total))
+    return lines
+
+
+def _reached_row(label: str, c: JSONObject) -> str:
+    others = c["items"] - c["reached"]
+    return (
+        f"| {label} | {c['items']} | {c['reached']} ({_ratio(c['reached'], c['items']):.0%}) | "
+        f"{_ratio(c['reached_found'], c['reached']):.3f} | {_ratio(c['other_found'], others):.3f} |"
+    )
 
 
 def _ratio(a: int, b: int) -> float:

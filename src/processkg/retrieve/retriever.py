@@ -247,6 +247,25 @@ class Retriever:
             )
         return self._matrices
 
+    def add_proposed_uses(self, pairs: np.ndarray, weights: np.ndarray) -> None:
+        """Let the routed hybrid also walk these (activity row, entity-set row) pairs as uses, each with
+        its weight in (0, 1] (``kg eval processes --scored-candidates``: proposals with their scores,
+        given at run time, not in the store): an activity signal carries the activity's similarity
+        times the weight. The other methods do not see them."""
+        self._matrices = ProcessMatrices(
+            [s["name"] for s in self.sets],
+            self.index.vectors["set"],
+            self.index.vectors["activity"],
+            self.edges("uses"),
+            self.edges("next"),
+            self.edges("navigations"),
+            self.edges("flow"),
+            self.edges("mined"),
+            np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+            np.asarray(weights, dtype=np.float32),
+        )
+        self._ablated = {}
+
     def matrices_for(self, settings: RetrievalSettings) -> ProcessMatrices:
         """The matrices with the edges an ablation leaves out removed."""
         key = (settings.mapping_edges, settings.sequence_edges)

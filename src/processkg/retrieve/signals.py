@@ -148,11 +148,15 @@ class Edges:
     holds any, in order (``rows``, column after column; ``starts``: where each of the ``nonempty``
     columns begins): a max per column over the edges alone, not over the whole matrix."""
 
-    def __init__(self, columns: int, column_of: np.ndarray, rows: np.ndarray) -> None:
-        """The edges (``rows[e]``, ``column_of[e]``), sorted by column, then row, without duplicates."""
+    def __init__(
+        self, columns: int, column_of: np.ndarray, rows: np.ndarray, weights: np.ndarray | None = None
+    ) -> None:
+        """The edges (``rows[e]``, ``column_of[e]``), sorted by column, then row, without duplicates;
+        ``weights[e]`` (float32, > 0) scales what edge e carries (None: every edge carries it whole)."""
         self.columns = columns
         self.rows = rows
         self.column_of = column_of
+        self.weights = weights
         first = np.ones(len(rows), dtype=bool)
         first[1:] = column_of[1:] != column_of[:-1]
         self.starts = np.flatnonzero(first)
@@ -178,6 +182,18 @@ class Edges:
         keys = np.unique(pairs[:, 1] * base + pairs[:, 0])  # by column, then row
         return cls(columns, keys // base, keys % base)
 
+    @classmethod
+    def of_weighted(cls, pairs: np.ndarray, weights: np.ndarray, columns: int) -> Edges:
+        """As :meth:`of_pairs`, each edge with its weight (the largest of an edge given twice)."""
+        base = int(pairs[:, 0].max()) + 1 if len(pairs) else 1
+        keys = pairs[:, 1] * base + pairs[:, 0]
+        order = np.lexsort((-weights, keys))  # by column, then row, the largest weight first
+        keys, weights = keys[order], weights[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        keys = keys[first]
+        return cls(columns, keys // base, keys % base, weights[first].astype(np.float32))
+
 
 def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column j: the max of ``values[i]`` (float32, finite or ``-inf``, no NaN) over the rows i of
@@ -189,7 +205,7 @@ def _masked_max(edges: Edges, values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     rows = np.full(edges.columns, -1, dtype=np.int64)
     if not len(edges.rows):
         return top, rows
-    scored = values[edges.rows]
+    scored = values[edges.rows] if edges.weights is None else values[edges.rows] * edges.weights
     np.maximum.at(top, edges.column_of, scored)
     hits = np.flatnonzero(scored == top[edges.column_of])  # every column holds one at least: its max
     columns = edges.column_of[hits]
@@ -323,13 +339,21 @@ class ProcessMatrices:
         navigations: np.ndarray,
         flows: np.ndarray,
         mined: np.ndarray,
+        proposed: np.ndarray | None = None,
+        proposed_weights: np.ndarray | None = None,
     ) -> None:
         """Row pairs, one per edge (:mod:`processkg.retrieve.tables`): ``uses`` (activity, entity set)
         per ``uses:entitySet``; ``next_edges`` (activity, activity) per ``bpmn:next``; ``navigations``
         (set, its navigation target); ``flows`` (set, a set that follows it in the inferred document flow);
-        ``mined`` (set, a set whose write followed its write in a recorded case)."""
+        ``mined`` (set, a set whose write followed its write in a recorded case); ``proposed`` (activity,
+        entity set) per proposed use (``kg:ProposedUse``), each with its weight in ``proposed_weights``
+        (in (0, 1]): the activity signals walk it as a use, the activity's similarity times the weight."""
         self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
         self.use_pairs, self.next_pairs = uses, next_edges
+        self.proposed_pairs = proposed if proposed is not None else np.zeros((0, 2), dtype=np.int64)
+        self.proposed_weights = (
+            proposed_weights.astype(np.float32) if proposed_weights is not None else np.zeros(0, dtype=np.float32)
+        )
         count = len(set_names)
         self.navigated_from = Edges.of_pairs(navigations, count)  # per target: the sets navigated to it from
         self.flows = (
@@ -365,7 +389,12 @@ class ProcessMatrices:
         self.starts = _flags(sets[starts[users]], count)
         self.ends = _flags(sets[ends[users]], count)
         self.family_size = np.bincount(self.family)[self.family] if count else np.zeros(0, dtype=np.int64)
-        self.used_by = Edges.of_pairs(self.use_pairs, count)
+        if len(self.proposed_pairs):  # a use carries its activity's similarity whole, a proposed use times its weight
+            pairs = np.vstack([self.use_pairs, self.proposed_pairs])
+            weights = np.concatenate([np.ones(len(self.use_pairs), dtype=np.float32), self.proposed_weights])
+            self.used_by = Edges.of_weighted(pairs, weights, count)
+        else:
+            self.used_by = Edges.of_pairs(self.use_pairs, count)
         # (A -> B per B, B -> C per B)
         self.forward = (
             Edges.of_pairs(self.next_pairs, activities),
@@ -374,7 +403,7 @@ class ProcessMatrices:
 
     @property
     def has_process(self) -> bool:
-        return bool(len(self.use_pairs))
+        return bool(len(self.use_pairs) or len(self.proposed_pairs))
 
     def ablated(self, mapping_edges: bool, sequence_edges: bool) -> ProcessMatrices:
         """A copy without the ``uses:entitySet`` or the ``bpmn:next`` edges (``--no-mapping-edges``,
@@ -382,6 +411,7 @@ class ProcessMatrices:
         out = copy.copy(self)
         if not mapping_edges:
             out.use_pairs = self.use_pairs[:0]
+            out.proposed_pairs, out.proposed_weights = self.proposed_pairs[:0], self.proposed_weights[:0]
         if not sequence_edges:
             out.next_pairs = self.next_pairs[:0]
         out._position(len(self.family))

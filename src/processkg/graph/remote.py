@@ -169,10 +169,12 @@ class Endpoint:
 
     def graphs(self) -> list[str]:
         """Every named graph on the server. ``GRAPH ?g {}`` lists them without a scan (Oxigraph);
-        Virtuoso answers it with one row that binds nothing, so then the graphs are read from their triples."""
+        Virtuoso answers it with one row that binds nothing, so then the graphs are read from their
+        triples, grouped by graph: Virtuoso 7.2 took seconds for ``SELECT DISTINCT ?g`` of a few graphs
+        (a build lists them three times), milliseconds for the same graphs with ``GROUP BY ?g``."""
         rows = self.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }")
         if any(g == "" for (g,) in rows):
-            rows = self.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+            rows = self.rows("SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g")
         return [g for (g,) in rows]
 
     def update(self, text: str) -> None:

@@ -86,6 +86,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 BOTH = pytest.mark.parametrize("server", ["oxigraph", "virtuoso"], indirect=True)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def virtuoso_starts_first(virtuoso_starting: object) -> None:
+    """Virtuoso starts in the background when the module starts (conftest.virtuoso_starting): its start,
+    seconds of waiting, overlaps the Oxigraph tests, which run first."""
+
+
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[str]:
     """The store URL of a SPARQL server: ``oxigraph serve`` (its own layout, a bare ``http://HOST:PORT``)

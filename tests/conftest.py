@@ -462,7 +462,8 @@ def recording_server():
 @pytest.fixture(scope="session")
 def demo_indexed_store(tmp_path_factory) -> Path:
     """The demo built with its retrieval index and raw-metadata chunks (``kg build --index --chunks``),
-    for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
+    for the agent tools (tests/test_mcp.py, tests/test_agent.py) and, copied, tests/test_index.py; embeddings
+    through the shared cache."""
 
     def make(tmp: Path) -> Path:
         build_store(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))

@@ -87,9 +87,16 @@ BOTH = pytest.mark.parametrize("server", ["oxigraph", "virtuoso"], indirect=True
 
 
 @pytest.fixture(scope="module", autouse=True)
-def virtuoso_starts_first(virtuoso_starting: object) -> None:
-    """Virtuoso starts in the background when the module starts (conftest.virtuoso_starting): its start,
-    seconds of waiting, overlaps the Oxigraph tests, which run first."""
+def virtuoso_starts_first(request: pytest.FixtureRequest) -> None:
+    """When a test of the run needs Virtuoso, it starts in the background as the module starts
+    (conftest.virtuoso_starting): its start, seconds of waiting, overlaps the Oxigraph tests, which run first."""
+    if any(
+        item.path == request.path
+        and getattr(item, "callspec", None)
+        and item.callspec.params.get("server") == "virtuoso"
+        for item in request.session.items
+    ):
+        request.getfixturevalue("virtuoso_starting")
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,11 @@ import hashlib
 import http.server
 import os
 import pickle
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -460,7 +462,8 @@ def recording_server():
 @pytest.fixture(scope="session")
 def demo_indexed_store(tmp_path_factory) -> Path:
     """The demo built with its retrieval index and raw-metadata chunks (``kg build --index --chunks``),
-    for the agent tools (tests/test_mcp.py, tests/test_agent.py); embeddings through the shared cache."""
+    for the agent tools (tests/test_mcp.py, tests/test_agent.py) and, copied, tests/test_index.py; embeddings
+    through the shared cache."""
 
     def make(tmp: Path) -> Path:
         build_store(BuildOptions(store=StoreLocation.parse(tmp / "store"), **demo_options()))
@@ -483,12 +486,25 @@ def llm():
 
 
 @pytest.fixture(scope="session")
-def virtuoso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def virtuoso_starting(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Future[tuple[subprocess.Popen[bytes], str]]]:
+    """Virtuoso being started in a thread: its fresh database takes seconds, most of them waiting, so a
+    module that needs it asks for this first and runs its other tests meanwhile (tests/test_remote_store.py
+    runs its Oxigraph tests first). :func:`virtuoso` waits for it; stopped at the end of the session."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        starting = pool.submit(virtuoso_server.start, tmp_path_factory.mktemp("virtuoso"))
+        yield starting
+        if starting.exception() is None:
+            virtuoso_server.stop(starting.result()[0])
+
+
+@pytest.fixture(scope="session")
+def virtuoso(virtuoso_starting: Future[tuple[subprocess.Popen[bytes], str]]) -> str:
     """OpenLink Virtuoso (tests/virtuoso_server.py) on loopback with a fresh database, as a ``--store``
     URL: its query endpoint and its Graph Store Protocol service. A missing server fails."""
     try:
-        process, url = virtuoso_server.start(tmp_path_factory.mktemp("virtuoso"))
+        _process, url = virtuoso_starting.result()
     except RuntimeError as exc:
         pytest.fail(str(exc))
-    yield url
-    virtuoso_server.stop(process)
+    return url

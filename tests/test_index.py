@@ -51,10 +51,12 @@ def encoder() -> Encoder:
 
 
 @pytest.fixture(scope="module")
-def demo_indexed(tmp_path_factory, encoder) -> Path:
+def demo_indexed(tmp_path_factory, demo_indexed_store, encoder) -> Path:
+    """A copy of the session's demo with its index and metadata chunks (conftest.demo_indexed_store: the
+    demo built, then indexed with ``odata=[data/demo/odata]``, as this module built it itself before):
+    the tests below write its index again, so they get a store of their own."""
     store = tmp_path_factory.mktemp("embed") / "demo"
-    build_store(BuildOptions(store=StoreLocation.parse(store), **demo_options()))
-    index_store(tmp_path_factory, store, odata=[DEMO / "odata"])
+    shutil.copytree(demo_indexed_store, store, symlinks=True)
     return store
 
 

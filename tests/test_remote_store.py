@@ -86,6 +86,19 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 BOTH = pytest.mark.parametrize("server", ["oxigraph", "virtuoso"], indirect=True)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def virtuoso_starts_first(request: pytest.FixtureRequest) -> None:
+    """When a test of the run needs Virtuoso, it starts in the background as the module starts
+    (conftest.virtuoso_starting): its start, seconds of waiting, overlaps the Oxigraph tests, which run first."""
+    if any(
+        item.path == request.path
+        and getattr(item, "callspec", None)
+        and item.callspec.params.get("server") == "virtuoso"
+        for item in request.session.items
+    ):
+        request.getfixturevalue("virtuoso_starting")
+
+
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[str]:
     """The store URL of a SPARQL server: ``oxigraph serve`` (its own layout, a bare ``http://HOST:PORT``)

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from starlette.responses import Response
 from uvicorn._types import ASGI3Application, HTTPScope
+from uvicorn.config import Config
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import (
     HEADER_RE,
@@ -40,6 +41,7 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+from uvicorn.server import ServerState
 
 HEAD_START = b"HTTP/1.1 "
 INTERIM = b"HTTP/1.1 1"  # 100 Continue (and any 1xx): written at once, the client waits for it
@@ -53,15 +55,16 @@ class DirectApplication(Protocol):
     def direct(self, scope: HTTPScope) -> Callable[[bytes], Response] | None: ...
 
 
-def direct_application(given: object, loaded: object) -> DirectApplication | None:
-    """The application uvicorn was given, when it answers requests directly (``direct``) and uvicorn runs
-    it behind nothing but its proxy-headers middleware (no message logger of the trace log level, no
-    ASGI 2 or WSGI adapter); None otherwise."""
+def direct_application(config: Config) -> DirectApplication | None:
+    """The application ``config`` was given, when it answers requests directly (``direct``) and uvicorn
+    runs it behind nothing but its proxy-headers middleware (no message logger of the trace log level,
+    no ASGI 2 or WSGI adapter); None otherwise."""
+    given, loaded = config.app, config.loaded_app
     while isinstance(loaded, ProxyHeadersMiddleware):
         loaded = loaded.app
     if loaded is not given or not callable(getattr(given, "direct", None)):
         return None
-    return given  # type: ignore[return-value]
+    return given
 
 
 class HeldHead:
@@ -98,9 +101,15 @@ class HeadWithBodyProtocol(HttpToolsProtocol):
     response completes at the latest), answering the requests the application takes directly without
     an ASGI task."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.direct_app = direct_application(self.config.app, self.app)
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.direct_app = direct_application(self.config)
         self.starting = False  # within on_headers_complete: a cycle uvicorn starts there may be taken
         self.finish: Callable[[bytes], Response] | None = None  # how the direct cycle's request is answered
 

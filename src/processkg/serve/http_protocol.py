@@ -19,7 +19,10 @@ same scope, body buffer, keep-alive and pipelining state) but starts no task: wh
 it calls the application and writes the response as uvicorn's ``send()`` writes it (the same status
 line, server and date headers, ``connection: close`` and checks of header names and values), head and
 body in one write. Everything else (``HEAD``, ``Expect: 100-continue``, chunked bodies, proxy headers,
-discovery, ``/$reset``, retrieval, refusals before the body) goes through ASGI as before. A side by
+discovery, ``/$reset``, retrieval, refusals before the body) goes through ASGI as before. One difference
+shows only with a client that half-closes its side while pipelined requests are pending: uvicorn's
+ASGI path closes the transport at the end of input after the first answer and drops the rest, where
+calls answered directly are all answered (each as soon as its body is in). A side by
 side of the deep insert's CPU and latency is in docs/serve.md (*Latency, side by side*).
 """
 

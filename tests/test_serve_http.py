@@ -8,20 +8,29 @@ is seen.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from processkg.graph.handle import StoreHandle
+from processkg.serve.app import Server, create_app, open_server
+from processkg.serve.http_protocol import HeadWithBodyProtocol
 from processkg.tools.local_server import free_port
 
 V2 = "/sap/opu/odata/sap/DEMO_SALES_ORDER_SRV/"
+V4 = "/sap/opu/odata4/sap/demo_procurement/"
 KG = Path(sys.executable).with_name("kg")
 
 
@@ -139,3 +148,148 @@ def test_a_refused_body_closes_the_connection_after_the_whole_answer(port):
         assert headers["connection"] == "close"
         assert json.loads(body)["error"]["code"] == "body-too-large"
         assert sock.recv(65536) == b"", "then the server closes the connection"
+
+
+# ------------------------------------------------------------------ answered without an ASGI task
+
+DEEP_INSERT = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1000",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000001",
+    "TransactionCurrency": "EUR",
+    "to_Item": [{"SalesOrderItem": "10", "Material": "CITY-BIKE-28", "RequestedQuantity": "5"}],
+}
+
+
+def exchanges(port: int) -> list[bytes]:
+    """The raw requests of :func:`test_a_call_answered_directly_is_what_asgi_answers_byte_for_byte`, each
+    on its own connection or, in one item, several on one (pipelined)."""
+    one = json.dumps(DEEP_INSERT).encode()
+    get = request("GET", V2 + "A_SalesOrder('0000000001')", port)
+    return [
+        get,
+        request("GET", V2 + "A_SalesOrder?$filter=SalesOrderType%20eq%20'OR'&$expand=to_Item&$top=2", port),
+        request("GET", V2, port, extra="x-csrf-token: Fetch\r\n"),
+        request("POST", V2 + "A_SalesOrder", port, one),
+        request("POST", V2 + "A_SalesOrder", port, json.dumps({**DEEP_INSERT, "SalesOrderType": "ZZZ"}).encode()),
+        request("POST", V2 + "A_SalesOrder", port, b"{SalesOrderType"),
+        request("PATCH", V2 + "A_SalesOrder('0000000002')", port, b'{"PurchaseOrderByCustomer": "X"}'),
+        request(
+            "PATCH", V2 + "A_SalesOrder('0000000002')", port, b'{"PurchaseOrderByCustomer": "X"}', "if-match: *\r\n"
+        ),
+        request(
+            "POST",
+            V2 + "A_SalesOrder('0000000004')",
+            port,
+            b'{"PurchaseOrderByCustomer": "Y"}',
+            "x-http-method: MERGE\r\nif-match: *\r\n",
+        ),
+        request("DELETE", V2 + "A_SalesOrder('0000000003')", port, extra="if-match: *\r\n"),
+        request("GET", V2 + "NoSuchSet", port),
+        request("GET", V2 + "$metadata", port),
+        request("GET", V2 + "A_SalesOrder('0000000001')", port).replace(b"application/json", b"application/xml"),
+        request("GET", V4 + "PurchaseOrder?$top=1", port),
+        request("PUT", "/", port),
+        get + get,  # pipelined: two on one connection, sent together
+        get.replace(b"HTTP/1.1", b"HTTP/1.0"),  # not kept: connection: close
+        get.replace(b"accept:", b"connection: close\r\naccept:"),
+        get.replace(f"host: 127.0.0.1:{port}".encode(), b"host: elsewhere.example"),  # 421, ASGI in both
+        request("HEAD", V2 + "A_SalesOrder('0000000001')", port),
+    ]
+
+
+@contextmanager
+def serving(server: Server, protocol: type[asyncio.Protocol], taken: list[str]) -> Iterator[int]:
+    """``kg serve``'s application for ``server`` under uvicorn with ``protocol``, in a thread; its port.
+    ``taken`` gets the method of each request the application answers without ASGI."""
+    port = free_port()
+    app = create_app(server)
+    direct = app.direct
+
+    def counted(scope: dict) -> object:
+        finish = direct(scope)
+        if finish is not None:
+            taken.append(scope["method"])
+        return finish
+
+    app.direct = counted  # type: ignore[method-assign]  # the same method, its takes counted
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol)
+    web = uvicorn.Server(config)
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not web.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert web.started, "the server did not start within 30 s"
+    try:
+        yield port
+    finally:
+        web.should_exit = True
+        thread.join(timeout=10)
+
+
+def answers(port: int) -> list[bytes]:
+    """What the server on ``port`` wrote for each of :func:`exchanges` (date lines dropped, the port named
+    ``PORT``), each answer read whole by its length, and then whether the server closed the connection."""
+    out = []
+    for raw in exchanges(port):
+        methods = [line.split(b" ", 1)[0].decode() for line in raw.split(b"\r\n") if b" HTTP/1." in line]
+        with connect(port) as sock:
+            sock.sendall(raw)
+            data, pending = b"", b""
+            for method in methods:
+                answer, pending = read_answer(sock, pending, method)
+                data += answer
+            sock.settimeout(0.2)
+            try:
+                closed = sock.recv(65536) == b""
+            except TimeoutError:
+                closed = False
+        lines = [line for line in data.split(b"\r\n") if not line.startswith(b"date: ")]  # the second's date
+        out.append(b"\r\n".join(lines).replace(str(port).encode(), b"PORT") + (b" closed" if closed else b" open"))
+    return out
+
+
+def read_answer(sock: socket.socket, data: bytes, method: str) -> tuple[bytes, bytes]:
+    """One answer from ``sock`` (``data``: what was read beyond the last one), and what follows it."""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed after {data[:300]!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    _status, headers, _ = head_of(head + b"\r\n\r\n")
+    length = 0 if method == "HEAD" or " 204 " in _status else int(headers["content-length"])
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed after {data[:300]!r}"
+        body += chunk
+    return head + b"\r\n\r\n" + body[:length], body[length:]
+
+
+def test_a_call_answered_directly_is_what_asgi_answers_byte_for_byte(demo_store: Path):
+    """The same requests to two servers on the same store, one under uvicorn's own protocol (every request
+    an ASGI task) and one under kg serve's (an OData call answered in the protocol's callback): the same
+    bytes come back, date aside: status line, headers in their order, body, and the connection kept or
+    closed alike, also for the requests kg serve's protocol leaves to ASGI (HEAD, a refused Host)."""
+    found, taken = {}, {}
+    for protocol in (HttpToolsProtocol, HeadWithBodyProtocol):
+        server = open_server(StoreHandle.open(demo_store), csrf=False, allow_reset=True)
+        server.csrf_token = "the-same-token"  # a fetched token is random per server
+        with serving(server, protocol, taken.setdefault(protocol, [])) as port:
+            found[protocol] = answers(port)
+    asgi, direct = found[HttpToolsProtocol], found[HeadWithBodyProtocol]
+    assert taken[HttpToolsProtocol] == [], "uvicorn's own protocol runs every request as an ASGI task"
+    # every call but PUT / (discovery), the refused Host and HEAD, the pipelined two included
+    assert len(taken[HeadWithBodyProtocol]) == 18
+    assert [a.split(b"\r\n", 1)[0] for a in direct][:5] == [
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 201 Created",
+        b"HTTP/1.1 400 Bad Request",
+    ]
+    port = 0  # the requests as sent, to name one that differs
+    for i, (a, d) in enumerate(zip(asgi, direct, strict=True)):
+        assert d == a, f"request {i}: {exchanges(port)[i][:80]!r}"

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import ProcessKGError, ServeHTTPError, ServeQueryError, UnsupportedQueryError
@@ -681,7 +681,7 @@ async def read_body(request: Request, length: str | None) -> bytes:
     if length is not None:
         if not (length.isascii() and length.isdigit()):
             raise ServeHTTPError(400, "malformed", f"Content-Length {length[:40]!r} is not a number")
-        if len(length) > 12 or int(length) > MAX_BODY:
+        if _length_refused(length):
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -691,6 +691,11 @@ async def read_body(request: Request, length: str | None) -> bytes:
             raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _length_refused(length: str) -> bool:
+    """Whether a ``Content-Length`` is refused before the body is read: not a number, or over :data:`MAX_BODY`."""
+    return not (length.isascii() and length.isdigit()) or len(length) > 12 or int(length) > MAX_BODY
 
 
 def _path_and_query(scope: Scope) -> tuple[str, str]:
@@ -709,11 +714,10 @@ _ORIGINS: dict[tuple[object, ...], str] = {}
 ORIGINS_KEPT = 256
 
 
-def _origin(request: Request) -> str:
+def _origin(scope: Scope) -> str:
     """The request's base URL without its final slash (``http://127.0.0.1:8080``), as Starlette's
     ``request.base_url`` gives it: made by Starlette once for each scheme, first ``Host`` header, server
     address and root path, then kept (a create's absolute ``Location`` needs it on every call)."""
-    scope = request.scope
     host = next((value for name, value in scope["headers"] if name == b"host"), None)
     root = scope.get("app_root_path", scope.get("root_path", ""))
     key = (scope.get("scheme", "http"), host, scope.get("server"), root)
@@ -721,29 +725,62 @@ def _origin(request: Request) -> str:
     if found is None:
         if len(_ORIGINS) >= ORIGINS_KEPT:
             _ORIGINS.clear()
-        found = _ORIGINS[key] = str(request.base_url).rstrip("/")
+        found = _ORIGINS[key] = str(Request(scope).base_url).rstrip("/")
     return found
 
 
-def _bound(request: Request) -> tuple[str, int] | None:
-    server = request.scope.get("server")
+def _bound(scope: Scope) -> tuple[str, int] | None:
+    server = scope.get("server")
     return (str(server[0]), int(server[1])) if server and server[1] is not None else None
 
 
-def create_app(server: Server) -> ASGIApp:
-    """The ASGI application of ``server``: ``GET /$processkg/retrieve`` and every other path to the
+def create_app(server: Server) -> Application:
+    """The ASGI application of ``server`` (:class:`Application`)."""
+    return Application(server)
+
+
+class Application:
+    """The ASGI application of a :class:`Server`: ``GET /$processkg/retrieve`` and every other path to the
     OData services (GET, HEAD, POST, PATCH, PUT, MERGE, DELETE; another method is a 405).
 
     A plain ASGI callable rather than a Starlette application: a request is read through Starlette's
     ``Request`` and answered with its ``Response`` as before, but without its router and middleware
-    stack, which cost a tenth of a GET by key's CPU time (``benchmarks/bench_sap_clients.py``)."""
+    stack, which cost a tenth of a GET by key's CPU time (``benchmarks/bench_sap_clients.py``).
 
-    async def handle(request: Request) -> Response:
-        path, query = _path_and_query(request.scope)
-        url = path + (f"?{query}" if query else "")
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.scope["headers"]}
+    Besides ASGI, :meth:`direct` answers an OData call whole in the HTTP protocol's own callback
+    (``serve/http_protocol.py``), without an ASGI task, Starlette's ``Request`` or the ASGI messages:
+    the same :func:`answer` and the same response, on the path a deep insert's client waits on."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # a websocket: not served (the connection is closed unanswered)
+        request, method = Request(scope, receive), scope["method"]
         try:
-            server.check_host(headers.get("host"), _bound(request))
+            if scope["path"] == RETRIEVE_PATH and method in ("GET", "HEAD"):
+                response = await self.retrieve(request)
+            elif method in METHODS or method == "HEAD":
+                response = await self.handle(request)
+            else:
+                allowed = ", ".join([*METHODS, "HEAD"])
+                response = PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": allowed})
+        except Exception:  # a bug outside answer(), which answers its own: logged, and a 500
+            log.exception("kg serve: %s %s failed", method, scope.get("path"))
+            response = PlainTextResponse("Internal Server Error", status_code=500)
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        server, scope = self.server, request.scope
+        path, query = _path_and_query(scope)
+        url = path + (f"?{query}" if query else "")
+        headers = _headers(scope)
+        try:
+            server.check_host(headers.get("host"), _bound(scope))
             raw = await read_body(request, headers.get("content-length"))
         except ServeHTTPError as exc:  # refused before the body was read (whole)
             refused = _error_response(server, url, exc)
@@ -754,7 +791,7 @@ def create_app(server: Server) -> ASGIApp:
         if path in ADMIN:
             return await run_in_threadpool(admin, server, request.method, path, headers)
         if path == "/" or catalog.is_catalog(path):
-            origin = _origin(request)
+            origin = _origin(scope)
             response = discovery(server, request.method, path, query, origin)
             if headers.get("x-csrf-token", "").lower() == "fetch":  # as any GET: kg eval agent fetches it at /
                 response.headers["x-csrf-token"] = server.csrf_token
@@ -762,40 +799,61 @@ def create_app(server: Server) -> ASGIApp:
         # On the event loop, not on a worker thread: the GIL and the validation lock run one call at a
         # time anyway, and the hand-off to a thread and back was a quarter of a GET by key's CPU time
         # (benchmarks/bench_sap_clients.py, py-spy).
-        response = answer(server, request.method, url, headers, raw)
-        location = response.headers.get("location")
-        if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
-            response.headers["location"] = _origin(request) + location
-        return response
+        return _served(server, request.method, url, headers, raw, scope)
 
-    async def retrieve(request: Request) -> Response:
+    async def retrieve(self, request: Request) -> Response:
         try:
-            server.check_host(request.headers.get("host"), _bound(request))
+            self.server.check_host(request.headers.get("host"), _bound(request.scope))
         except ServeHTTPError as exc:
-            return _error_response(server, RETRIEVE_PATH, exc)
-        return await run_in_threadpool(resident_retrieve, server, dict(request.query_params))
+            return _error_response(self.server, RETRIEVE_PATH, exc)
+        return await run_in_threadpool(resident_retrieve, self.server, dict(request.query_params))
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return  # a websocket: not served (the connection is closed unanswered)
-        request, method = Request(scope, receive), scope["method"]
-        try:
-            if scope["path"] == RETRIEVE_PATH and method in ("GET", "HEAD"):
-                response = await retrieve(request)
-            elif method in METHODS or method == "HEAD":
-                response = await handle(request)
-            else:
-                allowed = ", ".join([*METHODS, "HEAD"])
-                response = PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": allowed})
-        except Exception:  # a bug outside answer(), which answers its own: logged, and a 500
-            log.exception("kg serve: %s %s failed", method, scope.get("path"))
-            response = PlainTextResponse("Internal Server Error", status_code=500)
-        await response(scope, receive, send)
+    def direct(self, scope: Scope) -> Callable[[bytes], Response] | None:
+        """For the HTTP protocol (``serve/http_protocol.py``), once a request's head is read: how to answer
+        it from its whole body without ASGI, or None where :meth:`__call__` answers it as before.
 
-    return app
+        Taken: an OData call (a method of :data:`METHODS` on a service path) whose ``Host`` is allowed and
+        whose body is announced by a ``Content-Length`` within :data:`MAX_BODY` (or absent). Left to ASGI,
+        answered there as before: ``HEAD``, other methods, discovery, ``/$reset`` and ``/$dump`` (on a
+        worker thread), retrieval, a refused ``Host`` or length (refused before the body is read), and a
+        chunked body. The answer is :meth:`handle`'s: the same checks, :func:`answer` and response."""
+        server, method = self.server, scope["method"]
+        path = scope["path"]
+        if method not in METHODS or path == RETRIEVE_PATH or path in ADMIN or path == "/" or catalog.is_catalog(path):
+            return None
+        headers = _headers(scope)
+        length = headers.get("content-length")
+        if "transfer-encoding" in headers or (length is not None and _length_refused(length)):
+            return None
+        if not host_allowed(headers.get("host") or "", _bound(scope), server.allowed_hosts):
+            return None
+        path, query = _path_and_query(scope)
+        url = path + (f"?{query}" if query else "")
+
+        def finish(raw: bytes) -> Response:
+            try:
+                if len(raw) > MAX_BODY:  # more than Content-Length announced cannot arrive: never here
+                    raise ServeHTTPError(413, "body-too-large", f"the request body is over {MAX_BODY} bytes")
+                return _served(server, method, url, headers, raw, scope)
+            except Exception:  # a bug outside answer(), which answers its own: logged, and a 500
+                log.exception("kg serve: %s %s failed", method, scope.get("path"))
+                return PlainTextResponse("Internal Server Error", status_code=500)
+
+        return finish
+
+
+def _served(server: Server, method: str, url: str, headers: dict[str, str], raw: bytes, scope: Scope) -> Response:
+    """An OData call answered (:func:`answer`), with a create's ``Location`` made absolute."""
+    response = answer(server, method, url, headers, raw)
+    location = response.headers.get("location")
+    if location and location.startswith("/"):  # absolute, as SAP Gateway answers a create
+        response.headers["location"] = _origin(scope) + location
+    return response
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by lower-case name (the last of a repeated one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

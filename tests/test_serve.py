@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from conftest import DEMO, running
+from conftest import DEMO, DEMO_ORDER, running
 from processkg.graph.handle import StoreHandle
 from processkg.serve import etags
 from processkg.serve.app import open_server
@@ -85,11 +85,7 @@ def test_read_by_key_and_along_navigation(client):
 
 def test_deep_insert_of_a_sales_order_with_items_then_expand(client):
     payload = {
-        "SalesOrderType": "OR",
-        "SalesOrganization": "1000",
-        "DistributionChannel": "10",
-        "OrganizationDivision": "00",
-        "SoldToParty": "0000000001",
+        **DEMO_ORDER,
         "TransactionCurrency": "EUR",
         "to_Item": [
             {
@@ -241,15 +237,6 @@ def changeset(boundary: str, parts: list[str]) -> str:
     return f"Content-Type: multipart/mixed; boundary={boundary}\r\n\r\n" + multipart(boundary, parts).decode()
 
 
-GOOD = {
-    "SalesOrderType": "OR",
-    "SalesOrganization": "1000",
-    "DistributionChannel": "10",
-    "OrganizationDivision": "00",
-    "SoldToParty": "0000000001",
-}
-
-
 def test_batch_change_set_rolls_back_as_a_whole(client):
     body = multipart(
         "batch_1",
@@ -258,11 +245,11 @@ def test_batch_change_set_rolls_back_as_a_whole(client):
             changeset(
                 "changeset_1",
                 [
-                    http_part("POST", "A_SalesOrder", GOOD),
-                    http_part("POST", "A_SalesOrder", {**GOOD, "SalesOrderType": "XX"}),
+                    http_part("POST", "A_SalesOrder", DEMO_ORDER),
+                    http_part("POST", "A_SalesOrder", {**DEMO_ORDER, "SalesOrderType": "XX"}),
                 ],
             ),
-            changeset("changeset_2", [http_part("POST", "A_SalesOrder", GOOD)]),
+            changeset("changeset_2", [http_part("POST", "A_SalesOrder", DEMO_ORDER)]),
         ],
     )
     answer = client.post(V2 + "$batch", content=body, headers={"content-type": "multipart/mixed; boundary=batch_1"})
@@ -302,7 +289,7 @@ def test_metadata_is_the_source_document_byte_for_byte(client, root, source):
 
 
 def test_a_reference_to_a_missing_record_is_rejected_with_a_hint_then_accepted(client):
-    rejected = client.post(V2 + "A_SalesOrder", json={**GOOD, "SoldToParty": "0099999999"})
+    rejected = client.post(V2 + "A_SalesOrder", json={**DEMO_ORDER, "SoldToParty": "0099999999"})
     assert rejected.status_code == 400, rejected.text
     error = rejected.json()["error"]
     assert error["code"] == "unknown-reference"
@@ -310,7 +297,7 @@ def test_a_reference_to_a_missing_record_is_rejected_with_a_hint_then_accepted(c
     assert (detail["code"], detail["target"]) == ("unknown-reference", "/SoldToParty")
     assert "A_Customer" in detail["message"] and "0000000001" in detail["message"], "it names records that exist"
     assert client.get(V2 + "A_SalesOrder/$count").text == "20"
-    assert client.post(V2 + "A_SalesOrder", json={**GOOD, "SoldToParty": "0000000002"}).status_code == 201
+    assert client.post(V2 + "A_SalesOrder", json={**DEMO_ORDER, "SoldToParty": "0000000002"}).status_code == 201
 
 
 def test_an_item_needs_its_parent_and_a_deep_insert_brings_it(client):
@@ -320,7 +307,7 @@ def test_an_item_needs_its_parent_and_a_deep_insert_brings_it(client):
     [detail] = orphan.json()["error"]["innererror"]["errordetails"]
     assert (detail["code"], detail["target"]) == ("unknown-reference", "/SalesOrder")
     assert client.post(V2 + "A_SalesOrderItem", json={**item, "SalesOrder": "0000000005"}).status_code == 201
-    deep = client.post(V2 + "A_SalesOrder", json={**GOOD, "to_Item": {"results": [{"SalesOrderItem": "10"}]}})
+    deep = client.post(V2 + "A_SalesOrder", json={**DEMO_ORDER, "to_Item": {"results": [{"SalesOrderItem": "10"}]}})
     assert deep.status_code == 201, "the parent of a deep-inserted item is created with it"
     bad_child = client.post(V2 + "A_CreditMemoRequest", json={"ReferenceSDDocument": "0000000077"})
     assert [d["target"] for d in bad_child.json()["error"]["innererror"]["errordetails"]] == ["/ReferenceSDDocument"]
@@ -328,7 +315,7 @@ def test_an_item_needs_its_parent_and_a_deep_insert_brings_it(client):
 
 def test_reset_restores_the_generated_records_and_dump_returns_them(served, client, tmp_path):
     server, _client, _record = served
-    assert client.post(V2 + "A_SalesOrder", json=GOOD).status_code == 201
+    assert client.post(V2 + "A_SalesOrder", json=DEMO_ORDER).status_code == 201
     dumped = client.get("/$dump").json()
     assert len(dumped["DEMO_SALES_ORDER_SRV"]["A_SalesOrder"]) == 21
     assert client.post("/$reset").status_code == 204
@@ -387,3 +374,22 @@ def test_an_etag_kept_for_a_record_follows_its_changes_in_place():
     before = etags.etag(nested)
     nested["to_Text"][0]["Text"] = "b"  # type: ignore[index]
     assert etags.etag(nested) != before
+
+
+def test_reset_puts_back_a_record_changed_in_place_and_keeps_the_unchanged_tables(served):
+    """An operation changes a stored record in place (serve/operations.py): the reset still restores it, and
+    a table nothing changed keeps its records and indexes (a reset copies only what differs)."""
+    server, _client, _record = served
+    data = server.data
+    data.reset()
+    orders, items = (
+        data.table("DEMO_SALES_ORDER_SRV", "A_SalesOrder"),
+        data.table("DEMO_SALES_ORDER_SRV", "A_SalesOrderItem"),
+    )
+    assert orders is not None and items is not None
+    first = next(iter(orders.rows.values()))
+    before, kept = dict(first), items.rows
+    first["PurchaseOrderByCustomer"] = "changed in place"
+    data.reset()
+    assert next(iter(orders.rows.values())) == before
+    assert items.rows is kept

@@ -94,6 +94,15 @@ A2X_ORDER = {
     "to_Item": [{"Material": "0000000001", "RequestedQuantity": "2", "RequestedQuantityUnit": "PC"}],
 }
 
+#: A sales order header that kg serve of the demo accepts (its sales organisation 1000, customer 1).
+DEMO_ORDER = {
+    "SalesOrderType": "OR",
+    "SalesOrganization": "1000",
+    "DistributionChannel": "10",
+    "OrganizationDivision": "00",
+    "SoldToParty": "0000000001",
+}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules of :data:`SLOWEST_FIRST` first, in its order; the rest after them, as collected."""
@@ -240,10 +249,19 @@ def tasks_client(tasks_server: Server) -> Iterator[httpx.Client]:
 def running(server: Server, timeout: float = 60) -> Iterator[httpx.Client]:
     """``kg serve``'s application for ``server`` under uvicorn on a free loopback port, in a thread,
     with an HTTP client for it; stopped when the block ends."""
+    with (
+        uvicorn_on(create_app(server), HeadWithBodyProtocol) as port,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as client,
+    ):
+        yield client
+
+
+@contextmanager
+def uvicorn_on(app: object, protocol: type) -> Iterator[int]:
+    """The ASGI ``app`` under uvicorn with the HTTP ``protocol`` on a free loopback port, in a thread; the
+    port. Stopped when the block ends."""
     port = free_port()
-    config = uvicorn.Config(
-        create_app(server), host="127.0.0.1", port=port, log_level="warning", http=HeadWithBodyProtocol
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol)  # type: ignore[arg-type]
     web = uvicorn.Server(config)
     thread = threading.Thread(target=web.run, daemon=True)
     thread.start()
@@ -251,10 +269,11 @@ def running(server: Server, timeout: float = 60) -> Iterator[httpx.Client]:
     while not web.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert web.started, "the server did not start within 30 s"
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as client:
-        yield client
-    web.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield port
+    finally:
+        web.should_exit = True
+        thread.join(timeout=10)
 
 
 # ------------------------------------------------------------------ session builds

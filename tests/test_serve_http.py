@@ -13,7 +13,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from conftest import DEMO_ORDER, uvicorn_on
 from processkg.graph.handle import StoreHandle
 from processkg.serve.app import Server, create_app, open_server
 from processkg.serve.http_protocol import HeadWithBodyProtocol
@@ -153,11 +152,7 @@ def test_a_refused_body_closes_the_connection_after_the_whole_answer(port):
 # ------------------------------------------------------------------ answered without an ASGI task
 
 DEEP_INSERT = {
-    "SalesOrderType": "OR",
-    "SalesOrganization": "1000",
-    "DistributionChannel": "10",
-    "OrganizationDivision": "00",
-    "SoldToParty": "0000000001",
+    **DEMO_ORDER,
     "TransactionCurrency": "EUR",
     "to_Item": [{"SalesOrderItem": "10", "Material": "CITY-BIKE-28", "RequestedQuantity": "5"}],
 }
@@ -204,7 +199,6 @@ def exchanges(port: int) -> list[bytes]:
 def serving(server: Server, protocol: type[asyncio.Protocol], taken: list[str]) -> Iterator[int]:
     """``kg serve``'s application for ``server`` under uvicorn with ``protocol``, in a thread; its port.
     ``taken`` gets the method of each request the application answers without ASGI."""
-    port = free_port()
     app = create_app(server)
     direct = app.direct
 
@@ -215,19 +209,8 @@ def serving(server: Server, protocol: type[asyncio.Protocol], taken: list[str]) 
         return finish
 
     app.direct = counted  # type: ignore[method-assign]  # the same method, its takes counted
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol)
-    web = uvicorn.Server(config)
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert web.started, "the server did not start within 30 s"
-    try:
+    with uvicorn_on(app, protocol) as port:
         yield port
-    finally:
-        web.should_exit = True
-        thread.join(timeout=10)
 
 
 def answers(port: int) -> list[bytes]:

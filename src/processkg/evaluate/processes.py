@@ -206,9 +206,7 @@ def automatic_mapping(
         drawn_rows = mapping_rows(drawn)
         if tuning == "proposed":
             kept_rows = drawn_rows
-    settings, scores, quality = fold_scores(signals, entries, gone, context, scorer)
-    proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in gone]
-    quality["held_out"] = edge_quality(proposals, entries, gone)
+    proposals, settings, quality, scores = fold_proposals(signals, entries, gone, context, scorer)
     write_proposals(folder / "proposals.yaml", proposals, "the fold's store", settings)
     quality["proposed_sets"] = sorted({(p.process, p.service, p.entity_set) for p in proposals})
     if scored is not None:
@@ -294,7 +292,7 @@ def tuning_proposals(
     groups: list[JSONObject] = []
     for g in range(count):
         group = names[g::count]
-        proposals, _settings, quality = fold_proposals(signals, kept, group, context, scorer)
+        proposals, _settings, quality, _scores = fold_proposals(signals, kept, group, context, scorer)
         drawn += proposals
         groups.append({"processes": group, "tuning_f1": quality["tuning_f1"], "edges": quality["held_out"]["edges"]})
     return drawn, {"groups": groups, **edge_quality(drawn, kept, names)}
@@ -312,15 +310,16 @@ def fold_proposals(
     held_out: Collection[str],
     context: bool = False,
     scorer: str = "learned",
-) -> tuple[list[Proposal], ProposalWeights, JSONObject]:
+) -> tuple[list[Proposal], ProposalWeights, JSONObject, np.ndarray]:
     """The proposals for the ``held_out`` processes by a scorer fitted on the other processes' ``gold``
     alone (``learned``: :func:`~processkg.proposals.learned.fit_scorer`; ``weights``:
-    :func:`proposal_choice`), the settings of their cut, and a report: the settings, the tuning F1 and
-    the P, R and F1 of the proposals against the held-out processes' gold."""
+    :func:`proposal_choice`), the settings of their cut, a report (the settings, the tuning F1 and
+    the P, R and F1 of the proposals against the held-out processes' gold), and the scorer's scores
+    (activities x sets)."""
     settings, scores, quality = fold_scores(signals, gold, held_out, context, scorer)
     proposals = [p for p in propose(None, settings, signals=signals, scores=scores) if p.process in held_out]
     quality["held_out"] = edge_quality(proposals, gold, held_out)
-    return proposals, settings, quality
+    return proposals, settings, quality, scores
 
 
 def fold_scores(
@@ -366,7 +365,7 @@ def proposal_folds(
     out: list[JSONObject] = []
     for f in range(FOLDS):
         held_out = [p for p in names if fold_of(p) == f]
-        _proposals, _settings, mapping = fold_proposals(signals, gold, held_out, context, scorer)
+        _proposals, _settings, mapping, _scores = fold_proposals(signals, gold, held_out, context, scorer)
         out.append({"fold": f + 1, "held_out": held_out, "mapping": mapping})
     return out
 

@@ -234,17 +234,7 @@ class Retriever:
     def matrices(self) -> ProcessMatrices:
         """The process layer and navigations as matrices, for the signals of the routed ``hybrid``."""
         if self._matrices is None:
-            vectors = self.index.vectors
-            self._matrices = ProcessMatrices(
-                [s["name"] for s in self.sets],
-                vectors["set"],
-                vectors["activity"],
-                self.edges("uses"),
-                self.edges("next"),
-                self.edges("navigations"),
-                self.edges("flow"),
-                self.edges("mined"),
-            )
+            self._matrices = self._process_matrices()
         return self._matrices
 
     def add_proposed_uses(self, pairs: np.ndarray, weights: np.ndarray) -> None:
@@ -252,19 +242,27 @@ class Retriever:
         its weight in (0, 1] (``kg eval processes --scored-candidates``: proposals with their scores,
         given at run time, not in the store): an activity signal carries the activity's similarity
         times the weight. The other methods do not see them."""
-        self._matrices = ProcessMatrices(
+        self._matrices = self._process_matrices(
+            np.asarray(pairs, dtype=np.int64).reshape(-1, 2), np.asarray(weights, dtype=np.float32)
+        )
+        self._ablated = {}
+
+    def _process_matrices(
+        self, proposed: np.ndarray | None = None, proposed_weights: np.ndarray | None = None
+    ) -> ProcessMatrices:
+        vectors = self.index.vectors
+        return ProcessMatrices(
             [s["name"] for s in self.sets],
-            self.index.vectors["set"],
-            self.index.vectors["activity"],
+            vectors["set"],
+            vectors["activity"],
             self.edges("uses"),
             self.edges("next"),
             self.edges("navigations"),
             self.edges("flow"),
             self.edges("mined"),
-            np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
-            np.asarray(weights, dtype=np.float32),
+            proposed,
+            proposed_weights,
         )
-        self._ablated = {}
 
     def matrices_for(self, settings: RetrievalSettings) -> ProcessMatrices:
         """The matrices with the edges an ablation leaves out removed."""

@@ -346,7 +346,7 @@ class ProcessMatrices:
         per ``uses:entitySet``; ``next_edges`` (activity, activity) per ``bpmn:next``; ``navigations``
         (set, its navigation target); ``flows`` (set, a set that follows it in the inferred document flow);
         ``mined`` (set, a set whose write followed its write in a recorded case); ``proposed`` (activity,
-        entity set) per proposed use (``kg:ProposedUse``), each with its weight in ``proposed_weights``
+        entity set) per proposed use (given at run time: :meth:`Retriever.add_proposed_uses`), each with its weight in ``proposed_weights``
         (in (0, 1]): the activity signals walk it as a use, the activity's similarity times the weight."""
         self.set_vectors, self.activity_vectors = set_vectors, activity_vectors
         self.use_pairs, self.next_pairs = uses, next_edges

@@ -7,6 +7,7 @@ import only from a lower layer or from its own subpackage, and the module graph 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,50 @@ def test_module_aliases_are_found(tmp_path):
     )
     found = [line.split(": ", 1)[1] for line in module_aliases(source)]
     assert found == ["processkg.jsonl as lines", "processkg.graph.stats as counts"]
+
+
+_SPARQL_START = re.compile(
+    r"\s*(?:PREFIX\s|BASE\s|SELECT\s|CONSTRUCT\s|DESCRIBE\s|ASK\s*\{|INSERT\s|DELETE\s|WITH\s*<)"
+)
+
+
+def inline_sparql(path: Path) -> list[str]:
+    """String literals (f-strings too, by their literal parts) that are SPARQL: a query or update
+    keyword first and a group in them. SPARQL lives in ``.rq`` files (assets/queries), never in code."""
+    found, tree = [], ast.parse(path.read_text(encoding="utf-8"))
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if id(node) in parts:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if _SPARQL_START.match(text) and "{" in text:
+            found.append(f"{node.lineno}: {text[:60]!r}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_sparql_in_code(module):
+    found = inline_sparql(MODULES[module])
+    where = MODULES[module].relative_to(SRC.parent)
+    assert not found, "SPARQL in code (move it to an .rq file):\n" + "\n".join(f"{where}:{line}" for line in found)
+
+
+def test_inline_sparql_is_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        'A = "SELECT ?s WHERE { ?s ?p ?o }"\n'
+        'B = f"INSERT DATA {{ GRAPH <{g}> {{ <a> <b> <c> }} }}"\n'
+        'C = "\\n  ASK { ?s ?p ?o }"\n'
+        'D = f"PREFIX {p}: <{ns}>\\n"\n'
+        'E = "Select the entity sets {of} a process"\n'
+        'F = "DELETE the record"\n'
+    )
+    assert [line.split(":")[0] for line in inline_sparql(source)] == ["1", "2", "3"]
 
 
 @pytest.mark.parametrize("package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))

@@ -40,5 +40,10 @@ def internal_queries_dir() -> Path:
     return asset("queries", "internal")
 
 
+def remote_queries_dir() -> Path:
+    """The control queries of a store on a SPARQL server (its builds, pointer and files: graph/remote.py)."""
+    return asset("queries", "remote")
+
+
 def templates_dir(*parts: str) -> Path:
     return asset("templates", *parts)

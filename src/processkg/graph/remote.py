@@ -30,7 +30,9 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from functools import cache
 from pathlib import Path
+from string import Template
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, quote, unquote, urljoin, urlsplit, urlunsplit
 
@@ -54,6 +56,7 @@ from pyoxigraph import (
 )
 
 from processkg.aliases import JSONObject
+from processkg.assets import remote_queries_dir
 from processkg.errors import RemoteStoreError, StoreDamagedError, StoreNotFoundError
 from processkg.graph.sparql import check, group_start
 
@@ -179,9 +182,9 @@ class Endpoint:
         Virtuoso answers it with one row that binds nothing, so then the graphs are read from their
         triples, grouped by graph: Virtuoso 7.2 took seconds for ``SELECT DISTINCT ?g`` of a few graphs
         (a build lists them three times), milliseconds for the same graphs with ``GROUP BY ?g``."""
-        rows = self.rows("SELECT DISTINCT ?g WHERE { GRAPH ?g {} }")
+        rows = self.rows(control_query("graphs"))
         if any(g == "" for (g,) in rows):
-            rows = self.rows("SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g")
+            rows = self.rows(control_query("graphs-grouped"))
         return [g for (g,) in rows]
 
     def update(self, text: str) -> None:
@@ -269,13 +272,40 @@ def files_graph(build: str) -> str:
     return f"{BUILD}{build}:files"
 
 
+#: The IRIs every control query may name (``queries/remote/*.rq``), besides those a call passes.
+_CONTROL_IRIS = {
+    "control": CONTROL,
+    "pointer": POINTER,
+    "current": CURRENT,
+    "previous": PREVIOUS,
+    "replaces": REPLACES,
+    "content": CONTENT,
+}
+_IRI = re.compile(r'[^<>"{}|^`\\\x00-\x20]+')
+
+
+@cache
+def _control_text(name: str) -> Template:
+    return Template((remote_queries_dir() / f"{name}.rq").read_text(encoding="utf-8"))
+
+
+def control_query(name: str, **iris: str) -> str:
+    """The control query ``queries/remote/NAME.rq`` with each ``$name`` in it as an IRI: one of
+    :data:`_CONTROL_IRIS` or of ``iris`` (a build's graphs; build ids are checked where they are read)."""
+    values = {**_CONTROL_IRIS, **iris}
+    for value in values.values():
+        if not _IRI.fullmatch(value):
+            raise RemoteStoreError(f"{value[:120]!r} is not an IRI a control query can name")
+    return _control_text(name).substitute({k: f"<{v}>" for k, v in values.items()})
+
+
 def pointers(endpoint: Endpoint) -> list[str]:
     """Every build id the pointer names, oldest first: one, or briefly two after two builds switched at once.
 
     An id is later a folder name of the cache: one that is not of the exact form kg build writes
     (``../../X``, anything written into the server by hand) is refused.
     """
-    rows = endpoint.rows(f"SELECT ?b WHERE {{ GRAPH <{CONTROL}> {{ <{POINTER}> <{CURRENT}> ?b }} }}")
+    rows = endpoint.rows(control_query("pointers"))
     found = []
     for (value,) in rows:
         build = _build_of(value)
@@ -304,25 +334,18 @@ def switch(endpoint: Endpoint, expected: str | None, build: str) -> None:
     read back only after :func:`_settle`: read at once, a build saw only its own pointer, called
     itself the winner, and the other update landed a moment later (both builds "won").
     """
-    ctl, new, current = f"GRAPH <{CONTROL}>", f"<{data_graph(build)}>", f"<{POINTER}> <{CURRENT}>"
+    new = data_graph(build)
     began = time.monotonic()
     if expected is None:
-        endpoint.update(
-            f"INSERT {{ {ctl} {{ {current} {new} }} }} WHERE {{ FILTER NOT EXISTS {{ {ctl} {{ {current} ?any }} }} }}"
-        )
+        endpoint.update(control_query("switch-first", new=new))
     else:
-        old, previous = f"<{data_graph(expected)}>", f"<{POINTER}> <{PREVIOUS}>"
-        endpoint.update(
-            f"DELETE {{ {ctl} {{ {current} ?any . {previous} ?prev }} }} "
-            f"INSERT {{ {ctl} {{ {current} {new} . {previous} {old} }} }} "
-            f"WHERE {{ {ctl} {{ {current} {old} . {current} ?any OPTIONAL {{ {previous} ?prev }} }} }}"
-        )
+        endpoint.update(control_query("switch", new=new, old=data_graph(expected)))
     _settle(time.monotonic() - began)
     found = pointers(endpoint)
     if found and found[0] == build:
         return
     if build in found:  # switched at the same moment as an older build: withdraw
-        endpoint.update(f"DELETE DATA {{ {ctl} {{ {current} {new} }} }}")
+        endpoint.update(control_query("withdraw", new=new))
     else:  # the update changed nothing: nobody ever saw this build
         drop(endpoint, [build])
     raise RemoteStoreError(
@@ -353,7 +376,7 @@ def drop(endpoint: Endpoint, ids: list[str]) -> None:
     for graph in graphs:  # the Graph Store Protocol's DELETE: faster than DROP on Oxigraph
         endpoint.delete(graph)
     for build in ids:
-        endpoint.update(f"DELETE WHERE {{ GRAPH <{CONTROL}> {{ <{data_graph(build)}> <{REPLACES}> ?from }} }}")
+        endpoint.update(control_query("forget", build=data_graph(build)))
 
 
 def _build_of(graph: str) -> str | None:
@@ -364,7 +387,7 @@ def _build_of(graph: str) -> str | None:
 
 def origins(endpoint: Endpoint) -> dict[str, str | None]:
     """Every build's record: its id -> the build it started from (None: an empty server)."""
-    rows = endpoint.rows(f"SELECT ?b ?from WHERE {{ GRAPH <{CONTROL}> {{ ?b <{REPLACES}> ?from }} }}")
+    rows = endpoint.rows(control_query("records"))
     return {b: _build_of(e) for (g, e) in rows if (b := _build_of(g))}
 
 
@@ -405,8 +428,8 @@ def publish(url: str, expected: str | None, version: Path, db: Path) -> Path:
     """
     endpoint, build = Endpoint(url), new_build_id()
     store = Store.read_only(str(db))
-    started = f"<{data_graph(expected)}>" if expected else f"<{NOTHING}>"
-    endpoint.update(f"INSERT DATA {{ GRAPH <{CONTROL}> {{ <{data_graph(build)}> <{REPLACES}> {started} }} }}")
+    started = data_graph(expected) if expected else NOTHING
+    endpoint.update(control_query("record", build=data_graph(build), started=started))
     try:
         _upload(endpoint, data_graph(build), store, DefaultGraph())
         for graph in store.named_graphs():
@@ -494,7 +517,7 @@ def _materialize(endpoint: Endpoint, build: str, index: Path | None) -> Path:
     target = cache_root(endpoint.url) / build
     if (target / REMOTE).is_file():
         return target
-    files = endpoint.rows(f"SELECT ?f ?c WHERE {{ GRAPH <{files_graph(build)}> {{ ?f <{CONTENT}> ?c }} }}")
+    files = endpoint.rows(control_query("files", files=files_graph(build)))
     graphs = [g for g in endpoint.graphs() if _build_of(g) == build]
     tmp = target.parent / f".{build}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -570,7 +593,7 @@ class RemoteStore:
         return results(response, self.endpoint.layout.query)
 
     def _alive(self) -> None:
-        if not self.endpoint.rows(f"SELECT ?s WHERE {{ GRAPH <{data_graph(self.build)}> {{ ?s ?p ?o }} }} LIMIT 1"):
+        if not self.endpoint.rows(control_query("alive", build=data_graph(self.build))):
             raise StoreNotFoundError(
                 f"{self.endpoint.url}: the build {self.build} this process reads was replaced by two newer "
                 f"builds and dropped; run the command again (it reads the newest build)"
@@ -602,7 +625,7 @@ _NO_ROWS = re.compile(rb'"bindings"\s*:\s*\[\s*\]')
 def _triples(ntriples: bytes) -> QueryTriples:
     store = Store()
     store.load(ntriples, format=RdfFormat.N_TRIPLES)
-    result = store.query("CONSTRUCT WHERE { ?s ?p ?o }")
+    result = store.query(control_query("triples"))
     assert isinstance(result, QueryTriples)
     return result
 

@@ -322,6 +322,7 @@ def summary(report_folds: list[dict[str, Any]]) -> dict[str, Any]:
         for it in every
     )
     return {
+        "recall3_bounds": bounds(every),
         "items": len(every),
         "items_by_reach_and_top3": dict(sorted(table.items())),
         "not_reached_on_gold_step": dict(
@@ -344,6 +345,30 @@ def summary(report_folds: list[dict[str, Any]]) -> dict[str, Any]:
             sorted(Counter(_rank_bin(it["anchor_rank"]) for it in items if it["type"] == "process-chain").items())
         ),
         "found_withheld": sum(it["found_withheld"] for it in items),
+    }
+
+
+def bounds(every: list[dict[str, Any]]) -> dict[str, float]:
+    """Recall@3 over the queries (at most 3 items found per query) if, besides the items the run finds:
+    every reached item were found (``reached_found``); every item the hand-built layer finds that no
+    proposal reaches were found (``unreached_as_hand_built``); both; and the hand-built layer's own."""
+    rules = {
+        "as_run": lambda it: it["fold_model_fold_store"],
+        "reached_found": lambda it: it["fold_model_fold_store"] or it["reached"],
+        "unreached_as_hand_built": lambda it: (
+            it["fold_model_fold_store"] or (not it["reached"] and it["withheld_model_full_store"])
+        ),
+        "both": lambda it: it["fold_model_fold_store"] or it["reached"] or it["withheld_model_full_store"],
+        "hand_built": lambda it: it["withheld_model_full_store"],
+    }
+    by_query: dict[str, list[dict[str, Any]]] = {}
+    for it in every:
+        by_query.setdefault(it["query"], []).append(it)
+    return {
+        name: round(
+            float(np.mean([min(3, sum(bool(rule(it)) for it in items)) / len(items) for items in by_query.values()])), 4
+        )
+        for name, rule in rules.items()
     }
 
 
@@ -378,13 +403,22 @@ def dump(out: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="kg eval processes --work of an automatic run")
-    parser.add_argument("--store", type=Path, required=True, help="the full store (hand-built layer)")
-    parser.add_argument("--queries", type=Path, required=True)
-    parser.add_argument("--mapping", type=Path, required=True)
+    parser.add_argument("--work", type=Path, help="kg eval processes --work of an automatic run")
+    parser.add_argument("--store", type=Path, help="the full store (hand-built layer)")
+    parser.add_argument("--queries", type=Path)
+    parser.add_argument("--mapping", type=Path)
     parser.add_argument("--results", type=Path, help="the run's results.json: its Recall@3 per query is checked")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--summary-only", action="store_true", help="recompute the summary of --out's folds only")
     args = parser.parse_args()
+    if args.summary_only:
+        kept = json.loads(args.out.read_text(encoding="utf-8"))
+        kept["summary"] = summary(kept["folds"])
+        args.out.write_text(dump(kept), encoding="utf-8")
+        print(json.dumps(kept["summary"]["recall3_bounds"]))
+        return
+    if None in (args.work, args.store, args.queries, args.mapping):
+        parser.error("--work, --store, --queries and --mapping are needed (or --summary-only)")
     queries = read_queries(args.queries)
     committed = None
     if args.results:

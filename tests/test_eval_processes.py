@@ -15,6 +15,8 @@ from processkg.cli import main
 from processkg.errors import ProcessKGError
 from processkg.evaluate.metrics import Query
 from processkg.evaluate.processes import (
+    SCORED_SCOPES,
+    Scored,
     automatic_mapping,
     kept_mapping,
     mapping_rows,
@@ -292,6 +294,54 @@ def test_the_tuning_processes_proposals_are_drawn_out_of_fold(tmp_path, kept_sig
     assert edges(read_mapping(tmp_path / "garbled" / "mapping.yaml")) == kept_gold + held_again
 
 
+def _scored(folder) -> set[tuple[str, str, str, str]]:
+    return {p.edge() for p in read_proposals(folder / "scored.yaml")}
+
+
+def test_the_scored_scopes_keep_the_candidates_they_name(tmp_path, kept_signals):
+    """``--scored-scope``: ``empty`` keeps the candidates of the activities the cut left without an edge;
+    ``parts`` those that are a header or an item of a set the cut proposed for the same activity,
+    ``flow`` those that follow or precede one in the inferred flow; neither keeps a cut edge."""
+    automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "all", scored=Scored(8))
+    every = _scored(tmp_path / "all")
+    cut = {p.edge() for p in read_proposals(tmp_path / "all" / "proposals.yaml")}
+    assert every and cut
+    col = {(t.service, t.name): j for j, t in enumerate(kept_signals.sets)}
+    documents = {(j, h) for j, headers in enumerate(kept_signals.documents) for h in headers}
+    follows = {(j, f) for j, before in enumerate(kept_signals.follows) for f in before}
+
+    def related(edge, pairs) -> bool:
+        j = col[edge[2:]]
+        return any(c[:2] == edge[:2] and ((j, col[c[2:]]) in pairs or (col[c[2:]], j) in pairs) for c in cut)
+
+    expected = {
+        "empty": {e for e in every if not any(c[:2] == e[:2] for c in cut)},
+        "parts": {e for e in every if e not in cut and related(e, documents)},
+        "flow": {e for e in every if e not in cut and related(e, follows)},
+    }
+    assert expected["empty"] and expected["parts"] and expected["flow"], "the demo has candidates of each scope"
+    for scope in SCORED_SCOPES[1:]:
+        automatic_mapping(
+            kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / scope, scored=Scored(8, scope=scope)
+        )
+        assert _scored(tmp_path / scope) == expected[scope], scope
+        kept = json.loads((tmp_path / scope / "scored.json").read_text(encoding="utf-8"))
+        assert len(kept) == len(expected[scope])
+    with pytest.raises(ProcessKGError, match="unknown scored scope 'nonsense'"):
+        automatic_mapping(
+            kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "x", scored=Scored(8, scope="nonsense")
+        )
+
+
+@pytest.mark.parametrize("scope", SCORED_SCOPES)
+def test_the_scored_candidates_never_see_the_held_out_gold(tmp_path, kept_signals, scope):
+    """Garbled (here: removed) held-out gold, the same scored candidates of each scope."""
+    blind_gold = kept_mapping(DEMO / "mapping.yaml", [HELD_OUT], tmp_path / "blind.yaml")
+    for name, gold in (("full", DEMO / "mapping.yaml"), ("blind", blind_gold)):
+        automatic_mapping(kept_signals, gold, [HELD_OUT], tmp_path / name, scored=Scored(8, scope=scope))
+    assert (tmp_path / "blind" / "scored.json").read_bytes() == (tmp_path / "full" / "scored.json").read_bytes()
+
+
 def test_unknown_tuning_edges_are_refused(tmp_path, kept_signals):
     with pytest.raises(ProcessKGError, match="unknown tuning edges 'nonsense'"):
         automatic_mapping(kept_signals, DEMO / "mapping.yaml", [HELD_OUT], tmp_path, tuning="nonsense")
@@ -317,6 +367,9 @@ VARIANTS = {
     "--scored-weight relative": "scored-relative",
     "--scored-only": "scored-only",
     "--scored-candidates 1 --scored-weight one": "scored-top1",
+    "--scored-candidates 2 --scored-scope empty": "scope-empty",
+    "--scored-candidates 10 --scored-scope parts": "scope-parts",
+    "--scored-candidates 10 --scored-scope flow": "scope-flow",
 }
 
 
@@ -348,3 +401,32 @@ def test_the_documented_variants_are_the_committed_runs():
     assert f"The better proposals reach {reach['reached']} (62%;" in text and reach["items"] == 314
     assert f"still has {reach['reached_found']} of them in its top 3 (0.668) and" in text
     assert f"{reach['other_found']} of the other {reach['items'] - reach['reached']} (0.017)" in text
+
+
+def test_the_documented_diagnosis_is_the_committed_one():
+    """docs/results.md's per-item diagnosis of the automatic layer is benchmarks/results/automatic_layer_misses.json,
+    whose fold models ranked the committed run's held-out queries as the run did (Recall@3 query by query)."""
+    root = DEMO.parents[1]
+    misses = json.loads((root / "benchmarks" / "results" / "automatic_layer_misses.json").read_text(encoding="utf-8"))
+    plain = json.loads((root / "docs" / "results" / "processes-automatic" / "results.json").read_text(encoding="utf-8"))
+    assert all(f["mismatched_queries"] == [] for f in misses["folds"])
+    assert misses["recall3"]["fold_model_fold_store"] == round(
+        plain["automatic"]["summary"]["hybrid"]["all"]["recall@3"], 4
+    )
+    table = misses["summary"]["items_by_reach_and_top3"]
+    both = "found with the hand-built layer"
+    reached_hand = table[f"reached, found, {both}"] + table[f"reached, missed, {both}"]
+    missed_both = table["reached, missed, missed with the hand-built layer"]
+    unreached_found = table[f"not reached, found, {both}"] + table.get(
+        "not reached, found, missed with the hand-built layer", 0
+    )
+    unreached_hand = table[f"not reached, found, {both}"] + table[f"not reached, missed, {both}"]
+    text = " ".join((root / "docs" / "results.md").read_text(encoding="utf-8").split())
+    assert f"top 3 over the proposals, and {reached_hand} over the hand-built layer." in text
+    assert f"Of the {misses['summary']['missed_reached_items']} it misses, {missed_both} are missed over" in text
+    assert f"reaches, it finds {unreached_found}; the hand-built layer {unreached_hand}." in text
+    bounds = misses["summary"]["recall3_bounds"]
+    assert f"Recall@3 would be {bounds['reached_as_hand_built']:.3f} if the hybrid also found the" in text
+    assert f"{bounds['reached_found']:.3f} if every reached item were in the top 3" in text
+    assert f"{bounds['unreached_as_hand_built']:.3f} if every item that the hand-built layer finds" in text
+    assert f"the *withheld* protocol's model ranks {misses['recall3']['withheld_model_fold_store']:.3f} over" in text

@@ -143,6 +143,15 @@ def train_ranker_cmd(store: StoreHandle, queries_file: Path, split: str, out: Pa
     "activity's best (relative), or 1 (one).",
 )
 @click.option(
+    "--scored-scope",
+    type=click.Choice(processes.SCORED_SCOPES),
+    default="all",
+    show_default=True,
+    help="With --scored-candidates: which candidates: all; empty: only those of the activities the cut left "
+    "without an edge; parts: only the headers and items of the sets the cut proposed for the same activity; "
+    "flow: only the sets that follow or precede those in the inferred document flow.",
+)
+@click.option(
     "--scored-only",
     is_flag=True,
     help="With --scored-candidates: the held-out processes get no proposed mapping edges, only the scored candidates.",
@@ -178,6 +187,7 @@ def processes_cmd(
     tuning_edges: str,
     scored_candidates: int,
     scored_weight: str,
+    scored_scope: str,
     scored_only: bool,
     only: tuple[int, ...],
     cache_dir: Path | None,
@@ -225,7 +235,11 @@ def processes_cmd(
                 proposal_context,
                 scorer,
                 tuning_edges,
-                processes.Scored(scored_candidates, scored_weight, not scored_only) if scored_candidates else None,
+                (
+                    processes.Scored(scored_candidates, scored_weight, not scored_only, scored_scope)
+                    if scored_candidates
+                    else None
+                ),
             )
     report = processes.run(
         Retriever(store),

@@ -212,6 +212,7 @@ def automatic_mapping(
     if scored is not None:
         loose = replace(settings, top_n=scored.candidates, threshold=0.0, ratio=0.0)
         candidates = [p for p in propose(None, loose, signals=signals, scores=scores) if p.process in gone]
+        candidates = scoped(candidates, proposals, signals, scored.scope)
         write_proposals(folder / "scored.yaml", candidates, "the fold's store, scored candidates", loose)
         quality["scored"] = edge_quality(candidates, entries, gone)
         quality["scored_sets"] = sorted({(p.process, p.service, p.entity_set) for p in candidates})
@@ -234,15 +235,51 @@ def automatic_mapping(
 SCORED_WEIGHTS = ("probability", "relative", "one")
 
 
+#: Which of the held-out activities' best candidates are walked (``--scored-scope``): ``all``; ``empty``,
+#: those of the activities the cut left without an edge; ``parts``, those that are a document part
+#: (an item of, or the header of; ``propose-items``) of a set the cut proposed for the same activity;
+#: ``flow``, those that follow or precede such a set in the inferred document flow (``kg:inferredNext``).
+SCORED_SCOPES = ("all", "empty", "parts", "flow")
+
+
 @dataclass(frozen=True)
 class Scored:
     """Scored candidates for the held-out activities (``--scored-candidates``): each activity's best
-    ``candidates`` sets under the fold's scorer, walked as uses with a weight (:data:`SCORED_WEIGHTS`);
-    with ``cut_edges`` False the proposals of the cut are not in the store's mapping."""
+    ``candidates`` sets under the fold's scorer (those of ``scope``, :data:`SCORED_SCOPES`), walked as
+    uses with a weight (:data:`SCORED_WEIGHTS`); with ``cut_edges`` False the proposals of the cut are
+    not in the store's mapping."""
 
     candidates: int
     weight: str = "probability"
     cut_edges: bool = True
+    scope: str = "all"
+
+
+def scoped(candidates: list[Proposal], cut: list[Proposal], signals: Signals, scope: str) -> list[Proposal]:
+    """The ``candidates`` of ``scope`` (:data:`SCORED_SCOPES`) given the ``cut``'s proposals."""
+    if scope == "all":
+        return candidates
+    if scope == "empty":
+        edged = {(p.process, p.activity) for p in cut}
+        return [p for p in candidates if (p.process, p.activity) not in edged]
+    if scope not in ("parts", "flow"):
+        raise ProcessKGError(f"unknown scored scope {scope!r}: one of {', '.join(SCORED_SCOPES)}")
+    col = {(t.service, t.name): j for j, t in enumerate(signals.sets)}
+    related: dict[int, set[int]] = {}  # set row -> its headers and its items, or the sets it follows and precedes
+    for row, others in enumerate(signals.documents if scope == "parts" else signals.follows):
+        for other in others:
+            related.setdefault(row, set()).add(other)
+            related.setdefault(other, set()).add(row)
+    parts: set[tuple[str, str, int]] = set()  # (process, activity, set row) a cut edge's part
+    for p in cut:
+        for j in related.get(col[(p.service, p.entity_set)], ()):
+            parts.add((p.process, p.activity, j))
+    edges = {p.edge() for p in cut}
+    return [
+        p
+        for p in candidates
+        if (p.process, p.activity, col[(p.service, p.entity_set)]) in parts and p.edge() not in edges
+    ]
 
 
 def _write_scored_rows(path: Path, signals: Signals, scores: np.ndarray, candidates: list[Proposal]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -40,15 +41,20 @@ def _key_props(t: TypeInfo, _v2: bool) -> list[Prop]:
 
 def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
     """``('1')`` or ``(SalesOrder='1',SalesOrderItem='10')``, quoting strings as OData does."""
-    keys = key_props(t)
-    parts = [_key_literal(p.edm_type, record.get(p.name), is_v2(t)) for p in keys]
+    keys, v2 = key_props(t), is_v2(t)
+    parts = [_key_literal(p.edm_type, _text(record.get(p.name)), v2) for p in keys]
     if len(parts) == 1:
         return f"({parts[0]})"
     return "(" + ",".join(f"{p.name}={v}" for p, v in zip(keys, parts, strict=True)) + ")"
 
 
-def _key_literal(edm: str, value: JSONValue, v2: bool) -> str:
-    text = "" if value is None else str(value)
+def _text(value: JSONValue) -> str:
+    return "" if value is None else str(value)
+
+
+@lru_cache(maxsize=4096)
+def _key_literal(edm: str, text: str, v2: bool) -> str:
+    """A key value (its text) in a key predicate; kept (the same text gives the same literal)."""
     if edm in ("Edm.String",):
         return "'" + quote(text.replace("'", "''"), safe="") + "'"
     if edm == "Edm.Guid" and v2:
@@ -68,7 +74,12 @@ def entity(
         uri = f"{base}{set_name}{key_predicate(t, record)}"
         out["__metadata"] = {"id": uri, "uri": uri, "type": t.qname}
     if select is None:
-        for name, edm_type in _rendered(t, v2):
+        plan = _rendered(t, v2)
+        if len(record) * 4 < len(plan):  # a record with a few of many properties (a create): by its own names
+            at = _positions(t, v2)
+            names = sorted((i, name) for name in record if (i := at.get(name)) is not None)
+            plan = [plan[i] for i, _name in names]
+        for name, edm_type in plan:
             if name in record:
                 value = record[name]
                 out[name] = value if edm_type is None or value is None else to_json(value, edm_type, v2)
@@ -101,6 +112,15 @@ def _rendered(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
 
 def _plan(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
     return [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
+
+
+def _positions(t: TypeInfo, v2: bool) -> dict[str, int]:
+    """Where each property of ``t`` is in :func:`_rendered` (made once per type)."""
+    return _per_type(_position_of, t, v2)
+
+
+def _position_of(t: TypeInfo, v2: bool) -> dict[str, int]:
+    return {name: i for i, (name, _edm) in enumerate(_rendered(t, v2))}
 
 
 def collection(t: TypeInfo, items: list[dict[str, object]], set_name: str, count: int | None) -> dict[str, object]:

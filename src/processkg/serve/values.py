@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from processkg.aliases import JSONValue
 from processkg.validate import literals
@@ -27,6 +28,18 @@ def canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
     ``2026-01-01T00:00:00+00:00``), so keys and references compare equal."""
     if value is None:
         return None
+    if type(value) is str:
+        return _canonical_text(value, edm_type, v2)
+    return _canonical(value, edm_type, v2)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(value: str, edm_type: str, v2: bool) -> object:
+    """:func:`canonical` of a JSON string, kept (the same text gives the same stored form)."""
+    return _canonical(value, edm_type, v2)
+
+
+def _canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
     lexical, _datatype, problem = literals.literal(value, edm_type, v2)
     if problem:
         return value

@@ -81,8 +81,8 @@ def to_json(value: JSONValue, edm_type: str, v2: bool) -> object:
         return value if v2 and edm_type in V2_STRING_NUMBERS else _number(value)
     if v2 and edm_type == "Edm.DateTime":
         return _v2_date(value)
-    if v2 and edm_type == "Edm.DateTimeOffset":  # SAP Gateway writes the offset: /Date(ms+0000)/
-        return _v2_date(value).replace(")/", "+0000)/") if _moment(value) else value
+    if v2 and edm_type == "Edm.DateTimeOffset":
+        return _v2_offset(value)
     return value
 
 
@@ -105,6 +105,14 @@ def _number(text: str) -> int | float | str:
     )
 
 
+@lru_cache(maxsize=4096)
 def _v2_date(text: str) -> str:
+    """A stored date-time as V2 JSON (``/Date(ms)/``); kept (the same text gives the same form)."""
     moment = _moment(text)
     return f"/Date({int((moment - EPOCH).total_seconds() * 1000)})/" if moment else text
+
+
+@lru_cache(maxsize=4096)
+def _v2_offset(text: str) -> str:
+    """A stored ``Edm.DateTimeOffset`` as V2 JSON: SAP Gateway writes the offset, ``/Date(ms+0000)/``."""
+    return _v2_date(text).replace(")/", "+0000)/") if _moment(text) else text

@@ -47,6 +47,7 @@ from processkg.validate.payload_shapes import model_shapes
 from processkg.validate.shacl import ShaclEngine, merge_reports
 from processkg.validate.urls import (
     CallTarget,
+    Finding,
     check_get,
     check_write_target,
     did_you_mean,
@@ -169,6 +170,7 @@ class Validator:
         self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
         self._targets: dict[tuple[str, str, str | None], CallTarget] = {}  # see resolve
+        self._gets: dict[tuple[str, str | None], list[Finding]] = {}  # see _checked_get
         self.last_payloads: Payloads | None = None  # the payloads the last validate_calls made triples of
         self._passed = False  # the last validate_calls passed a payload on its JSON
         self._report: Graph | None = None
@@ -264,7 +266,7 @@ class Validator:
             self._operation(i, target, call, result, pending)
             return result
         if target["method"] == "GET":
-            result.violations.extend(Violation(*v) for v in check_get(self.model, target))
+            result.violations.extend(Violation(*v) for v in self._checked_get(call, target))
             return result
         if target["method"] != "POST":
             result.violations.extend(Violation(*v) for v in check_write_target(self.model, target))
@@ -316,6 +318,21 @@ class Validator:
                 self._targets.clear()
             self._targets[key] = found
         return {**found, "violations": list(found["violations"])}
+
+    def _checked_get(self, call: JSONObject, target: CallTarget) -> list[Finding]:
+        """:func:`~processkg.validate.urls.check_get` of a GET's target, kept per URL as :meth:`resolve` keeps
+        the target (the same URL, the same target, the same findings; the list is only read)."""
+        url, hint = call.get("url"), call.get("service")
+        if not isinstance(url, str):
+            return check_get(self.model, target)
+        key = (url, hint if isinstance(hint, str) else None)
+        found = self._gets.get(key)
+        if found is None:
+            found = check_get(self.model, target)
+            if len(self._gets) >= TARGETS_KEPT:
+                self._gets.clear()
+            self._gets[key] = found
+        return found
 
     def _operation(self, i: int, target: CallTarget, call: JSONObject, result: CallResult, pending: Payloads) -> None:
         """A call of a function import, action or function (:mod:`processkg.validate.operation_parameters`): the

@@ -1,4 +1,4 @@
-"""The compiled payload checks (validate/shacl_core.py) give exactly pySHACL's results.
+"""The compiled payload checks (validate/shacl_core.py, validate/payload_json.py) give exactly pySHACL's results.
 
 The shapes stay the specification: kg serve and kg validate check payloads with the compiled subset of
 SHACL Core, and these tests run pySHACL beside it on the A2X services with SAP's code lists, the
@@ -6,6 +6,9 @@ curated required fields and the document flow (``tasks_store``): generated calls
 violation of each kind, the invalid writes of the side-by-side benchmark, the operation calls of
 tests/invalid, and a write of every record kg serve generates. Each time the violations must be
 equal, and so must the SHACL results themselves (focus, path, component, value, shape, as a multiset).
+Three validators take part: the one kg serve uses (a create's JSON checked on the compiled shapes
+where it conforms, else its triples), the compiled checks on the triples of every payload, and
+pySHACL alone; and the JSON checks' own verdict on each create is compared with the triples'.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import importlib.util
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import TypeAlias, cast
 
 import pytest
 from rdflib import Graph, Literal, URIRef
+from rdflib.compare import isomorphic
 from rdflib.term import Node
 
 from conftest import INVALID, ROOT
@@ -29,9 +33,11 @@ from processkg.serve.data import Table
 from processkg.serve.values import to_json
 from processkg.services.model import Model
 from processkg.validate.calls import CallResult, Validator, read_calls
+from processkg.validate.payload_json import JsonChecks
 from processkg.validate.payload_shapes import model_shapes
 from processkg.validate.shacl import ShaclEngine
 from processkg.validate.shacl_core import SH, Result
+from processkg.validate.urls import resolve_service, set_rules
 
 
 def _module(name: str):
@@ -71,19 +77,57 @@ class _PyShacl(Validator):
         return cast(ShaclEngine, _Kept(engine, self.found.setdefault(service, [])))
 
 
+Validators: TypeAlias = tuple[Validator, Validator, _PyShacl]
+
+
 @pytest.fixture(scope="module")
-def validators(tasks_store: Path) -> tuple[Validator, _PyShacl]:
-    """(compiled, pySHACL only) on one model."""
-    compiled = Validator(StoreHandle.open(tasks_store))
-    return compiled, _PyShacl(StoreHandle.open(tasks_store), compiled.model)
+def validators(tasks_store: Path) -> Validators:
+    """(JSON checks then compiled triples, compiled triples only, pySHACL only) on one model."""
+    walking = Validator(StoreHandle.open(tasks_store))
+    compiled = Validator(StoreHandle.open(tasks_store), model=walking.model, json_checks=False)
+    return walking, compiled, _PyShacl(StoreHandle.open(tasks_store), walking.model)
 
 
-def _agree(validators: tuple[Validator, _PyShacl], calls: list[JSONValue]) -> list[dict]:
-    """Validate ``calls`` in one batch with both; the violations and the SHACL results must be equal."""
-    compiled, pyshacl = validators
-    ours = [r.as_dict() for r in compiled.validate_calls(calls)]
+def _walked(validator: Validator, calls: list[JSONValue], results: list[dict]) -> int:
+    """How many creates of ``calls`` the JSON checks pass, asked directly; each must be valid by the triple
+    path (``results``: its verdicts), with the same notes. Creates the validator refuses before their
+    payload is checked (a set that takes no creates or no deep insert along a navigation) are left out."""
+    passed = 0
+    for call, result in zip(calls, results, strict=True):
+        if not isinstance(call, dict) or call.get("method") != "POST" or not isinstance(call.get("payload"), dict):
+            continue
+        if "url" in call:
+            target = validator.resolve("POST", call["url"])
+        else:  # service and entity_set, as Validator._target reads them
+            target = {"service": call["service"], "segments": [(call["entity_set"], None)], "query": {}}
+            target |= {"method": "POST", "violations": []}
+            resolve_service(validator.model, target)
+        if target["violations"] or "operation" in target or target["type"] not in validator.model.types:
+            continue
+        refused = set_rules(validator.model, target).named("nonInsertableNavigation") & set(call["payload"])
+        if not target.get("creatable", True) or refused:
+            continue
+        t = validator.model.types[target["type"]]
+        checks = validator.checks(t.service)
+        assert checks is not None
+        notes = checks.conforms(t, call["payload"], target["service_version"].startswith("2"))
+        if notes is not None:
+            passed += 1
+            assert result["valid"], (call, result)
+            assert [list(n) for n in notes] == [list(v.values()) for v in result.get("notes", [])]
+    return passed
+
+
+def _agree(validators: Validators, calls: list[JSONValue]) -> tuple[list[dict], int]:
+    """Validate ``calls`` in one batch with the three; the violations and the SHACL results must be equal.
+    Also: how many creates the JSON checks pass (:func:`_walked`)."""
+    walking, compiled, pyshacl = validators
+    ours = [r.as_dict() for r in walking.validate_calls(calls)]
+    triples = [r.as_dict() for r in compiled.validate_calls(calls)]
     theirs = [r.as_dict() for r in pyshacl.validate_calls(calls)]
-    assert ours == theirs
+    assert ours == triples
+    assert triples == theirs
+    walked = _walked(walking, calls, triples)
     payloads, checked = compiled.last_payloads, pyshacl.last_payloads
     assert payloads is not None and payloads.triples
     assert checked is not None and (checked.triples, checked.shapes) == (payloads.triples, payloads.shapes)
@@ -94,13 +138,20 @@ def _agree(validators: tuple[Validator, _PyShacl], calls: list[JSONValue]) -> li
         assert fast.compiled.covers(URIRef(s) for s in payloads.shapes)
         found = Counter(fast.check(payloads.triples, payloads.shapes))
         assert found == Counter(pyshacl.found[service])
-    return ours
+    return ours, walked
+
+
+def _valid_creates(calls: list[JSONValue], results: list[dict]) -> int:
+    return sum(
+        r["valid"] for c, r in zip(calls, results, strict=True) if isinstance(c, dict) and c.get("method") == "POST"
+    )
 
 
 def test_generated_calls_with_every_kind_of_violation(validators):
     bench = _module("bench_validate")
     pairs = bench.generate_calls(validators[0].model, 1200, seed=3)
-    results = _agree(validators, [c for c, _ in pairs])
+    results, walked = _agree(validators, [c for c, _ in pairs])
+    assert walked == _valid_creates([c for c, _ in pairs], results) > 500  # each valid create, on its JSON
     kinds = {v["kind"] for r in results for v in r["violations"]}
     assert set(bench.INJECTED) <= kinds
     assert 300 < sum(not r["valid"] for r in results) < 1000
@@ -110,7 +161,8 @@ def test_the_invalid_writes_of_the_side_by_side_benchmark(validators):
     bench = _module("bench_sap_clients")
     calls = [{"method": m, "url": bench.SERVICE + path, "payload": body} for _k, m, path, body in bench.INVALID_WRITES]
     calls.append({"method": "POST", "url": bench.SERVICE + "A_SalesOrder", "payload": bench.DEEP_ORDER})
-    results = _agree(validators, calls)
+    results, walked = _agree(validators, calls)
+    assert walked == _valid_creates(calls, results) == 5  # the deep insert and the four kg serve refuses
     assert results[-1]["valid"]
     assert {"unknown-property", "unknown-navigation", "datatype", "max-length", "invalid-code", "read-only"} <= {
         v["kind"] for r in results for v in r["violations"]
@@ -118,7 +170,7 @@ def test_the_invalid_writes_of_the_side_by_side_benchmark(validators):
 
 
 def test_operation_calls(validators):
-    results = _agree(validators, [call for _n, call in read_calls(INVALID / "operation-calls.jsonl")])
+    results, _walked_creates = _agree(validators, [call for _n, call in read_calls(INVALID / "operation-calls.jsonl")])
     assert any(r["valid"] for r in results) and not all(r["valid"] for r in results)
 
 
@@ -153,15 +205,17 @@ def test_a_write_of_generated_records_of_every_set(tasks_store, validators):
             longer = {k: v + "X" if isinstance(v, str) else v for k, v in _json(t, writable).items()}
             calls.append({"method": "POST", "url": url, "payload": longer})
     assert len(calls) > 1300
-    results = _agree(validators, calls)
+    results, walked = _agree(validators, calls)
+    assert walked == _valid_creates(calls, results) > 400
     assert sum(r["valid"] for r in results) > 400
     assert {"max-length", "invalid-code", "datatype"} <= {v["kind"] for r in results for v in r["violations"]}
 
 
 def test_a_shape_outside_the_compiled_subset_is_left_to_pyshacl(validators):
     """A shape with a constraint the compiled checks do not know (sh:minLength here) is pySHACL's: the
-    engine says so, and a run that needs it gives pySHACL's results."""
-    compiled, _ = validators
+    engine says so, a run that needs it gives pySHACL's results, and the JSON checks do not answer for
+    a payload of that type (which then becomes triples), while they do with the shapes as generated."""
+    compiled = validators[0]
     service = "API_SALES_ORDER_SRV"
     graph = ShaclEngine(model_shapes(compiled.model, {service})).graph
     t = next(t for t in compiled.model.types_of(service) if t.qname.endswith(".A_SalesOrderType"))
@@ -175,3 +229,22 @@ def test_a_shape_outside_the_compiled_subset_is_left_to_pyshacl(validators):
     assert [(r[2], r[3]) for r in found] == [(SH.MinLengthConstraintComponent, Literal("AB"))]
     assert engine.check([(focus, path, Literal("ABC"))], {shape}) == []
     assert isinstance(engine.run(Graph(), {shape})[1], Graph)
+    payload = {**_module("bench_sap_clients").DEEP_ORDER, "PurchaseOrderByCustomer": "ABC"}
+    assert JsonChecks(compiled.model, service, engine).conforms(t, payload, True) is None
+    generated = ShaclEngine(model_shapes(compiled.model, {service}))
+    assert JsonChecks(compiled.model, service, generated).conforms(t, payload, True) == []
+
+
+def test_the_report_graph_is_the_same_when_valid_creates_are_checked_on_their_json(validators):
+    """``kg validate --format ttl``: the JSON checks leave a valid create out of the report's data graph,
+    where it gave no result; the report is the same (isomorphic), with invalid calls beside it or not."""
+    walking, compiled, _ = validators
+    bench = _module("bench_sap_clients")
+    valid = {"method": "POST", "url": bench.SERVICE + "A_SalesOrder", "payload": bench.DEEP_ORDER}
+    _kind, method, path, body = bench.INVALID_WRITES[0]
+    invalid = {"method": method, "url": bench.SERVICE + path, "payload": body}
+    for calls in ([valid], [valid, invalid, valid]):
+        ours, theirs = walking.report_graph(calls), compiled.report_graph(calls)
+        assert walking.last_payloads is None or len(walking.last_payloads.triples) < len(compiled.last_payloads.triples)
+        assert isomorphic(ours, theirs)
+    assert len(ours) > 10  # the invalid call's results

@@ -58,6 +58,8 @@ class StoreFacts:
     @property
     def etag_sets(self) -> set[tuple[str, str]]:
         """(service, entity set) of the sets whose entities carry an ETag."""
+        if self._etag_sets is not None:  # read once, then never changed: no lock to take on every request
+            return self._etag_sets
         with self.lock:
             if self._etag_sets is None:
                 self._etag_sets = {(r["service"], r["name"]) for r in self._records("serve-concurrency")}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
@@ -15,40 +15,60 @@ def is_v2(t: TypeInfo) -> bool:
     return not t.version.startswith("4")
 
 
-T = TypeVar("T")
-#: (id of a type, what) -> (the type, what was made of it): held, so that the type's id is not reused
-_PER_TYPE: dict[tuple[int, Callable[..., Any], bool], tuple[TypeInfo, Any]] = {}
+@dataclass(frozen=True)
+class _Form:
+    """How the records of one type are written, worked out once per type object (a store's types do
+    not change once read): its version, key properties, and each property with its Edm type where
+    :func:`to_json` changes a stored value of it (None where it returns the value as it is: a string,
+    a GUID, a V4 date...), so the properties of a record are mostly copied without a call."""
+
+    v2: bool
+    keys: list[Prop]
+    rendered: list[tuple[str, str | None]]
+    positions: dict[str, int]  # property name -> where it is in ``rendered``
+    navs: list[str]  # the names of the navigation properties, sorted
 
 
-def _per_type(make: Callable[[TypeInfo, bool], T], t: TypeInfo, v2: bool = False) -> T:
-    """``make(t, v2)``, made once per type object (a store's types do not change once read)."""
-    key = (id(t), make, v2)
-    found = _PER_TYPE.get(key)
+#: id of a type -> (the type, its form): held, so that the type's id is not reused
+_FORMS: dict[int, tuple[TypeInfo, _Form]] = {}
+
+
+def _form(t: TypeInfo) -> _Form:
+    found = _FORMS.get(id(t))
     if found is None or found[0] is not t:
-        found = _PER_TYPE[key] = (t, make(t, v2))
+        v2 = is_v2(t)
+        rendered = [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
+        keys = [p for p in t.props.values() if p.key]
+        positions = {name: i for i, (name, _edm) in enumerate(rendered)}
+        found = _FORMS[id(t)] = (t, _Form(v2, keys, rendered, positions, sorted(t.navs)))
     return found[1]
 
 
 def key_props(t: TypeInfo) -> list[Prop]:
     """The key properties of ``t`` in its order (made once per type)."""
-    return _per_type(_key_props, t)
-
-
-def _key_props(t: TypeInfo, _v2: bool) -> list[Prop]:
-    return [p for p in t.props.values() if p.key]
+    return _form(t).keys
 
 
 def key_predicate(t: TypeInfo, record: dict[str, object]) -> str:
     """``('1')`` or ``(SalesOrder='1',SalesOrderItem='10')``, quoting strings as OData does."""
-    keys = key_props(t)
-    parts = [_key_literal(p.edm_type, record.get(p.name), is_v2(t)) for p in keys]
+    return _predicate(_form(t), record)
+
+
+def _predicate(form: _Form, record: dict[str, object]) -> str:
+    keys, v2 = form.keys, form.v2
+    parts = [_key_literal(p.edm_type, _text(record.get(p.name)), v2) for p in keys]
     if len(parts) == 1:
         return f"({parts[0]})"
     return "(" + ",".join(f"{p.name}={v}" for p, v in zip(keys, parts, strict=True)) + ")"
 
 
-def _key_literal(edm: str, value: JSONValue, v2: bool) -> str:
-    text = "" if value is None else str(value)
+def _text(value: JSONValue) -> str:
+    return "" if value is None else str(value)
+
+
+@lru_cache(maxsize=4096)
+def _key_literal(edm: str, text: str, v2: bool) -> str:
+    """A key value (its text) in a key predicate; kept (the same text gives the same literal)."""
     if edm in ("Edm.String",):
         return "'" + quote(text.replace("'", "''"), safe="") + "'"
     if edm == "Edm.Guid" and v2:
@@ -62,13 +82,18 @@ def entity(
     t: TypeInfo, record: dict[str, object], base: str, set_name: str, select: list[str] | None = None
 ) -> dict[str, object]:
     """One record as a JSON object; ``base`` is the service root URL."""
-    v2 = is_v2(t)
+    form = _form(t)
+    v2 = form.v2
     out: dict[str, object] = {}
     if v2:
-        uri = f"{base}{set_name}{key_predicate(t, record)}"
+        uri = f"{base}{set_name}{_predicate(form, record)}"
         out["__metadata"] = {"id": uri, "uri": uri, "type": t.qname}
     if select is None:
-        for name, edm_type in _rendered(t, v2):
+        plan = form.rendered
+        if len(record) * 4 < len(plan):  # a record with a few of many properties (a create): by its own names
+            at = form.positions
+            plan = [plan[i] for i in sorted([at[name] for name in record if name in at])]
+        for name, edm_type in plan:
             if name in record:
                 value = record[name]
                 out[name] = value if edm_type is None or value is None else to_json(value, edm_type, v2)
@@ -77,30 +102,10 @@ def entity(
             if name in select:  # a selected property without a value is null
                 out[name] = to_json(record.get(name), prop.edm_type, v2)
     if v2:  # a navigation property not expanded is a deferred link (an expansion replaces it)
-        for nav in _nav_names(t):
+        for nav in form.navs:
             if select is None or nav in select:
                 out[nav] = {"__deferred": {"uri": f"{uri}/{nav}"}}
     return out
-
-
-def _nav_names(t: TypeInfo) -> list[str]:
-    """The names of ``t``'s navigation properties, sorted (made once per type)."""
-    return _per_type(_sorted_navs, t)
-
-
-def _sorted_navs(t: TypeInfo, _v2: bool) -> list[str]:
-    return sorted(t.navs)
-
-
-def _rendered(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
-    """The properties of ``t`` in order, each with its Edm type where :func:`to_json` changes a stored
-    value of it (None where it returns the value as it is: a string, a GUID, a V4 date...), so the
-    properties of a record are mostly copied without a call (made once per type and version)."""
-    return _per_type(_plan, t, v2)
-
-
-def _plan(t: TypeInfo, v2: bool) -> list[tuple[str, str | None]]:
-    return [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
 
 
 def collection(t: TypeInfo, items: list[dict[str, object]], set_name: str, count: int | None) -> dict[str, object]:

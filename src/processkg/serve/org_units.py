@@ -126,13 +126,22 @@ def _is_currency(prop: Prop, currency: str) -> bool:
     )
 
 
-def pairs_of(type_: TypeInfo) -> list[tuple[str, str]]:
-    """The (plant, storage location) property pairs of ``type_``: per location, its first plant property."""
+def pairs_of(type_: TypeInfo) -> tuple[tuple[str, str], ...]:
+    """The (plant, storage location) property pairs of ``type_``: per location, its first plant property.
+    Kept per type object (held, so that its id is not reused): a store's types do not change once read."""
+    kept = _PAIRS_OF.get(id(type_))
+    if kept is not None and kept[0] is type_:
+        return kept[1]
     found: dict[str, str] = {}
     for plant, location in PAIRS:
         if plant in type_.props and location in type_.props:
             found.setdefault(location, plant)
-    return [(plant, location) for location, plant in found.items()]
+    pairs = tuple((plant, location) for location, plant in found.items())
+    _PAIRS_OF[id(type_)] = (type_, pairs)
+    return pairs
+
+
+_PAIRS_OF: dict[int, tuple[TypeInfo, tuple[tuple[str, str], ...]]] = {}
 
 
 def _takes(codes: tuple[str, ...] | None, value: str) -> bool:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from processkg.aliases import JSONValue
 
+#: ``json.dumps(entry, ensure_ascii=False, allow_nan=False)`` makes this encoder on every call; made once
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
 
 class Recorder:
     def __init__(self, path: Path) -> None:
@@ -34,7 +37,7 @@ class Recorder:
             entry["status"] = status
             if error is not None:
                 entry["error"] = error
-            self.file.write(json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n")
+            self.file.write(_ENCODER.encode(entry) + "\n")
             self.file.flush()
 
     def close(self) -> None:

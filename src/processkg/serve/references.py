@@ -232,7 +232,7 @@ class References:
         details = []
         v2 = odata_json.is_v2(table.type)
         for ref in self.of(table):
-            if set(ref.props) & inherited or (changed is not None and not set(ref.props) & changed):
+            if not inherited.isdisjoint(ref.props) or (changed is not None and changed.isdisjoint(ref.props)):
                 continue
             if not all(payload.get(p) not in (None, "") for p in ref.props):
                 if ref.how == PARENT and changed is None:
@@ -243,12 +243,13 @@ class References:
                 details.append(_detail(ref, values, pointer, self._existing(ref)))
         pairs = org_units.check_pairs(table.type, payload, pointer)
         details += [d for d in pairs if changed is None or _pair_changed(d, changed)]
-        for name, value in sorted(payload.items()):
-            nav = table.type.navs.get(name)
+        navs = table.type.navs
+        for name in sorted(payload):
+            nav = navs.get(name)
             target = self.data.target(table, nav) if nav is not None else None
             if target is not None:
                 shared = frozenset(k for k in target.keys if k in table.type.props)
-                for i, child in odata_json.children(value):
+                for i, child in odata_json.children(payload[name]):
                     details += self.check(target, child, f"{pointer}/{name}{i}", shared)
         return details
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from processkg.aliases import JSONValue
 from processkg.validate import literals
@@ -27,6 +28,18 @@ def canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
     ``2026-01-01T00:00:00+00:00``), so keys and references compare equal."""
     if value is None:
         return None
+    if type(value) is str:
+        return _canonical_text(value, edm_type, v2)
+    return _canonical(value, edm_type, v2)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(value: str, edm_type: str, v2: bool) -> object:
+    """:func:`canonical` of a JSON string, kept (the same text gives the same stored form)."""
+    return _canonical(value, edm_type, v2)
+
+
+def _canonical(value: JSONValue, edm_type: str, v2: bool) -> object:
     lexical, _datatype, problem = literals.literal(value, edm_type, v2)
     if problem:
         return value
@@ -68,8 +81,8 @@ def to_json(value: JSONValue, edm_type: str, v2: bool) -> object:
         return value if v2 and edm_type in V2_STRING_NUMBERS else _number(value)
     if v2 and edm_type == "Edm.DateTime":
         return _v2_date(value)
-    if v2 and edm_type == "Edm.DateTimeOffset":  # SAP Gateway writes the offset: /Date(ms+0000)/
-        return _v2_date(value).replace(")/", "+0000)/") if _moment(value) else value
+    if v2 and edm_type == "Edm.DateTimeOffset":
+        return _v2_offset(value)
     return value
 
 
@@ -92,6 +105,14 @@ def _number(text: str) -> int | float | str:
     )
 
 
+@lru_cache(maxsize=4096)
 def _v2_date(text: str) -> str:
+    """A stored date-time as V2 JSON (``/Date(ms)/``); kept (the same text gives the same form)."""
     moment = _moment(text)
     return f"/Date({int((moment - EPOCH).total_seconds() * 1000)})/" if moment else text
+
+
+@lru_cache(maxsize=4096)
+def _v2_offset(text: str) -> str:
+    """A stored ``Edm.DateTimeOffset`` as V2 JSON: SAP Gateway writes the offset, ``/Date(ms+0000)/``."""
+    return _v2_date(text).replace(")/", "+0000)/") if _moment(text) else text

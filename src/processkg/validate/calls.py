@@ -6,7 +6,9 @@ by pySHACL with the payload shapes of :mod:`processkg.validate.payload_shapes`; 
 is mapped back to a violation kind and a JSON pointer. What SHACL cannot say (unknown
 service or entity set, GET URLs, malformed lines) is checked in Python first; so are the rules
 of an update that differ from a create (:class:`UpdateConverter`: what may change, partial or
-full replace) and of a DELETE (:func:`~processkg.validate.urls.check_write_target`).
+full replace) and of a DELETE (:func:`~processkg.validate.urls.check_write_target`). A create whose
+JSON conforms is passed by :mod:`processkg.validate.payload_json` with the same compiled shapes and
+never becomes RDF; any other payload becomes RDF as above.
 
 :class:`Validator` is the Python API: ``validate_call`` for one call (the mock server and
 the agent use it), ``validate_calls`` for a batch in one pySHACL run per service.
@@ -32,10 +34,20 @@ from processkg.graph.handle import StoreHandle
 from processkg.jsonl import LIMITS, parse_line, read_records
 from processkg.services.model import Model, Nav, OperationInfo, Prop, SetRules, TypeInfo, service_model
 from processkg.validate import literals, operation_parameters
+from processkg.validate.payload_json import (
+    MAX_DEEP_INSERT,
+    JsonChecks,
+    control,
+    decimal_problem,
+    esc,
+    is_link,
+    payload_literal,
+)
 from processkg.validate.payload_shapes import model_shapes
 from processkg.validate.shacl import ShaclEngine, merge_reports
 from processkg.validate.urls import (
     CallTarget,
+    Finding,
     check_get,
     check_write_target,
     did_you_mean,
@@ -50,7 +62,6 @@ NODE = "urn:processkg:call/"
 NIL = RDF.nil
 JSON_DT = URIRef(RDF_JSON)
 MAX_CALL_VALUES = 10_000  # array items and object members in one call, all levels
-MAX_DEEP_INSERT = 16  # levels of entities nested in one POST payload (SAP deep inserts use 2 or 3)
 TARGETS_KEPT = 4096  # resolved call URLs a Validator keeps (all dropped when full)
 ENGINES_KEPT = 64  # SHACL engines (one per service) a Validator keeps; the least recently used goes first
 KINDS = (
@@ -148,25 +159,34 @@ class Validator:
     parsed) is built when a call first needs it, and the :data:`ENGINES_KEPT` most recently used are
     kept: a server over thousands of services never parses or holds every shape at once."""
 
-    def __init__(self, store: StoreHandle, model: Model | None = None, compiled: bool = True) -> None:
+    def __init__(
+        self, store: StoreHandle, model: Model | None = None, compiled: bool = True, json_checks: bool = True
+    ) -> None:
         self.model = model or service_model(store.graph)
         self.compiled = compiled  # False: every payload is checked by pySHACL (see ShaclEngine)
+        self.json_checks = json_checks and compiled  # False: every create's payload becomes triples
+        self._checks: dict[str, JsonChecks] = {}  # service -> the JSON checks of its engine
         self._names: dict[str, dict[str, Prop | Nav]] = {}  # service -> IRI -> what a SHACL result names
         self._operations: dict[str, dict[str, OperationInfo]] = {}  # service -> IRI -> operation
         self._engines: OrderedDict[str, ShaclEngine] = OrderedDict()
         self._targets: dict[tuple[str, str, str | None], CallTarget] = {}  # see resolve
-        self.last_payloads: Payloads | None = None  # the payloads the last validate_calls checked (its report)
+        self._gets: dict[tuple[str, str | None], list[Finding]] = {}  # see _checked_get
+        self.last_payloads: Payloads | None = None  # the payloads the last validate_calls made triples of
+        self._passed = False  # the last validate_calls passed a payload on its JSON
         self._report: Graph | None = None
 
     @property
     def last_report(self) -> Graph | None:
         """The SHACL report graph (pySHACL's) of the last validate_calls; None when it checked no payload.
-        Made when first asked for: a server that only needs the violations never pays for it."""
+        Made when first asked for: a server that only needs the violations never pays for it. A payload
+        passed on its JSON is not in its data graph: it gave no result (a conforming report, if alone)."""
         if self._report is None and self.last_payloads is not None:
             data, shapes = self.last_payloads.graph, self.last_payloads.shapes
             self._report = merge_reports(
                 [self.engine(name).run(data, shapes) for name in sorted(self.last_payloads.services)]
             )
+        elif self._report is None and self._passed:
+            self._report = merge_reports([])
         return self._report
 
     def engine(self, service: str) -> ShaclEngine:
@@ -177,6 +197,18 @@ class Validator:
         self._engines[service] = found
         while len(self._engines) > ENGINES_KEPT:
             self._engines.popitem(last=False)
+        return found
+
+    def checks(self, service: str) -> JsonChecks | None:
+        """The JSON checks of ``service``'s compiled shapes (:mod:`processkg.validate.payload_json`), made
+        with its engine; None when payloads become triples (``json_checks`` or ``compiled`` off)."""
+        if not self.json_checks:
+            return None
+        engine = self.engine(service)
+        found = self._checks.get(service)
+        if found is None or found.engine is not engine:
+            self._checks = {s: c for s, c in self._checks.items() if self._engines.get(s) is c.engine}
+            found = self._checks[service] = JsonChecks(self.model, service, engine)
         return found
 
     def names(self, service: str) -> dict[str, Prop | Nav]:
@@ -204,7 +236,7 @@ class Validator:
         """Validate ``[(line, call)]`` (or bare calls); the payloads of each service in one pySHACL run."""
         pairs = [c if isinstance(c, tuple) else (None, c) for c in calls]
         results, pending = [], Payloads()
-        self.last_payloads, self._report = None, None
+        self.last_payloads, self._report, self._passed = None, None, False
         for i, (line, call) in enumerate(pairs):
             results.append(self._precheck(i, line, call, pending))
         if pending.triples:
@@ -234,7 +266,7 @@ class Validator:
             self._operation(i, target, call, result, pending)
             return result
         if target["method"] == "GET":
-            result.violations.extend(Violation(*v) for v in check_get(self.model, target))
+            result.violations.extend(Violation(*v) for v in self._checked_get(call, target))
             return result
         if target["method"] != "POST":
             result.violations.extend(Violation(*v) for v in check_write_target(self.model, target))
@@ -287,6 +319,21 @@ class Validator:
             self._targets[key] = found
         return {**found, "violations": list(found["violations"])}
 
+    def _checked_get(self, call: JSONObject, target: CallTarget) -> list[Finding]:
+        """:func:`~processkg.validate.urls.check_get` of a GET's target, kept per URL as :meth:`resolve` keeps
+        the target (the same URL, the same target, the same findings; the list is only read)."""
+        url, hint = call.get("url"), call.get("service")
+        if not isinstance(url, str):
+            return check_get(self.model, target)
+        key = (url, hint if isinstance(hint, str) else None)
+        found = self._gets.get(key)
+        if found is None:
+            found = check_get(self.model, target)
+            if len(self._gets) >= TARGETS_KEPT:
+                self._gets.clear()
+            self._gets[key] = found
+        return found
+
     def _operation(self, i: int, target: CallTarget, call: JSONObject, result: CallResult, pending: Payloads) -> None:
         """A call of a function import, action or function (:mod:`processkg.validate.operation_parameters`): the
         method and the URI literals in Python, the parameters by the operation's payload shape."""
@@ -319,6 +366,13 @@ class Validator:
             )
             return
         result.violations.extend(_deep_inserts(t, set_rules(self.model, target), target["payload"], target["set"]))
+        checks = self.checks(t.service)
+        v2 = target["service_version"].startswith("2")
+        notes = checks.conforms(t, target["payload"], v2) if checks is not None else None
+        if notes is not None:  # conforms: what the triples would give, without them
+            result.notes.extend(Violation(*n) for n in notes)
+            self._passed = True
+            return
         conv = Converter(self.model, pending, i, target["service_version"])
         conv.root(t, target["payload"])
         result.violations.extend(conv.violations)
@@ -362,7 +416,7 @@ class Validator:
         found = (self.names(service).get(str(path)) for service in sorted(pending.services))
         item = next((i for i in found if i is not None), None) if path is not None else None
         name = item.name if item is not None else unquote(str(path).rsplit("/", 1)[-1])
-        where = pending.pointers.get((focus, path, value)) or pending.pointers.get(key) or f"{pointer}/{_esc(name)}"
+        where = pending.pointers.get((focus, path, value)) or pending.pointers.get(key) or f"{pointer}/{esc(name)}"
         raw = pending.values.get((focus, path, value), pending.values.get(key))
         kind = _kind(comp, path, item, shape)
         owner = pending.types.get(focus) if focus is not None else None
@@ -452,7 +506,7 @@ class Converter:
         self.p.services.add(t.service)
         self.level += 1
         for key in sorted(obj):
-            self.member(node, t, key, obj[key], f"{pointer}/{_esc(key)}")
+            self.member(node, t, key, obj[key], f"{pointer}/{esc(key)}")
         self.level -= 1
 
     def member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
@@ -460,7 +514,7 @@ class Converter:
         if found is not None:  # a property by its plain name (what the checks below come to for it)
             self.prop(node, found, value, pointer)
             return
-        if _control(key, t) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
+        if control(key, t) or (key.endswith("@odata.bind") and key[:-11] in t.navs):
             return
         name = key.split("@", 1)[0]
         if "@" in key and name in t.props:
@@ -538,12 +592,12 @@ class Converter:
         lexical, xsd, problem = literals.literal(value, item_type, self.v2)
         if problem:
             self.p.messages[(node, _iri(p.iri))] = f"{p.name}: {problem}"
-        elif item_type == "Edm.Decimal" and (digits := _decimal_digits(lexical, p.precision, p.scale)):
+        elif item_type == "Edm.Decimal" and (digits := decimal_problem(lexical, p.precision, p.scale)):
             self.violations.append(Violation("decimal-digits", pointer, f"{p.name} {digits}", value))
-        return _literal(lexical, None if xsd == XSD_STRING else xsd)
+        return payload_literal(lexical, None if xsd == XSD_STRING else xsd)
 
     def nav(self, node: URIRef, n: Nav, value: JSONValue, pointer: str) -> None:
-        if value is None or (isinstance(value, dict) and ("__deferred" in value or _is_link(value))):
+        if value is None or (isinstance(value, dict) and ("__deferred" in value or is_link(value))):
             return
         items = value.get("results") if isinstance(value, dict) and "results" in value else value
         if n.to_many and not isinstance(items, list):
@@ -589,13 +643,13 @@ class UpdateConverter(Converter):
         self.p.services.add(t.service)
         payload = target["payload"]
         for key in sorted(payload):
-            self.change_member(node, t, key, payload[key], f"/{_esc(key)}")
+            self.change_member(node, t, key, payload[key], f"/{esc(key)}")
         if self.method == "PUT":
             self.missing(t, {key.split("@", 1)[0] for key in payload})
 
     def change_member(self, node: URIRef, t: TypeInfo, key: str, value: JSONValue, pointer: str) -> None:
         name = key.split("@", 1)[0]
-        if _control(key, t) or ("@" in key and (name in t.props or name in t.navs)):
+        if control(key, t) or ("@" in key and (name in t.props or name in t.navs)):
             return  # control information, an instance annotation or a Nav@odata.bind link
         if name in t.props:
             self.change_prop(node, t, t.props[name], value, pointer)
@@ -656,7 +710,7 @@ class UpdateConverter(Converter):
                     f"{name} is required in {tname} ({why}) and a PUT replaces the whole entity; "
                     "add it, or send a PATCH to change only some properties"
                 )
-                self.violations.append(Violation("missing-required", f"/{_esc(name)}", message))
+                self.violations.append(Violation("missing-required", f"/{esc(name)}", message))
 
 
 def _deep_inserts(t: TypeInfo, rules: SetRules, payload: JSONObject, set_name: str) -> list[Violation]:
@@ -664,14 +718,14 @@ def _deep_inserts(t: TypeInfo, rules: SetRules, payload: JSONObject, set_name: s
     found = []
     for name in sorted(rules.named("nonInsertableNavigation") & set(payload)):
         value = payload[name]
-        if value is None or (isinstance(value, dict) and _is_link(value)) or name not in t.navs:
+        if value is None or (isinstance(value, dict) and is_link(value)) or name not in t.navs:
             continue
         message = (
             f"{set_name} does not take new {name} entities in its create "
             "(Capabilities.InsertRestrictions/NonInsertableNavigationProperties); "
             f"remove {name} and create them at their own URL afterwards"
         )
-        found.append(Violation("read-only", f"/{_esc(name)}", message, _short(value)))
+        found.append(Violation("read-only", f"/{esc(name)}", message, _short(value)))
     return found
 
 
@@ -733,22 +787,12 @@ def _where(line: int | None, message: str) -> str:
     return message if line is None or message.startswith(f"line {line}") else f"line {line}: {message}"
 
 
-def _esc(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def _node_pointer(focus: Node | None) -> tuple[int | None, str]:
     text = str(focus)
     if not text.startswith(NODE):
         return None, ""
     index, _, rest = text[len(NODE) :].partition("/")
     return int(index), unquote(f"/{rest}" if rest else "")
-
-
-def _control(key: str, t: TypeInfo) -> bool:
-    """Control information (``@odata.*``, V2 ``__metadata``), unless the type has a property of
-    that name (SAP RAP's ``__FieldControl``, ``__OperationControl``)."""
-    return key.startswith("@") or (key.startswith("__") and key not in t.props)
 
 
 def _objects(value: JSONValue) -> bool:
@@ -763,13 +807,8 @@ def _no_entity(value: JSONValue) -> bool:
     if isinstance(value, list):
         return not value
     if isinstance(value, dict):
-        return "__deferred" in value or _is_link(value) or value == {"results": []}
+        return "__deferred" in value or is_link(value) or value == {"results": []}
     return False
-
-
-def _is_link(value: JSONObject) -> bool:
-    meta = value.get("__metadata")
-    return len(value) == 1 and isinstance(meta, dict) and "uri" in meta
 
 
 def _json_literal(value: JSONValue) -> Literal | URIRef:
@@ -795,20 +834,6 @@ def _plan(p: Prop) -> tuple[URIRef, str, str, bool]:
         pred = _iri(p.iri)
         found = _PLANS[id(p)] = (p, (pred, str(pred) + "/shape", p.item_type, p.collection))
     return found[1]
-
-
-@lru_cache(maxsize=4096)
-def _decimal_digits(lexical: str, precision: int | None, scale: int | None) -> str | None:
-    """:func:`processkg.validate.literals.decimal_digits`, kept (the same digits give the same answer)."""
-    return literals.decimal_digits(lexical, precision, scale)
-
-
-@lru_cache(maxsize=4096)
-def _literal(lexical: str, xsd: str | None) -> Literal:
-    """The literal of a payload value: a simple literal for a string (as shacl.to_rdflib_term makes
-    them), else typed. Kept: rdflib parses the lexical form of a typed literal when it is made, the
-    same way each time (a literal is immutable)."""
-    return Literal(lexical) if xsd is None else Literal(lexical, datatype=URIRef(xsd))
 
 
 def _short(value: JSONValue) -> JSONValue:

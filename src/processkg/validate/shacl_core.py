@@ -102,14 +102,16 @@ class _Keys:
 
 
 @dataclass
-class _Shape:
+class Shape:
+    """One compiled shape: a node shape (``path`` None) or a property shape, with its constraints."""
+
     node: URIRef | BNode
     path: Node | None = None  # a property shape's sh:path (an IRI); None for a node shape
     target_classes: list[Node] = field(default_factory=list)
     target_subjects_of: list[Node] = field(default_factory=list)
     closed: bool = False
     allowed: frozenset[Node] = frozenset()  # sh:ignoredProperties and the paths of sh:property shapes
-    properties: list[_Shape] = field(default_factory=list)
+    properties: list[Shape] = field(default_factory=list)
     min_count: int | None = None
     max_count: int | None = None
     datatype: Node | None = None
@@ -117,7 +119,7 @@ class _Shape:
     max_length: int | None = None
     codes: frozenset[Node] | None = None
     node_kind: tuple[bool, bool, bool] | None = None
-    nodes: list[_Shape] = field(default_factory=list)
+    nodes: list[Shape] = field(default_factory=list)
     classes: list[Node] = field(default_factory=list)
     keys: _Keys = field(default_factory=_Keys)
     #: literal id -> (the literal, the components it fails): a literal's own constraints, checked once
@@ -135,7 +137,7 @@ class CompiledShapes:
     def __init__(self, graph: Graph, shape_nodes: Iterable[URIRef | BNode], property_shapes: set[Node]) -> None:
         self.graph = graph
         self._property = property_shapes  # what pySHACL took for a property shape
-        self.shapes: dict[Node, _Shape] = {}
+        self.shapes: dict[Node, Shape] = {}
         self.unsupported: set[Node] = set()
         for node in shape_nodes:
             try:
@@ -157,7 +159,7 @@ class CompiledShapes:
         return not any(s in self.unsupported for s in shapes)
 
     # ------------------------------------------------------------ compiling
-    def _compile(self, node: URIRef | BNode) -> _Shape:
+    def _compile(self, node: URIRef | BNode) -> Shape:
         g = self.graph
         predicates = {p: list(g.objects(node, p)) for p in set(g.predicates(node, None))}
         is_property = node in self._property
@@ -166,7 +168,7 @@ class CompiledShapes:
             raise _Unsupported(node)
         if not set(predicates.get(RDF.type, ())) <= _SHAPE_TYPES:
             raise _Unsupported(node)  # rdfs:Class and the like: implicit class targets
-        shape = _Shape(node)
+        shape = Shape(node)
         shape.target_classes = predicates.get(SH.targetClass, [])
         shape.target_subjects_of = predicates.get(SH.targetSubjectsOf, [])
         if is_property:
@@ -214,7 +216,7 @@ class CompiledShapes:
                 return False
         return True
 
-    def _resolve(self, shape: _Shape) -> None:
+    def _resolve(self, shape: Shape) -> None:
         g = self.graph
         shape.properties = [self.shapes[ref] for ref in g.objects(shape.node, SH.property)]
         shape.nodes = [self.shapes[ref] for ref in g.objects(shape.node, SH.node)]
@@ -240,7 +242,7 @@ class CompiledShapes:
                 self._validate(shape, focus, data, out)
         return out
 
-    def _validate(self, shape: _Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
+    def _validate(self, shape: Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
         if shape.path is None:  # a node shape: its one value node is the focus node
             self._node_constraints(shape, focus, data, out)
         else:
@@ -248,7 +250,7 @@ class CompiledShapes:
             assert path is not None  # a property shape's
             self._value_constraints(shape, focus, data.objects(focus, path), data, out)
 
-    def _node_constraints(self, shape: _Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
+    def _node_constraints(self, shape: Shape, focus: Node, data: _DataGraph, out: list[Result]) -> None:
         if shape.closed:
             allowed = shape.keys.allowed
             for p, objects in data.out.get(_key(focus), {}).items():
@@ -261,7 +263,7 @@ class CompiledShapes:
             self._validate(prop, focus, data, out)
 
     def _value_constraints(
-        self, shape: _Shape, focus: Node, values: set[Node], data: _DataGraph, out: list[Result]
+        self, shape: Shape, focus: Node, values: set[Node], data: _DataGraph, out: list[Result]
     ) -> None:
         node, path = shape.node, shape.path
         if shape.min_count and len(values) < shape.min_count:
@@ -275,10 +277,10 @@ class CompiledShapes:
                 if kept is None or kept[0] is not v:
                     if len(shape.checked) >= LITERALS_KEPT:
                         shape.checked.clear()
-                    kept = shape.checked[id(v)] = (v, _failed(shape, v))
+                    kept = shape.checked[id(v)] = (v, failures(shape, v))
                 out.extend((focus, path, comp, v, node) for comp in kept[1])
                 continue
-            out.extend((focus, path, comp, v, node) for comp in _failed(shape, v))
+            out.extend((focus, path, comp, v, node) for comp in failures(shape, v))
             for c in shape.keys.classes:
                 if isinstance(v, Literal) or not data.instance_of(v, c):
                     out.append((focus, path, _CLASS, v, node))
@@ -289,7 +291,7 @@ class CompiledShapes:
 LITERALS_KEPT = 1024  # literals whose outcome a property shape keeps (all dropped when full)
 
 
-def _failed(shape: _Shape, v: Node) -> tuple[Node, ...]:
+def failures(shape: Shape, v: Node) -> tuple[Node, ...]:
     """The constraint components of ``shape`` that the value node ``v`` fails by itself (datatype,
     pattern, length, codes, node kind), in pySHACL's order. A literal is immutable and these look at
     nothing else, so a property shape keeps the outcome for each literal it has checked."""
@@ -345,7 +347,7 @@ class _DataGraph:
     def objects(self, s: Node, p: Key) -> set[Node]:
         return self.out.get(_key(s), {}).get(p, set())
 
-    def focus_nodes(self, shape: _Shape) -> set[Node]:
+    def focus_nodes(self, shape: Shape) -> set[Node]:
         found: set[Node] = set()
         for c in shape.keys.target_classes:
             for cls in _closure(c, self.subclasses):
@@ -460,4 +462,4 @@ def _of_kind(v: Node, kind: tuple[bool, bool, bool]) -> bool:
     return kind[1]
 
 
-__all__ = ["SH", "CompiledShapes", "Result"]
+__all__ = ["SH", "CompiledShapes", "Result", "Shape", "failures"]

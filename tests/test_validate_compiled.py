@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TypeAlias, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rdflib import Graph, Literal, URIRef
 from rdflib.compare import isomorphic
 from rdflib.term import Node
@@ -248,3 +250,80 @@ def test_the_report_graph_is_the_same_when_valid_creates_are_checked_on_their_js
         assert walking.last_payloads is None or len(walking.last_payloads.triples) < len(compiled.last_payloads.triples)
         assert isomorphic(ours, theirs)
     assert len(ours) > 10  # the invalid call's results
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=45),
+    st.from_regex(r"\A[0-9]{1,12}\Z"),  # keys, codes and quantities as SAP writes them
+    st.from_regex(r"\A-?[0-9]{1,15}(\.[0-9]{1,5})?\Z"),  # decimals as V2 strings
+    st.from_regex(r"\A/Date\(-?[0-9]{1,13}([+-][0-9]{4})?\)/\Z"),  # V2 dates
+    st.from_regex(r"\APT[0-9]{1,2}H[0-9]{1,2}M[0-9]{1,2}S\Z"),  # V2 times
+    st.sampled_from(["1010", "10", "00", "OR", "TA", "EUR", "USD", "PC", "X", "", "0000000001", "0000000002"]),
+    st.sampled_from(["1.234", "1.23456", "-1", "1e3", "12345678901234.5", "0.5", "2"]),  # scales and precisions
+)
+_VALUES = st.one_of(
+    _SCALARS, st.lists(_SCALARS, max_size=2), st.dictionaries(st.text(max_size=8), _SCALARS, max_size=2)
+)
+
+
+def _mutated(draw: st.DrawFn, entity: dict[str, object], names: list[str]) -> dict[str, object]:
+    """``entity`` with a few members dropped, set to another value, or added (mostly names of its type)."""
+    out = dict(entity)
+    for _ in range(draw(st.integers(0, 4))):
+        name = draw(st.one_of(st.sampled_from(names), st.sampled_from(sorted(out)), st.text(min_size=1, max_size=12)))
+        change = draw(st.sampled_from(["drop", "set", "extend"]))
+        if name in out and change == "drop":
+            del out[name]
+        elif isinstance(out.get(name), str) and change == "extend":
+            out[name] = str(out[name]) + draw(st.sampled_from(["0", "1", "X", ".5", "0001", " ", "\u00e9"]))
+        else:
+            out[name] = draw(_VALUES)
+    return out
+
+
+@st.composite
+def _deep_orders(draw: st.DrawFn, order_names: list[str], item_names: list[str]) -> dict[str, object]:
+    bench = _module("bench_sap_clients")
+    order = _mutated(draw, {k: v for k, v in bench.DEEP_ORDER.items() if k != "to_Item"}, order_names)
+    items = [_mutated(draw, item, item_names) for item in bench.DEEP_ORDER["to_Item"]]
+    shape = draw(st.sampled_from(["items", "no items", "one item", "not a list"]))
+    if shape == "items":
+        order["to_Item"] = items
+    elif shape == "one item":
+        order["to_Item"] = items[:1]
+    elif shape == "not a list":
+        order["to_Item"] = items[0]
+    return order
+
+
+def test_whatever_the_json_checks_pass_the_triples_pass_with_the_same_notes(validators):
+    """Property: for deep inserts of a sales order mutated at random (members dropped, retyped, added; items
+    present, absent or not a list), a payload the JSON checks pass is valid by the compiled triples too,
+    with the same notes; and the checks pass some and leave some to the triples (both sides are reached)."""
+    walking, compiled, _ = validators
+    bench = _module("bench_sap_clients")
+    url = bench.SERVICE + "A_SalesOrder"
+    t = walking.model.types[walking.resolve("POST", url)["type"]]
+    item = t.navs["to_Item"].target
+    assert item is not None
+    checks = walking.checks(t.service)
+    assert checks is not None
+    seen = Counter()
+
+    @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(_deep_orders(sorted(t.props), sorted(walking.model.types[item].props)))
+    def check(payload: dict[str, object]) -> None:
+        notes = checks.conforms(t, payload, True)
+        seen[notes is not None] += 1
+        if notes is None:
+            return
+        [result] = [r.as_dict() for r in compiled.validate_calls([{"method": "POST", "url": url, "payload": payload}])]
+        assert result["valid"], (payload, result)
+        assert [list(n) for n in notes] == [list(v.values()) for v in result.get("notes", [])]
+
+    check()
+    assert seen[True] > 20 and seen[False] > 20, seen

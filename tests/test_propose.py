@@ -34,7 +34,7 @@ from processkg.build.pipeline import BuildOptions, build_store
 from processkg.cli import main
 from processkg.cli.map import map_group, mapping_cmd
 from processkg.errors import LLMError, ProcessKGError, ProposalError
-from processkg.evaluate.processes import fold_proposals, proposal_folds
+from processkg.evaluate.processes import proposal_folds
 from processkg.graph.handle import StoreHandle, StoreLocation
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.learned import (
@@ -43,7 +43,6 @@ from processkg.proposals.learned import (
     FEATURES,
     REGULARISATION,
     SHIPPED,
-    TUNED,
     candidates,
     features,
     fit_scorer,
@@ -51,7 +50,6 @@ from processkg.proposals.learned import (
     shipped_scorer,
 )
 from processkg.proposals.llm_choice import LLMChoiceSettings, build_messages, parse_choices
-from processkg.proposals.proposal_facts import TuneSettings
 from processkg.proposals.propose import (
     WEIGHT_GRID,
     ActivityFacts,
@@ -71,7 +69,6 @@ from processkg.proposals.propose import (
     verb_mode,
     write_proposals,
 )
-from processkg.proposals.tuned import similarity, step_text, training_pairs, tune_on, tuned_similarity
 from processkg.sources.mapping import MappingEntry, read_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1036,61 +1033,3 @@ def test_a_learned_scorer_file_is_checked():
         scorer_from_json({**good, "features": good["features"][:-1]})
     with pytest.raises(ProposalError, match="--top-n must be at least 1"):
         scorer_from_json({**good, "cut": {**good["cut"], "top_n": 0}})
-
-
-# ---------------------------------------------------------------- the embedding model tuned on the known mapping
-
-#: Settings for tests: one epoch over a few dozen pairs (seconds on the demo data).
-QUICK = TuneSettings(epochs=1)
-
-
-def test_a_tuned_model_learns_its_training_pairs_and_never_sees_a_held_out_step(demo_signals, demo_gold):
-    """Fine-tuned on two demo processes' gold, the cosine of a training pair rises over the untuned
-    model's; no text of the third process's steps is among the pairs it learned from; the same gold
-    gives the same similarities again."""
-    held_out = "Process_CustomerReturns"
-    kept = [e for e in demo_gold if e.process != held_out]
-    base = demo_signals.scores(BASE)
-    pairs = training_pairs(demo_signals, kept, base, QUICK.negatives)
-    held_texts = {step_text(a) for a in demo_signals.activities if a.process == held_out}
-    assert pairs and not {p.anchor for p in pairs} & held_texts
-    assert {p.anchor for p in pairs} <= {step_text(a) for a in demo_signals.activities if a.process != held_out}
-    assert all(p.positive in p.gold and not set(p.negatives) & p.gold for p in pairs)
-    demo_signals.tuning = QUICK
-    try:
-        tuned = tune_on(demo_signals, kept, base)
-        again = tune_on(demo_signals, kept, base)
-        untuned = tune_on(demo_signals, [], base)  # nothing to learn from: the model as it was
-    finally:
-        demo_signals.tuning = None
-    after, before = tuned_similarity(demo_signals, tuned), tuned_similarity(demo_signals, untuned)
-    row = {(a.process, name): i for i, a in enumerate(demo_signals.activities) for name in (a.id, a.name)}
-    col = {(s.service, s.name): j for j, s in enumerate(demo_signals.sets)}
-    edges = [(row[(e.process, e.activity)], col[(e.service, e.entity_set)]) for e in kept]
-    assert len(pairs) == len(edges)
-    rose = [after[i, j] > before[i, j] for i, j in edges]
-    assert sum(rose) > len(rose) / 2, f"{sum(rose)} of {len(rose)} training pairs more similar after tuning"
-    assert np.mean([after[i, j] - before[i, j] for i, j in edges]) > 0.01
-    assert again.key == tuned.key and np.array_equal(similarity(again.model, demo_signals), after)  # not the cache
-    assert not {k[0] for k in tuned.key[1:]} & {held_out}
-
-
-def test_folds_with_the_tuned_model_never_see_the_held_out_gold(demo_signals, demo_gold):
-    """With ``dense_tuned`` (``kg map tune --folds --tune-embedding``): garbling the held-out process's
-    gold leaves its scorer, cut and proposals as they were; the tuned models saw none of its edges."""
-    held_out = ["Process_CustomerReturns"]
-    garbled = [replace(e, entity_set="Nothing") if e.process in held_out else e for e in demo_gold]
-    demo_signals.tuning = QUICK
-    try:
-        real = fold_proposals(demo_signals, demo_gold, held_out)
-        blind = fold_proposals(demo_signals, garbled, held_out)
-        fitted = fit_scorer(demo_signals, [e for e in demo_gold if e.process not in held_out])
-    finally:
-        demo_signals.tuning = None
-        demo_signals.know([])
-    assert fitted.used[-1] == TUNED and fitted.tuned is not None
-    assert not {k[0] for k in fitted.tuned.key[1:]} & set(held_out)
-    assert real[1] == blind[1] and real[2]["settings"] == blind[2]["settings"]
-    assert real[2]["tuning_f1"] == blind[2]["tuning_f1"] and np.array_equal(real[3], blind[3])
-    assert [p.edge() for p in real[0]] == [p.edge() for p in blind[0]]
-    assert real[2]["held_out"]["edges"]["tp"] > 0 == blind[2]["held_out"]["edges"]["tp"]

@@ -27,7 +27,6 @@ from processkg.graph.stats import table
 from processkg.openai_chat import ChatSettings
 from processkg.proposals.learned import fit_scorer, shipped_scorer
 from processkg.proposals.llm_choice import PROMPTS, LLMChoiceSettings
-from processkg.proposals.proposal_facts import TuneSettings
 from processkg.proposals.propose import (
     WEIGHT_GRID,
     ProposalWeights,  # imported late: propose loads numpy and the retrieval code
@@ -183,35 +182,18 @@ def _settings(
     "weights (the weighted mean of kg map propose). Without --folds, learned fits the scorer on the train half "
     "and --out writes it as kg map propose --scorer learned ships it.",
 )
-@click.option(
-    "--tune-embedding",
-    is_flag=True,
-    help="With the learned scorer: fine-tune a copy of the embedding model on the training gold and add the "
-    "similarity under it (dense_tuned) as a feature; slow (minutes per fit on a CPU).",
-)
 @out_option("file", "Write the choice and its evaluation here (JSON).")
 def tune_cmd(
-    store: StoreHandle,
-    gold: Path,
-    weights: bool,
-    folds: bool,
-    context: bool,
-    scorer: str | None,
-    tune_embedding: bool,
-    out: Path,
+    store: StoreHandle, gold: Path, weights: bool, folds: bool, context: bool, scorer: str | None, out: Path
 ) -> None:
     """Choose --top-n, --threshold and --ratio (and the weights) on the train half of the gold's processes."""
 
-    if tune_embedding and (scorer == "weights" or context or weights or not (folds or scorer == "learned")):
-        raise click.UsageError("--tune-embedding goes with the learned scorer (--folds, or --scorer learned)")
     if folds:
         if context and scorer == "learned":
             raise click.UsageError(
                 "--context goes with --scorer weights: the learned scorer has the context as features"
             )
-        signals = Signals(store)
-        signals.tuning = TuneSettings() if tune_embedding else None
-        _tune_folds(signals, read_mapping(gold), context, scorer or ("weights" if context else "learned"), out)
+        _tune_folds(Signals(store), read_mapping(gold), context, scorer or ("weights" if context else "learned"), out)
         return
     if context:
         raise click.UsageError("--context goes with --folds")

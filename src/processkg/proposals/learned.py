@@ -19,7 +19,7 @@ docs/mapping-proposals.md "A learned scorer".
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any
@@ -40,7 +40,6 @@ from processkg.proposals.propose import (
     content_words,
     ranked,
 )
-from processkg.proposals.tuned import TunedModel, tune_on, tuned_similarity
 from processkg.sources.mapping import MappingEntry
 
 #: Candidates per activity (the best under :data:`BASE`): 178 of the 200 SAP gold edges are among them.
@@ -84,9 +83,6 @@ FEATURES = (
     "follows_named",
     "followed_by_named",
 )
-#: The feature of an embedding model fine-tuned on the training gold (:mod:`~processkg.proposals.tuned`):
-#: not in :data:`FEATURES`, used when the signals have ``tuning`` settings (``kg map tune --tune-embedding``).
-TUNED = "dense_tuned"
 
 
 @dataclass(frozen=True)
@@ -117,8 +113,6 @@ class LearnedScorer:
     used: tuple[str, ...] = FEATURES
     #: the gold it was fitted on, what ``known`` draws on; None: the store's own mapping edges
     known: tuple[MappingEntry, ...] | None = ()
-    #: the model fine-tuned on that gold that gives :data:`TUNED`, if ``used`` has it
-    tuned: TunedModel | None = None
 
     def scores(self, signals: Signals) -> np.ndarray:
         """Activities x sets: each candidate's probability of being a gold edge; -inf elsewhere.
@@ -128,12 +122,10 @@ class LearnedScorer:
             signals.know(self.known)
         base = signals.scores(BASE)
         pairs = candidates(base, CANDIDATES)
-        if self.tuned is not None and TUNED in self.used:
-            pairs = _more(pairs, base, tuned_similarity(signals, self.tuned), range(base.shape[0]))
         out = np.full(base.shape, -np.inf)
         if pairs:
             rows, cols = zip(*pairs, strict=True)
-            x = _design(signals, base, pairs, self.used, self.tuned)
+            x = _columns(features(signals, base, pairs), self.used)
             out[list(rows), list(cols)] = self.model.probability(x)
         return out
 
@@ -278,59 +270,24 @@ def _fit(x: np.ndarray, y: np.ndarray, strength: float) -> LinearModel:
 
 
 def _columns(x: np.ndarray, used: Sequence[str]) -> np.ndarray:
-    """The columns of the features ``used``, in the order of :data:`FEATURES` (:data:`TUNED` aside)."""
-    unknown = set(used) - {*FEATURES, TUNED}
+    """The columns of the features ``used``, in the order of :data:`FEATURES`."""
+    unknown = set(used) - set(FEATURES)
     if unknown:
         raise ProposalError(f"no such proposal features: {', '.join(sorted(unknown))}")
     return x[:, [k for k, name in enumerate(FEATURES) if name in used]]
 
 
-def _design(
-    signals: Signals,
-    base: np.ndarray,
-    pairs: Sequence[tuple[int, int]],
-    used: Sequence[str],
-    tuned: TunedModel | None,
-) -> np.ndarray:
-    """The ``used`` features of ``pairs``: :func:`features`' columns, then :data:`TUNED` from ``tuned``."""
-    x = _columns(features(signals, base, pairs), used)
-    if TUNED not in used:
-        return x
-    if tuned is None:
-        raise ProposalError(f"the scorer uses {TUNED} but has no tuned embedding model")
-    similarity = tuned_similarity(signals, tuned)
-    column = np.array([similarity[i, j] for i, j in pairs], dtype=float).reshape(len(pairs), 1)
-    return np.hstack([x, column])
-
-
 def _examples(
-    signals: Signals,
-    entries: Sequence[MappingEntry],
-    processes: Collection[str],
-    used: Sequence[str],
-    tuned: Mapping[str, TunedModel] | None = None,
+    signals: Signals, entries: Sequence[MappingEntry], processes: Collection[str], used: Sequence[str]
 ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
     """The candidates of the activities of ``processes``, the ``used`` features (``known`` drawing on
-    ``entries``; :data:`TUNED` of each process from ``tuned[process]``) and whether each is a gold edge.
-    ``entries`` must be of the processes whose gold the features may see."""
+    ``entries``, which must be of those processes only) and whether each is a gold edge."""
     signals.know(entries)
     base = signals.scores(BASE)
     gold = _keys(entries, False, set(processes))
     pairs = [(i, j) for i, j in candidates(base, CANDIDATES) if signals.activities[i].process in processes]
     labels = np.array([_edge(signals, i, j) in gold for i, j in pairs])
-    if TUNED not in used:
-        return pairs, _columns(features(signals, base, pairs), used), labels
-    assert tuned is not None
-    for process in sorted(processes):
-        rows = [i for i, a in enumerate(signals.activities) if a.process == process]
-        pairs = _more(pairs, base, tuned_similarity(signals, tuned[process]), rows)
-    pairs = sorted(pairs)
-    labels = np.array([_edge(signals, i, j) in gold for i, j in pairs])
-    x = np.zeros((len(pairs), len([f for f in used if f in FEATURES]) + 1))
-    for process in sorted({signals.activities[i].process for i, _j in pairs}):
-        rows = [k for k, (i, _j) in enumerate(pairs) if signals.activities[i].process == process]
-        x[rows] = _design(signals, base, [pairs[k] for k in rows], used, tuned[process])
-    return pairs, x, labels
+    return pairs, _columns(features(signals, base, pairs), used), labels
 
 
 def _edge(signals: Signals, i: int, j: int) -> tuple[str, ...]:
@@ -345,27 +302,17 @@ def fit_scorer(signals: Signals, entries: Sequence[MappingEntry], used: Sequence
     model fitted on the others' gold, with ``known`` drawing on theirs (a group whose others have no
     gold edge among their candidates gets no probabilities: no proposals). Ties go to the stronger
     regularisation. ``used``: the features the model sees (all of :data:`FEATURES` but for
-    ablations). Afterwards ``known`` draws on all of ``entries``, as for the proposals that follow.
-
-    With ``signals.tuning`` set, :data:`TUNED` is a feature too, and no process's :data:`TUNED` comes
-    from a model tuned on its own gold or on that of the group being scored (:func:`_tuned_for`)."""
+    ablations). Afterwards ``known`` draws on all of ``entries``, as for the proposals that follow."""
     processes = sorted({e.process for e in entries})
     if len(processes) < 2:
         raise ProposalError(f"a learned scorer needs the gold of at least 2 processes, not {len(processes)}")
-    if signals.tuning is not None and TUNED not in used:
-        used = (*used, TUNED)
-    inner = min(INNER_GROUPS, len(processes))
-    group_of = {p: k % inner for k, p in enumerate(processes)}
-    tuned = _tuned_for(signals, entries, group_of) if TUNED in used else None
     groups = []
+    inner = min(INNER_GROUPS, len(processes))
     for g in range(inner):
-        test = {p for p in processes if group_of[p] == g}
+        test = set(processes[g::inner])
         train = [e for e in entries if e.process not in test]
-        learn = {e.process for e in train}
-        fitted_on = {p: tuned(frozenset({g, group_of[p]})) for p in learn} if tuned else None
-        scored = {p: tuned(frozenset({g})) for p in test} if tuned else None
-        _pairs, x, y = _examples(signals, train, learn, used, fitted_on)
-        groups.append(((x, y), _examples(signals, train, test, used, scored)[:2]))
+        _pairs, x, y = _examples(signals, train, {e.process for e in train}, used)
+        groups.append(((x, y), _examples(signals, train, test, used)[:2]))
     best: tuple[float, float, ProposalWeights] | None = None
     for strength in REGULARISATION:
         out_of_fold = np.full((len(signals.activities), len(signals.sets)), -np.inf)
@@ -379,47 +326,9 @@ def fit_scorer(signals: Signals, entries: Sequence[MappingEntry], used: Sequence
             best = (f1, strength, cut)
     assert best is not None
     f1, strength, cut = best
-    own = {p: tuned(frozenset({group_of[p]})) for p in processes} if tuned else None
-    _pairs, x, y = _examples(signals, entries, processes, used, own)
-    used_names = tuple(f for f in (*FEATURES, TUNED) if f in used)
-    final = tuned(frozenset()) if tuned else None
-    return LearnedScorer(_fit(x, y, strength), cut, f1, strength, used_names, tuple(entries), final)
-
-
-def _more(
-    pairs: list[tuple[int, int]], base: np.ndarray, sim: np.ndarray, rows: Collection[int]
-) -> list[tuple[int, int]]:
-    """``pairs`` and, for the activity ``rows``, their best CANDIDATES sets by ``sim`` (among those base keeps)."""
-    have = set(pairs)
-    out = list(pairs)
-    for i in rows:
-        row = np.where(np.isfinite(base[i]), sim[i], -np.inf)
-        for j in ranked(row[None, :], 0, CANDIDATES):
-            if (i, j) not in have:
-                have.add((i, j))
-                out.append((i, j))
-    return sorted(out)
-
-
-def _tuned_for(
-    signals: Signals, entries: Sequence[MappingEntry], group_of: Mapping[str, int]
-) -> Callable[[frozenset[int]], TunedModel]:
-    """The embedding model tuned on the gold of every group but ``without``, each tuned once: a
-    group's candidates are scored with the model tuned without it, and the rows a model learns from
-    with one tuned without their group and without the group being scored (the untuned model when
-    no group is left), so that no probability of a group depends on its gold; the final model
-    learns from rows scored without their own group and scores new processes with the model tuned
-    on all. :data:`TUNED` thus enters the regression out of sample, as in stacking."""
-    base = signals.scores(BASE)
-    done: dict[frozenset[int], TunedModel] = {}
-
-    def tuned(without: frozenset[int]) -> TunedModel:
-        if without not in done:
-            kept = [e for e in entries if group_of[e.process] not in without]
-            done[without] = tune_on(signals, kept, base)
-        return done[without]
-
-    return tuned
+    _pairs, x, y = _examples(signals, entries, processes, used)
+    used_names = tuple(f for f in FEATURES if f in used)
+    return LearnedScorer(_fit(x, y, strength), cut, f1, strength, used_names, tuple(entries))
 
 
 def _choose_cut(

@@ -84,20 +84,3 @@ class EntitySetFacts:
     short: str  # name as words, and labels
     summary: str
     fields: str = ""  # every property (key first) as words, with its label
-
-
-@dataclass(frozen=True)
-class TuneSettings:
-    """How the model is fine-tuned: sentence-transformers' usual values for contrastive fine-tuning
-    (learning rate, warm-up, scale, batch); epochs, hard negatives and tokens chosen for the cost, on
-    the training processes of one fold alone (docs/mapping-proposals.md)."""
-
-    epochs: int = 2
-    batch: int = 16
-    learning_rate: float = 2e-5
-    warmup: float = 0.1  # share of the steps with a linearly rising learning rate
-    negatives: int = 2  # hard negatives per pair
-    tokens: int = 128  # texts cut to this many tokens, in training and in encoding (the model's own limit: 256)
-    scale: float = 20.0  # the cosines' scale in the softmax (MultipleNegativesRankingLoss)
-    seed: int = 23
-    threads: int = 2

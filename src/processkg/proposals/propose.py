@@ -43,7 +43,7 @@ from processkg.proposals.llm_choice import (
     parse_choices,
     reply_text,
 )
-from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights, TuneSettings
+from processkg.proposals.proposal_facts import ActivityFacts, EntitySetFacts, Proposal, ProposalWeights
 from processkg.retrieve.index import Encoder, LoadedIndex, load_index
 from processkg.retrieve.lexical import Lexical
 from processkg.retrieve.texts import Lexicon, lexicon, type_facts
@@ -259,12 +259,6 @@ class Signals:
         self.sets = read_sets(store, index.items["set"], lex)
         del store
         encoder = Encoder(index.model)
-        #: the index's embedding model, which :mod:`~processkg.proposals.tuned` fine-tunes a copy of
-        self.model_id = index.model
-        #: with settings, :func:`~processkg.proposals.learned.fit_scorer` adds ``dense_tuned`` (``kg map
-        #: tune --tune-embedding``); the tuned similarities, by the edges tuned on (``tuned.tuned_similarity``)
-        self.tuning: TuneSettings | None = None
-        self.tuned: dict[tuple[object, ...], np.ndarray] = {}
         texts = [a.text() for a in self.activities]
         shorts = [s.short for s in self.sets]
         self.matrix = {

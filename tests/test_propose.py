@@ -714,6 +714,7 @@ def test_the_documented_leave_out_figures_are_the_committed_reports():
         ("+ context weights per fold", "folds-context.json"),
         ("learned scorer per fold", "folds-learned.json"),
         ("learned scorer with `dense_tuned` per fold (tried, not kept)", "folds-tuned.json"),
+        ("the same, its best 20 sets added to the candidates (tried, not kept)", "folds-tuned-candidates.json"),
     ):
         folds = json.loads((folder / name).read_text(encoding="utf-8"))
         tp, proposed, gold = (
@@ -1064,3 +1065,15 @@ def test_the_documented_tuned_embedding_figures_are_the_committed_run():
     assert f"{final[0]['pairs']}, {final[1]['pairs']} and {final[2]['pairs']} pairs" in text
     assert f"peaked at\n{run['peak_memory_mb'] / 1000:.1f} GB" in text
     assert run["settings"]["epochs"] == 2 and run["settings"]["negatives"] == 2 and run["settings"]["tokens"] == 128
+    # the same with the tuned similarity's best 20 sets among the candidates (c96e258)
+    mix = json.loads((ROOT / "benchmarks" / "results" / "proposal-tuned-candidates.json").read_text(encoding="utf-8"))
+    mix_folds = json.loads(
+        (ROOT / "docs" / "results" / "mapping-folds" / "folds-tuned-candidates.json").read_text(encoding="utf-8")
+    )
+    assert [f["dense_tuned"] for f in mix["folds"]] == [f["dense_tuned"] for f in run["folds"]]  # the same models
+    learned = {k: sum(f["learned"][k] for f in mix["folds"]) for k in ("first", "best_20")}
+    assert f"\n{learned['best_20']} held-out gold edges among its best 20 and ranks {learned['first']} first" in text
+    per_fold = " / ".join(f"{f['mapping']['held_out']['edges']['f1']:.3f}" for f in mix_folds)
+    assert f"**F1 0.594** (per fold {per_fold})" in text
+    seconds = [f"{f['fit_seconds']:.0f}" for f in mix["folds"]]
+    assert f"took {seconds[0]}, {seconds[1]} and {seconds[2]} s." in text

@@ -713,6 +713,8 @@ def test_the_documented_leave_out_figures_are_the_committed_reports():
         ("weights and cut per fold", "folds.json"),
         ("+ context weights per fold", "folds-context.json"),
         ("learned scorer per fold", "folds-learned.json"),
+        ("learned scorer with `dense_tuned` per fold (tried, not kept)", "folds-tuned.json"),
+        ("the same, its best 20 sets added to the candidates (tried, not kept)", "folds-tuned-candidates.json"),
     ):
         folds = json.loads((folder / name).read_text(encoding="utf-8"))
         tp, proposed, gold = (
@@ -1033,3 +1035,45 @@ def test_a_learned_scorer_file_is_checked():
         scorer_from_json({**good, "features": good["features"][:-1]})
     with pytest.raises(ProposalError, match="--top-n must be at least 1"):
         scorer_from_json({**good, "cut": {**good["cut"], "top_n": 0}})
+
+
+def test_the_documented_tuned_embedding_figures_are_the_committed_run():
+    """docs/mapping-proposals.md's figures of the embedding model tuned on the training gold (tried at
+    6e99f03, not kept) are those of benchmarks/results/proposal-tuned.json and folds-tuned.json."""
+    run = json.loads((ROOT / "benchmarks" / "results" / "proposal-tuned.json").read_text(encoding="utf-8"))
+    folds = json.loads((ROOT / "docs" / "results" / "mapping-folds" / "folds-tuned.json").read_text(encoding="utf-8"))
+    text = DOC.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for label, key in (
+        ("`dense` (untuned model) alone", "dense"),
+        ("`dense_tuned` alone", "dense_tuned"),
+        ("`BASE`, the untuned mix that picks the candidates", "base"),
+        ("the learned scorer with `dense_tuned`", "learned"),
+    ):
+        row = next(line for line in lines if line.startswith(f"| {label} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:] == [str(sum(f[key][k] for f in run["folds"])) for k in ("first", "best_5", "best_20")]
+    per_fold = " / ".join(f"{f['mapping']['held_out']['edges']['f1']:.3f}" for f in folds)
+    assert f"Per fold F1 with it {per_fold}, without 0.567 / 0.591 / 0.614" in text
+    together = sum(f["in_base_20_or_tuned_20"] for f in run["folds"])
+    assert f"hold {together} of the 200 gold edges instead of\n178" in text and together - 178 == 6
+    seconds = [f"{f['fit_seconds']:.0f}" for f in run["folds"]]
+    assert f"took {seconds[0]}, {seconds[1]} and {seconds[2]} s (31 minutes" in text
+    assert sum(f["fit_seconds"] for f in run["folds"]) // 60 == 31
+    final = [f["final_tuning"] for f in run["folds"]]
+    assert f"{final[0]['seconds']:.0f}, {final[1]['seconds']:.0f} and {final[2]['seconds']:.0f} s for" in text
+    assert f"{final[0]['pairs']}, {final[1]['pairs']} and {final[2]['pairs']} pairs" in text
+    assert f"peaked at\n{run['peak_memory_mb'] / 1000:.1f} GB" in text
+    assert run["settings"]["epochs"] == 2 and run["settings"]["negatives"] == 2 and run["settings"]["tokens"] == 128
+    # the same with the tuned similarity's best 20 sets among the candidates (c96e258)
+    mix = json.loads((ROOT / "benchmarks" / "results" / "proposal-tuned-candidates.json").read_text(encoding="utf-8"))
+    mix_folds = json.loads(
+        (ROOT / "docs" / "results" / "mapping-folds" / "folds-tuned-candidates.json").read_text(encoding="utf-8")
+    )
+    assert [f["dense_tuned"] for f in mix["folds"]] == [f["dense_tuned"] for f in run["folds"]]  # the same models
+    learned = {k: sum(f["learned"][k] for f in mix["folds"]) for k in ("first", "best_20")}
+    assert f"\n{learned['best_20']} held-out gold edges among its best 20 and ranks {learned['first']} first" in text
+    per_fold = " / ".join(f"{f['mapping']['held_out']['edges']['f1']:.3f}" for f in mix_folds)
+    assert f"**F1 0.594** (per fold {per_fold})" in text
+    seconds = [f"{f['fit_seconds']:.0f}" for f in mix["folds"]]
+    assert f"took {seconds[0]}, {seconds[1]} and {seconds[2]} s." in text

@@ -117,3 +117,17 @@ def test_the_key_predicate_follows_the_key_element_not_the_alphabet(a2x_graph):
     context = set_context(a2x_graph, f"{ID}API_SALES_ORDER_SRV/set/A_SalesOrderItemPartner")
     assert [p["name"] for p in context["properties"][:3]] == ["SalesOrder", "SalesOrderItem", "PartnerFunction"]
     assert context["key_predicate"].startswith("A_SalesOrderItemPartner(SalesOrder=")
+
+
+def test_an_operation_says_what_it_does_in_the_services_own_words(a2x_graph):
+    """SAP's A2X services describe their function imports with ``Core.Description`` under an alias they never
+    declare (no edmx:Reference includes the Core vocabulary): lifted all the same, and shown in the context."""
+    ops = operations(a2x_graph, "API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader")
+    assert ops["PostGoodsIssue"]["description"] == "Posts goods issue for outbound delivery."
+    assert ops["ReverseGoodsIssue"]["description"] == "Reverses goods issue for outbound delivery."
+    lines = text(a2x_graph, "API_OUTBOUND_DELIVERY_SRV", "A_OutbDeliveryHeader").splitlines()
+    post = next(i for i, line in enumerate(lines) if line.startswith("- PostGoodsIssue "))
+    assert lines[post + 1] == "  Posts goods issue for outbound delivery."
+    # where the metadata says nothing more than the name and label, nothing is added
+    release = operations(a2x_graph, "API_SALES_ORDER_SRV", "A_SalesOrder")["releaseApprovalRequest"]
+    assert release["description"] == ""

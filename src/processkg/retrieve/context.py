@@ -279,9 +279,11 @@ def _operation(store: StoreGraph, iri: str, op: JSONObject, head: Record, one: s
     given = [p for p in params if not p["binding"]]
     kind = r["class"].rsplit("#", 1)[-1]
     label = r["label"] if r["label"] and r["label"] != r["name"] else ""
+    description = r["description"] if r["description"] and r["description"] not in (r["name"], label) else ""
     return {
         "name": r["name"],
         "label": label,
+        "description": description,
         "how": op["how"],
         "method": r["method"] or "GET or POST",
         "call": _call(kind, r, op["imports"], given, head, one),

@@ -734,14 +734,16 @@ def _label(sap: dict[str, str], anns: list[Annotation]) -> str | None:
     if sap.get("label"):
         return sap["label"]
     for ann in anns:
-        if ann.term == f"{COMMON}.Label" and isinstance(ann.value, str):
+        if _term(ann) == f"{COMMON}.Label" and isinstance(ann.value, str):
             return ann.value
     return None
 
 
 def _description(sap: dict[str, str], anns: list[Annotation]) -> str | None:
+    """``Core.Description`` or ``Common.QuickInfo`` (SAP's undeclared aliases too: the A2X services annotate
+    their function imports with ``Core.Description`` and include no Core vocabulary), else ``sap:quickinfo``."""
     for ann in anns:
-        if ann.term in (f"{CORE}.Description", f"{COMMON}.QuickInfo") and isinstance(ann.value, str):
+        if _term(ann) in (f"{CORE}.Description", f"{COMMON}.QuickInfo") and isinstance(ann.value, str):
             return ann.value
     return sap.get("quickinfo")
 

@@ -286,10 +286,11 @@ def _mutated(draw: st.DrawFn, entity: dict[str, object], names: list[str]) -> di
 
 
 @st.composite
-def _deep_orders(draw: st.DrawFn, order_names: list[str], item_names: list[str]) -> dict[str, object]:
-    bench = _module("bench_sap_clients")
-    order = _mutated(draw, {k: v for k, v in bench.DEEP_ORDER.items() if k != "to_Item"}, order_names)
-    items = [_mutated(draw, item, item_names) for item in bench.DEEP_ORDER["to_Item"]]
+def _deep_orders(
+    draw: st.DrawFn, deep_order: dict[str, object], order_names: list[str], item_names: list[str]
+) -> dict[str, object]:
+    order = _mutated(draw, {k: v for k, v in deep_order.items() if k != "to_Item"}, order_names)
+    items = [_mutated(draw, item, item_names) for item in deep_order["to_Item"]]
     shape = draw(st.sampled_from(["items", "no items", "one item", "not a list"]))
     if shape == "items":
         order["to_Item"] = items
@@ -315,7 +316,7 @@ def test_whatever_the_json_checks_pass_the_triples_pass_with_the_same_notes(vali
     seen = Counter()
 
     @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-    @given(_deep_orders(sorted(t.props), sorted(walking.model.types[item].props)))
+    @given(_deep_orders(bench.DEEP_ORDER, sorted(t.props), sorted(walking.model.types[item].props)))
     def check(payload: dict[str, object]) -> None:
         notes = checks.conforms(t, payload, True)
         seen[notes is not None] += 1

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from processkg.aliases import JSONObject, JSONValue
 from processkg.serve.values import changes_json, to_json
-from processkg.services.model import Prop, TypeInfo
+from processkg.services.model import Prop, TypeInfo, made_once
 
 
 def is_v2(t: TypeInfo) -> bool:
@@ -29,19 +29,16 @@ class _Form:
     navs: list[str]  # the names of the navigation properties, sorted
 
 
-#: id of a type -> (the type, its form): held, so that the type's id is not reused
-_FORMS: dict[int, tuple[TypeInfo, _Form]] = {}
-
-
 def _form(t: TypeInfo) -> _Form:
-    found = _FORMS.get(id(t))
-    if found is None or found[0] is not t:
-        v2 = is_v2(t)
-        rendered = [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
-        keys = [p for p in t.props.values() if p.key]
-        positions = {name: i for i, (name, _edm) in enumerate(rendered)}
-        found = _FORMS[id(t)] = (t, _Form(v2, keys, rendered, positions, sorted(t.navs)))
-    return found[1]
+    return made_once(t, _make_form)
+
+
+def _make_form(t: TypeInfo) -> _Form:
+    v2 = is_v2(t)
+    rendered = [(n, p.edm_type if changes_json(p.edm_type, v2) else None) for n, p in t.props.items()]
+    keys = [p for p in t.props.values() if p.key]
+    positions = {name: i for i, (name, _edm) in enumerate(rendered)}
+    return _Form(v2, keys, rendered, positions, sorted(t.navs))
 
 
 def key_props(t: TypeInfo) -> list[Prop]:

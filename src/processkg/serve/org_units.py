@@ -24,7 +24,7 @@ from pathlib import Path
 from processkg.aliases import JSONObject
 from processkg.assets import asset
 from processkg.errors import AssetMissingError
-from processkg.services.model import Prop, TypeInfo
+from processkg.services.model import Prop, TypeInfo, made_once
 
 ORGANISATION = ("org_units", "reference-organisation.json")  # the shipped data file, under assets/
 
@@ -127,21 +127,17 @@ def _is_currency(prop: Prop, currency: str) -> bool:
 
 
 def pairs_of(type_: TypeInfo) -> tuple[tuple[str, str], ...]:
-    """The (plant, storage location) property pairs of ``type_``: per location, its first plant property.
-    Kept per type object (held, so that its id is not reused): a store's types do not change once read."""
-    kept = _PAIRS_OF.get(id(type_))
-    if kept is not None and kept[0] is type_:
-        return kept[1]
+    """The (plant, storage location) property pairs of ``type_``: per location, its first plant property
+    (made once per type: :func:`~processkg.services.model.made_once`)."""
+    return made_once(type_, _pairs)
+
+
+def _pairs(type_: TypeInfo) -> tuple[tuple[str, str], ...]:
     found: dict[str, str] = {}
     for plant, location in PAIRS:
         if plant in type_.props and location in type_.props:
             found.setdefault(location, plant)
-    pairs = tuple((plant, location) for location, plant in found.items())
-    _PAIRS_OF[id(type_)] = (type_, pairs)
-    return pairs
-
-
-_PAIRS_OF: dict[int, tuple[TypeInfo, tuple[tuple[str, str], ...]]] = {}
+    return tuple((plant, location) for location, plant in found.items())
 
 
 def _takes(codes: tuple[str, ...] | None, value: str) -> bool:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import TypeVar, cast
 
 from processkg.aliases import Record
 from processkg.graph.store import StoreGraph, records
@@ -241,6 +242,23 @@ class _Types(Mapping[str, TypeInfo]):
 
     def __len__(self) -> int:
         return len(self.model.type_service)
+
+
+Part = TypeVar("Part", Prop, TypeInfo)
+Made = TypeVar("Made")
+#: (id of a type or property, the function) -> (that object, what the function made of it): held, so
+#: that the object's id is not reused while its entry stands
+_MADE: dict[tuple[int, Callable[..., object]], tuple[object, object]] = {}
+
+
+def made_once(part: Part, make: Callable[[Part], Made]) -> Made:
+    """``make(part)``, made once per type or property object: a model's types and properties do not
+    change once read, and the hot paths of kg serve and kg validate ask the same of them per request."""
+    key = (id(part), make)
+    found = _MADE.get(key)
+    if found is None or found[0] is not part:
+        found = _MADE[key] = (part, make(part))
+    return cast(Made, found[1])
 
 
 def service_model(store: StoreGraph) -> Model:

@@ -32,7 +32,7 @@ from processkg.aliases import JSONObject, JSONValue
 from processkg.errors import JsonLinesError, MalformedCall
 from processkg.graph.handle import StoreHandle
 from processkg.jsonl import LIMITS, parse_line, read_records
-from processkg.services.model import Model, Nav, OperationInfo, Prop, SetRules, TypeInfo, service_model
+from processkg.services.model import Model, Nav, OperationInfo, Prop, SetRules, TypeInfo, made_once, service_model
 from processkg.validate import literals, operation_parameters
 from processkg.validate.payload_json import (
     MAX_DEEP_INSERT,
@@ -823,17 +823,15 @@ def _iri(iri: str) -> URIRef:
     return URIRef(iri)
 
 
-_PLANS: dict[int, tuple[Prop, tuple[URIRef, str, str, bool]]] = {}
-
-
 def _plan(p: Prop) -> tuple[URIRef, str, str, bool]:
     """What a payload value of ``p`` needs of it: its node, the IRI of its property shape, its item type
-    and whether it is a collection. Kept per property object (held, so that its id is not reused)."""
-    found = _PLANS.get(id(p))
-    if found is None or found[0] is not p:
-        pred = _iri(p.iri)
-        found = _PLANS[id(p)] = (p, (pred, str(pred) + "/shape", p.item_type, p.collection))
-    return found[1]
+    and whether it is a collection (made once per property: :func:`~processkg.services.model.made_once`)."""
+    return made_once(p, _make_plan)
+
+
+def _make_plan(p: Prop) -> tuple[URIRef, str, str, bool]:
+    pred = _iri(p.iri)
+    return pred, str(pred) + "/shape", p.item_type, p.collection
 
 
 def _short(value: JSONValue) -> JSONValue:
